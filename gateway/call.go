@@ -1,0 +1,179 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/wardenmcp/warden/activity"
+	"github.com/wardenmcp/warden/approval"
+	"github.com/wardenmcp/warden/upstream"
+	"github.com/wardenmcp/warden/writes"
+)
+
+// Call is one tools/call as a surface hands it to the gateway.
+type Call struct {
+	Server, Tool string
+	Args         json.RawMessage
+	Meta         mcp.Meta
+	Surface      string             // "mcp", "mcp/{server}", "stdio", "cli"
+	Session      *mcp.ServerSession // the calling client; nil for operator calls
+}
+
+// CallTool runs call through policy and, if allowed, upstream. A policy
+// refusal, an unknown outcome and an unreachable upstream are answered as
+// tool results with isError; the upstream's own JSON-RPC errors are returned
+// as errors, unchanged.
+func (g *Gateway) CallTool(ctx context.Context, call Call) (*mcp.CallToolResult, error) {
+	start := time.Now()
+	entry := activity.Entry{At: start, Surface: call.Surface, Server: call.Server, Tool: call.Tool}
+	res, err := g.callTool(ctx, call, &entry)
+	entry.LatencyMicros = time.Since(start).Microseconds()
+	var ref *Refusal
+	switch {
+	case errors.As(err, &ref):
+		entry.Outcome, entry.Code = "refused", string(ref.Code)
+		res, err = ref.Result(), nil
+	case entry.Outcome == "unknown":
+	case err != nil || (res != nil && res.IsError):
+		entry.Outcome = "error"
+	default:
+		entry.Outcome = "ok"
+	}
+	g.deps.Activity.Add(entry)
+	g.deps.Metrics.ObserveCall(call.Server, entry.Class, entry.Outcome, time.Since(start))
+	return res, err
+}
+
+func (g *Gateway) callTool(ctx context.Context, call Call, entry *activity.Entry) (*mcp.CallToolResult, error) {
+	c, ok := g.Conn(call.Server)
+	if !ok {
+		return nil, refuse(CodeUnavailable, "Server %q is not configured or is disabled. See the configured servers with: warden servers list", call.Server)
+	}
+	tool, err := g.admitTool(c, call)
+	if err != nil {
+		return nil, err
+	}
+	entry.Class = string(tool.Class)
+	entry.ArgsSHA256 = writes.ArgsHash(call.Args)
+	if tool.Class == writes.ClassDestructive && c.Config().ConfirmDestructive {
+		if err := g.confirm(ctx, call); err != nil {
+			return nil, err
+		}
+	}
+
+	f := &inflight{server: call.Server, session: call.Session, ctx: ctx, token: call.Meta["progressToken"]}
+	upToken, done := g.router.add(f)
+	defer done()
+	meta := call.Meta
+	if upToken != "" {
+		meta = cloneMeta(call.Meta)
+		meta["progressToken"] = upToken
+	}
+	params := &mcp.CallToolParams{Meta: meta, Name: call.Tool, Arguments: call.Args}
+	if len(call.Args) == 0 {
+		params.Arguments = nil
+	}
+
+	var res *mcp.CallToolResult
+	var dispatch *upstream.Dispatch
+	err = c.Do(ctx, func(ctx context.Context, cs *mcp.ClientSession) error {
+		onSent := func() {}
+		if tool.Class != writes.ClassRead {
+			permit, latch := g.deps.Writes.Admit(call.Server)
+			if latch != nil {
+				return latchedRefusal(latch)
+			}
+			defer permit.Release()
+			onSent = permit.Release
+		}
+		ctx, dispatch = upstream.WithDispatch(ctx, onSent)
+		var err error
+		res, err = cs.CallTool(ctx, params)
+		return err
+	})
+	if err == nil {
+		return res, nil
+	}
+	var ref *Refusal
+	if errors.As(err, &ref) || upstream.Answered(err) {
+		return nil, err
+	}
+	if dispatch == nil || !dispatch.Sent() {
+		// Nothing left Warden: nothing happened upstream.
+		return nil, refuse(CodeUnavailable, "Server %q could not take the call: %v. Nothing was sent; it is safe to retry. Check the server with: warden servers list", call.Server, err)
+	}
+	entry.Outcome = "unknown"
+	return g.unknownOutcome(ctx, call, tool, entry, err)
+}
+
+// admitTool applies quarantine and approval, and finds the tool's class.
+func (g *Gateway) admitTool(c *upstream.Conn, call Call) (Tool, error) {
+	if g.deps.Approvals.Quarantined(call.Server) {
+		return Tool{}, refuse(CodeQuarantined, "Server %q is quarantined: none of its tools run until an operator reviews and approves it. Review with: warden review %s; approve with: warden servers approve %s", call.Server, call.Server, call.Server)
+	}
+	st, known := g.deps.Approvals.Check(call.Server, call.Tool)
+	var def *mcp.Tool
+	if inv := c.Inventory(); inv != nil {
+		for _, t := range inv.Tools {
+			if t.Name == call.Tool {
+				def = t
+				break
+			}
+		}
+	}
+	o := c.Config().Tools[call.Tool]
+	switch {
+	case !known || def == nil || o.Hidden:
+		return Tool{}, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q on server %q", call.Tool, call.Server)}
+	case st == approval.StatusPending:
+		return Tool{}, refuse(CodePending, "Tool %q of server %q is new and not approved yet. Review it with: warden review %s; approve it with: warden review approve %s %s", call.Tool, call.Server, call.Server, call.Server, call.Tool)
+	case st == approval.StatusChanged:
+		return Tool{}, refuse(CodeChanged, "Tool %q of server %q changed since it was approved and is held until a person looks again. See what changed with: warden review %s; approve the new definition with: warden review approve %s %s", call.Tool, call.Server, call.Server, call.Server, call.Tool)
+	case st == approval.StatusBlocked:
+		return Tool{}, refuse(CodeBlocked, "Tool %q of server %q is blocked by an operator. To allow it again: warden review approve %s %s", call.Tool, call.Server, call.Server, call.Tool)
+	}
+	return Tool{Tool: def, Status: st, Class: writes.Classify(o.Class, def.Annotations), Visible: true}, nil
+}
+
+func latchedRefusal(l *writes.Latch) *Refusal {
+	return refuse(CodeLatched, "Writes to server %q are latched: a call to %q at %s had an unknown outcome (%s), so it may or may not have happened. Check the server's state, then clear the latch with: warden writes clear %s",
+		l.Server, l.Tool, l.At.UTC().Format(time.RFC3339), l.Reason, l.Server)
+}
+
+// unknownOutcome handles a call that was sent but not answered: a non-read
+// call latches the server (exactly once, whatever else is in flight).
+func (g *Gateway) unknownOutcome(ctx context.Context, call Call, tool Tool, entry *activity.Entry, err error) (*mcp.CallToolResult, error) {
+	reason := writes.ReasonUpstreamLost
+	switch {
+	case errors.Is(err, upstream.ErrTimeout):
+		reason = writes.ReasonTimeout
+	case ctx.Err() != nil:
+		reason = writes.ReasonCancelled
+	}
+	text := fmt.Sprintf("The call to %q on server %q was sent but its outcome is unknown (%s): %v.", call.Tool, call.Server, reason, err)
+	if tool.Class != writes.ClassRead {
+		_, rerr := g.deps.Writes.Record(writes.Latch{
+			Server: call.Server, Tool: call.Tool, ArgsSHA256: entry.ArgsSHA256,
+			At: time.Now(), Reason: reason, Surface: call.Surface,
+		})
+		if rerr != nil {
+			g.log.Error("recording write latch failed", "server", call.Server, "err", rerr)
+		}
+		text += fmt.Sprintf(" Further writes to %q are refused until an operator checks whether it happened and runs: warden writes clear %s", call.Server, call.Server)
+	}
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: text}},
+		Meta: mcp.Meta{"warden/outcome": "unknown"}}, nil
+}
+
+func cloneMeta(m mcp.Meta) mcp.Meta {
+	out := make(mcp.Meta, len(m)+1)
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}

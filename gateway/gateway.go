@@ -1,0 +1,190 @@
+// Package gateway is the one place every call passes through between the
+// downstream surfaces (/mcp, /mcp/{server}, warden stdio, the CLI) and the
+// upstream connections. Policy sits here: quarantine and tool approval, the
+// unknown-outcome write latch, destructive-call confirmation, the activity
+// log and metrics. It also owns the set of live upstream connections and
+// routes each upstream's server-to-client traffic back to the right client.
+package gateway
+
+import (
+	"log/slog"
+	"slices"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/wardenmcp/warden/activity"
+	"github.com/wardenmcp/warden/approval"
+	"github.com/wardenmcp/warden/config"
+	"github.com/wardenmcp/warden/events"
+	"github.com/wardenmcp/warden/metrics"
+	"github.com/wardenmcp/warden/upstream"
+	"github.com/wardenmcp/warden/writes"
+)
+
+// View is a downstream surface that shows what the gateway exposes.
+type View interface {
+	// Changed says what server exposes may have changed (tools, prompts,
+	// resources, visibility); the view re-reads it from the gateway.
+	Changed(server string)
+	Log(server string, p *mcp.LoggingMessageParams)
+	ResourceUpdated(server string, p *mcp.ResourceUpdatedNotificationParams)
+}
+
+// Deps are the policy parts the gateway enforces.
+type Deps struct {
+	Approvals *approval.Registry
+	Writes    *writes.Ledger
+	Activity  *activity.Log
+	Events    *events.Broker
+	Metrics   *metrics.Metrics
+	Logger    *slog.Logger
+	Upstream  upstream.Options // Peer is set by the gateway
+}
+
+// Gateway is the call path and the registry of live upstreams.
+type Gateway struct {
+	deps   Deps
+	log    *slog.Logger
+	router *router
+
+	mu    sync.RWMutex
+	conns map[string]*upstream.Conn
+	views []View
+}
+
+// New returns a gateway with no servers; Reconcile starts them.
+func New(deps Deps) *Gateway {
+	if deps.Logger == nil {
+		deps.Logger = slog.Default()
+	}
+	g := &Gateway{deps: deps, log: deps.Logger, router: newRouter(), conns: map[string]*upstream.Conn{}}
+	g.deps.Upstream.Peer = g
+	g.deps.Upstream.Logger = deps.Logger
+	deps.Approvals.OnChange(func(c approval.Change) {
+		g.deps.Events.Publish(events.Event{Type: "tools", Server: c.Server, Data: c})
+		g.notifyViews(func(v View) { v.Changed(c.Server) })
+	})
+	deps.Writes.OnChange(func(server string, latched bool) {
+		g.deps.Events.Publish(events.Event{Type: "writes", Server: server, Data: map[string]bool{"latched": latched}})
+	})
+	return g
+}
+
+// AddView registers a surface to be told about changes.
+func (g *Gateway) AddView(v View) {
+	g.mu.Lock()
+	g.views = append(g.views, v)
+	g.mu.Unlock()
+}
+
+func (g *Gateway) notifyViews(f func(View)) {
+	g.mu.RLock()
+	views := slices.Clone(g.views)
+	g.mu.RUnlock()
+	for _, v := range views {
+		f(v)
+	}
+}
+
+// Reconcile makes the live connections match servers: new ones start,
+// removed or disabled ones are removed (their HTTP sessions deleted), changed
+// ones restart, unchanged ones are not touched. It returns when the stopped
+// connections are gone; new ones connect in the background, in parallel.
+func (g *Gateway) Reconcile(servers map[string]*config.Server) {
+	g.mu.Lock()
+	var remove, stop []*upstream.Conn
+	var started []string
+	for name, c := range g.conns {
+		cfg, ok := servers[name]
+		switch {
+		case !ok || cfg.Disabled:
+			remove = append(remove, c)
+			delete(g.conns, name)
+		case !cfg.Equal(c.Config()):
+			if cfg.Fingerprint() != c.Config().Fingerprint() {
+				remove = append(remove, c) // a different upstream: end its session
+			} else {
+				stop = append(stop, c)
+			}
+			delete(g.conns, name)
+		}
+	}
+	for name, cfg := range servers {
+		if _, ok := g.conns[name]; ok || cfg.Disabled {
+			continue
+		}
+		if err := g.deps.Approvals.EnsureServer(name, cfg.Trusted); err != nil {
+			g.log.Error("recording server failed", "server", name, "err", err)
+		}
+		g.conns[name] = upstream.Start(cfg, g.deps.Upstream)
+		started = append(started, name)
+	}
+	g.mu.Unlock()
+
+	var wg sync.WaitGroup
+	for _, c := range remove {
+		wg.Go(c.Remove)
+	}
+	for _, c := range stop {
+		wg.Go(c.Stop)
+	}
+	wg.Wait()
+	for _, c := range append(remove, stop...) {
+		g.notifyViews(func(v View) { v.Changed(c.Name) })
+	}
+	for _, name := range started {
+		g.notifyViews(func(v View) { v.Changed(name) })
+	}
+}
+
+// Close stops every connection, keeping HTTP sessions for the next start.
+func (g *Gateway) Close() {
+	g.mu.Lock()
+	conns := g.conns
+	g.conns = map[string]*upstream.Conn{}
+	g.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, c := range conns {
+		wg.Go(c.Stop)
+	}
+	wg.Wait()
+}
+
+// Conn returns the live connection of server.
+func (g *Gateway) Conn(server string) (*upstream.Conn, bool) {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	c, ok := g.conns[server]
+	return c, ok
+}
+
+// Servers lists the live servers by name.
+func (g *Gateway) Servers() []string {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	names := make([]string, 0, len(g.conns))
+	for n := range g.conns {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// Inventory applies a new listing to the approval records (upstream.Peer).
+func (g *Gateway) Inventory(server string, inv *upstream.Inventory) {
+	c, ok := g.Conn(server)
+	if !ok {
+		return
+	}
+	if _, err := g.deps.Approvals.Apply(server, c.Config().Trusted, inv.Seq, inv.Tools); err != nil {
+		g.log.Error("applying tool inventory failed", "server", server, "err", err)
+	}
+	g.deps.Events.Publish(events.Event{Type: "list_changed", Server: server})
+	g.notifyViews(func(v View) { v.Changed(server) })
+}
+
+// StateChanged publishes connection state (upstream.Peer).
+func (g *Gateway) StateChanged(server string, st upstream.Status) {
+	g.deps.Metrics.SetState(server, string(st.State))
+	g.deps.Events.Publish(events.Event{Type: "server", Server: server, Data: st})
+}

@@ -1,0 +1,155 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// inflight is a call on its way through Warden. It is what routes the
+// upstream's server-to-client traffic (progress, log messages, sampling,
+// elicitation, roots) back to the downstream session that caused it.
+type inflight struct {
+	server  string
+	session *mcp.ServerSession // nil for operator calls (CLI, REST)
+	ctx     context.Context    // the downstream request's context: sends on it go on its stream
+	token   any                // the client's progress token, if it asked for progress
+}
+
+// router tracks in-flight calls per server and per minted progress token.
+type router struct {
+	next     atomic.Uint64
+	mu       sync.Mutex
+	byServer map[string][]*inflight
+	byToken  map[string]*inflight
+}
+
+func newRouter() *router {
+	return &router{byServer: map[string][]*inflight{}, byToken: map[string]*inflight{}}
+}
+
+// add registers a call and returns the progress token to send upstream ("" if
+// the client asked for none) and the function that unregisters it.
+func (r *router) add(f *inflight) (upstreamToken string, done func()) {
+	if f.token != nil {
+		upstreamToken = "warden-" + strconv.FormatUint(r.next.Add(1), 36)
+	}
+	r.mu.Lock()
+	r.byServer[f.server] = append(r.byServer[f.server], f)
+	if upstreamToken != "" {
+		r.byToken[upstreamToken] = f
+	}
+	r.mu.Unlock()
+	return upstreamToken, func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		list := r.byServer[f.server]
+		for i, g := range list {
+			if g == f {
+				r.byServer[f.server] = append(list[:i:i], list[i+1:]...)
+				break
+			}
+		}
+		if len(r.byServer[f.server]) == 0 {
+			delete(r.byServer, f.server)
+		}
+		delete(r.byToken, upstreamToken)
+	}
+}
+
+// caller picks the downstream session that an upstream's request belongs to:
+// the most recent in-flight call from a client session. MCP ties such requests
+// to the call that caused them; with several calls in flight on one upstream
+// connection the newest is the best guess the protocol allows.
+func (r *router) caller(server string) *inflight {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	list := r.byServer[server]
+	for i := len(list) - 1; i >= 0; i-- {
+		if list[i].session != nil {
+			return list[i]
+		}
+	}
+	return nil
+}
+
+func (r *router) byProgressToken(tok any) *inflight {
+	s, ok := tok.(string)
+	if !ok {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.byToken[s]
+}
+
+var errNoCaller = errors.New("no client session is waiting on this server")
+
+// relatedContext is the downstream call's context (so the SDK sends on that
+// call's stream), cancelled also when the upstream's own request is.
+func relatedContext(f *inflight, upstream context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(f.ctx)
+	stop := context.AfterFunc(upstream, cancel)
+	return ctx, func() { stop(); cancel() }
+}
+
+// The upstream.Peer side of routing.
+
+func (g *Gateway) CreateMessage(ctx context.Context, server string, p *mcp.CreateMessageWithToolsParams) (*mcp.CreateMessageWithToolsResult, error) {
+	f := g.router.caller(server)
+	if f == nil {
+		return nil, fmt.Errorf("sampling from %q: %w", server, errNoCaller)
+	}
+	rctx, cancel := relatedContext(f, ctx)
+	defer cancel()
+	return f.session.CreateMessageWithTools(rctx, p)
+}
+
+func (g *Gateway) Elicit(ctx context.Context, server string, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+	f := g.router.caller(server)
+	if f == nil {
+		return nil, fmt.Errorf("elicitation from %q: %w", server, errNoCaller)
+	}
+	rctx, cancel := relatedContext(f, ctx)
+	defer cancel()
+	return f.session.Elicit(rctx, p)
+}
+
+func (g *Gateway) ListRoots(ctx context.Context, server string) (*mcp.ListRootsResult, error) {
+	f := g.router.caller(server)
+	if f == nil {
+		return &mcp.ListRootsResult{Roots: []*mcp.Root{}}, nil
+	}
+	rctx, cancel := relatedContext(f, ctx)
+	defer cancel()
+	return f.session.ListRoots(rctx, nil)
+}
+
+func (g *Gateway) Progress(server string, p *mcp.ProgressNotificationParams) {
+	f := g.router.byProgressToken(p.ProgressToken)
+	if f == nil || f.session == nil {
+		return
+	}
+	q := *p
+	q.ProgressToken = f.token
+	_ = f.session.NotifyProgress(f.ctx, &q)
+}
+
+// Log sends an upstream log message to the client whose call is in flight,
+// or, with none, to every client session of the surfaces that show server.
+func (g *Gateway) Log(server string, p *mcp.LoggingMessageParams) {
+	if f := g.router.caller(server); f != nil {
+		_ = f.session.Log(f.ctx, p)
+		return
+	}
+	g.notifyViews(func(v View) { v.Log(server, p) })
+}
+
+func (g *Gateway) ResourceUpdated(server string, p *mcp.ResourceUpdatedNotificationParams) {
+	g.notifyViews(func(v View) { v.ResourceUpdated(server, p) })
+}

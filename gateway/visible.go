@@ -1,0 +1,89 @@
+package gateway
+
+import (
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/wardenmcp/warden/approval"
+	"github.com/wardenmcp/warden/upstream"
+	"github.com/wardenmcp/warden/writes"
+)
+
+// Tool is one upstream tool with the policy view of it.
+type Tool struct {
+	*mcp.Tool
+	Status  approval.Status
+	Class   writes.Class
+	Hidden  bool
+	Visible bool // listed and callable
+}
+
+// Tools returns server's current tools with their policy state, in the
+// upstream's order. A quarantined server's tools are all invisible.
+func (g *Gateway) Tools(server string) []Tool {
+	c, ok := g.Conn(server)
+	if !ok {
+		return nil
+	}
+	inv := c.Inventory()
+	if inv == nil {
+		return nil
+	}
+	quarantined := g.deps.Approvals.Quarantined(server)
+	cfg := c.Config()
+	out := make([]Tool, 0, len(inv.Tools))
+	for _, t := range inv.Tools {
+		st, _ := g.deps.Approvals.Check(server, t.Name)
+		o := cfg.Tools[t.Name]
+		out = append(out, Tool{
+			Tool: t, Status: st, Hidden: o.Hidden,
+			Class:   writes.Classify(o.Class, t.Annotations),
+			Visible: !quarantined && !o.Hidden && st == approval.StatusApproved,
+		})
+	}
+	return out
+}
+
+// Exposed reports whether server's prompts and resources may be shown: the
+// server is live and not quarantined.
+func (g *Gateway) Exposed(server string) bool {
+	_, ok := g.Conn(server)
+	return ok && !g.deps.Approvals.Quarantined(server)
+}
+
+// Prompts, Resources and Templates return what an exposed server offers.
+func (g *Gateway) Prompts(server string) []*mcp.Prompt {
+	if inv := g.exposedInventory(server); inv != nil {
+		return inv.Prompts
+	}
+	return nil
+}
+
+func (g *Gateway) Resources(server string) []*mcp.Resource {
+	if inv := g.exposedInventory(server); inv != nil {
+		return inv.Resources
+	}
+	return nil
+}
+
+func (g *Gateway) Templates(server string) []*mcp.ResourceTemplate {
+	if inv := g.exposedInventory(server); inv != nil {
+		return inv.Templates
+	}
+	return nil
+}
+
+// Capabilities are what server said it supports, or nil before it connected.
+func (g *Gateway) Capabilities(server string) *mcp.ServerCapabilities {
+	c, ok := g.Conn(server)
+	if !ok || c.Inventory() == nil {
+		return nil
+	}
+	return c.Inventory().Init.Capabilities
+}
+
+func (g *Gateway) exposedInventory(server string) *upstream.Inventory {
+	c, ok := g.Conn(server)
+	if !ok || g.deps.Approvals.Quarantined(server) {
+		return nil
+	}
+	return c.Inventory()
+}

@@ -1,0 +1,82 @@
+// Package metrics defines Warden's Prometheus metrics: calls by server, class
+// and outcome, call latency, and each upstream's connection state.
+package metrics
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Metrics holds the collectors in their own registry. A nil *Metrics records
+// nothing.
+type Metrics struct {
+	reg     *prometheus.Registry
+	calls   *prometheus.CounterVec
+	latency *prometheus.HistogramVec
+	state   *prometheus.GaugeVec
+}
+
+// States a connection can be in, one gauge series each.
+var states = []string{"connecting", "ready", "backoff", "stopped"}
+
+// New registers the collectors.
+func New() *Metrics {
+	m := &Metrics{
+		reg: prometheus.NewRegistry(),
+		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "warden_tool_calls_total", Help: "Tool calls through Warden by server, write class and outcome (ok, error, refused, unknown).",
+		}, []string{"server", "class", "outcome"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "warden_tool_call_duration_seconds", Help: "Tool call latency through Warden, upstream time included.",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10),
+		}, []string{"server"}),
+		state: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "warden_upstream_state", Help: "1 for the state each upstream connection is in.",
+		}, []string{"server", "state"}),
+	}
+	m.reg.MustRegister(m.calls, m.latency, m.state, prometheus.NewGoCollector())
+	return m
+}
+
+// ObserveCall counts one call.
+func (m *Metrics) ObserveCall(server, class, outcome string, d time.Duration) {
+	if m == nil {
+		return
+	}
+	if class == "" {
+		class = "unknown"
+	}
+	m.calls.WithLabelValues(server, class, outcome).Inc()
+	m.latency.WithLabelValues(server).Observe(d.Seconds())
+}
+
+// SetState records a server's connection state.
+func (m *Metrics) SetState(server, state string) {
+	if m == nil {
+		return
+	}
+	for _, s := range states {
+		v := 0.0
+		if s == state {
+			v = 1
+		}
+		m.state.WithLabelValues(server, s).Set(v)
+	}
+}
+
+// Forget drops a removed server's series.
+func (m *Metrics) Forget(server string) {
+	if m == nil {
+		return
+	}
+	m.state.DeletePartialMatch(prometheus.Labels{"server": server})
+	m.latency.DeletePartialMatch(prometheus.Labels{"server": server})
+}
+
+// Handler serves the metrics in the Prometheus text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}

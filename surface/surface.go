@@ -1,0 +1,98 @@
+package surface
+
+import (
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/wardenmcp/warden/gateway"
+)
+
+// Surfaces holds the aggregated view and one view per server, and serves them
+// under /mcp and /mcp/{server}.
+type Surfaces struct {
+	g       *gateway.Gateway
+	log     *slog.Logger
+	version string
+	agg     *view
+	aggH    http.Handler
+
+	mu    sync.Mutex
+	views map[string]*view
+	hs    map[string]http.Handler
+}
+
+// New builds the surfaces and registers them with the gateway.
+func New(g *gateway.Gateway, log *slog.Logger, version string) *Surfaces {
+	s := &Surfaces{g: g, log: log, version: version, views: map[string]*view{}, hs: map[string]http.Handler{}}
+	s.agg = newView(g, "", log, version)
+	s.aggH = newHandler(s.agg.srv)
+	g.AddView(s)
+	return s
+}
+
+func newHandler(srv *mcp.Server) http.Handler {
+	// Host and Origin are checked for every path by the daemon's listener.
+	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
+		&mcp.StreamableHTTPOptions{DisableLocalhostProtection: true, MaxRequestBodyBytes: 4 << 20})
+}
+
+// view returns server's own view, creating it on first use.
+func (s *Surfaces) view(server string) (*view, http.Handler) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, ok := s.views[server]
+	if !ok {
+		v = newView(s.g, server, s.log, s.version)
+		s.views[server] = v
+		s.hs[server] = newHandler(v.srv)
+	}
+	return v, s.hs[server]
+}
+
+// Server returns the SDK server behind an endpoint: "" for /mcp.
+func (s *Surfaces) Server(server string) *mcp.Server {
+	if server == "" {
+		return s.agg.srv
+	}
+	v, _ := s.view(server)
+	return v.srv
+}
+
+// ServeHTTP serves /mcp and /mcp/{server}.
+func (s *Surfaces) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rest, _ := strings.CutPrefix(r.URL.Path, "/mcp")
+	server := strings.Trim(rest, "/")
+	if server == "" {
+		s.aggH.ServeHTTP(w, r)
+		return
+	}
+	if _, ok := s.g.Conn(server); !ok {
+		http.Error(w, "no server named "+server+" is configured; see: warden servers list", http.StatusNotFound)
+		return
+	}
+	_, h := s.view(server)
+	h.ServeHTTP(w, r)
+}
+
+// The gateway.View side: fan out to the aggregated view and the server's own.
+
+func (s *Surfaces) Changed(server string) {
+	s.agg.Changed(server)
+	v, _ := s.view(server)
+	v.Changed(server)
+}
+
+func (s *Surfaces) Log(server string, p *mcp.LoggingMessageParams) {
+	s.agg.Log(server, p)
+	v, _ := s.view(server)
+	v.Log(server, p)
+}
+
+func (s *Surfaces) ResourceUpdated(server string, p *mcp.ResourceUpdatedNotificationParams) {
+	s.agg.ResourceUpdated(server, p)
+	v, _ := s.view(server)
+	v.ResourceUpdated(server, p)
+}

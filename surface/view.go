@@ -1,0 +1,193 @@
+// Package surface shows the gateway to MCP clients over streamable HTTP: the
+// aggregated endpoint /mcp, where every server's tools and prompts are named
+// "<server>__<name>", and one endpoint per server, /mcp/{server}, with names
+// unchanged. Each endpoint is an SDK server whose lists mirror what the
+// gateway lets clients see; every tools/call goes to the gateway's one call
+// path, and other requests are forwarded to the owning upstream.
+package surface
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/wardenmcp/warden/gateway"
+)
+
+// ref is an upstream object behind an exposed name.
+type ref struct{ server, name string }
+
+// view is one endpoint: the aggregated one (single == "") or one server's.
+type view struct {
+	g       *gateway.Gateway
+	single  string
+	surface string // "mcp" or "mcp/<server>": recorded with each call
+	srv     *mcp.Server
+	log     *slog.Logger
+
+	mu        sync.Mutex
+	tools     map[string]ref    // exposed name → tool, listed or not (for refusals)
+	listed    map[string][]byte // exposed tool name → definition now listed
+	prompts   map[string]ref
+	resources map[string]string // URI or URI template → server
+	byServer  map[string]*exposed
+}
+
+// exposed is what one server currently contributes to a view.
+type exposed struct {
+	tools, prompts, resources, templates []string
+}
+
+func newView(g *gateway.Gateway, single string, log *slog.Logger, version string) *view {
+	v := &view{
+		g: g, single: single, surface: "mcp", log: log,
+		tools: map[string]ref{}, listed: map[string][]byte{}, prompts: map[string]ref{},
+		resources: map[string]string{}, byServer: map[string]*exposed{},
+	}
+	if single != "" {
+		v.surface = "mcp/" + single
+	}
+	v.srv = mcp.NewServer(&mcp.Implementation{Name: "warden", Title: "Warden MCP gateway", Version: version}, &mcp.ServerOptions{
+		Logger:             log,
+		HasTools:           true,
+		HasPrompts:         true,
+		HasResources:       true,
+		CompletionHandler:  v.complete,
+		SubscribeHandler:   v.subscribe,
+		UnsubscribeHandler: v.unsubscribe,
+		SupportedProtocolVersions: []string{"2025-11-25", "2025-06-18", "2025-03-26"},
+	})
+	v.srv.AddReceivingMiddleware(v.intercept)
+	return v
+}
+
+// name is how a server's tool or prompt is called on this view.
+func (v *view) name(server, name string) string {
+	if v.single != "" {
+		return name
+	}
+	return Join(server, name)
+}
+
+func (v *view) servers() []string {
+	if v.single != "" {
+		return []string{v.single}
+	}
+	return v.g.Servers()
+}
+
+// intercept sends every tools/call to the gateway (so unlisted tools get
+// Warden's refusal, not "unknown tool"), and passes logging/setLevel on to
+// the upstreams.
+func (v *view) intercept(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		switch r := req.(type) {
+		case *mcp.CallToolRequest:
+			return v.callTool(ctx, r)
+		case *mcp.ServerRequest[*mcp.SetLoggingLevelParams]:
+			v.g.SetLogLevel(ctx, v.servers(), r.Params.Level)
+		}
+		return next(ctx, method, req)
+	}
+}
+
+func (v *view) callTool(ctx context.Context, r *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	v.mu.Lock()
+	t, ok := v.tools[r.Params.Name]
+	v.mu.Unlock()
+	if !ok {
+		if v.single == "" {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", r.Params.Name)}
+		}
+		t = ref{v.single, r.Params.Name}
+	}
+	return v.g.CallTool(ctx, gateway.Call{
+		Server: t.server, Tool: t.name, Args: r.Params.Arguments, Meta: r.Params.Meta,
+		Surface: v.surface, Session: r.Session,
+	})
+}
+
+// Changed re-reads server from the gateway and updates this view's lists;
+// the SDK tells connected clients when a list changed.
+func (v *view) Changed(server string) {
+	if v.single != "" && server != v.single {
+		return
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	old := v.byServer[server]
+	if old == nil {
+		old = &exposed{}
+	}
+	now := &exposed{}
+	v.syncTools(server, old, now)
+	v.syncPrompts(server, old, now)
+	v.syncResources(server, old, now)
+	v.byServer[server] = now
+}
+
+func (v *view) syncTools(server string, old, now *exposed) {
+	keep := map[string]bool{}
+	for _, t := range v.g.Tools(server) {
+		name := v.name(server, t.Name)
+		v.tools[name] = ref{server, t.Name}
+		now.tools = append(now.tools, name)
+		if !t.Visible {
+			continue
+		}
+		keep[name] = true
+		def := *t.Tool
+		def.Name = name
+		b, _ := json.Marshal(&def)
+		if bytes.Equal(v.listed[name], b) {
+			continue
+		}
+		if err := addTool(v.srv, &def); err != nil {
+			v.log.Warn("tool not shown: invalid definition", "server", server, "tool", t.Name, "err", err)
+			continue
+		}
+		v.listed[name] = b
+	}
+	var drop []string
+	for _, name := range old.tools {
+		if !keep[name] {
+			if _, ok := v.listed[name]; ok {
+				drop = append(drop, name)
+				delete(v.listed, name)
+			}
+		}
+		if !slicesContains(now.tools, name) {
+			delete(v.tools, name)
+		}
+	}
+	if len(drop) > 0 {
+		v.srv.RemoveTools(drop...)
+	}
+}
+
+// addTool lists a tool; the SDK panics on a definition it cannot serve.
+func addTool(srv *mcp.Server, t *mcp.Tool) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%v", r)
+		}
+	}()
+	srv.AddTool(t, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return nil, fmt.Errorf("unreachable: tools/call is intercepted") // see intercept
+	})
+	return nil
+}
+
+func slicesContains(s []string, x string) bool {
+	for _, y := range s {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,379 @@
+// Package upstream keeps one supervised MCP client connection per configured
+// server: it starts the transport (stdio, streamable HTTP or legacy SSE),
+// initializes, caches the server's tool, prompt and resource lists, refreshes
+// them on list_changed, reconnects with backoff when the connection drops, and
+// bounds every call in time and concurrency. Server-to-client traffic is handed
+// to a Peer, which routes it to the right downstream client.
+package upstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/wardenmcp/warden/config"
+)
+
+// ProtocolVersion is what Warden asks upstreams for: the newest revision with
+// sessions, which the session-resume feature depends on.
+const ProtocolVersion = "2025-11-25"
+
+// State is a connection's lifecycle state.
+type State string
+
+const (
+	StateConnecting State = "connecting"
+	StateReady      State = "ready"
+	StateBackoff    State = "backoff"
+	StateStopped    State = "stopped"
+)
+
+// Status is a snapshot of a connection for operators.
+type Status struct {
+	State      State     `json:"state"`
+	Error      string    `json:"error,omitempty"`
+	Since      time.Time `json:"since"`
+	Reconnects int       `json:"reconnects"`
+}
+
+// Inventory is what a server offers, taken in one listing pass. Seq orders
+// passes: it is taken before the listing starts.
+type Inventory struct {
+	Seq       uint64
+	Init      *mcp.InitializeResult
+	Tools     []*mcp.Tool
+	Prompts   []*mcp.Prompt
+	Resources []*mcp.Resource
+	Templates []*mcp.ResourceTemplate
+}
+
+// Peer receives what an upstream sends on its own: new inventories, state
+// changes, server-to-client requests and notifications.
+type Peer interface {
+	Inventory(server string, inv *Inventory)
+	StateChanged(server string, st Status)
+	CreateMessage(ctx context.Context, server string, p *mcp.CreateMessageWithToolsParams) (*mcp.CreateMessageWithToolsResult, error)
+	Elicit(ctx context.Context, server string, p *mcp.ElicitParams) (*mcp.ElicitResult, error)
+	ListRoots(ctx context.Context, server string) (*mcp.ListRootsResult, error)
+	Log(server string, p *mcp.LoggingMessageParams)
+	Progress(server string, p *mcp.ProgressNotificationParams)
+	ResourceUpdated(server string, p *mcp.ResourceUpdatedNotificationParams)
+}
+
+// Options are shared by all connections.
+type Options struct {
+	Peer          Peer
+	Logger        *slog.Logger
+	Reaper        string                           // binary that runs internal/reaper; "" to start stdio servers directly
+	Stderr        func(server string) io.Writer    // where a stdio server's stderr goes
+	MaxConcurrent int                              // calls in flight per server; default 32
+	Version       string                           // Warden's version, sent as client info
+	Sessions      SessionStore                     // persisted HTTP sessions; nil keeps none
+}
+
+// Conn is one supervised upstream connection.
+type Conn struct {
+	Name string
+	cfg  *config.Server
+	opts Options
+	log  *slog.Logger
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
+	sem    chan struct{}
+	http   *sessionTransport // nil unless streamable HTTP
+
+	mu         sync.Mutex
+	session    *mcp.ClientSession
+	changed    chan struct{} // closed and replaced on every status change
+	status     Status
+	logLevel   mcp.LoggingLevel
+	refreshing bool
+	dirty      bool
+
+	seq atomic.Uint64
+	inv atomic.Pointer[Inventory]
+}
+
+// Start begins supervising a connection to cfg; it returns at once.
+func Start(cfg *config.Server, opts Options) *Conn {
+	if opts.MaxConcurrent <= 0 {
+		opts.MaxConcurrent = 32
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &Conn{
+		Name: cfg.Name, cfg: cfg, opts: opts,
+		log:    opts.Logger.With("server", cfg.Name),
+		ctx:    ctx, cancel: cancel,
+		done:   make(chan struct{}),
+		sem:    make(chan struct{}, opts.MaxConcurrent),
+		changed: make(chan struct{}),
+		status: Status{State: StateConnecting, Since: time.Now()},
+	}
+	if cfg.Transport == "http" {
+		c.http = newSessionTransport(cfg, opts.Sessions, c.log)
+	}
+	go c.run()
+	return c
+}
+
+// Config is the server config this connection was started with.
+func (c *Conn) Config() *config.Server { return c.cfg }
+
+// Status reports the connection's state.
+func (c *Conn) Status() Status {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.status
+}
+
+// Inventory is the latest listing, or nil before the first.
+func (c *Conn) Inventory() *Inventory { return c.inv.Load() }
+
+// Stop ends the connection and its process. An HTTP session is kept upstream
+// so the next start can resume it.
+func (c *Conn) Stop() { c.stop(false) }
+
+// Remove ends the connection for good: an HTTP session is deleted upstream and
+// its record dropped.
+func (c *Conn) Remove() { c.stop(true) }
+
+func (c *Conn) stop(forget bool) {
+	if c.http != nil {
+		c.http.endSessionOnClose(forget)
+	}
+	c.cancel()
+	<-c.done
+}
+
+// run is the supervisor: connect, serve until the session ends, back off,
+// repeat until stopped.
+func (c *Conn) run() {
+	defer close(c.done)
+	failures := 0
+	for c.ctx.Err() == nil {
+		c.setStatus(StateConnecting, nil)
+		cs, err := c.connect()
+		if err != nil {
+			if c.ctx.Err() != nil {
+				break
+			}
+			failures++
+			c.setStatus(StateBackoff, err)
+			c.log.Warn("upstream connect failed", "err", err, "attempt", failures)
+			select {
+			case <-time.After(backoff(failures)):
+			case <-c.ctx.Done():
+			}
+			continue
+		}
+		failures = 0
+		c.refresh(cs)
+		c.mu.Lock()
+		c.session = cs
+		c.mu.Unlock()
+		c.setStatus(StateReady, nil)
+
+		waitErr := make(chan error, 1)
+		go func() { waitErr <- cs.Wait() }()
+		select {
+		case err = <-waitErr:
+		case <-c.ctx.Done():
+			_ = cs.Close()
+			err = <-waitErr
+		}
+		c.mu.Lock()
+		c.session = nil
+		c.status.Reconnects++
+		c.mu.Unlock()
+		if c.ctx.Err() == nil {
+			c.log.Warn("upstream connection lost; reconnecting", "err", err)
+		}
+	}
+	c.setStatus(StateStopped, nil)
+}
+
+// backoff grows exponentially from 200ms to 30s, with jitter.
+func backoff(failures int) time.Duration {
+	d := 200 * time.Millisecond << min(failures-1, 8)
+	d = min(d, 30*time.Second)
+	return d/2 + rand.N(d/2+1)
+}
+
+func (c *Conn) setStatus(st State, err error) {
+	c.mu.Lock()
+	c.status.State = st
+	c.status.Since = time.Now()
+	c.status.Error = ""
+	if err != nil {
+		c.status.Error = err.Error()
+	}
+	s := c.status
+	close(c.changed)
+	c.changed = make(chan struct{})
+	c.mu.Unlock()
+	if c.opts.Peer != nil {
+		c.opts.Peer.StateChanged(c.Name, s)
+	}
+}
+
+func (c *Conn) connect() (*mcp.ClientSession, error) {
+	t, err := c.transport()
+	if err != nil {
+		return nil, err
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "warden", Version: c.opts.Version}, c.clientOptions())
+	client.AddReceivingMiddleware(c.forwardServerRequests)
+	ctx, cancel := context.WithTimeout(c.ctx, c.cfg.CallTimeout)
+	defer cancel()
+	cs, err := client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: ProtocolVersion})
+	if err != nil {
+		return nil, fmt.Errorf("initialize: %w", err)
+	}
+	c.mu.Lock()
+	level := c.logLevel
+	c.mu.Unlock()
+	if level != "" && cs.InitializeResult().Capabilities.Logging != nil {
+		_ = cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: level})
+	}
+	return cs, nil
+}
+
+func (c *Conn) transport() (mcp.Transport, error) {
+	switch c.cfg.Transport {
+	case "stdio":
+		var stderr io.Writer = io.Discard
+		if c.opts.Stderr != nil {
+			stderr = c.opts.Stderr(c.Name)
+		}
+		// Stdio writes mark the dispatch boundary here; HTTP requests mark
+		// it in their round tripper (wrapping an HTTP connection would hide
+		// it from the SDK, which needs to see its own type).
+		return markingTransport{&stdioTransport{cfg: c.cfg, reaper: c.opts.Reaper, stderr: stderr, graceTime: 2 * time.Second}}, nil
+	case "http":
+		return &mcp.StreamableClientTransport{Endpoint: c.cfg.URL, HTTPClient: &http.Client{Transport: c.http}}, nil
+	case "sse":
+		return &mcp.SSEClientTransport{Endpoint: c.cfg.URL, HTTPClient: &http.Client{Transport: newHeaderTransport(c.cfg.Headers)}}, nil
+	}
+	return nil, fmt.Errorf("unknown transport %q", c.cfg.Transport)
+}
+
+func (c *Conn) clientOptions() *mcp.ClientOptions {
+	return &mcp.ClientOptions{
+		Logger: c.log,
+		Capabilities: &mcp.ClientCapabilities{
+			RootsV2:     &mcp.RootCapabilities{ListChanged: true},
+			Sampling:    &mcp.SamplingCapabilities{},
+			Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{}},
+		},
+		ToolListChangedHandler:     func(context.Context, *mcp.ToolListChangedRequest) { c.scheduleRefresh() },
+		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { c.scheduleRefresh() },
+		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { c.scheduleRefresh() },
+		ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) {
+			c.opts.Peer.ResourceUpdated(c.Name, r.Params)
+		},
+		LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) {
+			c.opts.Peer.Log(c.Name, r.Params)
+		},
+		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+			c.opts.Peer.Progress(c.Name, r.Params)
+		},
+	}
+}
+
+// forwardServerRequests hands sampling, elicitation and roots requests to the
+// Peer as they are, without the SDK client's own checks: the downstream client
+// is the one that answers them.
+func (c *Conn) forwardServerRequests(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		switch r := req.(type) {
+		case *mcp.CreateMessageWithToolsRequest:
+			return c.opts.Peer.CreateMessage(ctx, c.Name, r.Params)
+		case *mcp.ElicitRequest:
+			return c.opts.Peer.Elicit(ctx, c.Name, r.Params)
+		case *mcp.ListRootsRequest:
+			return c.opts.Peer.ListRoots(ctx, c.Name)
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// SetLogLevel asks the upstream for log messages at level and above, now and
+// after every reconnect.
+func (c *Conn) SetLogLevel(ctx context.Context, level mcp.LoggingLevel) error {
+	c.mu.Lock()
+	c.logLevel = level
+	cs := c.session
+	c.mu.Unlock()
+	if cs == nil || cs.InitializeResult().Capabilities.Logging == nil {
+		return nil
+	}
+	return cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: level})
+}
+
+// Do runs fn with the live session, waiting for the connection if it is being
+// established, bounded by callTimeout and the server's concurrency limit.
+func (c *Conn) Do(ctx context.Context, fn func(context.Context, *mcp.ClientSession) error) error {
+	ctx, cancel := context.WithTimeoutCause(ctx, c.cfg.CallTimeout, ErrTimeout)
+	defer cancel()
+	select {
+	case c.sem <- struct{}{}:
+	case <-ctx.Done():
+		return c.ctxErr(ctx)
+	}
+	defer func() { <-c.sem }()
+	cs, err := c.sessionFor(ctx)
+	if err != nil {
+		return err
+	}
+	if err := fn(ctx, cs); err != nil {
+		if ctx.Err() != nil && !Answered(err) {
+			return c.ctxErr(ctx)
+		}
+		return err
+	}
+	return nil
+}
+
+// ErrTimeout is the cause of a call that ran past callTimeout.
+var ErrTimeout = errors.New("call timed out")
+
+func (c *Conn) ctxErr(ctx context.Context) error {
+	if errors.Is(context.Cause(ctx), ErrTimeout) {
+		return fmt.Errorf("%w after %s (callTimeout of server %q)", ErrTimeout, c.cfg.CallTimeout, c.Name)
+	}
+	return ctx.Err()
+}
+
+// sessionFor returns the ready session, waiting while a connection attempt is
+// under way; a server in backoff fails at once with the last error.
+func (c *Conn) sessionFor(ctx context.Context) (*mcp.ClientSession, error) {
+	for {
+		c.mu.Lock()
+		cs, changed, st := c.session, c.changed, c.status
+		c.mu.Unlock()
+		if cs != nil {
+			return cs, nil
+		}
+		if st.State == StateBackoff || st.State == StateStopped {
+			return nil, fmt.Errorf("%w: server %q is %s: %s", ErrUnavailable, c.Name, st.State, st.Error)
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w: server %q is still %s: %w", ErrUnavailable, c.Name, st.State, c.ctxErr(ctx))
+		}
+	}
+}

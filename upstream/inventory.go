@@ -1,0 +1,98 @@
+package upstream
+
+import (
+	"context"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// scheduleRefresh re-lists the server after a list_changed notification.
+// Notifications that arrive during a pass coalesce into one more pass.
+func (c *Conn) scheduleRefresh() {
+	c.mu.Lock()
+	cs := c.session
+	if c.refreshing || cs == nil {
+		c.dirty = c.refreshing
+		c.mu.Unlock()
+		return
+	}
+	c.refreshing = true
+	c.mu.Unlock()
+	go func() {
+		for {
+			c.refresh(cs)
+			c.mu.Lock()
+			again := c.dirty && c.session == cs
+			c.dirty = false
+			c.refreshing = again
+			c.mu.Unlock()
+			if !again {
+				return
+			}
+		}
+	}()
+}
+
+// Refresh lists the server again now (operators' "refresh", reloads).
+func (c *Conn) Refresh() {
+	c.mu.Lock()
+	cs := c.session
+	c.mu.Unlock()
+	if cs != nil {
+		c.refresh(cs)
+	}
+}
+
+// refresh takes one complete listing and hands it to the Peer. The sequence
+// number is taken before listing starts, so the Peer can tell a pass that
+// started earlier but finished later.
+func (c *Conn) refresh(cs *mcp.ClientSession) {
+	seq := c.seq.Add(1)
+	ctx, cancel := context.WithTimeout(c.ctx, c.cfg.CallTimeout)
+	defer cancel()
+	inv := &Inventory{Seq: seq, Init: cs.InitializeResult()}
+	caps := inv.Init.Capabilities
+	var err error
+	if caps != nil && caps.Tools != nil {
+		if inv.Tools, err = collect(cs.Tools(ctx, nil)); err != nil {
+			c.log.Warn("listing tools failed", "err", err)
+			return // an incomplete inventory must never be applied
+		}
+	}
+	if caps != nil && caps.Prompts != nil {
+		if inv.Prompts, err = collect(cs.Prompts(ctx, nil)); err != nil {
+			c.log.Warn("listing prompts failed", "err", err)
+		}
+	}
+	if caps != nil && caps.Resources != nil {
+		if inv.Resources, err = collect(cs.Resources(ctx, nil)); err != nil {
+			c.log.Warn("listing resources failed", "err", err)
+		}
+		if inv.Templates, err = collect(cs.ResourceTemplates(ctx, nil)); err != nil {
+			c.log.Warn("listing resource templates failed", "err", err)
+		}
+	}
+	for {
+		old := c.inv.Load()
+		if old != nil && old.Seq > seq {
+			return
+		}
+		if c.inv.CompareAndSwap(old, inv) {
+			break
+		}
+	}
+	if c.opts.Peer != nil {
+		c.opts.Peer.Inventory(c.Name, inv)
+	}
+}
+
+func collect[T any](seq func(func(*T, error) bool)) ([]*T, error) {
+	var out []*T
+	for v, err := range seq {
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}

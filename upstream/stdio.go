@@ -1,0 +1,100 @@
+package upstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/wardenmcp/warden/config"
+	"github.com/wardenmcp/warden/internal/reaper"
+)
+
+// stdioTransport starts a stdio server in its own process group. Stopping
+// closes stdin, then sends SIGTERM, then SIGKILL to the whole group, so a
+// launcher's children (npx → node) go too. With a reaper binary the group also
+// dies when Warden is killed outright.
+type stdioTransport struct {
+	cfg       *config.Server
+	reaper    string    // path of a binary that runs internal/reaper, or ""
+	stderr    io.Writer // per-server log
+	graceTime time.Duration
+}
+
+func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	var cmd *exec.Cmd
+	if t.reaper != "" {
+		cmd = reaper.Command(t.reaper, t.cfg.Command, t.cfg.Args...)
+	} else {
+		cmd = exec.Command(t.cfg.Command, t.cfg.Args...)
+		cmd.Env = os.Environ()
+	}
+	for k, v := range t.cfg.Env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	cmd.Dir = t.cfg.Cwd
+	cmd.Stderr = t.stderr
+	// Pdeathsig covers the direct child when there is no reaper.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %q: %w", t.cfg.Command, err)
+	}
+	p := &process{cmd: cmd, stdin: stdin, grace: t.graceTime, exited: make(chan struct{})}
+	go func() {
+		_ = cmd.Wait()
+		close(p.exited)
+	}()
+	inner, err := (&mcp.IOTransport{Reader: stdout, Writer: p}).Connect(ctx)
+	if err != nil {
+		p.Close()
+		return nil, err
+	}
+	return inner, nil
+}
+
+// process is the write side of a stdio server; closing it stops the server.
+type process struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	grace  time.Duration
+	exited chan struct{}
+	once   sync.Once
+}
+
+func (p *process) Write(b []byte) (int, error) { return p.stdin.Write(b) }
+
+// Close stops the server the way the MCP spec asks: close stdin, wait, SIGTERM,
+// wait, SIGKILL; each signal goes to the whole process group.
+func (p *process) Close() error {
+	p.once.Do(func() {
+		_ = p.stdin.Close()
+		pgid := -p.cmd.Process.Pid
+		for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
+			select {
+			case <-p.exited:
+				_ = syscall.Kill(pgid, syscall.SIGKILL) // leftovers of the group
+				return
+			case <-time.After(p.grace):
+			}
+			_ = syscall.Kill(pgid, sig)
+		}
+		<-p.exited
+	})
+	return nil
+}
+
+var errProcessExited = errors.New("server process exited")
