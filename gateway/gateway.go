@@ -91,6 +91,16 @@ func (g *Gateway) notifyViews(f func(View)) {
 // ones restart, unchanged ones are not touched. It returns when the stopped
 // connections are gone; new ones connect in the background, in parallel.
 func (g *Gateway) Reconcile(servers map[string]*config.Server) {
+	// Admission state first (outside g.mu: it notifies views, which read
+	// the gateway), so a new server's first inventory meets it.
+	for name, cfg := range servers {
+		if cfg.Disabled {
+			continue
+		}
+		if err := g.deps.Approvals.EnsureServer(name, cfg.Trusted); err != nil {
+			g.log.Error("recording server failed", "server", name, "err", err)
+		}
+	}
 	g.mu.Lock()
 	var remove, stop []*upstream.Conn
 	var started []string
@@ -100,7 +110,11 @@ func (g *Gateway) Reconcile(servers map[string]*config.Server) {
 		case !ok || cfg.Disabled:
 			remove = append(remove, c)
 			delete(g.conns, name)
-		case !cfg.Equal(c.Config()):
+		case cfg.Equal(c.Config()):
+		case cfg.SameConnection(c.Config()):
+			c.SetConfig(cfg) // policy only: no reconnect
+			started = append(started, name)
+		default:
 			if cfg.Fingerprint() != c.Config().Fingerprint() {
 				remove = append(remove, c) // a different upstream: end its session
 			} else {
@@ -112,9 +126,6 @@ func (g *Gateway) Reconcile(servers map[string]*config.Server) {
 	for name, cfg := range servers {
 		if _, ok := g.conns[name]; ok || cfg.Disabled {
 			continue
-		}
-		if err := g.deps.Approvals.EnsureServer(name, cfg.Trusted); err != nil {
-			g.log.Error("recording server failed", "server", name, "err", err)
 		}
 		g.conns[name] = upstream.Start(cfg, g.deps.Upstream)
 		started = append(started, name)

@@ -82,7 +82,7 @@ type Options struct {
 // Conn is one supervised upstream connection.
 type Conn struct {
 	Name string
-	cfg  *config.Server
+	cfg  atomic.Pointer[config.Server]
 	opts Options
 	log  *slog.Logger
 
@@ -114,7 +114,7 @@ func Start(cfg *config.Server, opts Options) *Conn {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &Conn{
-		Name: cfg.Name, cfg: cfg, opts: opts,
+		Name: cfg.Name, opts: opts,
 		log:    opts.Logger.With("server", cfg.Name),
 		ctx:    ctx, cancel: cancel,
 		done:   make(chan struct{}),
@@ -122,6 +122,7 @@ func Start(cfg *config.Server, opts Options) *Conn {
 		changed: make(chan struct{}),
 		status: Status{State: StateConnecting, Since: time.Now()},
 	}
+	c.cfg.Store(cfg)
 	if cfg.Transport == "http" {
 		c.http = newSessionTransport(cfg, opts.Sessions, c.log)
 	}
@@ -129,8 +130,12 @@ func Start(cfg *config.Server, opts Options) *Conn {
 	return c
 }
 
-// Config is the server config this connection was started with.
-func (c *Conn) Config() *config.Server { return c.cfg }
+// Config is the server's current config.
+func (c *Conn) Config() *config.Server { return c.cfg.Load() }
+
+// SetConfig applies a config that connects the same way (see
+// config.Server.SameConnection): policy fields change without a reconnect.
+func (c *Conn) SetConfig(cfg *config.Server) { c.cfg.Store(cfg) }
 
 // Status reports the connection's state.
 func (c *Conn) Status() Status {
@@ -236,7 +241,7 @@ func (c *Conn) connect() (*mcp.ClientSession, error) {
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "warden", Version: c.opts.Version}, c.clientOptions())
 	client.AddReceivingMiddleware(c.forwardServerRequests)
-	ctx, cancel := context.WithTimeout(c.ctx, c.cfg.CallTimeout)
+	ctx, cancel := context.WithTimeout(c.ctx, c.Config().CallTimeout)
 	defer cancel()
 	cs, err := client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: ProtocolVersion})
 	if err != nil {
@@ -252,7 +257,7 @@ func (c *Conn) connect() (*mcp.ClientSession, error) {
 }
 
 func (c *Conn) transport() (mcp.Transport, error) {
-	switch c.cfg.Transport {
+	switch c.Config().Transport {
 	case "stdio":
 		var stderr io.Writer = io.Discard
 		if c.opts.Stderr != nil {
@@ -261,13 +266,13 @@ func (c *Conn) transport() (mcp.Transport, error) {
 		// Stdio writes mark the dispatch boundary here; HTTP requests mark
 		// it in their round tripper (wrapping an HTTP connection would hide
 		// it from the SDK, which needs to see its own type).
-		return markingTransport{&stdioTransport{cfg: c.cfg, reaper: c.opts.Reaper, stderr: stderr, graceTime: 2 * time.Second}}, nil
+		return markingTransport{&stdioTransport{cfg: c.Config(), reaper: c.opts.Reaper, stderr: stderr, graceTime: 2 * time.Second}}, nil
 	case "http":
-		return &mcp.StreamableClientTransport{Endpoint: c.cfg.URL, HTTPClient: &http.Client{Transport: c.http}}, nil
+		return &mcp.StreamableClientTransport{Endpoint: c.Config().URL, HTTPClient: &http.Client{Transport: c.http}}, nil
 	case "sse":
-		return &mcp.SSEClientTransport{Endpoint: c.cfg.URL, HTTPClient: &http.Client{Transport: newHeaderTransport(c.cfg.Headers)}}, nil
+		return &mcp.SSEClientTransport{Endpoint: c.Config().URL, HTTPClient: &http.Client{Transport: newHeaderTransport(c.Config().Headers)}}, nil
 	}
-	return nil, fmt.Errorf("unknown transport %q", c.cfg.Transport)
+	return nil, fmt.Errorf("unknown transport %q", c.Config().Transport)
 }
 
 func (c *Conn) clientOptions() *mcp.ClientOptions {
@@ -326,7 +331,7 @@ func (c *Conn) SetLogLevel(ctx context.Context, level mcp.LoggingLevel) error {
 // Do runs fn with the live session, waiting for the connection if it is being
 // established, bounded by callTimeout and the server's concurrency limit.
 func (c *Conn) Do(ctx context.Context, fn func(context.Context, *mcp.ClientSession) error) error {
-	ctx, cancel := context.WithTimeoutCause(ctx, c.cfg.CallTimeout, ErrTimeout)
+	ctx, cancel := context.WithTimeoutCause(ctx, c.Config().CallTimeout, ErrTimeout)
 	defer cancel()
 	select {
 	case c.sem <- struct{}{}:
@@ -352,7 +357,7 @@ var ErrTimeout = errors.New("call timed out")
 
 func (c *Conn) ctxErr(ctx context.Context) error {
 	if errors.Is(context.Cause(ctx), ErrTimeout) {
-		return fmt.Errorf("%w after %s (callTimeout of server %q)", ErrTimeout, c.cfg.CallTimeout, c.Name)
+		return fmt.Errorf("%w after %s (callTimeout of server %q)", ErrTimeout, c.Config().CallTimeout, c.Name)
 	}
 	return ctx.Err()
 }

@@ -48,7 +48,7 @@ func (c *Conn) Refresh() {
 // started earlier but finished later.
 func (c *Conn) refresh(cs *mcp.ClientSession) {
 	seq := c.seq.Add(1)
-	ctx, cancel := context.WithTimeout(c.ctx, c.cfg.CallTimeout)
+	ctx, cancel := context.WithTimeout(c.ctx, c.Config().CallTimeout)
 	defer cancel()
 	inv := &Inventory{Seq: seq, Init: cs.InitializeResult()}
 	caps := inv.Init.Capabilities

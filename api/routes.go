@@ -1,0 +1,223 @@
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/wardenmcp/warden/approval"
+	"github.com/wardenmcp/warden/gateway"
+	"github.com/wardenmcp/warden/upstream"
+	"github.com/wardenmcp/warden/writes"
+)
+
+func (a *handler) serverInfo(sc ServerConfig) Server {
+	s := Server{Name: sc.Name, Transport: sc.Transport, Target: sc.Target, Trusted: sc.Trusted, Disabled: sc.Disabled,
+		State: upstream.Status{State: upstream.StateStopped}}
+	if c, ok := a.Gateway.Conn(sc.Name); ok {
+		s.State = c.Status()
+	}
+	if st, ok := a.Approvals.Server(sc.Name); ok {
+		s.Quarantined, s.Tools = st.Quarantined, st.Counts
+	}
+	return s
+}
+
+func (a *handler) configured(w http.ResponseWriter, name string) (ServerConfig, bool) {
+	cfg := a.Config()
+	for _, s := range cfg.Servers {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	names := make([]string, 0, len(cfg.Servers))
+	for _, s := range cfg.Servers {
+		names = append(names, s.Name)
+	}
+	fail(w, http.StatusNotFound, "unknown_server", fmt.Sprintf("no server %q in %s (configured: %v); add one with: warden servers add", name, cfg.Path, names))
+	return ServerConfig{}, false
+}
+
+func (a *handler) status(w http.ResponseWriter, r *http.Request) {
+	cfg := a.Config()
+	st := Status{Version: a.Version, UptimeSeconds: time.Since(a.Started).Seconds(), ConfigPath: cfg.Path,
+		Listen: cfg.Listen, ReloadError: cfg.ReloadError, Servers: []Server{}}
+	for _, sc := range cfg.Servers {
+		st.Servers = append(st.Servers, a.serverInfo(sc))
+	}
+	reply(w, http.StatusOK, st)
+}
+
+func (a *handler) servers(w http.ResponseWriter, r *http.Request) {
+	out := []Server{}
+	for _, sc := range a.Config().Servers {
+		out = append(out, a.serverInfo(sc))
+	}
+	reply(w, http.StatusOK, out)
+}
+
+func (a *handler) server(w http.ResponseWriter, r *http.Request) {
+	if sc, ok := a.configured(w, r.PathValue("s")); ok {
+		reply(w, http.StatusOK, a.serverInfo(sc))
+	}
+}
+
+func (a *handler) tools(w http.ResponseWriter, r *http.Request) {
+	sc, ok := a.configured(w, r.PathValue("s"))
+	if !ok {
+		return
+	}
+	classes := map[string]string{}
+	for _, t := range a.Gateway.Tools(sc.Name) {
+		classes[t.Name] = string(t.Class)
+	}
+	out := []Tool{}
+	for _, rec := range a.Approvals.Tools(sc.Name) {
+		class := classes[rec.Name]
+		if class == "" {
+			class = string(writes.Classify("", rec.Annotations))
+		}
+		out = append(out, Tool{Name: rec.Name, Class: class, Status: rec.Status, Present: rec.Present, Hidden: sc.Hidden[rec.Name],
+			ApprovedHash: rec.ApprovedHash, CurrentHash: rec.CurrentHash, Annotations: rec.Annotations,
+			ApprovedBy: rec.ApprovedBy, ApprovedAt: rec.ApprovedAt, Current: rec.Current, Approved: rec.Approved})
+	}
+	reply(w, http.StatusOK, out)
+}
+
+func (a *handler) approveServer(w http.ResponseWriter, r *http.Request) {
+	sc, ok := a.configured(w, r.PathValue("s"))
+	var req approval.ServerApproval
+	if !ok || !decode(w, r, &req) {
+		return
+	}
+	ans, err := a.Approvals.ApproveServer(sc.Name, req)
+	if err != nil {
+		decisionError(w, err)
+		return
+	}
+	reply(w, http.StatusOK, ans)
+}
+
+func (a *handler) quarantine(w http.ResponseWriter, r *http.Request) {
+	sc, ok := a.configured(w, r.PathValue("s"))
+	if !ok {
+		return
+	}
+	if err := a.Approvals.Quarantine(sc.Name); err != nil {
+		decisionError(w, err)
+		return
+	}
+	reply(w, http.StatusOK, a.serverInfo(sc))
+}
+
+func (a *handler) approveTools(w http.ResponseWriter, r *http.Request) {
+	sc, ok := a.configured(w, r.PathValue("s"))
+	var req approval.ToolApproval
+	if !ok || !decode(w, r, &req) {
+		return
+	}
+	ans, err := a.Approvals.ApproveTools(sc.Name, req)
+	if err != nil {
+		decisionError(w, err)
+		return
+	}
+	reply(w, http.StatusOK, ans)
+}
+
+func (a *handler) block(w http.ResponseWriter, r *http.Request) {
+	sc, ok := a.configured(w, r.PathValue("s"))
+	var req struct {
+		Tools []string `json:"tools"`
+	}
+	if !ok || !decode(w, r, &req) {
+		return
+	}
+	ans, err := a.Approvals.Block(sc.Name, req.Tools)
+	if err != nil {
+		decisionError(w, err)
+		return
+	}
+	reply(w, http.StatusOK, ans)
+}
+
+// call runs a tool for the operator, through the same call path and policy
+// as an agent's call.
+func (a *handler) call(w http.ResponseWriter, r *http.Request) {
+	sc, ok := a.configured(w, r.PathValue("s"))
+	var req CallRequest
+	if !ok || !decode(w, r, &req) {
+		return
+	}
+	res, err := a.Gateway.CallTool(r.Context(), gateway.Call{Server: sc.Name, Tool: req.Tool, Args: req.Arguments, Surface: "cli"})
+	if err != nil {
+		fail(w, http.StatusBadGateway, "upstream_error", err.Error())
+		return
+	}
+	reply(w, http.StatusOK, res)
+}
+
+func (a *handler) writes(w http.ResponseWriter, r *http.Request) {
+	out := a.Writes.List()
+	if out == nil {
+		out = []writes.Latch{}
+	}
+	reply(w, http.StatusOK, out)
+}
+
+func (a *handler) clearWrites(w http.ResponseWriter, r *http.Request) {
+	l, ok, err := a.Writes.Clear(r.PathValue("s"))
+	if err != nil {
+		fail(w, http.StatusInternalServerError, "store_error", err.Error())
+		return
+	}
+	res := Cleared{Cleared: ok}
+	if ok {
+		res.Latch = l
+	}
+	reply(w, http.StatusOK, res)
+}
+
+func (a *handler) sessions(w http.ResponseWriter, r *http.Request) {
+	reply(w, http.StatusOK, a.Sessions())
+}
+
+func (a *handler) activity(w http.ResponseWriter, r *http.Request) {
+	entries, err := a.Activity.Query(r.URL.Query().Get("server"), queryInt(r, "limit", 100))
+	if err != nil {
+		fail(w, http.StatusInternalServerError, "store_error", err.Error())
+		return
+	}
+	reply(w, http.StatusOK, entries)
+}
+
+// events streams server-sent events until the client goes away.
+func (a *handler) events(w http.ResponseWriter, r *http.Request) {
+	fl, ok := w.(http.Flusher)
+	if !ok {
+		fail(w, http.StatusInternalServerError, "no_streaming", "the connection cannot stream")
+		return
+	}
+	ch, stop := a.Events.Subscribe()
+	defer stop()
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	fmt.Fprint(w, ": warden events\n\n")
+	fl.Flush()
+	keepalive := time.NewTicker(15 * time.Second)
+	defer keepalive.Stop()
+	for {
+		select {
+		case e := <-ch:
+			b, _ := json.Marshal(e)
+			fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", e.Seq, e.Type, b)
+		case <-keepalive.C:
+			fmt.Fprint(w, ": keepalive\n\n")
+		case <-r.Context().Done():
+			return
+		}
+		fl.Flush()
+	}
+}
+

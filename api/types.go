@@ -1,0 +1,76 @@
+// Package api is the operator REST API under /v1: server and tool status,
+// approvals, write latches, sessions, activity and events. Every route needs
+// the operator token; nothing here is reachable from the MCP surfaces. The
+// types in this file are the JSON both the daemon and the CLI speak.
+package api
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/wardenmcp/warden/approval"
+	"github.com/wardenmcp/warden/upstream"
+)
+
+// Status answers GET /v1/status.
+type Status struct {
+	Version       string   `json:"version"`
+	UptimeSeconds float64  `json:"uptime_seconds"`
+	ConfigPath    string   `json:"config_path"`
+	ReloadError   string   `json:"reload_error,omitempty"` // why the last reload was refused
+	Listen        string   `json:"listen"`
+	Servers       []Server `json:"servers"`
+}
+
+// Server answers GET /v1/servers/{s}.
+type Server struct {
+	Name        string          `json:"name"`
+	Transport   string          `json:"transport"`
+	Target      string          `json:"target"` // command or URL, without secrets
+	Trusted     bool            `json:"trusted"`
+	Quarantined bool            `json:"quarantined"`
+	Disabled    bool            `json:"disabled"`
+	State       upstream.Status `json:"connection"`
+	Tools       approval.Counts `json:"tools"`
+}
+
+// Tool is one entry of GET /v1/servers/{s}/tools.
+type Tool struct {
+	Name         string               `json:"name"`
+	Class        string               `json:"class"`
+	Status       approval.Status      `json:"status"`
+	Present      bool                 `json:"present"`
+	Hidden       bool                 `json:"hidden"`
+	ApprovedHash string               `json:"approved_hash,omitempty"`
+	CurrentHash  string               `json:"current_hash"`
+	Annotations  *mcp.ToolAnnotations `json:"annotations,omitempty"`
+	ApprovedBy   string               `json:"approved_by,omitempty"`
+	ApprovedAt   time.Time            `json:"approved_at,omitzero"`
+	Current      json.RawMessage      `json:"current,omitempty"`  // definition now
+	Approved     json.RawMessage      `json:"approved,omitempty"` // definition last approved
+}
+
+// CallRequest is the body of POST /v1/servers/{s}/call (warden call).
+type CallRequest struct {
+	Tool      string          `json:"tool"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+}
+
+// Cleared answers DELETE /v1/writes/{s}.
+type Cleared struct {
+	Cleared bool `json:"cleared"`
+	Latch   any  `json:"latch,omitempty"`
+}
+
+// Error is every error answer: {"error":{"code":...,"message":...}}.
+type Error struct {
+	Error ErrorBody `json:"error"`
+}
+
+// ErrorBody says what went wrong and how to fix it.
+type ErrorBody struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Details any    `json:"details,omitempty"`
+}

@@ -1,0 +1,31 @@
+package main
+
+import (
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/wardenmcp/warden/daemon"
+)
+
+func newServeCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "serve",
+		Short: "Run the Warden daemon (the gateway, the operator API and the metrics) until stopped",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			self, err := os.Executable()
+			if err != nil {
+				self = "" // start stdio servers without the reaper
+			}
+			return daemon.Run(ctx, daemon.Options{
+				ConfigPath: g.configPath, StateDir: g.stateDir, Version: version, Reaper: self,
+			})
+		},
+	}
+}
+

@@ -1,0 +1,31 @@
+package main
+
+import (
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/wardenmcp/warden/bridge"
+)
+
+func newStdioCmd(g *globals) *cobra.Command {
+	var server string
+	cmd := &cobra.Command{
+		Use:   "stdio [--server NAME]",
+		Short: "Speak MCP on stdin/stdout, bridged to the running daemon (for clients that can only launch a command)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := g.loadConfig()
+			if err != nil {
+				return err
+			}
+			url := "http://" + cfg.Listen + "/mcp"
+			if server != "" {
+				url += "/" + server
+			}
+			return (&bridge.Bridge{URL: url}).Run(cmd.Context(), os.Stdin, os.Stdout)
+		},
+	}
+	cmd.Flags().StringVar(&server, "server", "", "bridge to one server's endpoint (/mcp/NAME, names unchanged) instead of the aggregated /mcp")
+	return cmd
+}

@@ -1,0 +1,265 @@
+// Package daemon wires Warden together and runs it: config, state dir and
+// store, the gateway with its upstreams, the MCP surfaces, the operator API,
+// metrics, and hot reload on file change or SIGHUP.
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"go.etcd.io/bbolt"
+
+	"github.com/wardenmcp/warden/activity"
+	"github.com/wardenmcp/warden/api"
+	"github.com/wardenmcp/warden/approval"
+	"github.com/wardenmcp/warden/config"
+	"github.com/wardenmcp/warden/events"
+	"github.com/wardenmcp/warden/gateway"
+	"github.com/wardenmcp/warden/internal/state"
+	"github.com/wardenmcp/warden/metrics"
+	"github.com/wardenmcp/warden/surface"
+	"github.com/wardenmcp/warden/upstream"
+	"github.com/wardenmcp/warden/writes"
+)
+
+// Options configure a daemon run.
+type Options struct {
+	ConfigPath string // "" means config.DefaultPath()
+	StateDir   string // flag value; "" to resolve the usual way
+	Version    string
+	Reaper     string       // binary that runs internal/reaper for stdio servers; "" for none
+	Logger     *slog.Logger // nil: text to stderr
+	Listener   net.Listener // optional pre-bound listener (tests); else the config's listen
+	Ready      func(*Daemon)
+}
+
+// Daemon is a running Warden.
+type Daemon struct {
+	opts     Options
+	log      *slog.Logger
+	Addr     string // the listener's address
+	StateDir string
+	Token    string
+
+	db        *bbolt.DB
+	approvals *approval.Registry
+	ledger    *writes.Ledger
+	activity  *activity.Log
+	events    *events.Broker
+	gw        *gateway.Gateway
+
+	mu          sync.Mutex
+	cfg         *config.Config
+	reloadError string
+}
+
+// Run starts Warden and serves until ctx is done. A bad config returns its
+// *config.Error before anything starts.
+func Run(ctx context.Context, opts Options) error {
+	cfg, err := config.Load(opts.ConfigPath)
+	if err != nil {
+		return err
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	d := &Daemon{opts: opts, log: log, cfg: cfg, events: events.New()}
+	d.StateDir = state.Dir(opts.StateDir, cfg.StateDir)
+	if d.Token, err = state.EnsureToken(d.StateDir); err != nil {
+		return err
+	}
+	if err := d.openStore(cfg); err != nil {
+		return err
+	}
+	defer d.closeStore()
+
+	ln := opts.Listener
+	if ln == nil {
+		if ln, err = net.Listen("tcp", cfg.Listen); err != nil {
+			return fmt.Errorf("listen on %s (config %s, field listen): %w; stop the other program or set another \"listen\"", cfg.Listen, cfg.Path, err)
+		}
+	}
+	d.Addr = ln.Addr().String()
+
+	m := metrics.New()
+	d.gw = gateway.New(gateway.Deps{
+		Approvals: d.approvals, Writes: d.ledger, Activity: d.activity, Events: d.events, Metrics: m, Logger: log,
+		Upstream: upstream.Options{Reaper: opts.Reaper, Version: opts.Version, Stderr: d.stderrLog},
+	})
+	surfaces := surface.New(d.gw, log, opts.Version)
+	srv := &http.Server{Handler: d.routes(surfaces, m), ReadHeaderTimeout: 10 * time.Second}
+
+	if cfg.Missing {
+		log.Info("no config file yet; starting with no servers. Add one with: warden servers add NAME -- COMMAND ARGS... (or --url URL)", "config", cfg.Path)
+	}
+	d.gw.Reconcile(cfg.Servers)
+	defer d.gw.Close()
+
+	reloadCtx, stopReload := context.WithCancel(ctx)
+	defer stopReload()
+	go d.watch(reloadCtx)
+
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	log.Info("warden listening", "addr", d.Addr, "config", cfg.Path, "state", d.StateDir, "servers", len(cfg.Servers))
+	if opts.Ready != nil {
+		opts.Ready(d)
+	}
+	select {
+	case <-ctx.Done():
+	case err := <-errc:
+		return err
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(shutdownCtx)
+	return nil
+}
+
+func (d *Daemon) openStore(cfg *config.Config) error {
+	path := filepath.Join(d.StateDir, "warden.db")
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: time.Second})
+	if errors.Is(err, bbolt.ErrTimeout) {
+		return fmt.Errorf("the store %s is in use: another warden is running with this state dir; stop it or use --state-dir", path)
+	}
+	if err != nil {
+		return fmt.Errorf("open store %s: %w", path, err)
+	}
+	d.db = db
+	if d.approvals, err = approval.Open(db); err == nil {
+		if d.ledger, err = writes.Open(db); err == nil {
+			d.activity, err = activity.Open(db, cfg.Activity.MaxEntries, cfg.Activity.MaxAge)
+		}
+	}
+	if err != nil {
+		db.Close()
+		return fmt.Errorf("store %s: %w", path, err)
+	}
+	return nil
+}
+
+func (d *Daemon) closeStore() {
+	if d.activity != nil {
+		_ = d.activity.Close()
+	}
+	_ = d.db.Close()
+}
+
+// stderrLog opens a stdio server's stderr log in the state dir.
+func (d *Daemon) stderrLog(server string) io.Writer {
+	dir := filepath.Join(d.StateDir, "logs")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return io.Discard
+	}
+	f, err := os.OpenFile(filepath.Join(dir, server+".log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return io.Discard
+	}
+	return f
+}
+
+func (d *Daemon) routes(s *surface.Surfaces, m *metrics.Metrics) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", s)
+	mux.Handle("/mcp/", s)
+	mux.Handle("/v1/", api.Handler(api.Deps{
+		Version: d.opts.Version, Token: d.Token, Started: time.Now(), Gateway: d.gw,
+		Approvals: d.approvals, Writes: d.ledger, Activity: d.activity, Events: d.events,
+		Config: d.configInfo, Sessions: func() any { return []any{} },
+	}))
+	mux.Handle("GET /metrics", m.Handler())
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
+	host, _, _ := net.SplitHostPort(d.Addr)
+	return guard(host, mux)
+}
+
+func (d *Daemon) configInfo() api.ConfigInfo {
+	d.mu.Lock()
+	cfg, reloadErr := d.cfg, d.reloadError
+	d.mu.Unlock()
+	info := api.ConfigInfo{Path: cfg.Path, Listen: d.Addr, ReloadError: reloadErr}
+	for _, name := range sortedNames(cfg.Servers) {
+		s := cfg.Servers[name]
+		target := s.DisplayURL()
+		if s.Transport == config.TransportStdio {
+			target = s.Command
+		}
+		hidden := map[string]bool{}
+		for t, o := range s.Tools {
+			if o.Hidden {
+				hidden[t] = true
+			}
+		}
+		info.Servers = append(info.Servers, api.ServerConfig{Name: name, Transport: s.Transport, Target: target,
+			Trusted: s.Trusted, Disabled: s.Disabled, Hidden: hidden})
+	}
+	return info
+}
+
+// watch reloads on config file changes and SIGHUP.
+func (d *Daemon) watch(ctx context.Context) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	changed := make(chan struct{}, 1)
+	go func() {
+		err := config.Watch(ctx, d.cfg.Path, func() {
+			select {
+			case changed <- struct{}{}:
+			default:
+			}
+		})
+		if err != nil && ctx.Err() == nil {
+			d.log.Warn("not watching the config file; reload with SIGHUP", "err", err)
+		}
+	}()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+		case <-changed:
+		}
+		d.Reload()
+	}
+}
+
+// Reload reads the config again and applies it. A config that fails
+// validation is refused: the running one stays and the reason is reported.
+func (d *Daemon) Reload() {
+	d.mu.Lock()
+	path := d.cfg.Path
+	d.mu.Unlock()
+	cfg, err := config.Load(path)
+	if err == nil && cfg.Missing {
+		err = fmt.Errorf("config %s: the file is gone; keeping the running config (recreate the file, or remove servers with warden servers remove)", path)
+	}
+	d.mu.Lock()
+	if err != nil {
+		d.reloadError = err.Error()
+		d.mu.Unlock()
+		d.log.Error("config reload refused; keeping the running config", "err", err)
+		d.events.Publish(events.Event{Type: "config", Data: map[string]string{"result": "refused", "error": err.Error()}})
+		return
+	}
+	d.cfg, d.reloadError = cfg, ""
+	d.mu.Unlock()
+	d.gw.Reconcile(cfg.Servers)
+	d.log.Info("config reloaded", "servers", len(cfg.Servers))
+	d.events.Publish(events.Event{Type: "config", Data: map[string]string{"result": "applied"}})
+}
+
+// Gateway is the running gateway (for tests and embedding).
+func (d *Daemon) Gateway() *gateway.Gateway { return d.gw }

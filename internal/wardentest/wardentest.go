@@ -1,0 +1,184 @@
+// Package wardentest runs a real Warden daemon in the test process, on a
+// loopback port, with its own config file and state dir, for end-to-end tests.
+package wardentest
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/wardenmcp/warden/daemon"
+)
+
+// Warden is a daemon started by Start.
+type Warden struct {
+	t          testing.TB
+	ConfigPath string
+	StateDir   string
+	Addr       string
+	Token      string
+	Logs       *LogBuffer
+	D          *daemon.Daemon
+
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// LogBuffer collects the daemon's log for assertions.
+type LogBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *LogBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *LogBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// WriteConfig writes a config file with the given mcpServers map.
+func WriteConfig(t testing.TB, path string, servers map[string]any) {
+	t.Helper()
+	b, err := json.MarshalIndent(map[string]any{"mcpServers": servers}, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Start runs Warden with servers as its mcpServers and a fresh state dir.
+func Start(t testing.TB, servers map[string]any) *Warden {
+	t.Helper()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.json")
+	WriteConfig(t, cfg, servers)
+	return StartWith(t, cfg, filepath.Join(dir, "state"))
+}
+
+// StartWith runs Warden on an existing config file and state dir (for
+// restarts). It is stopped in t.Cleanup unless stopped before.
+func StartWith(t testing.TB, configPath, stateDir string) *Warden {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &Warden{t: t, ConfigPath: configPath, StateDir: stateDir, Logs: &LogBuffer{}, done: make(chan error, 1)}
+	ready := make(chan *daemon.Daemon, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	w.cancel = cancel
+	go func() {
+		w.done <- daemon.Run(ctx, daemon.Options{
+			ConfigPath: configPath, StateDir: stateDir, Version: "test", Listener: ln,
+			Logger: slog.New(slog.NewTextHandler(w.Logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+			Ready:  func(d *daemon.Daemon) { ready <- d },
+		})
+	}()
+	select {
+	case w.D = <-ready:
+	case err := <-w.done:
+		t.Fatalf("warden did not start: %v\n%s", err, w.Logs)
+	case <-time.After(20 * time.Second):
+		t.Fatalf("warden did not start in 20s\n%s", w.Logs)
+	}
+	w.Addr, w.Token = w.D.Addr, w.D.Token
+	t.Cleanup(w.Stop)
+	return w
+}
+
+// Stop stops the daemon (a clean stop) and waits for it.
+func (w *Warden) Stop() {
+	if w.cancel == nil {
+		return
+	}
+	w.cancel()
+	w.cancel = nil
+	select {
+	case err := <-w.done:
+		if err != nil {
+			w.t.Errorf("warden exited with %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		w.t.Errorf("warden did not stop in 30s")
+	}
+}
+
+// URL is the daemon's base URL plus path.
+func (w *Warden) URL(path string) string { return "http://" + w.Addr + path }
+
+// Connect opens an MCP client session on path ("/mcp" or "/mcp/NAME").
+func (w *Warden) Connect(t testing.TB, path string, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
+	c := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, opts)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: w.URL(path)}, nil)
+	if err != nil {
+		t.Fatalf("connect %s: %v\n%s", path, err, w.Logs)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// API calls the operator REST API and decodes the JSON answer into out.
+func (w *Warden) API(t testing.TB, method, path string, body any, out any) int {
+	t.Helper()
+	var rd *strings.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = strings.NewReader(string(b))
+	} else {
+		rd = strings.NewReader("")
+	}
+	req, _ := http.NewRequest(method, w.URL(path), rd)
+	req.Header.Set("Authorization", "Bearer "+w.Token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	if out != nil {
+		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+			t.Fatalf("%s %s: decoding answer: %v", method, path, err)
+		}
+	}
+	return resp.StatusCode
+}
+
+// WaitFor polls cond until it is true or fails the test after timeout.
+func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// WaitReady waits until server is connected and has listed its tools.
+func (w *Warden) WaitReady(t testing.TB, server string) {
+	t.Helper()
+	WaitFor(t, 30*time.Second, server+" ready", func() bool {
+		c, ok := w.D.Gateway().Conn(server)
+		return ok && c.Status().State == "ready" && c.Inventory() != nil
+	})
+}
