@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# The Warden test command (the README's): installs e2e/node's npm packages when
+# they are missing or differ from package-lock.json, then vets and tests every
+# Go package with the race detector.
+#
+#   .ci/test.sh                      # everything
+#   .ci/test.sh ./internal/fixture/  # only these packages (vet and test)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# node_modules_current succeeds when e2e/node/node_modules holds exactly what
+# package-lock.json pins (npm's own record, node_modules/.package-lock.json) and
+# the lock matches package.json's dependencies.
+node_modules_current() {
+	[ -f e2e/node/node_modules/.package-lock.json ] || return 1
+	node -e '
+		const fs = require("fs");
+		const read = (p) => JSON.parse(fs.readFileSync(p, "utf8"));
+		const pkg = read("e2e/node/package.json");
+		const lock = read("e2e/node/package-lock.json");
+		const have = read("e2e/node/node_modules/.package-lock.json").packages || {};
+		const want = lock.packages || {};
+		const same = (a, b) => JSON.stringify(a || {}) === JSON.stringify(b || {});
+		if (!same((want[""] || {}).dependencies, pkg.dependencies)) process.exit(1);
+		for (const [path, p] of Object.entries(want)) {
+			if (path === "") continue;
+			const h = have[path];
+			if (!h && p.optional) continue; // not for this platform
+			if (!h || h.version !== p.version) process.exit(1);
+			if (p.integrity && h.integrity && h.integrity !== p.integrity) process.exit(1);
+			if (!fs.existsSync("e2e/node/" + path + "/package.json")) process.exit(1);
+		}
+	'
+}
+
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+	echo "test.sh: node and npm are needed to install e2e/node (any Node with npm; the tests bring their own Node 22)" >&2
+	exit 1
+fi
+if ! node_modules_current; then
+	echo "== e2e/node: node_modules missing or stale; npm ci"
+	(cd e2e/node && npm ci --no-audit --no-fund)
+fi
+
+if [ "$#" -gt 0 ]; then
+	pkgs=("$@")
+else
+	pkgs=(./...)
+fi
+
+echo "== go vet ${pkgs[*]}"
+go vet "${pkgs[@]}"
+
+echo "== go test -race -count=1 -timeout 40m ${pkgs[*]}"
+go test -race -count=1 -timeout 40m "${pkgs[@]}"
