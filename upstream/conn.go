@@ -41,7 +41,8 @@ type Status struct {
 	State      State     `json:"state"`
 	Error      string    `json:"error,omitempty"`
 	Since      time.Time `json:"since"`
-	Reconnects int       `json:"reconnects"`
+	Reconnects int       `json:"reconnects"` // sessions lost and replaced
+	Failures   int       `json:"failures"`   // connection attempts failed in a row
 }
 
 // Inventory is what a server offers, taken in one listing pass. Seq orders
@@ -176,6 +177,9 @@ func (c *Conn) run() {
 				break
 			}
 			failures++
+			c.mu.Lock()
+			c.status.Failures = failures
+			c.mu.Unlock()
 			c.setStatus(StateBackoff, err)
 			c.log.Warn("upstream connect failed", "err", err, "attempt", failures)
 			select {
@@ -187,6 +191,7 @@ func (c *Conn) run() {
 		failures = 0
 		c.refresh(cs)
 		c.mu.Lock()
+		c.status.Failures = 0
 		c.session = cs
 		c.mu.Unlock()
 		c.setStatus(StateReady, nil)

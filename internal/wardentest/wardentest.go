@@ -63,6 +63,25 @@ func WriteConfig(t testing.TB, path string, servers map[string]any) {
 	}
 }
 
+func setListen(t testing.TB, path, addr string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg map[string]any
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		t.Fatalf("wardentest configs are plain JSON: %v", err)
+	}
+	cfg["listen"] = addr
+	if b, err = json.MarshalIndent(cfg, "", "  "); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // Start runs Warden with servers as its mcpServers and a fresh state dir.
 func Start(t testing.TB, servers map[string]any) *Warden {
 	t.Helper()
@@ -80,6 +99,8 @@ func StartWith(t testing.TB, configPath, stateDir string) *Warden {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The CLI and `warden stdio` find the daemon through the config's listen.
+	setListen(t, configPath, ln.Addr().String())
 	w := &Warden{t: t, ConfigPath: configPath, StateDir: stateDir, Logs: &LogBuffer{}, done: make(chan error, 1)}
 	ready := make(chan *daemon.Daemon, 1)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -1,0 +1,201 @@
+// Package config loads, validates, diffs, edits and watches Warden's config
+// file: JSON with comments and trailing commas (JSONC) whose "mcpServers" map
+// has the shape other MCP hosts use.
+//
+// Parse is strict: an unknown field, a wrong type or a bad value is an *Error
+// naming the file, the field and the fix, because a typo silently ignored in a
+// security gateway is a policy silently not applied. ${env:NAME} references
+// in args, env, url and headers are expanded at parse time; the expanded
+// values are treated as secrets and never appear in errors, String() or
+// DisplayURL.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Defaults applied when the file leaves a field out.
+const (
+	DefaultListen             = "127.0.0.1:7373"
+	DefaultCallTimeout        = 60 * time.Second
+	DefaultActivityMaxEntries = 10000
+	DefaultActivityMaxAge     = 7 * 24 * time.Hour
+)
+
+// Transports a server can use.
+const (
+	TransportStdio = "stdio"
+	TransportHTTP  = "http" // streamable HTTP
+	TransportSSE   = "sse"  // legacy HTTP+SSE
+)
+
+// Write classes a tool override can set.
+const (
+	ClassRead        = "read"
+	ClassWrite       = "write"
+	ClassDestructive = "destructive"
+)
+
+// Config is a parsed, validated config file with defaults applied.
+type Config struct {
+	Path     string             // file it was read from ("" when none)
+	Listen   string             // host:port of the one listener; default 127.0.0.1:7373
+	StateDir string             // optional; "~/" and paths relative to the config file's directory are resolved
+	Activity Activity           // activity log retention
+	Servers  map[string]*Server // "mcpServers", keyed by name; never nil
+
+	// Missing is true when Load found no file at Path. The config is then
+	// the empty default one, which is valid: Warden starts with no servers.
+	// A caller reloading on change may prefer to keep its running config
+	// when a file it had read goes missing (editors briefly remove files).
+	Missing bool
+}
+
+// Activity bounds the activity log: entries beyond MaxEntries or older
+// than MaxAge are dropped.
+type Activity struct {
+	MaxEntries int           // default 10000
+	MaxAge     time.Duration // default 7 days
+}
+
+// Server is one upstream MCP server from "mcpServers".
+//
+// The exported fields hold effective values: ${env:NAME} references are
+// expanded and Transport is inferred, so a caller can connect with them
+// directly. Treat Args, Env, URL and Headers as secrets: log DisplayURL or
+// String, never these fields.
+type Server struct {
+	Name string // map key
+
+	// stdio
+	Command string
+	Args    []string
+	Env     map[string]string
+	Cwd     string
+
+	// HTTP (streamable or SSE)
+	URL     string
+	Headers map[string]string
+
+	Transport          string // TransportStdio, TransportHTTP or TransportSSE
+	Trusted            bool   // first complete inventory becomes the approved baseline
+	Disabled           bool   // configured but not started
+	ConfirmDestructive bool   // ask the human through elicitation before each destructive call
+	CallTimeout        time.Duration
+	Tools              map[string]ToolOverride // keyed by upstream tool name
+
+	// As written in the file, before ${env:} expansion. Set by Parse only;
+	// for a Server built in code the exported fields are what was written.
+	parsed     bool
+	rawURL     string
+	rawArgs    []string
+	rawEnv     map[string]string
+	rawHeaders map[string]string
+}
+
+// ToolOverride is the config's say over one upstream tool.
+type ToolOverride struct {
+	Class  string // "" (from annotations), ClassRead, ClassWrite or ClassDestructive
+	Hidden bool   // left out of tools/list and refused
+}
+
+// DefaultPath is where the config lives when --config is not given:
+// $WARDEN_CONFIG, else $XDG_CONFIG_HOME/warden/config.json, else
+// ~/.config/warden/config.json.
+func DefaultPath() string {
+	if p := os.Getenv("WARDEN_CONFIG"); p != "" {
+		return p
+	}
+	if x := os.Getenv("XDG_CONFIG_HOME"); x != "" && filepath.IsAbs(x) {
+		return filepath.Join(x, "warden", "config.json")
+	}
+	home, _ := os.UserHomeDir()
+	return filepath.Join(home, ".config", "warden", "config.json")
+}
+
+// defaults returns the config of an empty file.
+func defaults(path string) *Config {
+	return &Config{
+		Path:     path,
+		Listen:   DefaultListen,
+		Activity: Activity{MaxEntries: DefaultActivityMaxEntries, MaxAge: DefaultActivityMaxAge},
+		Servers:  map[string]*Server{},
+	}
+}
+
+// Load reads and parses the file at path ("" means DefaultPath), expanding
+// ${env:NAME} from the process environment. Path is made absolute.
+//
+// A missing file is not an error: Load returns the default config with
+// Missing set, so a first run works without a file. Any other problem is an
+// *Error.
+func Load(path string) (*Config, error) {
+	if path == "" {
+		path = DefaultPath()
+	}
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		cfg := defaults(path)
+		cfg.Missing = true
+		return cfg, nil
+	}
+	if err != nil {
+		return nil, &Error{File: path, Problem: "cannot read the file: " + pathErr(err),
+			Fix: "check that it is a readable file", err: err}
+	}
+	return Parse(path, data, os.LookupEnv)
+}
+
+// Parse parses and validates config file contents. path is only used in
+// messages and to resolve a relative stateDir. lookupEnv resolves
+// ${env:NAME}; nil means os.LookupEnv. An empty (or whitespace-only) file is
+// the default config. The first problem found, in file order, is returned as
+// an *Error.
+func Parse(path string, data []byte, lookupEnv func(string) (string, bool)) (*Config, error) {
+	if lookupEnv == nil {
+		lookupEnv = os.LookupEnv
+	}
+	return parse(path, data, lookupEnv, false)
+}
+
+// parse is Parse with a lenient mode for editing: an unset variable is then
+// left unexpanded instead of being an error, because the daemon that will
+// read the file may have an environment the editing CLI lacks.
+func parse(path string, data []byte, lookupEnv func(string) (string, bool), lenient bool) (*Config, error) {
+	data = bytes.TrimPrefix(data, utf8BOM)
+	cfg := defaults(path)
+	if len(bytes.TrimSpace(data)) == 0 {
+		return cfg, nil
+	}
+	d := &decoder{file: path, data: data, lookupEnv: lookupEnv, lenient: lenient}
+	if err := d.decode(cfg); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
+
+// String describes the config without secrets.
+func (c *Config) String() string {
+	if c == nil {
+		return "config <nil>"
+	}
+	names := make([]string, 0, len(c.Servers))
+	for n := range c.Servers {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return fmt.Sprintf("config %s: listen %s, %d servers [%s]", c.Path, c.Listen, len(names), strings.Join(names, " "))
+}

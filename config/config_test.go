@@ -1,0 +1,182 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+)
+
+// productExample is the example from PRODUCT.md, section "Config file".
+const productExample = `{
+  "listen": "127.0.0.1:7373",          // default
+  "stateDir": "/path",                 // optional, see State dir
+  "mcpServers": {
+    "memory": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory"],
+               "env": {"MEMORY_FILE_PATH": "/tmp/m.json"}, "cwd": "/tmp"},
+    "remote": {"url": "https://example.test/mcp",
+               "headers": {"Authorization": "Bearer ${env:REMOTE_TOKEN}"}},
+    "legacy": {"url": "http://127.0.0.1:9000/sse", "transport": "sse"},
+    "fs": {"command": "mcp-fs", "trusted": true, "callTimeout": "60s",
+           "tools": {"read_file": {"class": "read"}, "move_file": {"hidden": true}}}
+  }
+}
+`
+
+// env returns a lookupEnv over a fixed map.
+func env(kv ...string) func(string) (string, bool) {
+	m := map[string]string{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+func TestParseProductExample(t *testing.T) {
+	cfg, err := Parse("/x/config.json", []byte(productExample), env("REMOTE_TOKEN", "tok"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Listen != "127.0.0.1:7373" || cfg.StateDir != "/path" || cfg.Path != "/x/config.json" {
+		t.Errorf("top level: %+v", cfg)
+	}
+	if got := len(cfg.Servers); got != 4 {
+		t.Fatalf("servers: %d", got)
+	}
+	mem := cfg.Servers["memory"]
+	if mem.Name != "memory" || mem.Command != "npx" || mem.Transport != TransportStdio ||
+		!slices.Equal(mem.Args, []string{"-y", "@modelcontextprotocol/server-memory"}) ||
+		mem.Env["MEMORY_FILE_PATH"] != "/tmp/m.json" || mem.Cwd != "/tmp" || mem.CallTimeout != 60*time.Second {
+		t.Errorf("memory: %#v %v %v", mem, mem.Args, mem.Env)
+	}
+	rem := cfg.Servers["remote"]
+	if rem.URL != "https://example.test/mcp" || rem.Transport != TransportHTTP || rem.Headers["Authorization"] != "Bearer tok" {
+		t.Errorf("remote: %v %v", rem, rem.Headers)
+	}
+	leg := cfg.Servers["legacy"]
+	if leg.Transport != TransportSSE || leg.URL != "http://127.0.0.1:9000/sse" {
+		t.Errorf("legacy: %v", leg)
+	}
+	fs := cfg.Servers["fs"]
+	if !fs.Trusted || fs.Disabled || fs.CallTimeout != time.Minute ||
+		fs.Tools["read_file"] != (ToolOverride{Class: ClassRead}) || fs.Tools["move_file"] != (ToolOverride{Hidden: true}) {
+		t.Errorf("fs: %v %v", fs, fs.Tools)
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	for _, in := range []string{"", "  \n", "{}", "// c\n{\"mcpServers\": null,}", "\xEF\xBB\xBF{}"} {
+		cfg, err := Parse("f", []byte(in), env())
+		if err != nil {
+			t.Fatalf("%q: %v", in, err)
+		}
+		if cfg.Listen != DefaultListen || cfg.Servers == nil || len(cfg.Servers) != 0 ||
+			cfg.Activity != (Activity{MaxEntries: 10000, MaxAge: 7 * 24 * time.Hour}) || cfg.Missing {
+			t.Errorf("%q: %+v", in, cfg)
+		}
+	}
+	cfg, err := Parse("f", []byte(`{"mcpServers": {"a": {"command": "x"}}, "activity": {"maxEntries": 5, "maxAge": "1h"}}`), env())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Servers["a"].CallTimeout != DefaultCallTimeout || cfg.Activity != (Activity{5, time.Hour}) {
+		t.Errorf("%+v", cfg)
+	}
+}
+
+func TestInferTransport(t *testing.T) {
+	for _, tc := range []struct{ server, want string }{
+		{`{"command": "x"}`, "stdio"},
+		{`{"url": "https://h/mcp"}`, "http"},
+		{`{"url": "https://h/sse"}`, "sse"},
+		{`{"url": "https://h/v1/sse/?k=1"}`, "sse"},
+		{`{"url": "https://sse"}`, "http"},
+		{`{"url": "https://h/sse", "transport": "http"}`, "http"},
+		{`{"url": "https://h/mcp", "transport": "sse"}`, "sse"},
+		{`{"command": "x", "transport": "stdio"}`, "stdio"},
+	} {
+		cfg, err := Parse("f", []byte(`{"mcpServers": {"s": `+tc.server+`}}`), env())
+		if err != nil {
+			t.Fatalf("%s: %v", tc.server, err)
+		}
+		if got := cfg.Servers["s"].Transport; got != tc.want {
+			t.Errorf("%s: transport %q, want %q", tc.server, got, tc.want)
+		}
+	}
+}
+
+func TestStateDir(t *testing.T) {
+	home, _ := os.UserHomeDir()
+	for _, tc := range []struct{ in, want string }{
+		{"/abs/state", "/abs/state"},
+		{"state", "/etc/warden/state"},
+		{"~/st", filepath.Join(home, "st")},
+	} {
+		cfg, err := Parse("/etc/warden/config.json", []byte(`{"stateDir": "`+tc.in+`"}`), env())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.StateDir != tc.want {
+			t.Errorf("%s: %s, want %s", tc.in, cfg.StateDir, tc.want)
+		}
+	}
+}
+
+func TestLoad(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "config.json")
+
+	cfg, err := Load(path)
+	if err != nil || !cfg.Missing || cfg.Path != path || cfg.Listen != DefaultListen || cfg.Servers == nil {
+		t.Fatalf("missing file: %+v, %v", cfg, err)
+	}
+
+	if err := os.WriteFile(path, []byte(`{"listen": "127.0.0.1:9999",}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err = Load(path)
+	if err != nil || cfg.Missing || cfg.Listen != "127.0.0.1:9999" {
+		t.Fatalf("file: %+v, %v", cfg, err)
+	}
+
+	_, err = Load(dir) // a directory
+	if e, ok := err.(*Error); !ok || e.File != dir {
+		t.Fatalf("directory: %v", err)
+	}
+}
+
+func TestDefaultPath(t *testing.T) {
+	t.Setenv("WARDEN_CONFIG", "/a/b.json")
+	t.Setenv("XDG_CONFIG_HOME", "/xdg")
+	t.Setenv("HOME", "/home/u")
+	if got := DefaultPath(); got != "/a/b.json" {
+		t.Errorf("WARDEN_CONFIG: %s", got)
+	}
+	t.Setenv("WARDEN_CONFIG", "")
+	if got := DefaultPath(); got != "/xdg/warden/config.json" {
+		t.Errorf("XDG: %s", got)
+	}
+	t.Setenv("XDG_CONFIG_HOME", "")
+	if got := DefaultPath(); got != "/home/u/.config/warden/config.json" {
+		t.Errorf("home: %s", got)
+	}
+}
+
+func TestDiff(t *testing.T) {
+	old, err := Parse("f", []byte(`{"mcpServers": {"a": {"command": "x"}, "b": {"command": "y"}, "c": {"url": "https://h/mcp"}}}`), env())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur, err := Parse("f", []byte(`{"mcpServers": {"a": {"command": "x"}, "b": {"command": "y", "trusted": true}, "d": {"command": "z"}}}`), env())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := Diff(old, cur)
+	if !slices.Equal(c.Added, []string{"d"}) || !slices.Equal(c.Removed, []string{"c"}) || !slices.Equal(c.Changed, []string{"b"}) {
+		t.Errorf("%+v", c)
+	}
+	if !Diff(old, old).Empty() || len(Diff(nil, old).Added) != 3 {
+		t.Error("empty or nil diff")
+	}
+}

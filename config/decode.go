@@ -1,0 +1,411 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tailscale/hujson"
+)
+
+// Field names, in the order messages list them.
+var (
+	topFields      = []string{"listen", "stateDir", "activity", "mcpServers"}
+	activityFields = []string{"maxEntries", "maxAge"}
+	serverFields   = []string{"command", "args", "env", "cwd", "url", "headers", "transport",
+		"trusted", "disabled", "callTimeout", "confirmDestructive", "tools"}
+	toolFields = []string{"class", "hidden"}
+)
+
+// decoder walks the JSONC syntax tree directly (rather than going through
+// encoding/json) so that every problem can name its field path and position,
+// duplicate keys are caught, and values are checked in file order.
+// A null value means "not set" everywhere.
+type decoder struct {
+	file      string
+	data      []byte
+	lookupEnv func(string) (string, bool)
+	lenient   bool // leave unset ${env:} references unexpanded (editing)
+}
+
+func (d *decoder) errAt(v *hujson.Value, field, problem, fix string) *Error {
+	e := &Error{File: d.file, Field: field, Problem: problem, Fix: fix}
+	if v != nil {
+		e.Line, e.Column = lineCol(d.data, v.StartOffset)
+	}
+	return e
+}
+
+func lineCol(b []byte, off int) (line, col int) {
+	off = min(max(off, 0), len(b))
+	line = 1 + bytes.Count(b[:off], []byte("\n"))
+	col = 1 + off - (bytes.LastIndexByte(b[:off], '\n') + 1)
+	return line, col
+}
+
+func (d *decoder) decode(cfg *Config) error {
+	root, err := hujson.Parse(d.data)
+	if err != nil {
+		return d.syntaxError(err)
+	}
+	obj, ok := root.Value.(*hujson.Object)
+	if !ok {
+		return d.errAt(&root, "", "the file holds "+kindName(&root)+", not an object",
+			`write an object such as {"mcpServers": {}}`)
+	}
+	return d.fields(obj, "", topFields, func(name string, v *hujson.Value, path string) error {
+		switch name {
+		case "listen":
+			s, err := d.str(v, path)
+			if err != nil {
+				return err
+			}
+			if p := listenProblem(s); p != "" {
+				return d.errAt(v, path, p, `write host:port such as "127.0.0.1:7373"`)
+			}
+			cfg.Listen = s
+		case "stateDir":
+			s, err := d.str(v, path)
+			if err != nil {
+				return err
+			}
+			cfg.StateDir = resolveDir(s, d.file)
+		case "activity":
+			return d.activity(v, path, &cfg.Activity)
+		case "mcpServers":
+			return d.servers(v, path, cfg.Servers)
+		}
+		return nil
+	})
+}
+
+// syntaxError turns a hujson parse error into an *Error with line and
+// column. It never quotes input text beyond a single character, since an
+// unquoted word could be a pasted secret.
+func (d *decoder) syntaxError(err error) error {
+	e := &Error{File: d.file, Fix: "fix the JSON syntax there (comments and trailing commas are allowed)", err: err}
+	fmt.Sscanf(err.Error(), "hujson: line %d, column %d:", &e.Line, &e.Column)
+	inner := errors.Unwrap(err)
+	if inner == nil {
+		inner = err
+	}
+	msg := inner.Error()
+	switch {
+	case errors.Is(inner, io.ErrUnexpectedEOF):
+		msg = "the file ends before the JSON does (an unclosed {, [ or string?)"
+	case strings.HasPrefix(msg, "invalid literal"):
+		msg = "a bare word that is not true, false, null or a number (strings need double quotes)"
+	}
+	e.Problem = "invalid JSON: " + msg
+	return e
+}
+
+// fields calls fn for each non-null member of obj, rejecting duplicate and
+// unknown names.
+func (d *decoder) fields(obj *hujson.Object, path string, known []string, fn func(name string, v *hujson.Value, path string) error) error {
+	return d.each(obj, path, func(name string, m *hujson.ObjectMember, fp string) error {
+		if !slices.Contains(known, name) {
+			fix := "known fields are " + strings.Join(known, ", ")
+			if s := suggest(name, known); s != "" {
+				fix += fmt.Sprintf(" (did you mean %q?)", s)
+			}
+			return d.errAt(&m.Name, fp, "unknown field", fix)
+		}
+		return fn(name, &m.Value, fp)
+	})
+}
+
+// each calls fn for each non-null member of obj, rejecting duplicate keys.
+func (d *decoder) each(obj *hujson.Object, path string, fn func(key string, m *hujson.ObjectMember, path string) error) error {
+	seen := make(map[string]bool, len(obj.Members))
+	for i := range obj.Members {
+		m := &obj.Members[i]
+		key := m.Name.Value.(hujson.Literal).String()
+		fp := join(path, key)
+		if seen[key] {
+			return d.errAt(&m.Name, fp, "appears twice in the same object", "keep one")
+		}
+		seen[key] = true
+		if m.Value.Value.Kind() == 'n' {
+			continue
+		}
+		if err := fn(key, m, fp); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func kindName(v *hujson.Value) string {
+	switch v.Value.Kind() {
+	case 'n':
+		return "null"
+	case 't', 'f':
+		return "a boolean"
+	case '"':
+		return "a string"
+	case '0':
+		return "a number"
+	case '{':
+		return "an object"
+	case '[':
+		return "a list"
+	}
+	return "a value"
+}
+
+func (d *decoder) typeErr(v *hujson.Value, path, want, fix string) error {
+	return d.errAt(v, path, "is "+kindName(v)+", not "+want, fix)
+}
+
+func (d *decoder) object(v *hujson.Value, path, fix string) (*hujson.Object, error) {
+	obj, ok := v.Value.(*hujson.Object)
+	if !ok {
+		return nil, d.typeErr(v, path, "an object", fix)
+	}
+	return obj, nil
+}
+
+func (d *decoder) str(v *hujson.Value, path string) (string, error) {
+	lit, ok := v.Value.(hujson.Literal)
+	if !ok || lit.Kind() != '"' {
+		return "", d.typeErr(v, path, "a string", `write a string in double quotes`)
+	}
+	return lit.String(), nil
+}
+
+func (d *decoder) boolean(v *hujson.Value, path string) (bool, error) {
+	lit, ok := v.Value.(hujson.Literal)
+	if !ok || (lit.Kind() != 't' && lit.Kind() != 'f') {
+		return false, d.typeErr(v, path, "true or false", "write true or false without quotes")
+	}
+	return lit.Bool(), nil
+}
+
+const durationFix = `write a Go duration such as "30s" or "2m"`
+
+// duration reads a positive Go duration string.
+func (d *decoder) duration(v *hujson.Value, path string) (time.Duration, error) {
+	lit, ok := v.Value.(hujson.Literal)
+	if !ok || lit.Kind() != '"' {
+		return 0, d.typeErr(v, path, "a duration string", durationFix)
+	}
+	s := lit.String()
+	dur, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, d.errAt(v, path, strconv.Quote(s)+" is not a duration", durationFix)
+	}
+	if dur <= 0 {
+		return 0, d.errAt(v, path, strconv.Quote(s)+" is not more than zero", durationFix)
+	}
+	return dur, nil
+}
+
+// strList reads a list of strings, expanding ${env:} references in each.
+func (d *decoder) strList(v *hujson.Value, path string) (raw, expanded []string, err error) {
+	arr, ok := v.Value.(*hujson.Array)
+	if !ok {
+		return nil, nil, d.typeErr(v, path, "a list of strings", `write a list such as ["-y", "some-package"]`)
+	}
+	for i := range arr.Elements {
+		e := &arr.Elements[i]
+		p := index(path, i)
+		s, err := d.str(e, p)
+		if err != nil {
+			return nil, nil, err
+		}
+		x, _, err := d.expand(s, e, p)
+		if err != nil {
+			return nil, nil, err
+		}
+		raw = append(raw, s)
+		expanded = append(expanded, x)
+	}
+	return raw, expanded, nil
+}
+
+// strMap reads an object of strings, expanding ${env:} references in the
+// values. checkKey and checkValue return a problem or "".
+func (d *decoder) strMap(v *hujson.Value, path string, checkKey func(string) (problem, fix string), checkValue func(string) string) (raw, expanded map[string]string, err error) {
+	obj, err := d.object(v, path, `write an object of strings such as {"NAME": "value"}`)
+	if err != nil {
+		return nil, nil, err
+	}
+	raw, expanded = map[string]string{}, map[string]string{}
+	err = d.each(obj, path, func(key string, m *hujson.ObjectMember, p string) error {
+		if problem, fix := checkKey(key); problem != "" {
+			return d.errAt(&m.Name, p, problem, fix)
+		}
+		s, err := d.str(&m.Value, p)
+		if err != nil {
+			return err
+		}
+		x, _, err := d.expand(s, &m.Value, p)
+		if err != nil {
+			return err
+		}
+		if problem := checkValue(x); problem != "" {
+			// Never quote the value: it may be an expanded secret.
+			return d.errAt(&m.Value, p, problem, "remove it from the value")
+		}
+		raw[key], expanded[key] = s, x
+		return nil
+	})
+	return raw, expanded, err
+}
+
+func (d *decoder) activity(v *hujson.Value, path string, a *Activity) error {
+	obj, err := d.object(v, path, `write an object such as {"maxEntries": 10000, "maxAge": "168h"}`)
+	if err != nil {
+		return err
+	}
+	return d.fields(obj, path, activityFields, func(name string, v *hujson.Value, p string) error {
+		switch name {
+		case "maxEntries":
+			lit, ok := v.Value.(hujson.Literal)
+			n, perr := int64(0), error(nil)
+			if ok && lit.Kind() == '0' {
+				n, perr = strconv.ParseInt(string(lit), 10, 64)
+			}
+			if !ok || lit.Kind() != '0' || perr != nil || n < 1 || n > 1<<31 {
+				return d.errAt(v, p, "is not a whole number of entries above zero", "write a number such as 10000")
+			}
+			a.MaxEntries = int(n)
+		case "maxAge":
+			dur, err := d.duration(v, p)
+			if err != nil {
+				return err
+			}
+			a.MaxAge = dur
+		}
+		return nil
+	})
+}
+
+func (d *decoder) servers(v *hujson.Value, path string, into map[string]*Server) error {
+	obj, err := d.object(v, path, `write an object of servers such as {"memory": {"command": "mcp-memory"}}`)
+	if err != nil {
+		return err
+	}
+	return d.each(obj, path, func(name string, m *hujson.ObjectMember, p string) error {
+		if problem, fix := nameProblem(name); problem != "" {
+			return d.errAt(&m.Name, p, problem, fix)
+		}
+		s, err := d.server(name, &m.Value, p)
+		if err != nil {
+			return err
+		}
+		into[name] = s
+		return nil
+	})
+}
+
+func (d *decoder) server(name string, v *hujson.Value, path string) (*Server, error) {
+	obj, err := d.object(v, path, `write an object such as {"command": "mcp-fs"} or {"url": "https://example.test/mcp"}`)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{Name: name, parsed: true, CallTimeout: DefaultCallTimeout}
+	at := map[string]*hujson.Value{} // where each field was, for cross-field errors
+	urlUnresolved := false
+	err = d.fields(obj, path, serverFields, func(f string, v *hujson.Value, p string) (err error) {
+		at[f] = v
+		switch f {
+		case "command":
+			if s.Command, err = d.str(v, p); err == nil && strings.TrimSpace(s.Command) == "" {
+				err = d.errAt(v, p, "is empty", "write the program to run, such as \"npx\"")
+			}
+		case "args":
+			s.rawArgs, s.Args, err = d.strList(v, p)
+		case "env":
+			s.rawEnv, s.Env, err = d.strMap(v, p, envKeyProblem, envValueProblem)
+		case "cwd":
+			s.Cwd, err = d.str(v, p)
+		case "url":
+			if s.rawURL, err = d.str(v, p); err == nil {
+				s.URL, urlUnresolved, err = d.expand(s.rawURL, v, p)
+			}
+		case "headers":
+			s.rawHeaders, s.Headers, err = d.strMap(v, p, headerKeyProblem, headerValueProblem)
+		case "transport":
+			if s.Transport, err = d.str(v, p); err == nil && !slices.Contains(transports, s.Transport) {
+				err = d.errAt(v, p, strconv.Quote(s.Transport)+" is not a transport", `write "stdio", "http" or "sse"`)
+			}
+		case "trusted":
+			s.Trusted, err = d.boolean(v, p)
+		case "disabled":
+			s.Disabled, err = d.boolean(v, p)
+		case "confirmDestructive":
+			s.ConfirmDestructive, err = d.boolean(v, p)
+		case "callTimeout":
+			s.CallTimeout, err = d.duration(v, p)
+		case "tools":
+			s.Tools, err = d.tools(v, p)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := d.checkServer(s, v, at, path, urlUnresolved); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func (d *decoder) tools(v *hujson.Value, path string) (map[string]ToolOverride, error) {
+	obj, err := d.object(v, path, `write an object such as {"read_file": {"class": "read"}}`)
+	if err != nil {
+		return nil, err
+	}
+	tools := map[string]ToolOverride{}
+	err = d.each(obj, path, func(name string, m *hujson.ObjectMember, p string) error {
+		if name == "" {
+			return d.errAt(&m.Name, p, "tool name is empty", "write the upstream tool's name")
+		}
+		tobj, err := d.object(&m.Value, p, `write an object such as {"class": "read"} or {"hidden": true}`)
+		if err != nil {
+			return err
+		}
+		var t ToolOverride
+		err = d.fields(tobj, p, toolFields, func(f string, v *hujson.Value, fp string) (err error) {
+			switch f {
+			case "class":
+				if t.Class, err = d.str(v, fp); err == nil && !slices.Contains(classes, t.Class) {
+					err = d.errAt(v, fp, strconv.Quote(t.Class)+" is not a class", `write "read", "write" or "destructive"`)
+				}
+			case "hidden":
+				t.Hidden, err = d.boolean(v, fp)
+			}
+			return err
+		})
+		tools[name] = t
+		return err
+	})
+	return tools, err
+}
+
+// resolveDir expands a leading "~/" and makes a relative directory relative
+// to the config file's directory, which is what a person writing a
+// relative path in a file means.
+func resolveDir(dir, file string) string {
+	if dir == "" {
+		return ""
+	}
+	if dir == "~" || strings.HasPrefix(dir, "~/") {
+		if home, err := os.UserHomeDir(); err == nil {
+			dir = filepath.Join(home, dir[1:])
+		}
+	}
+	if !filepath.IsAbs(dir) && file != "" {
+		dir = filepath.Join(filepath.Dir(file), dir)
+	}
+	return filepath.Clean(dir)
+}

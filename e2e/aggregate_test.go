@@ -1,0 +1,112 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/wardenmcp/warden/internal/testenv"
+	"github.com/wardenmcp/warden/internal/wardentest"
+)
+
+// memoryServer is the npm reference server-memory over stdio, run with Node 22.
+func memoryServer(t *testing.T) map[string]any {
+	return map[string]any{
+		"command": testenv.Node22(t),
+		"args":    []string{testenv.NPMBin(t, "server-memory")},
+		"env":     map[string]string{"MEMORY_FILE_PATH": filepath.Join(t.TempDir(), "memory.jsonl")},
+		"trusted": true,
+	}
+}
+
+func callText(t *testing.T, cs *mcp.ClientSession, name string, args any) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("call %s: %v", name, err)
+	}
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	if res.IsError {
+		t.Fatalf("call %s: error result: %s", name, b.String())
+	}
+	return b.String()
+}
+
+func toolNames(t *testing.T, cs *mcp.ClientSession) []string {
+	t.Helper()
+	var names []string
+	for tool, err := range cs.Tools(context.Background(), nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, tool.Name)
+	}
+	return names
+}
+
+// The aggregated endpoint shows both servers' tools, prefixed, and routes
+// calls to the right one; a memory write is read back. The same through
+// `warden stdio`.
+func TestAggregatedRealServers(t *testing.T) {
+	w := wardentest.Start(t, map[string]any{
+		"everything": map[string]any{"url": testenv.StartEverythingServer(t), "trusted": true},
+		"memory":     memoryServer(t),
+	})
+	w.WaitReady(t, "everything")
+	w.WaitReady(t, "memory")
+
+	check := func(t *testing.T, cs *mcp.ClientSession) {
+		names := toolNames(t, cs)
+		for _, want := range []string{"everything__test_simple_text", "memory__create_entities", "memory__read_graph"} {
+			if !slices.Contains(names, want) {
+				t.Fatalf("tools/list lacks %s; got %v", want, names)
+			}
+		}
+		if got := callText(t, cs, "everything__test_simple_text", map[string]any{}); !strings.Contains(got, "This is a simple text response") {
+			t.Fatalf("everything answered %q", got)
+		}
+		marker := "warden-e2e-" + strings.ReplaceAll(t.Name(), "/", "-")
+		callText(t, cs, "memory__create_entities", map[string]any{"entities": []any{
+			map[string]any{"name": marker, "entityType": "test", "observations": []string{"written through warden"}},
+		}})
+		graph := callText(t, cs, "memory__read_graph", map[string]any{})
+		var g struct {
+			Entities []struct{ Name string } `json:"entities"`
+		}
+		if err := json.Unmarshal([]byte(graph), &g); err != nil {
+			t.Fatalf("read_graph answer: %v: %s", err, graph)
+		}
+		if !slices.ContainsFunc(g.Entities, func(e struct{ Name string }) bool { return e.Name == marker }) {
+			t.Fatalf("entity %s not read back: %s", marker, graph)
+		}
+	}
+
+	t.Run("http", func(t *testing.T) { check(t, w.Connect(t, "/mcp", nil)) })
+	t.Run("warden stdio", func(t *testing.T) {
+		bin := testenv.BuildBinary(t, "./cmd/warden")
+		cmd := exec.Command(bin, "stdio", "--config", w.ConfigPath)
+		cmd.Env = append(cmd.Environ(), "WARDEN_STATE_DIR="+w.StateDir)
+		c := mcp.NewClient(&mcp.Implementation{Name: "stdio-client", Version: "1"}, nil)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		cs, err := c.Connect(ctx, &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+		if err != nil {
+			t.Fatalf("connect through warden stdio: %v", err)
+		}
+		defer cs.Close()
+		check(t, cs)
+	})
+}
