@@ -27,8 +27,8 @@ type Deps struct {
 	Writes    *writes.Ledger
 	Activity  *activity.Log
 	Events    *events.Broker
-	Config    func() ConfigInfo  // the running config, for status and server lists
-	Sessions  func() any         // persisted upstream sessions, safe to show
+	Config    func() ConfigInfo // the running config, for status and server lists
+	Sessions  func() any        // persisted upstream sessions, safe to show
 }
 
 // ConfigInfo is the part of the running config the API shows.

@@ -220,4 +220,3 @@ func (a *handler) events(w http.ResponseWriter, r *http.Request) {
 		fl.Flush()
 	}
 }
-

@@ -28,6 +28,7 @@ import (
 	"github.com/wardenmcp/warden/gateway"
 	"github.com/wardenmcp/warden/internal/state"
 	"github.com/wardenmcp/warden/metrics"
+	"github.com/wardenmcp/warden/sessions"
 	"github.com/wardenmcp/warden/surface"
 	"github.com/wardenmcp/warden/upstream"
 	"github.com/wardenmcp/warden/writes"
@@ -56,6 +57,7 @@ type Daemon struct {
 	approvals *approval.Registry
 	ledger    *writes.Ledger
 	activity  *activity.Log
+	sessions  *sessions.Store
 	events    *events.Broker
 	gw        *gateway.Gateway
 
@@ -96,8 +98,13 @@ func Run(ctx context.Context, opts Options) error {
 	m := metrics.New()
 	d.gw = gateway.New(gateway.Deps{
 		Approvals: d.approvals, Writes: d.ledger, Activity: d.activity, Events: d.events, Metrics: m, Logger: log,
-		Upstream: upstream.Options{Reaper: opts.Reaper, Version: opts.Version, Stderr: d.stderrLog},
+		Upstream: upstream.Options{Reaper: opts.Reaper, Version: opts.Version, Stderr: d.stderrLog,
+			Sessions: d.sessions, SessionEvent: func(server, kind string) {
+				m.SessionEvent(server, kind)
+				d.events.Publish(events.Event{Type: "session", Server: server, Data: map[string]string{"event": kind}})
+			}},
 	})
+	d.pruneSessions(cfg)
 	surfaces := surface.New(d.gw, log, opts.Version)
 	srv := &http.Server{Handler: d.routes(surfaces, m), ReadHeaderTimeout: 10 * time.Second}
 
@@ -140,7 +147,9 @@ func (d *Daemon) openStore(cfg *config.Config) error {
 	d.db = db
 	if d.approvals, err = approval.Open(db); err == nil {
 		if d.ledger, err = writes.Open(db); err == nil {
-			d.activity, err = activity.Open(db, cfg.Activity.MaxEntries, cfg.Activity.MaxAge)
+			if d.activity, err = activity.Open(db, cfg.Activity.MaxEntries, cfg.Activity.MaxAge); err == nil {
+				d.sessions, err = sessions.Open(db)
+			}
 		}
 	}
 	if err != nil {
@@ -177,7 +186,7 @@ func (d *Daemon) routes(s *surface.Surfaces, m *metrics.Metrics) http.Handler {
 	mux.Handle("/v1/", api.Handler(api.Deps{
 		Version: d.opts.Version, Token: d.Token, Started: time.Now(), Gateway: d.gw,
 		Approvals: d.approvals, Writes: d.ledger, Activity: d.activity, Events: d.events,
-		Config: d.configInfo, Sessions: func() any { return []any{} },
+		Config: d.configInfo, Sessions: func() any { return d.sessions.List() },
 	}))
 	mux.Handle("GET /metrics", m.Handler())
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
@@ -263,3 +272,20 @@ func (d *Daemon) Reload() {
 
 // Gateway is the running gateway (for tests and embedding).
 func (d *Daemon) Gateway() *gateway.Gateway { return d.gw }
+
+// pruneSessions drops stored sessions of servers that are gone from the
+// config (nothing is known to end them with: they are left to expire) and
+// ends those of disabled servers.
+func (d *Daemon) pruneSessions(cfg *config.Config) {
+	for _, name := range d.sessions.Servers() {
+		s, ok := cfg.Servers[name]
+		switch {
+		case !ok:
+			if err := d.sessions.Delete(name); err == nil {
+				d.log.Info("upstream session of a server no longer configured: record dropped, session left to expire", "server", name)
+			}
+		case s.Disabled:
+			upstream.EndStoredSession(context.Background(), s, d.sessions, d.log.With("server", name))
+		}
+	}
+}

@@ -103,8 +103,9 @@ func (g *Gateway) callTool(ctx context.Context, call Call, entry *activity.Entry
 	if errors.As(err, &ref) || upstream.Answered(err) {
 		return nil, err
 	}
-	if dispatch == nil || !dispatch.Sent() {
-		// Nothing left Warden: nothing happened upstream.
+	if dispatch == nil || !dispatch.Sent() || errors.Is(err, mcp.ErrSessionMissing) {
+		// Nothing left Warden, or the upstream answered that it does not
+		// know the session (404): nothing happened upstream.
 		return nil, refuse(CodeUnavailable, "Server %q could not take the call: %v. Nothing was sent; it is safe to retry. Check the server with: warden servers list", call.Server, err)
 	}
 	entry.Outcome = "unknown"

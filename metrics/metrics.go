@@ -17,6 +17,7 @@ type Metrics struct {
 	calls   *prometheus.CounterVec
 	latency *prometheus.HistogramVec
 	state   *prometheus.GaugeVec
+	session *prometheus.CounterVec
 }
 
 // States a connection can be in, one gauge series each.
@@ -36,8 +37,11 @@ func New() *Metrics {
 		state: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "warden_upstream_state", Help: "1 for the state each upstream connection is in.",
 		}, []string{"server", "state"}),
+		session: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "warden_upstream_sessions_total", Help: "Upstream HTTP session events: fresh, resumed, expired, reinitialized.",
+		}, []string{"server", "event"}),
 	}
-	m.reg.MustRegister(m.calls, m.latency, m.state, prometheus.NewGoCollector())
+	m.reg.MustRegister(m.calls, m.latency, m.state, m.session, prometheus.NewGoCollector())
 	return m
 }
 
@@ -65,6 +69,14 @@ func (m *Metrics) SetState(server, state string) {
 		}
 		m.state.WithLabelValues(server, s).Set(v)
 	}
+}
+
+// SessionEvent counts an upstream session event.
+func (m *Metrics) SessionEvent(server, kind string) {
+	if m == nil {
+		return
+	}
+	m.session.WithLabelValues(server, kind).Inc()
 }
 
 // Forget drops a removed server's series.

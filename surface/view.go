@@ -53,13 +53,13 @@ func newView(g *gateway.Gateway, single string, log *slog.Logger, version string
 		v.surface = "mcp/" + single
 	}
 	v.srv = mcp.NewServer(&mcp.Implementation{Name: "warden", Title: "Warden MCP gateway", Version: version}, &mcp.ServerOptions{
-		Logger:             log,
-		HasTools:           true,
-		HasPrompts:         true,
-		HasResources:       true,
-		CompletionHandler:  v.complete,
-		SubscribeHandler:   v.subscribe,
-		UnsubscribeHandler: v.unsubscribe,
+		Logger:                    log,
+		HasTools:                  true,
+		HasPrompts:                true,
+		HasResources:              true,
+		CompletionHandler:         v.complete,
+		SubscribeHandler:          v.subscribe,
+		UnsubscribeHandler:        v.unsubscribe,
 		SupportedProtocolVersions: []string{"2025-11-25", "2025-06-18", "2025-03-26"},
 	})
 	v.srv.AddReceivingMiddleware(v.intercept)

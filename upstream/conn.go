@@ -73,11 +73,12 @@ type Peer interface {
 type Options struct {
 	Peer          Peer
 	Logger        *slog.Logger
-	Reaper        string                           // binary that runs internal/reaper; "" to start stdio servers directly
-	Stderr        func(server string) io.Writer    // where a stdio server's stderr goes
-	MaxConcurrent int                              // calls in flight per server; default 32
-	Version       string                           // Warden's version, sent as client info
-	Sessions      SessionStore                     // persisted HTTP sessions; nil keeps none
+	Reaper        string                        // binary that runs internal/reaper; "" to start stdio servers directly
+	Stderr        func(server string) io.Writer // where a stdio server's stderr goes
+	MaxConcurrent int                           // calls in flight per server; default 32
+	Version       string                        // Warden's version, sent as client info
+	Sessions      SessionStore                  // persisted HTTP sessions; nil keeps none
+	SessionEvent  func(server, kind string)     // resumed, expired, reinitialized, fresh
 }
 
 // Conn is one supervised upstream connection.
@@ -116,16 +117,20 @@ func Start(cfg *config.Server, opts Options) *Conn {
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &Conn{
 		Name: cfg.Name, opts: opts,
-		log:    opts.Logger.With("server", cfg.Name),
-		ctx:    ctx, cancel: cancel,
-		done:   make(chan struct{}),
-		sem:    make(chan struct{}, opts.MaxConcurrent),
+		log: opts.Logger.With("server", cfg.Name),
+		ctx: ctx, cancel: cancel,
+		done:    make(chan struct{}),
+		sem:     make(chan struct{}, opts.MaxConcurrent),
 		changed: make(chan struct{}),
-		status: Status{State: StateConnecting, Since: time.Now()},
+		status:  Status{State: StateConnecting, Since: time.Now()},
 	}
 	c.cfg.Store(cfg)
 	if cfg.Transport == "http" {
-		c.http = newSessionTransport(cfg, opts.Sessions, c.log)
+		var event func(string)
+		if opts.SessionEvent != nil {
+			event = func(kind string) { opts.SessionEvent(cfg.Name, kind) }
+		}
+		c.http = newSessionTransport(cfg, opts.Sessions, c.log, event)
 	}
 	go c.run()
 	return c
@@ -162,6 +167,10 @@ func (c *Conn) stop(forget bool) {
 	}
 	c.cancel()
 	<-c.done
+	if forget && c.http != nil {
+		// Not connected when removed: end the stored session anyway.
+		EndStoredSession(context.Background(), c.Config(), c.opts.Sessions, c.log)
+	}
 }
 
 // run is the supervisor: connect, serve until the session ends, back off,

@@ -28,4 +28,3 @@ func newServeCmd(g *globals) *cobra.Command {
 		},
 	}
 }
-

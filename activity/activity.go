@@ -1,0 +1,329 @@
+// Package activity is Warden's activity log: one entry per tool call (time,
+// surface, server, tool, class, argument hash, outcome, latency), never the
+// arguments themselves.
+//
+// Add is on the call path and never blocks: it hands the entry to a buffered
+// channel and, when the buffer is full, drops it and counts the drop. One
+// writer goroutine drains the channel and writes many entries per bbolt
+// transaction, then enforces retention (at most maxEntries, none older than
+// maxAge). Keys are the entry time (big-endian Unix nanoseconds) followed by
+// a big-endian sequence, so iteration is in time order.
+package activity
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Outcomes.
+const (
+	OutcomeOK      = "ok"
+	OutcomeError   = "error"
+	OutcomeRefused = "refused" // Code holds the refusal code, e.g. WRITES_LATCHED
+	OutcomeUnknown = "unknown" // cancelled, timed out or upstream lost after dispatch
+)
+
+// Entry is one tool call.
+type Entry struct {
+	At            time.Time `json:"at"`
+	Surface       string    `json:"surface"`
+	Server        string    `json:"server"`
+	Tool          string    `json:"tool"`
+	Class         string    `json:"class"`
+	ArgsSHA256    string    `json:"args_sha256"`
+	Outcome       string    `json:"outcome"`
+	Code          string    `json:"code,omitempty"`
+	LatencyMicros int64     `json:"latency_micros"`
+}
+
+// Defaults used when Open gets a non-positive bound.
+const (
+	DefaultMaxEntries = 10000
+	DefaultMaxAge     = 30 * 24 * time.Hour
+	bufferSize        = 4096
+	maxBatch          = 1024
+)
+
+var bucketName = []byte("activity_log")
+
+type item struct {
+	e     Entry
+	flush chan struct{} // non-nil: a Flush marker, closed once everything before it is written
+}
+
+// Log is the activity log. Add, Flush, Query and Dropped are safe for
+// concurrent use.
+type Log struct {
+	db         *bolt.DB
+	maxEntries int
+	maxAge     time.Duration
+	now        func() time.Time
+	beforeTx   func() // test hook, runs in the writer before each batch's transaction
+
+	ch        chan item
+	quit      chan struct{}
+	done      chan struct{}
+	closeOnce sync.Once
+	closed    atomic.Bool
+
+	dropped   atomic.Uint64
+	writeErrs atomic.Uint64
+	seq       uint64 // writer goroutine only
+	count     int    // entries in the bucket; writer goroutine only (after Open)
+}
+
+type options struct {
+	buffer   int
+	beforeTx func()
+	now      func() time.Time
+}
+
+// Open starts the log on db (bucket "activity_log"). maxEntries <= 0 and
+// maxAge <= 0 select DefaultMaxEntries and DefaultMaxAge. Retention is applied
+// once at Open and after every batch.
+func Open(db *bolt.DB, maxEntries int, maxAge time.Duration) (*Log, error) {
+	return open(db, maxEntries, maxAge, options{})
+}
+
+func open(db *bolt.DB, maxEntries int, maxAge time.Duration, o options) (*Log, error) {
+	if maxEntries <= 0 {
+		maxEntries = DefaultMaxEntries
+	}
+	if maxAge <= 0 {
+		maxAge = DefaultMaxAge
+	}
+	if o.buffer <= 0 {
+		o.buffer = bufferSize
+	}
+	if o.now == nil {
+		o.now = time.Now
+	}
+	l := &Log{
+		db: db, maxEntries: maxEntries, maxAge: maxAge, now: o.now, beforeTx: o.beforeTx,
+		ch: make(chan item, o.buffer), quit: make(chan struct{}), done: make(chan struct{}),
+	}
+	err := db.Update(func(tx *bolt.Tx) error {
+		b, err := tx.CreateBucketIfNotExists(bucketName)
+		if err != nil {
+			return err
+		}
+		l.count = b.Stats().KeyN
+		if k, _ := b.Cursor().Last(); k != nil && len(k) == 16 {
+			l.seq = binary.BigEndian.Uint64(k[8:])
+		}
+		return l.retain(b)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("activity: open: %w", err)
+	}
+	go l.run()
+	return l, nil
+}
+
+// Add queues e for writing without blocking. A zero e.At is set to now. When
+// the buffer is full (the writer is behind) or the log is closed, e is dropped
+// and counted in Dropped.
+func (l *Log) Add(e Entry) {
+	if l.closed.Load() {
+		l.dropped.Add(1)
+		return
+	}
+	if e.At.IsZero() {
+		e.At = time.Now()
+	}
+	select {
+	case l.ch <- item{e: e}:
+	default:
+		l.dropped.Add(1)
+	}
+}
+
+// Dropped counts entries Add dropped because the buffer was full or the log
+// closed.
+func (l *Log) Dropped() uint64 { return l.dropped.Load() }
+
+// WriteErrors counts entries lost because their transaction failed.
+func (l *Log) WriteErrors() uint64 { return l.writeErrs.Load() }
+
+// Flush returns once every entry Added before it was called is written (or
+// dropped). It blocks while the writer is stalled; it is for tests and
+// shutdown, not the call path. After Close it returns at once.
+func (l *Log) Flush() {
+	if l.closed.Load() {
+		return
+	}
+	c := make(chan struct{})
+	select {
+	case l.ch <- item{flush: c}:
+	case <-l.done:
+		return
+	}
+	select {
+	case <-c:
+	case <-l.done:
+	}
+}
+
+// Close writes what is queued and stops the writer. Entries Added after (or
+// racing with) Close may be lost.
+func (l *Log) Close() error {
+	l.closeOnce.Do(func() {
+		l.closed.Store(true)
+		close(l.quit)
+	})
+	<-l.done
+	return nil
+}
+
+func (l *Log) run() {
+	defer close(l.done)
+	batch := make([]item, 0, maxBatch)
+	for {
+		select {
+		case it := <-l.ch:
+			l.write(l.fill(append(batch[:0], it)))
+		case <-l.quit:
+			for {
+				b := l.fill(batch[:0])
+				if len(b) == 0 {
+					return
+				}
+				l.write(b)
+			}
+		}
+	}
+}
+
+// fill appends what is queued, without waiting, up to maxBatch items.
+func (l *Log) fill(batch []item) []item {
+	for len(batch) < maxBatch {
+		select {
+		case it := <-l.ch:
+			batch = append(batch, it)
+		default:
+			return batch
+		}
+	}
+	return batch
+}
+
+// write stores a batch in one transaction, applies retention, then releases
+// the Flush markers it contains.
+func (l *Log) write(batch []item) {
+	if l.beforeTx != nil {
+		l.beforeTx()
+	}
+	n := 0
+	for _, it := range batch {
+		if it.flush == nil {
+			n++
+		}
+	}
+	if n > 0 {
+		seq, count := l.seq, l.count
+		err := l.db.Update(func(tx *bolt.Tx) error {
+			b, err := tx.CreateBucketIfNotExists(bucketName)
+			if err != nil {
+				return err
+			}
+			for _, it := range batch {
+				if it.flush != nil {
+					continue
+				}
+				v, err := json.Marshal(&it.e)
+				if err != nil {
+					return err
+				}
+				seq++
+				if err := b.Put(key(it.e.At, seq), v); err != nil {
+					return err
+				}
+				l.count++
+			}
+			return l.retain(b)
+		})
+		if err != nil {
+			l.count = count // the transaction rolled back
+			l.writeErrs.Add(uint64(n))
+		} else {
+			l.seq = seq
+		}
+	}
+	for _, it := range batch {
+		if it.flush != nil {
+			close(it.flush)
+		}
+	}
+}
+
+func key(at time.Time, seq uint64) []byte {
+	k := make([]byte, 16)
+	ns := at.UnixNano()
+	if ns < 0 {
+		ns = 0
+	}
+	binary.BigEndian.PutUint64(k, uint64(ns))
+	binary.BigEndian.PutUint64(k[8:], seq)
+	return k
+}
+
+// retain deletes the oldest entries beyond maxEntries and every entry older
+// than maxAge. Keys start with the time, so both are a prefix of the bucket.
+func (l *Log) retain(b *bolt.Bucket) error {
+	cutoff := l.now().Add(-l.maxAge).UnixNano()
+	excess := l.count - l.maxEntries
+	var del [][]byte
+	c := b.Cursor()
+	for k, _ := c.First(); k != nil; k, _ = c.Next() {
+		old := len(k) != 16 || int64(binary.BigEndian.Uint64(k)) < cutoff
+		if !old && len(del) >= excess {
+			break
+		}
+		del = append(del, append([]byte(nil), k...))
+	}
+	for _, k := range del {
+		if err := b.Delete(k); err != nil {
+			return err
+		}
+	}
+	l.count -= len(del)
+	return nil
+}
+
+// Query returns up to limit written entries, newest first; server "" means
+// every server, limit <= 0 means no limit. Entries still queued are not seen
+// (Flush first to see them).
+func (l *Log) Query(server string, limit int) ([]Entry, error) {
+	var out []Entry
+	err := l.db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketName)
+		if b == nil {
+			return nil
+		}
+		c := b.Cursor()
+		for k, v := c.Last(); k != nil; k, v = c.Prev() {
+			var e Entry
+			if err := json.Unmarshal(v, &e); err != nil {
+				return fmt.Errorf("entry %x: %w", k, err)
+			}
+			if server != "" && e.Server != server {
+				continue
+			}
+			out = append(out, e)
+			if limit > 0 && len(out) >= limit {
+				break
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("activity: query: %w", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,303 @@
+package approval
+
+import (
+	"slices"
+)
+
+// ServerApproval admits a quarantined server. ExpectedHashes binds the
+// approval to the reviewed definitions (tool -> current_hash as shown); nil
+// means "approve whatever is pending now", an empty map approves no tool.
+type ServerApproval struct {
+	ExpectedHashes map[string]string `json:"expected_hashes,omitempty"`
+	Block          []string          `json:"block,omitempty"`
+}
+
+// ToolApproval approves tools by name (Tools) or every pending and changed
+// tool (All) except some. With ExpectedHashes every named tool must be in it
+// and every entry must match; under All a tool not in it stays held.
+type ToolApproval struct {
+	Tools          []string          `json:"tools,omitempty"`
+	All            bool              `json:"all,omitempty"`
+	Except         []string          `json:"except,omitempty"`
+	ExpectedHashes map[string]string `json:"expected_hashes,omitempty"`
+}
+
+// EnsureServer records a configured server on config load. An untrusted
+// server with no record starts quarantined; a trusted one never is: its
+// "untrusted" quarantine is lifted when the config makes it trusted. An
+// operator's quarantine stays until an operator approves the server.
+func (r *Registry) EnsureServer(server string, trusted bool) error {
+	if server == "" {
+		return invalid("empty server name")
+	}
+	s := r.serverFor(server)
+	s.lock()
+	now := r.now()
+	var meta *serverMeta
+	switch {
+	case !s.hasMeta:
+		m := initialMeta(trusted, now)
+		meta = &m
+	case trusted && s.meta.Quarantined && s.meta.QuarantinedBy == QuarantinedUntrusted:
+		m := s.meta
+		m.Quarantined, m.QuarantinedBy, m.QuarantinedAt = false, "", now
+		meta = &m
+	}
+	ch, err := r.commit(s, meta, nil, "config")
+	s.unlock()
+	r.notify(ch)
+	return err
+}
+
+// Quarantine withholds all of a server's tools until ApproveServer. It is
+// sticky: neither config nor discovery lifts it.
+func (r *Registry) Quarantine(server string) error {
+	s, err := r.locked(server)
+	if err != nil {
+		return err
+	}
+	var meta *serverMeta
+	if !s.meta.Quarantined || s.meta.QuarantinedBy != QuarantinedByOperator {
+		m := s.meta
+		m.Quarantined, m.QuarantinedBy, m.QuarantinedAt = true, QuarantinedByOperator, r.now()
+		meta = &m
+	}
+	ch, err := r.commit(s, meta, nil, "quarantine")
+	s.unlock()
+	r.notify(ch)
+	return err
+}
+
+// ApproveServer admits a server in one transaction under its lock: expected
+// hashes are re-checked against the current ones (any mismatch: nothing
+// written, *HashMismatchError), the reviewed pending tools are approved (those
+// in ExpectedHashes, else all present pending ones), the Block tools blocked,
+// the quarantine lifted and the baseline decision stored. A tool that appeared
+// after the review stays pending; changed tools stay changed (ApproveTools).
+func (r *Registry) ApproveServer(server string, req ServerApproval) (Answer, error) {
+	s, err := r.locked(server)
+	if err != nil {
+		return Answer{}, err
+	}
+	ans, ch, err := r.approveServerLocked(s, req)
+	s.unlock()
+	r.notify(ch)
+	return ans, err
+}
+
+func (r *Registry) approveServerLocked(s *server, req ServerApproval) (Answer, *Change, error) {
+	if err := s.known(req.Block); err != nil {
+		return Answer{}, nil, err
+	}
+	if err := s.checkHashes(req.ExpectedHashes, nil); err != nil {
+		return Answer{}, nil, err
+	}
+	blocked := set(req.Block)
+	var targets []string
+	if req.ExpectedHashes != nil {
+		for name := range req.ExpectedHashes {
+			if _, b := blocked[name]; !b {
+				targets = append(targets, name)
+			}
+		}
+	} else {
+		for name, rec := range s.tools {
+			if _, b := blocked[name]; !b && rec.Present && rec.Status == StatusPending {
+				targets = append(targets, name)
+			}
+		}
+	}
+	now := r.now()
+	var out []*ToolRecord
+	for _, name := range targets {
+		if old := s.tools[name]; old.Status == StatusPending {
+			rec := *old
+			approve(&rec, ApprovedByOperator, now)
+			out = append(out, &rec)
+		}
+	}
+	out = append(out, s.blockRecords(req.Block)...)
+	m := s.meta
+	m.Quarantined, m.QuarantinedBy, m.AdmittedAt = false, "", now
+	if !m.Baselined {
+		m.Baselined, m.BaselineBy, m.BaselineAt = true, ApprovedByOperator, now
+	}
+	ch, err := r.commit(s, &m, out, "approve")
+	if err != nil {
+		return Answer{}, nil, err
+	}
+	return s.answer(targets, req.Block), ch, nil
+}
+
+// ApproveTools approves tools by name, or all pending and changed present
+// tools except some, pinning their current definitions. Naming a blocked
+// tool unblocks it; All never does. Unknown names in Tools or Except are an
+// error (a mistyped exception must not approve the tool it meant to spare).
+func (r *Registry) ApproveTools(server string, req ToolApproval) (Answer, error) {
+	switch {
+	case req.All && len(req.Tools) > 0:
+		return Answer{}, invalid("give either tool names or all, not both")
+	case !req.All && len(req.Tools) == 0:
+		return Answer{}, invalid("name the tools to approve, or set all")
+	case !req.All && len(req.Except) > 0:
+		return Answer{}, invalid("except only applies with all")
+	}
+	s, err := r.locked(server)
+	if err != nil {
+		return Answer{}, err
+	}
+	ans, ch, err := r.approveToolsLocked(s, req)
+	s.unlock()
+	r.notify(ch)
+	return ans, err
+}
+
+func (r *Registry) approveToolsLocked(s *server, req ToolApproval) (Answer, *Change, error) {
+	if err := s.known(append(slices.Clone(req.Tools), req.Except...)); err != nil {
+		return Answer{}, nil, err
+	}
+	var targets []string
+	if req.All {
+		except := set(req.Except)
+		for name, rec := range s.tools {
+			if _, x := except[name]; x || !rec.Present {
+				continue
+			}
+			if rec.Status != StatusPending && rec.Status != StatusChanged {
+				continue
+			}
+			if _, reviewed := req.ExpectedHashes[name]; req.ExpectedHashes != nil && !reviewed {
+				continue // appeared after the review: stays held
+			}
+			targets = append(targets, name)
+		}
+		if err := s.checkHashes(req.ExpectedHashes, nil); err != nil {
+			return Answer{}, nil, err
+		}
+	} else {
+		targets = req.Tools
+		if err := s.checkHashes(req.ExpectedHashes, targets); err != nil {
+			return Answer{}, nil, err
+		}
+	}
+	now := r.now()
+	var out []*ToolRecord
+	for _, name := range dedupe(targets) {
+		old := s.tools[name]
+		if old.Status == StatusApproved {
+			continue
+		}
+		rec := *old
+		approve(&rec, ApprovedByOperator, now)
+		out = append(out, &rec)
+	}
+	ch, err := r.commit(s, nil, out, "approve")
+	if err != nil {
+		return Answer{}, nil, err
+	}
+	return s.answer(targets, nil), ch, nil
+}
+
+// Block blocks tools by name: they stay blocked, whatever their definition,
+// until an operator approves them by name.
+func (r *Registry) Block(server string, tools []string) (Answer, error) {
+	if len(tools) == 0 {
+		return Answer{}, invalid("name the tools to block")
+	}
+	s, err := r.locked(server)
+	if err != nil {
+		return Answer{}, err
+	}
+	if err := s.known(tools); err != nil {
+		s.unlock()
+		return Answer{}, err
+	}
+	ch, err := r.commit(s, nil, s.blockRecords(tools), "block")
+	var ans Answer
+	if err == nil {
+		ans = s.answer(nil, tools)
+	}
+	s.unlock()
+	r.notify(ch)
+	return ans, err
+}
+
+// locked returns a known server with its lock held.
+func (r *Registry) locked(server string) (*server, error) {
+	s := r.lookup(server)
+	if s == nil {
+		return nil, &UnknownServerError{Server: server}
+	}
+	s.lock()
+	if !s.hasMeta {
+		s.unlock()
+		return nil, &UnknownServerError{Server: server}
+	}
+	return s, nil
+}
+
+// known fails with *UnknownToolError for names without a record. Caller
+// holds s.mu.
+func (s *server) known(names []string) error {
+	var unknown []string
+	for _, n := range names {
+		if _, ok := s.tools[n]; !ok {
+			unknown = append(unknown, n)
+		}
+	}
+	if len(unknown) > 0 {
+		return &UnknownToolError{Server: s.name, Tools: dedupe(unknown)}
+	}
+	return nil
+}
+
+// checkHashes compares the reviewed hashes with the current ones, and
+// requires every name in mustCover to have been reviewed. Caller holds s.mu.
+func (s *server) checkHashes(expected map[string]string, mustCover []string) error {
+	if expected == nil {
+		return nil
+	}
+	var mm []Mismatch
+	for name, want := range expected {
+		cur := ""
+		rec := s.tools[name]
+		if rec != nil {
+			cur = rec.CurrentHash
+		}
+		if rec == nil || cur != want {
+			mm = append(mm, Mismatch{Tool: name, Expected: want, Current: cur})
+		}
+	}
+	for _, name := range dedupe(mustCover) {
+		if _, ok := expected[name]; !ok {
+			mm = append(mm, Mismatch{Tool: name, Current: s.tools[name].CurrentHash})
+		}
+	}
+	if len(mm) == 0 {
+		return nil
+	}
+	slices.SortFunc(mm, func(a, b Mismatch) int {
+		if a.Tool < b.Tool {
+			return -1
+		}
+		if a.Tool > b.Tool {
+			return 1
+		}
+		return 0
+	})
+	return &HashMismatchError{Server: s.name, Mismatches: mm}
+}
+
+// blockRecords returns the records to write to block names (known). Caller
+// holds s.mu.
+func (s *server) blockRecords(names []string) []*ToolRecord {
+	var out []*ToolRecord
+	for _, name := range dedupe(names) {
+		if old := s.tools[name]; old.Status != StatusBlocked {
+			rec := *old
+			rec.Status = StatusBlocked
+			out = append(out, &rec)
+		}
+	}
+	return out
+}

@@ -1,0 +1,241 @@
+package approval
+
+import (
+	"errors"
+	"slices"
+	"testing"
+)
+
+func TestApproveAllExcept(t *testing.T) {
+	ts := newStore(t)
+	r := ts.r
+	must[error](t)(nil, r.EnsureServer("large", false))
+	inv := inventory(180, "read_customer_record")
+	must[ApplyResult](t)(r.Apply("large", false, 1, inv))
+	except := names(inv[100:115])
+	ans := must[Answer](t)(r.ApproveTools("large", ToolApproval{All: true, Except: except}))
+	want := Answer{ApprovedCount: 165, StillPending: 15, HeldTools: except, NotApproved: []string{}}
+	if !equalAnswer(ans, want) {
+		t.Fatalf("answer %+v", ans)
+	}
+	check := func(r *Registry, when string) {
+		t.Helper()
+		if c := statusCount(r, "large"); c[StatusApproved] != 165 || c[StatusPending] != 15 || len(c) != 2 {
+			t.Fatalf("%s: counts %v", when, c)
+		}
+		for _, name := range except {
+			if st, _ := r.Check("large", name); st != StatusPending {
+				t.Fatalf("%s: %s is %s", when, name, st)
+			}
+		}
+	}
+	check(r, "after approval")
+	r = ts.reopen()
+	check(r, "after restart")
+	ts.puts.Store(0)
+	must[error](t)(nil, r.EnsureServer("large", false))                                      // reload
+	must[ApplyResult](t)(r.Apply("large", false, 1, inventory(180, "read_customer_record"))) // reconnect
+	check(r, "after reload and re-apply")
+	if n := ts.puts.Load(); n != 0 {
+		t.Fatalf("re-apply of the same inventory wrote %d records", n)
+	}
+	// A mistyped exception must not approve the tool it meant to spare.
+	if _, err := r.ApproveTools("large", ToolApproval{All: true, Except: []string{"read_customer_record_01O0"}}); !errors.Is(err, ErrUnknownTool) {
+		t.Fatalf("typo in except: %v", err)
+	}
+	check(r, "after refused typo")
+}
+
+func equalAnswer(a, b Answer) bool {
+	return a.ApprovedCount == b.ApprovedCount && a.BlockedCount == b.BlockedCount &&
+		a.StillPending == b.StillPending && a.StillChanged == b.StillChanged &&
+		slices.Equal(a.HeldTools, b.HeldTools) && slices.Equal(a.NotApproved, b.NotApproved)
+}
+
+func TestApproveServer(t *testing.T) {
+	ts := newStore(t)
+	r := ts.r
+	var changes []Change
+	r.OnChange(func(c Change) { changes = append(changes, c) })
+	must[error](t)(nil, r.EnsureServer("x", false))
+	inv := inventory(5, "t")
+	must[ApplyResult](t)(r.Apply("x", false, 1, inv))
+	reviewed := hashes(t, inv)
+	delete(reviewed, "t_0004") // blocked below, needs no hash
+	changes = nil
+	ans := must[Answer](t)(r.ApproveServer("x", ServerApproval{ExpectedHashes: reviewed, Block: []string{"t_0004"}}))
+	if !equalAnswer(ans, Answer{ApprovedCount: 4, BlockedCount: 1, HeldTools: []string{}, NotApproved: []string{}}) {
+		t.Fatalf("answer %+v", ans)
+	}
+	if r.Quarantined("x") || status(t, r, "x", "t_0004") != StatusBlocked || statusCount(r, "x")[StatusApproved] != 4 {
+		t.Fatal("server approval not applied")
+	}
+	if len(changes) != 1 || !changes[0].VisibleChanged || !changes[0].QuarantineChanged || len(changes[0].Tools) != 5 {
+		t.Fatalf("changes %+v", changes)
+	}
+	r = ts.reopen()
+	if r.Quarantined("x") || statusCount(r, "x")[StatusApproved] != 4 {
+		t.Fatal("server approval lost in restart")
+	}
+	// Quarantine again: withheld, sticky against config, and lifted only by approval.
+	must[error](t)(nil, r.Quarantine("x"))
+	must[error](t)(nil, r.EnsureServer("x", true))
+	if !r.Quarantined("x") {
+		t.Fatal("config lifted an operator quarantine")
+	}
+	must[Answer](t)(r.ApproveServer("x", ServerApproval{}))
+	if r.Quarantined("x") {
+		t.Fatal("approval did not lift quarantine")
+	}
+}
+
+func TestNewToolSinceReviewStaysPending(t *testing.T) {
+	ts := newStore(t)
+	r := ts.r
+	must[error](t)(nil, r.EnsureServer("x", false))
+	inv := inventory(3, "t")
+	must[ApplyResult](t)(r.Apply("x", false, 1, inv))
+	reviewed := hashes(t, inv)
+	// The upstream adds a tool between the review and the approval.
+	must[ApplyResult](t)(r.Apply("x", false, 2, append(inv, tool("sneaky", "added after review"))))
+	ans := must[Answer](t)(r.ApproveServer("x", ServerApproval{ExpectedHashes: reviewed}))
+	if !equalAnswer(ans, Answer{ApprovedCount: 3, StillPending: 1, HeldTools: []string{"sneaky"}, NotApproved: []string{}}) {
+		t.Fatalf("answer %+v", ans)
+	}
+	if st, _ := r.Check("x", "sneaky"); st != StatusPending {
+		t.Fatalf("new tool is %s", st)
+	}
+	// And a later pass does not baseline it either, even if the config now trusts the server.
+	must[error](t)(nil, r.EnsureServer("x", true))
+	must[ApplyResult](t)(r.Apply("x", true, 3, append(inv, tool("sneaky", "added after review"))))
+	if st, _ := r.Check("x", "sneaky"); st != StatusPending {
+		t.Fatalf("new tool is %s after trusted pass", st)
+	}
+}
+
+func TestExpectedHashMismatchWritesNothing(t *testing.T) {
+	ts := newStore(t)
+	r := ts.r
+	must[error](t)(nil, r.EnsureServer("x", false))
+	inv := inventory(4, "t")
+	must[ApplyResult](t)(r.Apply("x", false, 1, inv))
+	reviewed := hashes(t, inv)
+	inv[2] = tool("t_0002", "changed after review")
+	must[ApplyResult](t)(r.Apply("x", false, 2, inv))
+	current := must[string](t)(Hash(inv[2]))
+
+	before := ts.dump()
+	ts.puts.Store(0)
+	var calls int
+	r.OnChange(func(Change) { calls++ })
+	for name, op := range map[string]func() error{
+		"server": func() error {
+			_, err := r.ApproveServer("x", ServerApproval{ExpectedHashes: reviewed, Block: []string{"t_0003"}})
+			return err
+		},
+		"tools": func() error {
+			_, err := r.ApproveTools("x", ToolApproval{Tools: []string{"t_0001"}, ExpectedHashes: reviewed})
+			return err
+		},
+		"all": func() error {
+			_, err := r.ApproveTools("x", ToolApproval{All: true, ExpectedHashes: reviewed})
+			return err
+		},
+	} {
+		err := op()
+		var hm *HashMismatchError
+		if !errors.Is(err, ErrHashMismatch) || !errors.As(err, &hm) {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if len(hm.Mismatches) != 1 || hm.Mismatches[0] != (Mismatch{Tool: "t_0002", Expected: reviewed["t_0002"], Current: current}) {
+			t.Fatalf("%s: mismatches %+v", name, hm.Mismatches)
+		}
+	}
+	if string(ts.dump()) != string(before) || ts.puts.Load() != 0 || calls != 0 {
+		t.Fatal("a refused approval wrote")
+	}
+	if !r.Quarantined("x") || statusCount(r, "x")[StatusPending] != 4 {
+		t.Fatal("a refused approval changed memory")
+	}
+	// A named tool outside the review is refused too; a vanished reviewed tool is a mismatch.
+	if _, err := r.ApproveTools("x", ToolApproval{Tools: []string{"t_0000"}, ExpectedHashes: map[string]string{}}); !errors.Is(err, ErrHashMismatch) {
+		t.Fatalf("unreviewed tool: %v", err)
+	}
+	if _, err := r.ApproveServer("x", ServerApproval{ExpectedHashes: map[string]string{"gone": ""}}); !errors.Is(err, ErrHashMismatch) {
+		t.Fatalf("unknown reviewed tool: %v", err)
+	}
+	if string(ts.dump()) != string(before) {
+		t.Fatal("a refused approval wrote")
+	}
+}
+
+func TestApproveChangedTool(t *testing.T) {
+	ts := newStore(t)
+	r := ts.r
+	inv := inventory(2, "t")
+	must[ApplyResult](t)(r.Apply("fs", true, 1, inv))
+	inv[0] = tool("t_0000", "v2")
+	must[ApplyResult](t)(r.Apply("fs", true, 2, inv))
+	// All approves changed tools too; the server approval does not.
+	ans := must[Answer](t)(r.ApproveServer("fs", ServerApproval{}))
+	if ans.StillChanged != 1 || !slices.Equal(ans.HeldTools, []string{"t_0000"}) {
+		t.Fatalf("answer %+v", ans)
+	}
+	ans = must[Answer](t)(r.ApproveTools("fs", ToolApproval{All: true, ExpectedHashes: hashes(t, inv)}))
+	if ans.ApprovedCount != 1 || ans.StillChanged != 0 {
+		t.Fatalf("answer %+v", ans)
+	}
+	rec := r.Tools("fs")[0]
+	if rec.Status != StatusApproved || rec.ApprovedBy != ApprovedByOperator || rec.ApprovedHash != must[string](t)(Hash(inv[0])) {
+		t.Fatalf("record %+v", rec)
+	}
+}
+
+func TestErrors(t *testing.T) {
+	ts := newStore(t)
+	r := ts.r
+	must[ApplyResult](t)(r.Apply("x", false, 1, inventory(2, "t")))
+	for name, err := range map[string]error{
+		"server approve": second(r.ApproveServer("nope", ServerApproval{})),
+		"tools approve":  second(r.ApproveTools("nope", ToolApproval{All: true})),
+		"block":          second(r.Block("nope", []string{"a"})),
+		"quarantine":     r.Quarantine("nope"),
+	} {
+		var us *UnknownServerError
+		if !errors.Is(err, ErrUnknownServer) || !errors.As(err, &us) || us.Server != "nope" {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	for name, err := range map[string]error{
+		"approve": second(r.ApproveTools("x", ToolApproval{Tools: []string{"t_0000", "zz", "aa"}})),
+		"block":   second(r.Block("x", []string{"zz"})),
+		"server":  second(r.ApproveServer("x", ServerApproval{Block: []string{"zz"}})),
+	} {
+		var ut *UnknownToolError
+		if !errors.Is(err, ErrUnknownTool) || !errors.As(err, &ut) || !slices.Contains(ut.Tools, "zz") {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	for _, req := range []ToolApproval{{}, {All: true, Tools: []string{"t_0000"}}, {Tools: []string{"t_0000"}, Except: []string{"t_0001"}}} {
+		if _, err := r.ApproveTools("x", req); !errors.Is(err, ErrInvalidRequest) {
+			t.Errorf("%+v: %v", req, err)
+		}
+	}
+	if statusCount(r, "x")[StatusPending] != 2 || !r.Quarantined("x") {
+		t.Fatal("a refused request changed state")
+	}
+	t.Log(second(r.ApproveTools("x", ToolApproval{Tools: []string{"zz"}})))
+}
+
+func second[T any](_ T, err error) error { return err }
+
+func TestHeldToolsAreCapped(t *testing.T) {
+	ts := newStore(t)
+	r := ts.r
+	inv := inventory(180, "t")
+	must[ApplyResult](t)(r.Apply("x", false, 1, inv))
+	ans := must[Answer](t)(r.ApproveServer("x", ServerApproval{ExpectedHashes: map[string]string{}})) // reviewed nothing
+	if ans.StillPending != 180 || len(ans.HeldTools) != MaxHeldTools || ans.HeldTools[0] != "t_0000" || r.Quarantined("x") {
+		t.Fatalf("answer %+v", ans)
+	}
+}

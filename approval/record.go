@@ -1,0 +1,151 @@
+package approval
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Status is where a tool stands in review. Only approved tools of an admitted
+// server are listed and callable.
+type Status string
+
+const (
+	// StatusPending: seen but never approved; waits for an operator.
+	StatusPending Status = "pending"
+	// StatusApproved: the current definition is the approved one.
+	StatusApproved Status = "approved"
+	// StatusChanged: was approved, but the definition now differs (a possible
+	// rug pull); held until approved again or reverted.
+	StatusChanged Status = "changed"
+	// StatusBlocked: refused by an operator, whatever its definition.
+	StatusBlocked Status = "blocked"
+)
+
+func (s Status) valid() bool {
+	switch s {
+	case StatusPending, StatusApproved, StatusChanged, StatusBlocked:
+		return true
+	}
+	return false
+}
+
+// Who approved a definition.
+const (
+	ApprovedByBaseline = "baseline" // a trusted server's first complete inventory
+	ApprovedByOperator = "operator" // a human, through CLI, REST or web UI
+)
+
+// ToolRecord is the pinned state of one (server, tool). Records outlive a
+// tool's absence from the inventory so a decision is never lost; an absent
+// tool (Present false) is neither listed nor callable.
+//
+// Records returned by the Registry are copies; change them freely.
+type ToolRecord struct {
+	Server       string          `json:"server"`
+	Name         string          `json:"name"`
+	Status       Status          `json:"status"`
+	Present      bool            `json:"present"`                 // in the latest applied inventory
+	ApprovedHash string          `json:"approved_hash,omitempty"` // kept while changed, for revert
+	CurrentHash  string          `json:"current_hash"`
+	Current      json.RawMessage `json:"current,omitempty"`  // canonical definition, for diffs
+	Approved     json.RawMessage `json:"approved,omitempty"` // last approved definition
+	ApprovedBy   string          `json:"approved_by,omitempty"`
+	ApprovedAt   time.Time       `json:"approved_at,omitzero"`
+	FirstSeen    time.Time       `json:"first_seen,omitzero"`
+	// LastSeen is the last pass that saw the tool. It is stored only with
+	// another change (unchanged records are not rewritten); the Registry
+	// reports the latest pass of this process for present tools.
+	LastSeen    time.Time            `json:"last_seen,omitzero"`
+	Annotations *mcp.ToolAnnotations `json:"annotations,omitempty"` // current
+}
+
+// visible reports whether the tool may be listed and called.
+func (t *ToolRecord) visible(quarantined bool) bool {
+	return t != nil && !quarantined && t.Present && t.Status == StatusApproved
+}
+
+// sameState reports whether writing b over a would change anything that
+// matters; LastSeen alone is not worth a write.
+func sameState(a, b *ToolRecord) bool {
+	return a.Status == b.Status && a.Present == b.Present &&
+		a.CurrentHash == b.CurrentHash && a.ApprovedHash == b.ApprovedHash &&
+		a.ApprovedBy == b.ApprovedBy && a.ApprovedAt.Equal(b.ApprovedAt)
+}
+
+// clone returns a deep copy, so callers cannot reach the registry's records.
+func (t *ToolRecord) clone() ToolRecord {
+	c := *t
+	c.Current = append(json.RawMessage(nil), t.Current...)
+	c.Approved = append(json.RawMessage(nil), t.Approved...)
+	if t.Annotations != nil {
+		a := *t.Annotations
+		c.Annotations = &a
+	}
+	return c
+}
+
+// Reasons a server is quarantined.
+const (
+	QuarantinedUntrusted  = "untrusted" // new untrusted server, never admitted
+	QuarantinedByOperator = "operator"  // explicit quarantine; config cannot lift it
+)
+
+// serverMeta is a server's stored admission state. It is written as a whole,
+// so every change to it is a read-modify-write under the server's lock.
+type serverMeta struct {
+	Quarantined   bool      `json:"quarantined"`
+	QuarantinedBy string    `json:"quarantined_by,omitempty"`
+	QuarantinedAt time.Time `json:"quarantined_at,omitzero"`
+	// Baselined records the baseline decision: set by a trusted server's first
+	// complete inventory (even an empty one) or by a server approval. After
+	// it, new tools are pending.
+	Baselined  bool      `json:"baselined"`
+	BaselineBy string    `json:"baseline_by,omitempty"`
+	BaselineAt time.Time `json:"baseline_at,omitzero"`
+	AdmittedAt time.Time `json:"admitted_at,omitzero"` // last server approval
+}
+
+// ServerState is a server's admission state and its tools counted by status.
+type ServerState struct {
+	Name          string `json:"name"`
+	Quarantined   bool   `json:"quarantined"`
+	QuarantinedBy string `json:"quarantined_by,omitempty"`
+	Baselined     bool   `json:"baselined"`
+	Counts        Counts `json:"tools"`
+}
+
+// Counts counts present tools by status; Absent counts records of tools no
+// longer in the inventory.
+type Counts struct {
+	Pending  int `json:"pending"`
+	Approved int `json:"approved"`
+	Changed  int `json:"changed"`
+	Blocked  int `json:"blocked"`
+	Absent   int `json:"absent"`
+}
+
+// Change describes one committed transaction, for tools/list_changed and
+// /v1/events. Version increases by one per committed change of the server:
+// subscribers run outside the lock and may see changes out of order.
+type Change struct {
+	Server            string       `json:"server"`
+	Cause             string       `json:"cause"` // discovery | config | approve | block | quarantine
+	Version           uint64       `json:"version"`
+	Tools             []ToolChange `json:"tools,omitempty"` // every record written, by name
+	Quarantined       bool         `json:"quarantined"`     // after the change
+	QuarantineChanged bool         `json:"quarantine_changed,omitempty"`
+	VisibleChanged    bool         `json:"visible_changed"` // the listable set changed
+}
+
+// ToolChange is one written record: status and presence before and after.
+// From is "" for a tool seen for the first time; From == To with a new
+// definition means a pending or blocked tool's definition changed.
+type ToolChange struct {
+	Tool       string `json:"tool"`
+	From       Status `json:"from,omitempty"`
+	To         Status `json:"to"`
+	WasPresent bool   `json:"was_present"`
+	Present    bool   `json:"present"`
+}

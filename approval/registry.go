@@ -1,0 +1,297 @@
+package approval
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.etcd.io/bbolt"
+)
+
+// Registry holds every server's approval state in memory, backed by bbolt.
+// Writers serialize per server; readers use published snapshots.
+type Registry struct {
+	db  *bbolt.DB
+	now func() time.Time
+
+	// servers is copy-on-write: addMu only guards adding an entry and is
+	// never held while a server's records are read or written.
+	addMu   sync.Mutex
+	servers atomic.Pointer[map[string]*server]
+
+	subsMu sync.RWMutex
+	subs   []func(Change)
+
+	// Test hooks. testHookAfterRead runs inside Apply between deciding and
+	// writing, with the server's lock held; testHookPut sees every bbolt put.
+	testHookAfterRead func(server string)
+	testHookPut       func(bucket, key string)
+}
+
+// server is one server's state. mu serializes every read-modify-write of its
+// meta and records; the fields below it are guarded by mu. view is the
+// lock-free snapshot of them published after each commit.
+type server struct {
+	name string
+	mu   sync.Mutex
+
+	meta    serverMeta
+	hasMeta bool
+	tools   map[string]*ToolRecord // records are immutable once installed
+	lastSeq uint64                 // in memory only: seq restarts with the process
+	version uint64
+
+	lastPass atomic.Int64 // unix nanos of the last applied pass
+	view     atomic.Pointer[view]
+}
+
+// view is an immutable snapshot for readers.
+type view struct {
+	known   bool
+	meta    serverMeta
+	status  map[string]Status // present tools only
+	records []*ToolRecord     // all records, sorted by name
+	counts  Counts
+}
+
+func (s *server) lock()   { s.mu.Lock() }
+func (s *server) unlock() { s.mu.Unlock() }
+
+func newServer(name string) *server {
+	s := &server{name: name, tools: map[string]*ToolRecord{}}
+	s.view.Store(&view{status: map[string]Status{}})
+	return s
+}
+
+// publish rebuilds the snapshot from the guarded state. Caller holds s.mu.
+func (s *server) publish() {
+	v := &view{known: s.hasMeta, meta: s.meta, status: make(map[string]Status, len(s.tools)),
+		records: make([]*ToolRecord, 0, len(s.tools))}
+	for name, rec := range s.tools {
+		v.records = append(v.records, rec)
+		if !rec.Present {
+			v.counts.Absent++
+			continue
+		}
+		v.status[name] = rec.Status
+		switch rec.Status {
+		case StatusPending:
+			v.counts.Pending++
+		case StatusApproved:
+			v.counts.Approved++
+		case StatusChanged:
+			v.counts.Changed++
+		case StatusBlocked:
+			v.counts.Blocked++
+		}
+	}
+	slices.SortFunc(v.records, func(a, b *ToolRecord) int { return strings.Compare(a.Name, b.Name) })
+	s.view.Store(v)
+}
+
+// Open creates the registry's buckets if needed and loads every record.
+func Open(db *bbolt.DB) (*Registry, error) {
+	if db == nil {
+		return nil, errors.New("approval: Open needs an open bbolt database")
+	}
+	r := &Registry{db: db, now: func() time.Time { return time.Now().UTC().Round(0) }}
+	metas, tools, err := r.load()
+	if err != nil {
+		return nil, err
+	}
+	m := make(map[string]*server, len(metas)+len(tools))
+	for name, recs := range tools {
+		s := newServer(name)
+		s.tools = recs
+		// Records without a server record cannot have been admitted: fail closed.
+		s.meta, s.hasMeta = serverMeta{Quarantined: true, QuarantinedBy: QuarantinedUntrusted}, true
+		m[name] = s
+	}
+	for name, meta := range metas {
+		s := m[name]
+		if s == nil {
+			s = newServer(name)
+			m[name] = s
+		}
+		s.meta, s.hasMeta = meta, true
+	}
+	for _, s := range m {
+		s.publish()
+	}
+	r.servers.Store(&m)
+	return r, nil
+}
+
+// lookup returns the server or nil; no lock.
+func (r *Registry) lookup(name string) *server {
+	return (*r.servers.Load())[name]
+}
+
+// serverFor returns the server, adding an empty entry if needed. Only the
+// map is copied under addMu; no server lock is taken.
+func (r *Registry) serverFor(name string) *server {
+	if s := r.lookup(name); s != nil {
+		return s
+	}
+	r.addMu.Lock()
+	defer r.addMu.Unlock()
+	old := *r.servers.Load()
+	if s := old[name]; s != nil {
+		return s
+	}
+	m := make(map[string]*server, len(old)+1)
+	for k, v := range old {
+		m[k] = v
+	}
+	s := newServer(name)
+	m[name] = s
+	r.servers.Store(&m)
+	return s
+}
+
+// Check is the per-call gate: the tool's status and whether it is in the
+// server's latest inventory (an absent or unknown tool is not known). It
+// reads a published snapshot: no lock, no I/O, no allocation. A tool is
+// callable only when Check says approved and Quarantined says false.
+func (r *Registry) Check(server, tool string) (Status, bool) {
+	s := r.lookup(server)
+	if s == nil {
+		return "", false
+	}
+	st, ok := s.view.Load().status[tool]
+	return st, ok
+}
+
+// Quarantined reports whether the server's tools are withheld. An unknown
+// server counts as quarantined (fail closed).
+func (r *Registry) Quarantined(server string) bool {
+	s := r.lookup(server)
+	if s == nil {
+		return true
+	}
+	v := s.view.Load()
+	return !v.known || v.meta.Quarantined
+}
+
+// Tools returns copies of the server's records, present or not, sorted by
+// name; nil for an unknown server.
+func (r *Registry) Tools(server string) []ToolRecord {
+	s := r.lookup(server)
+	if s == nil {
+		return nil
+	}
+	v := s.view.Load()
+	lp := s.lastPass.Load()
+	last := time.Unix(0, lp).UTC()
+	out := make([]ToolRecord, len(v.records))
+	for i, rec := range v.records {
+		out[i] = rec.clone()
+		if rec.Present && lp != 0 && last.After(rec.LastSeen) {
+			out[i].LastSeen = last
+		}
+	}
+	return out
+}
+
+// Server returns a server's admission state and tool counts.
+func (r *Registry) Server(name string) (ServerState, bool) {
+	s := r.lookup(name)
+	if s == nil {
+		return ServerState{}, false
+	}
+	v := s.view.Load()
+	if !v.known {
+		return ServerState{}, false
+	}
+	return ServerState{Name: name, Quarantined: v.meta.Quarantined, QuarantinedBy: v.meta.QuarantinedBy,
+		Baselined: v.meta.Baselined, Counts: v.counts}, true
+}
+
+// Servers returns the names of all known servers, sorted.
+func (r *Registry) Servers() []string {
+	var out []string
+	for name, s := range *r.servers.Load() {
+		if s.view.Load().known {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// OnChange registers fn to run after every committed transaction that
+// changed anything, outside any lock, on the committing goroutine.
+func (r *Registry) OnChange(fn func(Change)) {
+	r.subsMu.Lock()
+	r.subs = append(r.subs, fn)
+	r.subsMu.Unlock()
+}
+
+func (r *Registry) notify(ch *Change) {
+	if ch == nil {
+		return
+	}
+	r.subsMu.RLock()
+	subs := r.subs
+	r.subsMu.RUnlock()
+	for _, fn := range subs {
+		fn(*ch)
+	}
+}
+
+// commit writes meta (if non-nil) and recs in one bbolt transaction and, only
+// once it committed, installs them and publishes a new snapshot. Caller holds
+// s.mu. It returns nil when there was nothing to write.
+func (r *Registry) commit(s *server, meta *serverMeta, recs []*ToolRecord, cause string) (*Change, error) {
+	if meta == nil && len(recs) == 0 {
+		return nil, nil
+	}
+	if err := r.store(s.name, meta, recs); err != nil {
+		return nil, err
+	}
+	wasQ := !s.hasMeta || s.meta.Quarantined
+	nowQ := wasQ
+	if meta != nil {
+		nowQ = meta.Quarantined
+	}
+	ch := &Change{Server: s.name, Cause: cause, Quarantined: nowQ, QuarantineChanged: nowQ != wasQ}
+	if nowQ && !wasQ { // entering quarantine: the visible set was whatever was visible
+		for _, rec := range s.tools {
+			if rec.visible(false) {
+				ch.VisibleChanged = true
+				break
+			}
+		}
+	}
+	for _, rec := range recs {
+		old := s.tools[rec.Name]
+		tc := ToolChange{Tool: rec.Name, To: rec.Status, Present: rec.Present}
+		if old != nil {
+			tc.From, tc.WasPresent = old.Status, old.Present
+		}
+		if old.visible(wasQ) != rec.visible(nowQ) {
+			ch.VisibleChanged = true
+		}
+		ch.Tools = append(ch.Tools, tc)
+		s.tools[rec.Name] = rec
+	}
+	if meta != nil {
+		s.meta, s.hasMeta = *meta, true
+	}
+	if !nowQ && wasQ { // leaving quarantine: the visible set is whatever is visible now
+		for _, rec := range s.tools {
+			if rec.visible(false) {
+				ch.VisibleChanged = true
+				break
+			}
+		}
+	}
+	slices.SortFunc(ch.Tools, func(a, b ToolChange) int { return strings.Compare(a.Tool, b.Tool) })
+	s.version++
+	ch.Version = s.version
+	s.publish()
+	return ch, nil
+}

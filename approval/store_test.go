@@ -1,0 +1,72 @@
+package approval
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+	"time"
+)
+
+// Every field survives a restart: statuses, hashes, both definitions,
+// annotations, presence and times.
+func TestRecordsSurviveRestart(t *testing.T) {
+	ts := newStore(t)
+	r := ts.r
+	inv := inventory(4, "t")
+	f := false
+	inv[1].Annotations.DestructiveHint = &f
+	must[ApplyResult](t)(r.Apply("fs", true, 1, inv))
+	inv[0] = tool("t_0000", "v2 \u2028 <b>")
+	inv[0].Annotations.ReadOnlyHint = false
+	must[ApplyResult](t)(r.Apply("fs", true, 2, inv[:3]))
+	must[Answer](t)(r.Block("fs", []string{"t_0002"}))
+	must[ApplyResult](t)(r.Apply("pend", false, 1, inventory(2, "p")))
+
+	for _, server := range []string{"fs", "pend"} {
+		before := r.Tools(server)
+		after := ts.reopen().Tools(server)
+		r = ts.r
+		for i := range before {
+			before[i].LastSeen, after[i].LastSeen = time.Time{}, time.Time{}
+		}
+		for i := range before {
+			if !reflect.DeepEqual(before[i], after[i]) {
+				b, _ := json.Marshal(before[i])
+				a, _ := json.Marshal(after[i])
+				t.Fatalf("%s: record changed across restart:\n%s\n%s", server, b, a)
+			}
+		}
+	}
+	recs := r.Tools("fs")
+	if recs[0].Status != StatusChanged || string(recs[0].Approved) == string(recs[0].Current) || recs[0].Annotations != nil {
+		t.Fatalf("changed record %+v", recs[0])
+	}
+	if recs[3].Present || recs[2].Status != StatusBlocked || *recs[1].Annotations.DestructiveHint {
+		t.Fatalf("records %+v", recs)
+	}
+	// Returned records are copies.
+	recs[1].Annotations.ReadOnlyHint = false
+	recs[1].Current[0] = 'X'
+	if again := r.Tools("fs")[1]; !again.Annotations.ReadOnlyHint || again.Current[0] != '{' {
+		t.Fatal("Tools returned the registry's own records")
+	}
+}
+
+// OnChange runs outside the lock: a subscriber may call back into the registry.
+func TestOnChangeOutsideLock(t *testing.T) {
+	ts := newStore(t)
+	r := ts.r
+	var got []Change
+	r.OnChange(func(c Change) {
+		got = append(got, c)
+		if len(got) == 1 {
+			if err := r.Quarantine(c.Server); err != nil { // takes the same server's lock
+				t.Error(err)
+			}
+		}
+	})
+	must[ApplyResult](t)(r.Apply("fs", true, 1, inventory(2, "t")))
+	if len(got) != 2 || got[0].Version != 1 || got[1].Version != 2 || !got[1].Quarantined || !got[1].VisibleChanged {
+		t.Fatalf("changes %+v", got)
+	}
+}

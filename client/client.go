@@ -1,0 +1,312 @@
+// Package client is a small typed client for Warden's operator REST API
+// (/v1/...), as served by "warden serve". The warden CLI uses it; scripts in
+// Go can too.
+//
+// Every method sends the operator token. An answer with an error status is
+// an *APIError carrying the API's code and message; a daemon that cannot be
+// reached is a *ConnError whose message says to start it.
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/wardenmcp/warden/activity"
+	"github.com/wardenmcp/warden/api"
+	"github.com/wardenmcp/warden/approval"
+	"github.com/wardenmcp/warden/writes"
+)
+
+// maxAnswer bounds how much of an answer is read.
+const maxAnswer = 64 << 20
+
+// Client talks to one Warden daemon. It is safe for concurrent use.
+type Client struct {
+	base  string
+	token string
+	// HTTPClient sends the requests. New sets one that never uses a proxy:
+	// the daemon is local and the token must not go anywhere else.
+	HTTPClient *http.Client
+}
+
+// New returns a client for the daemon at baseURL (such as
+// "http://127.0.0.1:7373") that authenticates with the operator token.
+func New(baseURL, token string) *Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.Proxy = nil
+	return &Client{base: strings.TrimRight(baseURL, "/"), token: token, HTTPClient: &http.Client{Transport: tr}}
+}
+
+// BaseURL is the daemon's address as given to New, without a trailing slash.
+func (c *Client) BaseURL() string { return c.base }
+
+// APIError is an error answer of the API: {"error":{"code","message"}}.
+type APIError struct {
+	Status  int             // HTTP status
+	Code    string          // such as "unknown_server", "hash_mismatch", "unauthorized"
+	Message string          // what went wrong and how to fix it
+	Details json.RawMessage // optional, code-specific (hash_mismatch: the mismatches)
+}
+
+func (e *APIError) Error() string {
+	if e.Message != "" {
+		return e.Message
+	}
+	return fmt.Sprintf("warden answered %d %s (%s)", e.Status, http.StatusText(e.Status), e.Code)
+}
+
+// Mismatches returns the tools whose definitions differ from the review, for
+// a hash_mismatch error (409); nil otherwise.
+func (e *APIError) Mismatches() []approval.Mismatch {
+	if e.Code != "hash_mismatch" || len(e.Details) == 0 {
+		return nil
+	}
+	var d struct {
+		Mismatches []approval.Mismatch `json:"Mismatches"`
+	}
+	if json.Unmarshal(e.Details, &d) != nil {
+		return nil
+	}
+	return d.Mismatches
+}
+
+// ConnError means the daemon could not be reached at all.
+type ConnError struct {
+	URL string
+	Err error
+}
+
+func (e *ConnError) Error() string {
+	const hint = `(is "warden serve" running? start it with: warden serve)`
+	if errors.Is(e.Err, syscall.ECONNREFUSED) {
+		return fmt.Sprintf("cannot reach warden at %s %s", e.URL, hint)
+	}
+	return fmt.Sprintf("cannot reach warden at %s: %v %s", e.URL, e.Err, hint)
+}
+
+func (e *ConnError) Unwrap() error { return e.Err }
+
+// Status answers GET /v1/status.
+func (c *Client) Status(ctx context.Context) (*api.Status, error) {
+	var out api.Status
+	return &out, c.do(ctx, http.MethodGet, "/v1/status", nil, &out)
+}
+
+// Servers answers GET /v1/servers.
+func (c *Client) Servers(ctx context.Context) ([]api.Server, error) {
+	var out []api.Server
+	return out, c.do(ctx, http.MethodGet, "/v1/servers", nil, &out)
+}
+
+// Server answers GET /v1/servers/{s}.
+func (c *Client) Server(ctx context.Context, server string) (*api.Server, error) {
+	var out api.Server
+	return &out, c.do(ctx, http.MethodGet, serverPath(server, ""), nil, &out)
+}
+
+// Tools answers GET /v1/servers/{s}/tools: every tool record with its
+// status, hashes and the current and approved definitions.
+func (c *Client) Tools(ctx context.Context, server string) ([]api.Tool, error) {
+	var out []api.Tool
+	return out, c.do(ctx, http.MethodGet, serverPath(server, "/tools"), nil, &out)
+}
+
+// ApproveServer admits a quarantined server (POST /v1/servers/{s}/approve).
+// A non-nil ExpectedHashes is sent even when empty (approve no tool); nil
+// approves whatever is pending when the daemon handles the request.
+func (c *Client) ApproveServer(ctx context.Context, server string, req approval.ServerApproval) (*approval.Answer, error) {
+	body := map[string]any{}
+	if req.ExpectedHashes != nil {
+		body["expected_hashes"] = req.ExpectedHashes
+	}
+	if len(req.Block) > 0 {
+		body["block"] = req.Block
+	}
+	var out approval.Answer
+	return &out, c.do(ctx, http.MethodPost, serverPath(server, "/approve"), body, &out)
+}
+
+// Quarantine quarantines a server again (POST /v1/servers/{s}/quarantine)
+// and returns its state after.
+func (c *Client) Quarantine(ctx context.Context, server string) (*api.Server, error) {
+	var out api.Server
+	return &out, c.do(ctx, http.MethodPost, serverPath(server, "/quarantine"), struct{}{}, &out)
+}
+
+// ApproveTools approves tools (POST /v1/servers/{s}/tools/approve). As with
+// ApproveServer, a non-nil ExpectedHashes is sent even when empty.
+func (c *Client) ApproveTools(ctx context.Context, server string, req approval.ToolApproval) (*approval.Answer, error) {
+	body := map[string]any{}
+	if len(req.Tools) > 0 {
+		body["tools"] = req.Tools
+	}
+	if req.All {
+		body["all"] = true
+	}
+	if len(req.Except) > 0 {
+		body["except"] = req.Except
+	}
+	if req.ExpectedHashes != nil {
+		body["expected_hashes"] = req.ExpectedHashes
+	}
+	var out approval.Answer
+	return &out, c.do(ctx, http.MethodPost, serverPath(server, "/tools/approve"), body, &out)
+}
+
+// BlockTools blocks tools (POST /v1/servers/{s}/tools/block).
+func (c *Client) BlockTools(ctx context.Context, server string, tools []string) (*approval.Answer, error) {
+	var out approval.Answer
+	body := map[string]any{"tools": tools}
+	return &out, c.do(ctx, http.MethodPost, serverPath(server, "/tools/block"), body, &out)
+}
+
+// Call runs a tool through the gateway's policy (POST /v1/servers/{s}/call).
+// A policy refusal is a result with IsError and Meta["warden/refusal"], not
+// an error; see Refusal. args may be nil.
+func (c *Client) Call(ctx context.Context, server, tool string, args json.RawMessage) (*mcp.CallToolResult, error) {
+	var out mcp.CallToolResult
+	req := api.CallRequest{Tool: tool, Arguments: args}
+	return &out, c.do(ctx, http.MethodPost, serverPath(server, "/call"), req, &out)
+}
+
+// Refusal returns the refusal code of a call result ("TOOL_PENDING",
+// "WRITES_LATCHED"...), or "" when the result is not a policy refusal.
+func Refusal(res *mcp.CallToolResult) string {
+	if res == nil || res.Meta == nil {
+		return ""
+	}
+	switch r := res.Meta["warden/refusal"].(type) {
+	case map[string]any:
+		code, _ := r["code"].(string)
+		return code
+	case map[string]string:
+		return r["code"]
+	}
+	return ""
+}
+
+// Writes answers GET /v1/writes: the latched servers.
+func (c *Client) Writes(ctx context.Context) ([]writes.Latch, error) {
+	var out []writes.Latch
+	return out, c.do(ctx, http.MethodGet, "/v1/writes", nil, &out)
+}
+
+// Cleared answers ClearWrites; its JSON is that of api.Cleared.
+type Cleared struct {
+	Cleared bool          `json:"cleared"`
+	Latch   *writes.Latch `json:"latch,omitempty"`
+}
+
+// ClearWrites clears a server's write latch (DELETE /v1/writes/{s}).
+func (c *Client) ClearWrites(ctx context.Context, server string) (*Cleared, error) {
+	var out Cleared
+	return &out, c.do(ctx, http.MethodDelete, "/v1/writes/"+url.PathEscape(server), nil, &out)
+}
+
+// Sessions answers GET /v1/sessions, as the daemon wrote it.
+func (c *Client) Sessions(ctx context.Context) (json.RawMessage, error) {
+	var out json.RawMessage
+	return out, c.do(ctx, http.MethodGet, "/v1/sessions", nil, &out)
+}
+
+// Activity answers GET /v1/activity: recent tool calls, of one server when
+// server is not "", at most limit when limit > 0 (else the daemon's default).
+func (c *Client) Activity(ctx context.Context, server string, limit int) ([]activity.Entry, error) {
+	q := url.Values{}
+	if server != "" {
+		q.Set("server", server)
+	}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	p := "/v1/activity"
+	if len(q) > 0 {
+		p += "?" + q.Encode()
+	}
+	var out []activity.Entry
+	return out, c.do(ctx, http.MethodGet, p, nil, &out)
+}
+
+func serverPath(server, rest string) string {
+	return "/v1/servers/" + url.PathEscape(server) + rest
+}
+
+// do sends one request and decodes a 2xx answer into out.
+func (c *Client) do(ctx context.Context, method, path string, body, out any) error {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return fmt.Errorf("encoding the request to %s: %w", path, err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+	if err != nil {
+		return fmt.Errorf("warden at %s: %w", c.base, err)
+	}
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	req.Header.Set("Accept", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.HTTPClient.Do(req)
+	if err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return ctxErr
+		}
+		var op *net.OpError
+		if errors.As(err, &op) && op.Op == "dial" {
+			return &ConnError{URL: c.base, Err: err}
+		}
+		return fmt.Errorf("warden at %s: %s %s: %w", c.base, method, path, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
+	if err != nil {
+		return fmt.Errorf("warden at %s: reading the answer to %s %s: %w", c.base, method, path, err)
+	}
+	if resp.StatusCode >= 300 {
+		return apiError(resp.StatusCode, data)
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return fmt.Errorf("warden at %s: the answer to %s %s is not what this CLI expects (%v); is the daemon the same version as the CLI?", c.base, method, path, err)
+	}
+	return nil
+}
+
+func apiError(status int, data []byte) *APIError {
+	var e struct {
+		Error struct {
+			Code    string          `json:"code"`
+			Message string          `json:"message"`
+			Details json.RawMessage `json:"details"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(data, &e) == nil && e.Error.Code != "" {
+		return &APIError{Status: status, Code: e.Error.Code, Message: e.Error.Message, Details: e.Error.Details}
+	}
+	text := strings.TrimSpace(string(data))
+	if len(text) > 200 {
+		text = text[:200] + "..."
+	}
+	msg := fmt.Sprintf("warden answered %d %s", status, http.StatusText(status))
+	if text != "" {
+		msg += ": " + text
+	}
+	return &APIError{Status: status, Code: "http_" + strconv.Itoa(status), Message: msg}
+}

@@ -1,0 +1,54 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+func newActivityCmd(g *globals) *cobra.Command {
+	var (
+		server string
+		limit  int
+	)
+	cmd := &cobra.Command{
+		Use:   "activity [--server NAME] [--limit N]",
+		Short: "Show recent tool calls (never their arguments)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if limit < 0 {
+				return usageErrorf("--limit must be positive")
+			}
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			entries, err := c.Activity(cmd.Context(), server, limit)
+			if err != nil {
+				return g.apiErr(err)
+			}
+			if g.jsonOut {
+				return g.printJSON(entries)
+			}
+			if len(entries) == 0 {
+				fmt.Fprintln(g.stdout, "no tool calls recorded")
+				return nil
+			}
+			t := newTable(g.stdout, "AT", "SURFACE", "SERVER", "TOOL", "CLASS", "OUTCOME", "LATENCY")
+			for _, e := range entries {
+				outcome := e.Outcome
+				if e.Code != "" {
+					outcome += " " + e.Code
+				}
+				lat := (time.Duration(e.LatencyMicros) * time.Microsecond).String()
+				t.row(stamp(e.At), e.Surface, e.Server, e.Tool, e.Class, outcome, lat)
+			}
+			t.flush()
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&server, "server", "", "only calls to this server")
+	cmd.Flags().IntVar(&limit, "limit", 0, "at most this many calls (default: the daemon's, 100)")
+	return cmd
+}

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/wardenmcp/warden/approval"
+)
+
+// table writes aligned columns; call flush when done.
+type table struct{ tw *tabwriter.Writer }
+
+func newTable(w io.Writer, header ...string) *table {
+	t := &table{tw: tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)}
+	if len(header) > 0 {
+		t.row(header...)
+	}
+	return t
+}
+
+func (t *table) row(cells ...string) {
+	for i, c := range cells {
+		cells[i] = strings.NewReplacer("\t", " ", "\n", " ").Replace(c)
+	}
+	fmt.Fprintln(t.tw, strings.Join(cells, "\t"))
+}
+
+func (t *table) flush() { _ = t.tw.Flush() }
+
+// shortHash is the first 12 hex digits of a "sha256:<hex>" pin.
+func shortHash(h string) string {
+	h = strings.TrimPrefix(h, "sha256:")
+	if len(h) > 12 {
+		h = h[:12]
+	}
+	if h == "" {
+		return "-"
+	}
+	return h
+}
+
+// toolCounts summarises a server's tools by status, leaving out zeros.
+func toolCounts(c approval.Counts) string {
+	var parts []string
+	for _, p := range []struct {
+		n    int
+		name string
+	}{{c.Approved, "approved"}, {c.Pending, "pending"}, {c.Changed, "changed"}, {c.Blocked, "blocked"}} {
+		if p.n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", p.n, p.name))
+		}
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// truncate shortens s to at most n runes.
+func truncate(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
+
+// ago is a short, rounded duration.
+func ago(d time.Duration) string {
+	switch {
+	case d < time.Hour:
+		return d.Round(time.Second).String()
+	case d < 48*time.Hour:
+		return d.Round(time.Minute).String()
+	default:
+		return fmt.Sprintf("%dd%dh", int(d.Hours())/24, int(d.Hours())%24)
+	}
+}
+
+// stamp formats a time for tables, in local time.
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.Local().Format("2006-01-02 15:04:05")
+}
+
+// reportAnswer prints an approval answer, warns on stderr naming the tools
+// still held, and returns errHeld when any are (exit 3).
+func (g *globals) reportAnswer(server string, a *approval.Answer) error {
+	if g.jsonOut {
+		if err := g.printJSON(a); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(g.stdout, "%s: approved %d, blocked %d; still pending %d, still changed %d\n",
+			server, a.ApprovedCount, a.BlockedCount, a.StillPending, a.StillChanged)
+		if len(a.NotApproved) > 0 {
+			fmt.Fprintf(g.stdout, "not approved: %s\n", strings.Join(a.NotApproved, ", "))
+		}
+	}
+	return g.warnHeld(server, a)
+}
+
+// warnHeld warns about held tools and returns errHeld when there are any.
+func (g *globals) warnHeld(server string, a *approval.Answer) error {
+	held := a.StillPending + a.StillChanged
+	if held == 0 {
+		return nil
+	}
+	names := strings.Join(a.HeldTools, ", ")
+	if more := held - len(a.HeldTools); more > 0 {
+		names += fmt.Sprintf(" and %d more", more)
+	}
+	fmt.Fprintf(g.stderr, "warning: %d tool(s) of %s still held (pending or changed), not listed or callable: %s\n", held, server, names)
+	fmt.Fprintf(g.stderr, "review them with: warden review %s\n", server)
+	return errHeld
+}

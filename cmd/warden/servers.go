@@ -1,0 +1,249 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/wardenmcp/warden/api"
+	"github.com/wardenmcp/warden/approval"
+	"github.com/wardenmcp/warden/config"
+)
+
+func newServersCmd(g *globals) *cobra.Command {
+	list := func(cmd *cobra.Command, _ []string) error {
+		c, err := g.client()
+		if err != nil {
+			return err
+		}
+		servers, err := c.Servers(cmd.Context())
+		if err != nil {
+			return g.apiErr(err)
+		}
+		if g.jsonOut {
+			return g.printJSON(servers)
+		}
+		if len(servers) == 0 {
+			fmt.Fprintln(g.stdout, "no servers; add one with: warden servers add NAME --url URL  (or: -- COMMAND ARGS...)")
+			return nil
+		}
+		printServers(g, servers)
+		return nil
+	}
+	cmd := &cobra.Command{
+		Use:   "servers",
+		Short: "List, add, remove, approve and quarantine upstream servers",
+		RunE:  list,
+	}
+	cmd.AddCommand(
+		&cobra.Command{Use: "list", Short: "List the configured servers and their state", Args: cobra.NoArgs, RunE: list},
+		newServersAddCmd(g),
+		newServersRemoveCmd(g),
+		newServersApproveCmd(g),
+		newServersQuarantineCmd(g),
+	)
+	return cmd
+}
+
+// printServers writes the servers table, then each server's connection error.
+func printServers(g *globals, servers []api.Server) {
+	t := newTable(g.stdout, "NAME", "TRANSPORT", "STATE", "ACCESS", "TOOLS", "TARGET")
+	for _, s := range servers {
+		access := "admitted"
+		switch {
+		case s.Disabled:
+			access = "disabled"
+		case s.Quarantined:
+			access = "quarantined"
+		case s.Trusted:
+			access = "trusted"
+		}
+		t.row(s.Name, s.Transport, string(s.State.State), access, toolCounts(s.Tools), truncate(s.Target, 60))
+	}
+	t.flush()
+	for _, s := range servers {
+		if s.State.Error != "" {
+			fmt.Fprintf(g.stdout, "%s: %s\n", s.Name, s.State.Error)
+		}
+	}
+}
+
+func newServersAddCmd(g *globals) *cobra.Command {
+	var (
+		url, transport string
+		headers, env   []string
+		trusted        bool
+	)
+	cmd := &cobra.Command{
+		Use:   "add NAME (--url URL [--header K=V]... [--transport sse] | -- COMMAND ARGS...) [--env K=V]... [--trusted]",
+		Short: "Add a server to the config file (comments are kept)",
+		Example: `  warden servers add memory -- npx -y @modelcontextprotocol/server-memory
+  warden servers add remote --url https://example.test/mcp --header 'Authorization=Bearer ${env:REMOTE_TOKEN}'`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name := args[0]
+			var command []string
+			switch dash := cmd.ArgsLenAtDash(); {
+			case dash == 1:
+				command = args[1:]
+			case dash == 0 || dash > 1 || (dash < 0 && len(args) > 1):
+				return usageErrorf("give the server's command after --: warden servers add %s -- COMMAND ARGS...", name)
+			}
+			s := &config.Server{Trusted: trusted}
+			switch {
+			case url != "" && len(command) > 0:
+				return usageErrorf("give either --url or a command after --, not both")
+			case url == "" && len(command) == 0:
+				return usageErrorf("say how to reach %s: --url URL for an HTTP server, or -- COMMAND ARGS... for a stdio one", name)
+			case url != "":
+				if len(env) > 0 {
+					return usageErrorf("--env is for stdio servers (started with a command), not --url ones")
+				}
+				if transport != "" && transport != config.TransportHTTP && transport != config.TransportSSE {
+					return usageErrorf("--transport is %q; use %q (streamable HTTP) or %q (legacy HTTP+SSE)", transport, config.TransportHTTP, config.TransportSSE)
+				}
+				s.URL, s.Transport = url, transport
+			default:
+				if len(headers) > 0 || transport != "" {
+					return usageErrorf("--header and --transport are for --url servers, not stdio ones")
+				}
+				s.Command, s.Args = command[0], command[1:]
+			}
+			var err error
+			if s.Headers, err = keyValues("--header", headers); err != nil {
+				return err
+			}
+			if s.Env, err = keyValues("--env", env); err != nil {
+				return err
+			}
+			path := g.configFile()
+			if err := config.AddServer(path, name, s); err != nil {
+				return err
+			}
+			fmt.Fprintf(g.stdout, "added server %s to %s\n", name, path)
+			fmt.Fprintln(g.stdout, "a running warden picks the change up by itself")
+			if !trusted {
+				fmt.Fprintf(g.stdout, "it starts quarantined: review its tools with \"warden review %s\", then admit it with \"warden servers approve %s\"\n", name, name)
+			}
+			for _, k := range sortedKeys(s.Headers) {
+				if !strings.Contains(s.Headers[k], "${env:") {
+					fmt.Fprintf(g.stderr, "note: header %s is stored in %s as given; write '${env:NAME}' instead to keep a secret out of the file\n", k, path)
+				}
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&url, "url", "", "URL of a streamable-HTTP or SSE server")
+	f.StringArrayVar(&headers, "header", nil, "HTTP header `K=V` to send (repeatable; ${env:NAME} is expanded by the daemon)")
+	f.StringVar(&transport, "transport", "", "http or sse (default: sse when the URL path ends in /sse, else http)")
+	f.StringArrayVar(&env, "env", nil, "environment variable `K=V` for a stdio server (repeatable)")
+	f.BoolVar(&trusted, "trusted", false, "approve the server's first tool inventory as its baseline instead of quarantining it")
+	return cmd
+}
+
+// keyValues parses repeated K=V flags.
+func keyValues(flag string, kvs []string) (map[string]string, error) {
+	if len(kvs) == 0 {
+		return nil, nil
+	}
+	m := make(map[string]string, len(kvs))
+	for _, kv := range kvs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, usageErrorf("%s %q is not K=V", flag, kv)
+		}
+		m[k] = v
+	}
+	return m, nil
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+func newServersRemoveCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "remove NAME",
+		Short: "Remove a server from the config file (comments are kept)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			path := g.configFile()
+			if err := config.RemoveServer(path, args[0]); err != nil {
+				return err
+			}
+			fmt.Fprintf(g.stdout, "removed server %s from %s\n", args[0], path)
+			fmt.Fprintln(g.stdout, "a running warden picks the change up by itself: it stops the server and ends its session")
+			return nil
+		},
+	}
+}
+
+func newServersApproveCmd(g *globals) *cobra.Command {
+	var block []string
+	cmd := &cobra.Command{
+		Use:   "approve NAME [--block TOOL,...]",
+		Short: "Admit a quarantined server: approve its pending tools (review them first) and lift the quarantine",
+		Long: `Admit a quarantined server. Its pending tools are approved as they are now
+(see them with "warden review NAME"), the --block tools are blocked, and the
+quarantine is lifted. A tool that appears after this command read the list
+stays pending. Exits 3 when tools are still pending or changed.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name := args[0]
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			tools, err := c.Tools(cmd.Context(), name)
+			if err != nil {
+				return g.apiErr(err)
+			}
+			expected := map[string]string{}
+			for _, t := range tools {
+				if t.Present && t.Status == approval.StatusPending && !slices.Contains(block, t.Name) {
+					expected[t.Name] = t.CurrentHash
+				}
+			}
+			ans, err := c.ApproveServer(cmd.Context(), name, approval.ServerApproval{ExpectedHashes: expected, Block: block})
+			if err != nil {
+				return g.mismatchErr(name, err)
+			}
+			if !g.jsonOut {
+				fmt.Fprintf(g.stdout, "admitted %s: its approved tools are listed and callable\n", name)
+			}
+			return g.reportAnswer(name, ans)
+		},
+	}
+	cmd.Flags().StringSliceVar(&block, "block", nil, "tools to block instead of approving (comma-separated)")
+	return cmd
+}
+
+func newServersQuarantineCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "quarantine NAME",
+		Short: "Quarantine a server: hide and refuse all of its tools until it is approved again",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			s, err := c.Quarantine(cmd.Context(), args[0])
+			if err != nil {
+				return g.apiErr(err)
+			}
+			if g.jsonOut {
+				return g.printJSON(s)
+			}
+			fmt.Fprintf(g.stdout, "quarantined %s: its tools are hidden and refused until: warden servers approve %s\n", s.Name, s.Name)
+			return nil
+		},
+	}
+}

@@ -1,0 +1,152 @@
+// Package sessions persists streamable-HTTP upstream sessions so a restarted
+// Warden resumes them instead of initializing again. A record holds the
+// session id, the negotiated protocol version and the initialize result,
+// keyed by server name and a fingerprint of the server's URL and transport.
+// It never holds headers, tokens or anything derived from them.
+package sessions
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"go.etcd.io/bbolt"
+)
+
+var bucket = []byte("upstream_sessions")
+
+// Record is one persisted upstream session.
+type Record struct {
+	Server          string          `json:"server"`
+	Fingerprint     string          `json:"fingerprint"`
+	SessionID       string          `json:"session_id"`
+	ProtocolVersion string          `json:"protocol_version"`
+	InitResult      json.RawMessage `json:"init_result"`
+	Created         time.Time       `json:"created"`
+	LastUsed        time.Time       `json:"last_used"`
+}
+
+// Store keeps records in bbolt with a copy in memory.
+type Store struct {
+	db *bbolt.DB
+
+	mu    sync.Mutex
+	recs  map[string]Record
+	modes map[string]string // server → "resumed" or "fresh", this process only
+}
+
+// Open loads the records in db.
+func Open(db *bbolt.DB) (*Store, error) {
+	s := &Store{db: db, recs: map[string]Record{}, modes: map[string]string{}}
+	err := db.Update(func(tx *bbolt.Tx) error {
+		b, err := tx.CreateBucketIfNotExists(bucket)
+		if err != nil {
+			return err
+		}
+		return b.ForEach(func(k, v []byte) error {
+			var r Record
+			if json.Unmarshal(v, &r) == nil {
+				s.recs[string(k)] = r
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sessions: %w", err)
+	}
+	return s, nil
+}
+
+// Load returns server's record if it was made for fingerprint.
+func (s *Store) Load(server, fingerprint string) (Record, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.recs[server]
+	return r, ok && r.Fingerprint == fingerprint
+}
+
+// Save writes a record (a new or re-initialized session).
+func (s *Store) Save(r Record, mode string) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	err = s.db.Update(func(tx *bbolt.Tx) error { return tx.Bucket(bucket).Put([]byte(r.Server), b) })
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.recs[r.Server] = r
+	s.modes[r.Server] = mode
+	s.mu.Unlock()
+	return nil
+}
+
+// MarkResumed notes that server's stored session was resumed.
+func (s *Store) MarkResumed(server string) {
+	s.mu.Lock()
+	s.modes[server] = "resumed"
+	s.mu.Unlock()
+}
+
+// Delete drops server's record; deleting none is not an error.
+func (s *Store) Delete(server string) error {
+	s.mu.Lock()
+	_, ok := s.recs[server]
+	delete(s.recs, server)
+	delete(s.modes, server)
+	s.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	return s.db.Update(func(tx *bbolt.Tx) error { return tx.Bucket(bucket).Delete([]byte(server)) })
+}
+
+// Servers lists the servers that have a record.
+func (s *Store) Servers() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for k := range s.recs {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Info is a record as operators see it: no full session id, no secrets.
+type Info struct {
+	Server          string    `json:"server"`
+	SessionPrefix   string    `json:"session_id_prefix"`
+	ProtocolVersion string    `json:"protocol_version"`
+	Created         time.Time `json:"created"`
+	AgeSeconds      float64   `json:"age_seconds"`
+	Mode            string    `json:"mode"` // resumed, fresh, or stored (not used by this process yet)
+}
+
+// List describes every record.
+func (s *Store) List() []Info {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := []Info{}
+	for _, r := range s.recs {
+		mode := s.modes[r.Server]
+		if mode == "" {
+			mode = "stored"
+		}
+		out = append(out, Info{Server: r.Server, SessionPrefix: prefix(r.SessionID), ProtocolVersion: r.ProtocolVersion,
+			Created: r.Created, AgeSeconds: time.Since(r.Created).Seconds(), Mode: mode})
+	}
+	slices.SortFunc(out, func(a, b Info) int { return strings.Compare(a.Server, b.Server) })
+	return out
+}
+
+func prefix(id string) string {
+	if len(id) > 8 {
+		return id[:8] + "…"
+	}
+	return id
+}
