@@ -2,32 +2,48 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/wardenmcp/warden/internal/fixture"
-	"github.com/wardenmcp/warden/internal/wardentest"
+	"github.com/wardenmcp/warden/internal/testenv"
 )
 
 // BenchmarkToolCall measures tools/call latency and throughput against one
 // HTTP upstream three ways, side by side in one run: directly, through
 // /mcp/{server} and through the aggregated /mcp; at concurrency 1 and 16.
-// Reported: p50 and p99 latency in microseconds and calls per second.
+// The upstream (the Go SDK fixture) and Warden run as their own processes,
+// as they do in use; the clients are the official Go SDK's. Reported: p50 and
+// p99 latency in microseconds and calls per second.
 //
 //	go test -run '^$' -bench BenchmarkToolCall -benchtime 3000x ./e2e/
 func BenchmarkToolCall(b *testing.B) {
-	up := fixture.NewServer(fixture.Options{})
-	upURL := up.Serve(b)
-	w := wardentest.Start(b, map[string]any{"bench": map[string]any{"url": upURL, "trusted": true}})
-	w.WaitReady(b, "bench")
+	upAddr := "127.0.0.1:" + strconv.Itoa(testenv.FreePort(b))
+	testenv.StartProcess(b, exec.Command(testenv.BuildBinary(b, fixturePkg), "-http", upAddr))
+	upURL := "http://" + upAddr + "/mcp"
+	testenv.WaitHTTP(b, upURL, 20*time.Second)
+
+	dir := b.TempDir()
+	listen := "127.0.0.1:" + strconv.Itoa(testenv.FreePort(b))
+	cfg, _ := json.Marshal(map[string]any{"listen": listen, "mcpServers": map[string]any{"bench": map[string]any{"url": upURL, "trusted": true}}})
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), cfg, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	testenv.StartProcess(b, exec.Command(testenv.BuildBinary(b, "./cmd/warden"), "serve",
+		"--config", filepath.Join(dir, "config.json"), "--state-dir", filepath.Join(dir, "state")))
+	testenv.WaitHTTP(b, "http://"+listen+"/healthz", 20*time.Second)
 	targets := []struct{ name, url, tool string }{
 		{"direct", upURL, "echo"},
-		{"warden-server", w.URL("/mcp/bench"), "echo"},
-		{"warden-aggregated", w.URL("/mcp"), "bench__echo"},
+		{"warden-server", "http://" + listen + "/mcp/bench", "echo"},
+		{"warden-aggregated", "http://" + listen + "/mcp", "bench__echo"},
 	}
 	for _, conc := range []int{1, 16} {
 		for _, tg := range targets {
@@ -44,8 +60,10 @@ func BenchmarkToolCall(b *testing.B) {
 					sessions[i] = cs
 				}
 				args := map[string]any{"payload": "warden benchmark"}
-				// Warm up connections and caches.
+				// Warm up connections and caches (and wait for Warden to
+				// have listed the upstream).
 				for _, cs := range sessions {
+					waitTool(b, cs, tg.tool)
 					if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tg.tool, Arguments: args}); err != nil {
 						b.Fatal(err)
 					}
@@ -86,4 +104,17 @@ func BenchmarkToolCall(b *testing.B) {
 			})
 		}
 	}
+}
+
+func waitTool(b *testing.B, cs *mcp.ClientSession, name string) {
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		for t, err := range cs.Tools(context.Background(), nil) {
+			if err == nil && t.Name == name {
+				return
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	b.Fatalf("tool %s never listed", name)
 }

@@ -20,8 +20,8 @@ type Call struct {
 	Server, Tool string
 	Args         json.RawMessage
 	Meta         mcp.Meta
-	Surface      string             // "mcp", "mcp/{server}", "stdio", "cli"
-	Session      *mcp.ServerSession // the calling client; nil for operator calls
+	Surface      string // "mcp", "mcp/{server}", "stdio", "cli"
+	Client       Client // the calling client; nil for operator calls
 }
 
 // CallTool runs call through policy and, if allowed, upstream. A policy
@@ -66,7 +66,7 @@ func (g *Gateway) callTool(ctx context.Context, call Call, entry *activity.Entry
 		}
 	}
 
-	f := &inflight{server: call.Server, session: call.Session, ctx: ctx, token: call.Meta["progressToken"]}
+	f := &inflight{server: call.Server, client: call.Client, ctx: ctx, token: call.Meta["progressToken"]}
 	upToken, done := g.router.add(f)
 	defer done()
 	meta := call.Meta
@@ -93,7 +93,7 @@ func (g *Gateway) callTool(ctx context.Context, call Call, entry *activity.Entry
 		}
 		ctx, dispatch = upstream.WithDispatch(ctx, onSent)
 		var err error
-		res, err = cs.CallTool(ctx, params)
+		res, err = c.CallTool(ctx, cs, params)
 		return err
 	})
 	if err == nil {

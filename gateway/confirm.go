@@ -15,14 +15,14 @@ func (g *Gateway) confirm(ctx context.Context, call Call) error {
 	declined := func(why string) error {
 		return refuse(CodeDeclined, "Destructive call %q on server %q was not confirmed (%s), so it was not sent. Server %q has confirmDestructive set: each destructive call needs a person's yes through the client.", call.Tool, call.Server, why, call.Server)
 	}
-	if call.Session == nil {
+	if call.Client == nil {
 		return declined("the caller is not an MCP client that can ask a person")
 	}
-	caps := call.Session.InitializeParams().Capabilities
+	caps := call.Client.Capabilities()
 	if caps == nil || caps.Elicitation == nil {
 		return declined("the client does not support elicitation")
 	}
-	res, err := call.Session.Elicit(ctx, &mcp.ElicitParams{
+	res, err := call.Client.Elicit(ctx, &mcp.ElicitParams{
 		Message: fmt.Sprintf("Allow the destructive tool %q on server %q?\nArguments: %s", call.Tool, call.Server, summarize(call.Args)),
 		RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{
 			"confirm": map[string]any{"type": "boolean", "title": "Run it", "default": false},

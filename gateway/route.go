@@ -15,10 +15,10 @@ import (
 // upstream's server-to-client traffic (progress, log messages, sampling,
 // elicitation, roots) back to the downstream session that caused it.
 type inflight struct {
-	server  string
-	session *mcp.ServerSession // nil for operator calls (CLI, REST)
-	ctx     context.Context    // the downstream request's context: sends on it go on its stream
-	token   any                // the client's progress token, if it asked for progress
+	server string
+	client Client          // nil for operator calls (CLI, REST)
+	ctx    context.Context // the downstream request's context: sends on it go on its stream
+	token  any             // the client's progress token, if it asked for progress
 }
 
 // router tracks in-flight calls per server and per minted progress token.
@@ -71,7 +71,7 @@ func (r *router) caller(server string) *inflight {
 	defer r.mu.Unlock()
 	list := r.byServer[server]
 	for i := len(list) - 1; i >= 0; i-- {
-		if list[i].session != nil {
+		if list[i].client != nil {
 			return list[i]
 		}
 	}
@@ -107,7 +107,7 @@ func (g *Gateway) CreateMessage(ctx context.Context, server string, p *mcp.Creat
 	}
 	rctx, cancel := relatedContext(f, ctx)
 	defer cancel()
-	return f.session.CreateMessageWithTools(rctx, p)
+	return f.client.CreateMessage(rctx, p)
 }
 
 func (g *Gateway) Elicit(ctx context.Context, server string, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
@@ -117,7 +117,7 @@ func (g *Gateway) Elicit(ctx context.Context, server string, p *mcp.ElicitParams
 	}
 	rctx, cancel := relatedContext(f, ctx)
 	defer cancel()
-	return f.session.Elicit(rctx, p)
+	return f.client.Elicit(rctx, p)
 }
 
 func (g *Gateway) ListRoots(ctx context.Context, server string) (*mcp.ListRootsResult, error) {
@@ -127,24 +127,24 @@ func (g *Gateway) ListRoots(ctx context.Context, server string) (*mcp.ListRootsR
 	}
 	rctx, cancel := relatedContext(f, ctx)
 	defer cancel()
-	return f.session.ListRoots(rctx, nil)
+	return f.client.ListRoots(rctx)
 }
 
 func (g *Gateway) Progress(server string, p *mcp.ProgressNotificationParams) {
 	f := g.router.byProgressToken(p.ProgressToken)
-	if f == nil || f.session == nil {
+	if f == nil || f.client == nil {
 		return
 	}
 	q := *p
 	q.ProgressToken = f.token
-	_ = f.session.NotifyProgress(f.ctx, &q)
+	f.client.Progress(f.ctx, &q)
 }
 
 // Log sends an upstream log message to the client whose call is in flight,
 // or, with none, to every client session of the surfaces that show server.
 func (g *Gateway) Log(server string, p *mcp.LoggingMessageParams) {
 	if f := g.router.caller(server); f != nil {
-		_ = f.session.Log(f.ctx, p)
+		f.client.Log(f.ctx, p)
 		return
 	}
 	g.notifyViews(func(v View) { v.Log(server, p) })

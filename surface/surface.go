@@ -1,6 +1,8 @@
 package surface
 
 import (
+	"bytes"
+	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -33,10 +35,33 @@ func New(g *gateway.Gateway, log *slog.Logger, version string) *Surfaces {
 	return s
 }
 
+// maxBody bounds a request body.
+const maxBody = 4 << 20
+
 func newHandler(srv *mcp.Server) http.Handler {
 	// Host and Origin are checked for every path by the daemon's listener.
 	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
-		&mcp.StreamableHTTPOptions{DisableLocalhostProtection: true, MaxRequestBodyBytes: 4 << 20})
+		&mcp.StreamableHTTPOptions{DisableLocalhostProtection: true, MaxRequestBodyBytes: maxBody})
+}
+
+// serve offers a POST on an established session to the fast path first.
+func serve(v *view, h http.Handler, w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") != "" {
+		body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+		if err != nil {
+			http.Error(w, "reading the request: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		if len(body) > maxBody {
+			http.Error(w, "request body larger than 4 MiB", http.StatusRequestEntityTooLarge)
+			return
+		}
+		if v.serveFast(w, r, body) {
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	h.ServeHTTP(w, r)
 }
 
 // view returns server's own view, creating it on first use.
@@ -66,15 +91,15 @@ func (s *Surfaces) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rest, _ := strings.CutPrefix(r.URL.Path, "/mcp")
 	server := strings.Trim(rest, "/")
 	if server == "" {
-		s.aggH.ServeHTTP(w, r)
+		serve(s.agg, s.aggH, w, r)
 		return
 	}
 	if _, ok := s.g.Conn(server); !ok {
 		http.Error(w, "no server named "+server+" is configured; see: warden servers list", http.StatusNotFound)
 		return
 	}
-	_, h := s.view(server)
-	h.ServeHTTP(w, r)
+	v, h := s.view(server)
+	serve(v, h, w, r)
 }
 
 // The gateway.View side: fan out to the aggregated view and the server's own.

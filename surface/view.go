@@ -36,6 +36,9 @@ type view struct {
 	prompts   map[string]ref
 	resources map[string]string // URI or URI template → server
 	byServer  map[string]*exposed
+
+	sessMu   sync.Mutex
+	sessions map[string]*live // initialized downstream sessions by id
 }
 
 // exposed is what one server currently contributes to a view.
@@ -48,6 +51,7 @@ func newView(g *gateway.Gateway, single string, log *slog.Logger, version string
 		g: g, single: single, surface: "mcp", log: log,
 		tools: map[string]ref{}, listed: map[string][]byte{}, prompts: map[string]ref{},
 		resources: map[string]string{}, byServer: map[string]*exposed{},
+		sessions: map[string]*live{},
 	}
 	if single != "" {
 		v.surface = "mcp/" + single
@@ -61,6 +65,7 @@ func newView(g *gateway.Gateway, single string, log *slog.Logger, version string
 		SubscribeHandler:          v.subscribe,
 		UnsubscribeHandler:        v.unsubscribe,
 		SupportedProtocolVersions: []string{"2025-11-25", "2025-06-18", "2025-03-26"},
+		InitializedHandler:        func(_ context.Context, r *mcp.InitializedRequest) { v.track(r.Session) },
 	})
 	v.srv.AddReceivingMiddleware(v.intercept)
 	return v
@@ -91,6 +96,9 @@ func (v *view) intercept(next mcp.MethodHandler) mcp.MethodHandler {
 			return v.callTool(ctx, r)
 		case *mcp.ServerRequest[*mcp.SetLoggingLevelParams]:
 			v.g.SetLogLevel(ctx, v.servers(), r.Params.Level)
+			if l := v.liveFor(r.Session); l != nil {
+				l.setLevel(r.Params.Level)
+			}
 		}
 		return next(ctx, method, req)
 	}
@@ -108,7 +116,7 @@ func (v *view) callTool(ctx context.Context, r *mcp.CallToolRequest) (*mcp.CallT
 	}
 	return v.g.CallTool(ctx, gateway.Call{
 		Server: t.server, Tool: t.name, Args: r.Params.Arguments, Meta: r.Params.Meta,
-		Surface: v.surface, Session: r.Session,
+		Surface: v.surface, Client: gateway.SessionClient{ServerSession: r.Session},
 	})
 }
 

@@ -19,7 +19,7 @@ func newStdioCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			url := "http://" + cfg.Listen + "/mcp"
+			url := baseURL(cfg.Listen) + "/mcp"
 			if server != "" {
 				url += "/" + server
 			}

@@ -1,0 +1,248 @@
+package surface
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/wardenmcp/warden/gateway"
+)
+
+// The fast path. A plain tools/call on an initialized session is the hot
+// path of a gateway, and the SDK server's general machinery costs more than
+// everything Warden itself does; so such a call is served here directly: the
+// same gateway call path, the same policy, answered as JSON, or as an event
+// stream when the upstream talks to the client during the call (log
+// messages, sampling, elicitation, roots). The client's answers to those
+// requests, and its cancellations of fast calls, are caught here too.
+// Everything else (calls with a progress token, batches, every other
+// method) goes to the SDK server.
+
+// rpc is an incoming JSON-RPC message, decoded just enough to route it.
+type rpc struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+}
+
+// fastRequestPrefix marks ids of requests Warden sends clients on fast calls.
+const fastRequestPrefix = "warden-fp-"
+
+var fastRequestSeq atomic.Uint64
+
+// serveFast handles body if it belongs to the fast path, reporting whether
+// it did.
+func (v *view) serveFast(w http.ResponseWriter, r *http.Request, body []byte) bool {
+	l := v.live(r.Header.Get("Mcp-Session-Id"))
+	if l == nil || len(body) == 0 || body[0] != '{' {
+		return false
+	}
+	var m rpc
+	if json.Unmarshal(body, &m) != nil {
+		return false
+	}
+	switch {
+	case m.Method == "" && bytes.HasPrefix(bytes.TrimLeft(m.ID, `"`), []byte(fastRequestPrefix)):
+		var id string
+		if json.Unmarshal(m.ID, &id) != nil || !l.deliver(id, body) {
+			return false
+		}
+		w.WriteHeader(http.StatusAccepted)
+		return true
+	case m.Method == "notifications/cancelled":
+		var p struct {
+			RequestID json.RawMessage `json:"requestId"`
+		}
+		if json.Unmarshal(m.Params, &p) != nil || !l.cancel(string(p.RequestID)) {
+			return false
+		}
+		w.WriteHeader(http.StatusAccepted)
+		return true
+	case m.Method == "tools/call" && len(m.ID) > 0:
+		var p mcp.CallToolParamsRaw
+		if json.Unmarshal(m.Params, &p) != nil || p.Meta["progressToken"] != nil {
+			return false
+		}
+		v.fastCall(w, r, l, m.ID, &p)
+		return true
+	}
+	return false
+}
+
+func (v *view) fastCall(w http.ResponseWriter, r *http.Request, l *live, id json.RawMessage, p *mcp.CallToolParamsRaw) {
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	l.mu.Lock()
+	l.calls[string(id)] = cancel
+	l.mu.Unlock()
+	defer func() {
+		l.mu.Lock()
+		delete(l.calls, string(id))
+		l.mu.Unlock()
+	}()
+
+	st := &stream{w: w, l: l, sseOnly: !strings.Contains(r.Header.Get("Accept"), "application/json")}
+	var res *mcp.CallToolResult
+	var err error
+	v.mu.Lock()
+	t, known := v.tools[p.Name]
+	v.mu.Unlock()
+	switch {
+	case known:
+		res, err = v.g.CallTool(ctx, gateway.Call{Server: t.server, Tool: t.name, Args: p.Arguments, Meta: p.Meta, Surface: v.surface, Client: st})
+	case v.single != "":
+		res, err = v.g.CallTool(ctx, gateway.Call{Server: v.single, Tool: p.Name, Args: p.Arguments, Meta: p.Meta, Surface: v.surface, Client: st})
+	default:
+		err = &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", p.Name)}
+	}
+	answer := map[string]any{"jsonrpc": "2.0", "id": id}
+	if err != nil {
+		werr, ok := err.(*jsonrpc.Error)
+		if !ok {
+			werr = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+		}
+		answer["error"] = werr
+	} else {
+		answer["result"] = res
+	}
+	st.finish(answer)
+}
+
+// stream is a fast call's response: JSON unless something must be sent
+// before the answer, then an event stream. It is the call's gateway.Client.
+type stream struct {
+	w       http.ResponseWriter
+	l       *live
+	sseOnly bool
+
+	mu      sync.Mutex
+	started bool // event stream headers written
+	done    bool
+}
+
+func (s *stream) send(msg any) error {
+	b, err := json.Marshal(msg)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.done {
+		return fmt.Errorf("the call has ended")
+	}
+	s.startLocked()
+	if _, err := fmt.Fprintf(s.w, "event: message\ndata: %s\n\n", b); err != nil {
+		return err
+	}
+	if f, ok := s.w.(http.Flusher); ok {
+		f.Flush()
+	}
+	return nil
+}
+
+func (s *stream) startLocked() {
+	if s.started {
+		return
+	}
+	s.started = true
+	h := s.w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	s.w.WriteHeader(http.StatusOK)
+}
+
+func (s *stream) finish(answer any) {
+	s.mu.Lock()
+	sse := s.started || s.sseOnly
+	s.mu.Unlock()
+	if sse {
+		_ = s.send(answer)
+	} else {
+		b, _ := json.Marshal(answer)
+		s.w.Header().Set("Content-Type", "application/json")
+		s.w.Write(b)
+	}
+	s.mu.Lock()
+	s.done = true
+	s.mu.Unlock()
+}
+
+// request sends the client a request on this call's stream and waits for
+// the answer it posts back.
+func (s *stream) request(ctx context.Context, method string, params, result any) error {
+	id := fastRequestPrefix + strconv.FormatUint(fastRequestSeq.Add(1), 36)
+	ch := make(chan json.RawMessage, 1)
+	s.l.mu.Lock()
+	s.l.pending[id] = ch
+	s.l.mu.Unlock()
+	defer func() {
+		s.l.mu.Lock()
+		delete(s.l.pending, id)
+		s.l.mu.Unlock()
+	}()
+	if err := s.send(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params}); err != nil {
+		return err
+	}
+	select {
+	case <-ctx.Done():
+		_ = s.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/cancelled", "params": map[string]any{"requestId": id}})
+		return ctx.Err()
+	case raw := <-ch:
+		var m struct {
+			Result json.RawMessage `json:"result"`
+			Error  *jsonrpc.Error  `json:"error"`
+		}
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return err
+		}
+		if m.Error != nil {
+			return m.Error
+		}
+		return json.Unmarshal(m.Result, result)
+	}
+}
+
+// The gateway.Client side.
+
+func (s *stream) Capabilities() *mcp.ClientCapabilities {
+	return gateway.SessionClient{ServerSession: s.l.ss}.Capabilities()
+}
+
+func (s *stream) CreateMessage(ctx context.Context, p *mcp.CreateMessageWithToolsParams) (*mcp.CreateMessageWithToolsResult, error) {
+	if c := s.Capabilities(); c == nil || c.Sampling == nil {
+		return nil, fmt.Errorf("client does not support sampling")
+	}
+	var res mcp.CreateMessageWithToolsResult
+	return &res, s.request(ctx, "sampling/createMessage", p, &res)
+}
+
+func (s *stream) Elicit(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+	if c := s.Capabilities(); c == nil || c.Elicitation == nil {
+		return nil, fmt.Errorf("client does not support elicitation")
+	}
+	var res mcp.ElicitResult
+	return &res, s.request(ctx, "elicitation/create", p, &res)
+}
+
+func (s *stream) ListRoots(ctx context.Context) (*mcp.ListRootsResult, error) {
+	var res mcp.ListRootsResult
+	return &res, s.request(ctx, "roots/list", struct{}{}, &res)
+}
+
+func (s *stream) Progress(_ context.Context, p *mcp.ProgressNotificationParams) {
+	_ = s.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/progress", "params": p})
+}
+
+func (s *stream) Log(_ context.Context, p *mcp.LoggingMessageParams) {
+	if s.l.wants(p.Level) {
+		_ = s.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/message", "params": p})
+	}
+}

@@ -1,0 +1,274 @@
+package upstream
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The direct tools/call path for streamable-HTTP upstreams. A tool call is
+// the hot path of a gateway, and the SDK client's general machinery costs
+// about as much as the upstream's own work; this path posts the request on
+// the live session itself and reads the answer (JSON, or an event stream
+// carrying notifications and server-to-client requests before it). The
+// session, its initialization and everything else stay with the SDK client.
+
+var fastID atomic.Uint64
+
+// rpcMessage is any JSON-RPC message, decoded just enough to dispatch it.
+type rpcMessage struct {
+	ID     json.RawMessage `json:"id,omitempty"`
+	Method string          `json:"method,omitempty"`
+	Params json.RawMessage `json:"params,omitempty"`
+	Result json.RawMessage `json:"result,omitempty"`
+	Error  *jsonrpc.Error  `json:"error,omitempty"`
+}
+
+// callToolHTTP runs one tools/call over the session's HTTP transport.
+func (c *Conn) callToolHTTP(ctx context.Context, cs *mcp.ClientSession, params *mcp.CallToolParams) (*mcp.CallToolResult, error) {
+	id := "w" + strconv.FormatUint(fastID.Add(1), 36)
+	body, err := json.Marshal(struct {
+		JSONRPC string              `json:"jsonrpc"`
+		ID      string              `json:"id"`
+		Method  string              `json:"method"`
+		Params  *mcp.CallToolParams `json:"params"`
+	}{"2.0", id, "tools/call", params})
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.post(ctx, cs, body)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	switch {
+	case resp.StatusCode == http.StatusNotFound:
+		// The upstream ended the session: this call was not processed, and
+		// the connection starts over with a fresh session.
+		go cs.Close()
+		return nil, fmt.Errorf("tools/call: %w", mcp.ErrSessionMissing)
+	case resp.StatusCode != http.StatusOK:
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return nil, fmt.Errorf("tools/call: upstream answered %s: %s", resp.Status, strings.TrimSpace(string(msg)))
+	}
+	stop := context.AfterFunc(ctx, func() {
+		c.cancelUpstream(cs, id, context.Cause(ctx))
+		resp.Body.Close() // unblock the reader
+	})
+	defer stop()
+
+	var answer *rpcMessage
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		answer, err = c.readResumable(ctx, cs, resp, id)
+	} else {
+		answer = &rpcMessage{}
+		err = json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(answer)
+	}
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("tools/call: reading the answer: %w", err)
+	}
+	if answer == nil {
+		return nil, fmt.Errorf("tools/call: %w: the upstream closed the stream without answering", ErrLost)
+	}
+	if answer.Error != nil {
+		return nil, answer.Error
+	}
+	var res mcp.CallToolResult
+	if err := json.Unmarshal(answer.Result, &res); err != nil {
+		return nil, fmt.Errorf("tools/call: bad result: %w", err)
+	}
+	return &res, nil
+}
+
+// ErrLost means the upstream connection broke before the answer came.
+var ErrLost = fmt.Errorf("upstream connection lost")
+
+func (c *Conn) post(ctx context.Context, cs *mcp.ClientSession, body []byte) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.Config().URL, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", cs.InitializeResult().ProtocolVersion)
+	return c.http.RoundTrip(req)
+}
+
+// readResumable reads an answer's event stream; when it breaks before the
+// answer and the upstream numbered its events, it resumes the stream with
+// Last-Event-ID, like the SDK client's transport retry.
+func (c *Conn) readResumable(ctx context.Context, cs *mcp.ClientSession, resp *http.Response, id string) (*rpcMessage, error) {
+	lastID := ""
+	body := resp.Body
+	for attempt := 0; ; attempt++ {
+		answer, err := c.readStream(ctx, cs, body, id, &lastID)
+		if answer != nil || ctx.Err() != nil || lastID == "" || attempt == 2 {
+			return answer, err
+		}
+		req, rerr := http.NewRequestWithContext(ctx, http.MethodGet, c.Config().URL, nil)
+		if rerr != nil {
+			return nil, err
+		}
+		req.Header.Set("Accept", "text/event-stream")
+		req.Header.Set("Last-Event-ID", lastID)
+		req.Header.Set("Mcp-Protocol-Version", cs.InitializeResult().ProtocolVersion)
+		r, rerr := c.http.RoundTrip(req)
+		if rerr != nil || r.StatusCode != http.StatusOK {
+			if r != nil {
+				r.Body.Close()
+			}
+			return nil, err
+		}
+		defer r.Body.Close()
+		body = r.Body
+	}
+}
+
+// readStream reads an answer's event stream until the response with id,
+// handling what the upstream sends before it.
+func (c *Conn) readStream(ctx context.Context, cs *mcp.ClientSession, r io.Reader, id string, lastID *string) (*rpcMessage, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 16<<10), 64<<20)
+	var data []byte
+	for sc.Scan() {
+		line := sc.Bytes()
+		if len(line) > 0 {
+			if d, ok := bytes.CutPrefix(line, []byte("data:")); ok {
+				data = append(data, bytes.TrimPrefix(d, []byte(" "))...)
+			} else if v, ok := bytes.CutPrefix(line, []byte("id:")); ok {
+				*lastID = string(bytes.TrimSpace(v))
+			}
+			continue
+		}
+		if len(data) == 0 {
+			continue
+		}
+		var m rpcMessage
+		err := json.Unmarshal(data, &m)
+		data = data[:0]
+		if err != nil {
+			continue
+		}
+		switch {
+		case m.Method == "" && idIs(m.ID, id):
+			return &m, nil
+		case m.Method != "" && len(m.ID) > 0:
+			go c.answerUpstream(ctx, cs, m)
+		case m.Method != "":
+			c.notification(m)
+		}
+	}
+	return nil, sc.Err()
+}
+
+func idIs(raw json.RawMessage, id string) bool {
+	var s string
+	return json.Unmarshal(raw, &s) == nil && s == id
+}
+
+// notification routes what the upstream says during a call.
+func (c *Conn) notification(m rpcMessage) {
+	peer := c.opts.Peer
+	switch m.Method {
+	case "notifications/message":
+		var p mcp.LoggingMessageParams
+		if json.Unmarshal(m.Params, &p) == nil {
+			peer.Log(c.Name, &p)
+		}
+	case "notifications/progress":
+		var p mcp.ProgressNotificationParams
+		if json.Unmarshal(m.Params, &p) == nil {
+			peer.Progress(c.Name, &p)
+		}
+	case "notifications/resources/updated":
+		var p mcp.ResourceUpdatedNotificationParams
+		if json.Unmarshal(m.Params, &p) == nil {
+			peer.ResourceUpdated(c.Name, &p)
+		}
+	case "notifications/tools/list_changed", "notifications/prompts/list_changed", "notifications/resources/list_changed":
+		c.scheduleRefresh()
+	}
+}
+
+// answerUpstream forwards a server-to-client request made during a call to
+// the calling client and posts the answer back.
+func (c *Conn) answerUpstream(ctx context.Context, cs *mcp.ClientSession, m rpcMessage) {
+	peer := c.opts.Peer
+	var result any
+	var err error
+	switch m.Method {
+	case "sampling/createMessage":
+		var p mcp.CreateMessageWithToolsParams
+		if err = json.Unmarshal(m.Params, &p); err == nil {
+			result, err = peer.CreateMessage(ctx, c.Name, &p)
+		}
+	case "elicitation/create":
+		var p mcp.ElicitParams
+		if err = json.Unmarshal(m.Params, &p); err == nil {
+			result, err = peer.Elicit(ctx, c.Name, &p)
+		}
+	case "roots/list":
+		result, err = peer.ListRoots(ctx, c.Name)
+	case "ping":
+		result = struct{}{}
+	default:
+		err = &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "method not found: " + m.Method}
+	}
+	reply := map[string]any{"jsonrpc": "2.0", "id": m.ID}
+	if err != nil {
+		werr, ok := err.(*jsonrpc.Error)
+		if !ok {
+			werr = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+		}
+		reply["error"] = werr
+	} else {
+		reply["result"] = result
+	}
+	body, _ := json.Marshal(reply)
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if resp, err := c.post(pctx, cs, body); err == nil {
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+}
+
+// cancelUpstream tells the upstream a call was abandoned.
+func (c *Conn) cancelUpstream(cs *mcp.ClientSession, id string, cause error) {
+	reason := "cancelled"
+	if cause != nil {
+		reason = cause.Error()
+	}
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "notifications/cancelled",
+		"params": map[string]any{"requestId": id, "reason": reason}})
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if resp, err := c.post(ctx, cs, body); err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+	}()
+}
+
+// CallTool runs one tools/call upstream on the live session.
+func (c *Conn) CallTool(ctx context.Context, cs *mcp.ClientSession, params *mcp.CallToolParams) (*mcp.CallToolResult, error) {
+	if c.http != nil {
+		return c.callToolHTTP(ctx, cs, params)
+	}
+	return cs.CallTool(ctx, params)
+}
