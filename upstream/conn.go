@@ -102,7 +102,6 @@ type Conn struct {
 	refreshing bool
 	dirty      bool
 
-	seq atomic.Uint64
 	inv atomic.Pointer[Inventory]
 }
 
@@ -284,7 +283,8 @@ func (c *Conn) transport() (mcp.Transport, error) {
 	case "http":
 		return &mcp.StreamableClientTransport{Endpoint: c.Config().URL, HTTPClient: &http.Client{Transport: c.http}}, nil
 	case "sse":
-		return &mcp.SSEClientTransport{Endpoint: c.Config().URL, HTTPClient: &http.Client{Transport: newHeaderTransport(c.Config().Headers)}}, nil
+		t := &mcp.SSEClientTransport{Endpoint: c.Config().URL, HTTPClient: &http.Client{Transport: newHeaderTransport(c.Config().Headers)}}
+		return longLived{t, c.ctx}, nil
 	}
 	return nil, fmt.Errorf("unknown transport %q", c.Config().Transport)
 }
@@ -396,3 +396,13 @@ func (c *Conn) sessionFor(ctx context.Context) (*mcp.ClientSession, error) {
 		}
 	}
 }
+
+// longLived connects with the connection's own context instead of the
+// connect timeout's: the legacy SSE transport keeps the context of Connect
+// for its event stream, which must outlive the handshake.
+type longLived struct {
+	mcp.Transport
+	ctx context.Context
+}
+
+func (t longLived) Connect(context.Context) (mcp.Connection, error) { return t.Transport.Connect(t.ctx) }
