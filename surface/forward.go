@@ -1,7 +1,9 @@
 package surface
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -11,14 +13,17 @@ import (
 // Prompts, resources and completion: listed per server, forwarded as they are.
 
 func (v *view) syncPrompts(server string, old, now *exposed) {
-	v.srv.RemovePrompts(old.prompts...)
-	for _, name := range old.prompts {
-		delete(v.prompts, name)
-	}
+	keep := map[string]bool{}
 	for _, p := range v.g.Prompts(server) {
 		name := v.name(server, p.Name)
 		def := *p
 		def.Name = name
+		keep[name] = true
+		v.prompts[name] = ref{server, p.Name}
+		now.prompts = append(now.prompts, name)
+		if v.unchanged("prompt:"+name, &def) {
+			continue
+		}
 		upstreamName := p.Name
 		v.srv.AddPrompt(&def, func(ctx context.Context, r *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 			params := *r.Params
@@ -30,19 +35,16 @@ func (v *view) syncPrompts(server string, old, now *exposed) {
 			})
 			return res, err
 		})
-		v.prompts[name] = ref{server, p.Name}
-		now.prompts = append(now.prompts, name)
+	}
+	if drop := v.dropped("prompt:", old.prompts, keep); len(drop) > 0 {
+		for _, name := range drop {
+			delete(v.prompts, name)
+		}
+		v.srv.RemovePrompts(drop...)
 	}
 }
 
 func (v *view) syncResources(server string, old, now *exposed) {
-	v.srv.RemoveResources(old.resources...)
-	v.srv.RemoveResourceTemplates(old.templates...)
-	for _, u := range append(old.resources, old.templates...) {
-		if v.resources[u] == server {
-			delete(v.resources, u)
-		}
-	}
 	read := func(ctx context.Context, r *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		var res *mcp.ReadResourceResult
 		err := v.g.Do(ctx, server, func(ctx context.Context, cs *mcp.ClientSession) (err error) {
@@ -51,14 +53,19 @@ func (v *view) syncResources(server string, old, now *exposed) {
 		})
 		return res, err
 	}
+	keepR, keepT := map[string]bool{}, map[string]bool{}
 	for _, r := range v.g.Resources(server) {
 		if owner, taken := v.resources[r.URI]; taken && owner != server {
 			continue // the first server to offer a URI keeps it
 		}
-		if err := guard(func() { v.srv.AddResource(r, read) }); err != nil {
-			v.log.Warn("resource not shown", "server", server, "uri", r.URI, "err", err)
-			continue
+		if !v.unchanged("resource:"+r.URI, r) {
+			if err := guard(func() { v.srv.AddResource(r, read) }); err != nil {
+				v.log.Warn("resource not shown", "server", server, "uri", r.URI, "err", err)
+				v.forget("resource:" + r.URI)
+				continue
+			}
 		}
+		keepR[r.URI] = true
 		v.resources[r.URI] = server
 		now.resources = append(now.resources, r.URI)
 	}
@@ -66,13 +73,60 @@ func (v *view) syncResources(server string, old, now *exposed) {
 		if owner, taken := v.resources[t.URITemplate]; taken && owner != server {
 			continue
 		}
-		if err := guard(func() { v.srv.AddResourceTemplate(t, read) }); err != nil {
-			v.log.Warn("resource template not shown", "server", server, "template", t.URITemplate, "err", err)
-			continue
+		if !v.unchanged("template:"+t.URITemplate, t) {
+			if err := guard(func() { v.srv.AddResourceTemplate(t, read) }); err != nil {
+				v.log.Warn("resource template not shown", "server", server, "template", t.URITemplate, "err", err)
+				v.forget("template:" + t.URITemplate)
+				continue
+			}
 		}
+		keepT[t.URITemplate] = true
 		v.resources[t.URITemplate] = server
 		now.templates = append(now.templates, t.URITemplate)
 	}
+	if drop := v.dropped("resource:", old.resources, keepR); len(drop) > 0 {
+		v.srv.RemoveResources(drop...)
+		v.release(server, drop)
+	}
+	if drop := v.dropped("template:", old.templates, keepT); len(drop) > 0 {
+		v.srv.RemoveResourceTemplates(drop...)
+		v.release(server, drop)
+	}
+}
+
+// release gives up server's claim on URIs it no longer offers.
+func (v *view) release(server string, uris []string) {
+	for _, u := range uris {
+		if v.resources[u] == server {
+			delete(v.resources, u)
+		}
+	}
+}
+
+// unchanged reports whether def is already listed under key as it is now,
+// and records it as listed. Re-adding an unchanged definition would make
+// the SDK tell every client that the list changed.
+func (v *view) unchanged(key string, def any) bool {
+	b, _ := json.Marshal(def)
+	if bytes.Equal(v.listed[key], b) {
+		return true
+	}
+	v.listed[key] = b
+	return false
+}
+
+func (v *view) forget(key string) { delete(v.listed, key) }
+
+// dropped returns the names in old that are not kept, forgetting them.
+func (v *view) dropped(kind string, old []string, keep map[string]bool) []string {
+	var drop []string
+	for _, name := range old {
+		if !keep[name] {
+			drop = append(drop, name)
+			v.forget(kind + name)
+		}
+	}
+	return drop
 }
 
 // guard turns an SDK panic over a bad upstream definition into an error.

@@ -7,11 +7,10 @@
 package surface
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -32,7 +31,7 @@ type view struct {
 
 	mu        sync.Mutex
 	tools     map[string]ref    // exposed name → tool, listed or not (for refusals)
-	listed    map[string][]byte // exposed tool name → definition now listed
+	listed    map[string][]byte // "kind:name" → definition now listed
 	prompts   map[string]ref
 	resources map[string]string // URI or URI template → server
 	byServer  map[string]*exposed
@@ -43,7 +42,7 @@ type view struct {
 
 // exposed is what one server currently contributes to a view.
 type exposed struct {
-	tools, prompts, resources, templates []string
+	tools, listed, prompts, resources, templates []string // listed: the visible tools
 }
 
 func newView(g *gateway.Gateway, single string, log *slog.Logger, version string) *view {
@@ -148,30 +147,31 @@ func (v *view) syncTools(server string, old, now *exposed) {
 		if !t.Visible {
 			continue
 		}
-		keep[name] = true
 		def := *t.Tool
 		def.Name = name
-		b, _ := json.Marshal(&def)
-		if bytes.Equal(v.listed[name], b) {
-			continue
-		}
-		if err := addTool(v.srv, &def); err != nil {
-			v.log.Warn("tool not shown: invalid definition", "server", server, "tool", t.Name, "err", err)
-			continue
-		}
-		v.listed[name] = b
-	}
-	var drop []string
-	for _, name := range old.tools {
-		if !keep[name] {
-			if _, ok := v.listed[name]; ok {
-				drop = append(drop, name)
-				delete(v.listed, name)
+		if !v.unchanged("tool:"+name, &def) {
+			if err := addTool(v.srv, &def); err != nil {
+				v.log.Warn("tool not shown: invalid definition", "server", server, "tool", t.Name, "err", err)
+				v.forget("tool:" + name)
+				continue
 			}
 		}
-		if !slicesContains(now.tools, name) {
+		keep[name] = true
+	}
+	for _, name := range old.tools {
+		if !slices.Contains(now.tools, name) {
 			delete(v.tools, name)
 		}
+	}
+	var drop []string
+	for _, name := range old.listed {
+		if !keep[name] {
+			drop = append(drop, name)
+			v.forget("tool:" + name)
+		}
+	}
+	for name := range keep {
+		now.listed = append(now.listed, name)
 	}
 	if len(drop) > 0 {
 		v.srv.RemoveTools(drop...)
@@ -189,13 +189,4 @@ func addTool(srv *mcp.Server, t *mcp.Tool) (err error) {
 		return nil, fmt.Errorf("unreachable: tools/call is intercepted") // see intercept
 	})
 	return nil
-}
-
-func slicesContains(s []string, x string) bool {
-	for _, y := range s {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
