@@ -129,9 +129,13 @@ func Run(ctx context.Context, opts Options) error {
 	case err := <-errc:
 		return err
 	}
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	// Clients' open event streams would hold a graceful shutdown: give
+	// requests in flight a moment, then close what is left.
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	_ = srv.Shutdown(shutdownCtx)
+	if srv.Shutdown(shutdownCtx) != nil {
+		_ = srv.Close()
+	}
 	return nil
 }
 

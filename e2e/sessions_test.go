@@ -134,15 +134,16 @@ func TestSessionUnauthorizedTwiceSurfaces(t *testing.T) {
 	w.Stop()
 	f.HTTP().UnauthorizedNext(2)
 	w = restart(t, w)
-	// The fresh initialize's 401 is what the resumed connection's requests
-	// get, as the upstream gave it; the connection then starts over.
+	// The first request on the resumed session (the tool listing) gets the
+	// fresh initialize's 401 as the upstream gave it; the connection then
+	// starts over.
 	defer func() {
 		if t.Failed() {
 			t.Log(w.Logs.String())
 		}
 	}()
 	wardentest.WaitFor(t, 20*time.Second, "the second 401 to surface", func() bool {
-		return strings.Contains(w.Logs.String(), "upstream connect failed") && strings.Contains(w.Logs.String(), "Unauthorized")
+		return strings.Contains(w.Logs.String(), `msg="listing tools failed" server=up err="calling \"tools/list\": sending \"tools/list\": Unauthorized"`)
 	})
 	if n := f.Initializes(); n > 2 {
 		t.Fatalf("initializes = %d: the fallback may initialize once per resumed session", n)

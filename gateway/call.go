@@ -60,6 +60,13 @@ func (g *Gateway) callTool(ctx context.Context, call Call, entry *activity.Entry
 	}
 	entry.Class = string(tool.Class)
 	entry.ArgsSHA256 = writes.ArgsHash(call.Args)
+	if tool.Class != writes.ClassRead {
+		// Refuse early, even while the server is down; the admission gate
+		// below is what makes the check race-free.
+		if l, latched := g.deps.Writes.Check(call.Server); latched {
+			return nil, latchedRefusal(&l)
+		}
+	}
 	if tool.Class == writes.ClassDestructive && c.Config().ConfirmDestructive {
 		if err := g.confirm(ctx, call); err != nil {
 			return nil, err
@@ -81,7 +88,7 @@ func (g *Gateway) callTool(ctx context.Context, call Call, entry *activity.Entry
 
 	var res *mcp.CallToolResult
 	var dispatch *upstream.Dispatch
-	err = c.Do(ctx, func(ctx context.Context, cs *mcp.ClientSession) error {
+	err = c.Do(withInflight(ctx, f), func(ctx context.Context, cs *mcp.ClientSession) error {
 		onSent := func() {}
 		if tool.Class != writes.ClassRead {
 			permit, latch := g.deps.Writes.Admit(call.Server)

@@ -141,6 +141,9 @@ func (g *Gateway) Reconcile(servers map[string]*config.Server) {
 	}
 	wg.Wait()
 	for _, c := range append(remove, stop...) {
+		if _, live := g.Conn(c.Name); !live {
+			g.deps.Metrics.Forget(c.Name) // gone from the config: no stale series
+		}
 		g.notifyViews(func(v View) { v.Changed(c.Name) })
 	}
 	for _, name := range started {

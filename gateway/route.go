@@ -90,6 +90,27 @@ func (r *router) byProgressToken(tok any) *inflight {
 
 var errNoCaller = errors.New("no client session is waiting on this server")
 
+type inflightKey struct{}
+
+// withInflight marks the context of a call's upstream request with the call,
+// so that what the upstream sends back with that request (on an HTTP
+// upstream: on the call's own response stream) reaches exactly its caller.
+func withInflight(ctx context.Context, f *inflight) context.Context {
+	return context.WithValue(ctx, inflightKey{}, f)
+}
+
+// callerFor is the call an upstream's request belongs to: the one its
+// context names when it came with a call, else the best guess (see caller).
+func (r *router) callerFor(ctx context.Context, server string) *inflight {
+	if f, ok := ctx.Value(inflightKey{}).(*inflight); ok && f.server == server {
+		if f.client == nil {
+			return nil // an operator call: there is no client to ask
+		}
+		return f
+	}
+	return r.caller(server)
+}
+
 // relatedContext is the downstream call's context (so the SDK sends on that
 // call's stream), cancelled also when the upstream's own request is.
 func relatedContext(f *inflight, upstream context.Context) (context.Context, context.CancelFunc) {
@@ -101,7 +122,7 @@ func relatedContext(f *inflight, upstream context.Context) (context.Context, con
 // The upstream.Peer side of routing.
 
 func (g *Gateway) CreateMessage(ctx context.Context, server string, p *mcp.CreateMessageWithToolsParams) (*mcp.CreateMessageWithToolsResult, error) {
-	f := g.router.caller(server)
+	f := g.router.callerFor(ctx, server)
 	if f == nil {
 		return nil, fmt.Errorf("sampling from %q: %w", server, errNoCaller)
 	}
@@ -111,7 +132,7 @@ func (g *Gateway) CreateMessage(ctx context.Context, server string, p *mcp.Creat
 }
 
 func (g *Gateway) Elicit(ctx context.Context, server string, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
-	f := g.router.caller(server)
+	f := g.router.callerFor(ctx, server)
 	if f == nil {
 		return nil, fmt.Errorf("elicitation from %q: %w", server, errNoCaller)
 	}
@@ -121,7 +142,7 @@ func (g *Gateway) Elicit(ctx context.Context, server string, p *mcp.ElicitParams
 }
 
 func (g *Gateway) ListRoots(ctx context.Context, server string) (*mcp.ListRootsResult, error) {
-	f := g.router.caller(server)
+	f := g.router.callerFor(ctx, server)
 	if f == nil {
 		return &mcp.ListRootsResult{Roots: []*mcp.Root{}}, nil
 	}

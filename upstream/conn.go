@@ -201,8 +201,15 @@ func (c *Conn) run() {
 		c.mu.Lock()
 		c.status.Failures = 0
 		c.session = cs
+		missed := c.dirty && !c.refreshing // list_changed during the first listing
+		if missed {
+			c.dirty, c.refreshing = false, true
+		}
 		c.mu.Unlock()
 		c.setStatus(StateReady, nil)
+		if missed {
+			go c.refreshLoop(cs)
+		}
 
 		waitErr := make(chan error, 1)
 		go func() { waitErr <- cs.Wait() }()

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"strings"
@@ -26,6 +27,11 @@ import (
 
 var fastID atomic.Uint64
 
+// fastIDPrefix makes the ids unique across Warden processes: a session
+// resumed after a restart may still have the previous process's calls in
+// flight upstream, and reusing one of their ids gets the call rejected.
+var fastIDPrefix = "w" + strconv.FormatUint(rand.Uint64(), 36) + "-"
+
 // rpcMessage is any JSON-RPC message, decoded just enough to dispatch it.
 type rpcMessage struct {
 	ID     json.RawMessage `json:"id,omitempty"`
@@ -37,7 +43,7 @@ type rpcMessage struct {
 
 // callToolHTTP runs one tools/call over the session's HTTP transport.
 func (c *Conn) callToolHTTP(ctx context.Context, cs *mcp.ClientSession, params *mcp.CallToolParams) (*mcp.CallToolResult, error) {
-	id := "w" + strconv.FormatUint(fastID.Add(1), 36)
+	id := fastIDPrefix + strconv.FormatUint(fastID.Add(1), 36)
 	body, err := json.Marshal(struct {
 		JSONRPC string              `json:"jsonrpc"`
 		ID      string              `json:"id"`
@@ -47,6 +53,14 @@ func (c *Conn) callToolHTTP(ctx context.Context, cs *mcp.ClientSession, params *
 	if err != nil {
 		return nil, err
 	}
+	// Tell the upstream when the call is abandoned, also while waiting for
+	// the response headers: an upstream may send them only with the answer.
+	stopCancel := context.AfterFunc(ctx, func() {
+		if d, ok := ctx.Value(dispatchKey{}).(*Dispatch); !ok || d.Sent() {
+			c.cancelUpstream(cs, id, context.Cause(ctx))
+		}
+	})
+	defer stopCancel()
 	resp, err := c.post(ctx, cs, body)
 	if err != nil {
 		return nil, err
@@ -63,7 +77,6 @@ func (c *Conn) callToolHTTP(ctx context.Context, cs *mcp.ClientSession, params *
 		return nil, fmt.Errorf("tools/call: upstream answered %s: %s", resp.Status, strings.TrimSpace(string(msg)))
 	}
 	stop := context.AfterFunc(ctx, func() {
-		c.cancelUpstream(cs, id, context.Cause(ctx))
 		resp.Body.Close() // unblock the reader
 	})
 	defer stop()

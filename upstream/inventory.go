@@ -2,35 +2,48 @@ package upstream
 
 import (
 	"context"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // scheduleRefresh re-lists the server after a list_changed notification.
-// Notifications that arrive during a pass coalesce into one more pass.
+// Notifications that arrive during a pass coalesce into one more pass; one
+// that arrives while a connection takes its first listing (no session yet)
+// is not lost: run starts the pass once the session is ready.
 func (c *Conn) scheduleRefresh() {
 	c.mu.Lock()
 	cs := c.session
 	if c.refreshing || cs == nil {
-		c.dirty = c.refreshing
+		c.dirty = true
 		c.mu.Unlock()
 		return
 	}
 	c.refreshing = true
 	c.mu.Unlock()
-	go func() {
-		for {
-			c.refresh(cs)
-			c.mu.Lock()
-			again := c.dirty && c.session == cs
-			c.dirty = false
-			c.refreshing = again
-			c.mu.Unlock()
-			if !again {
-				return
-			}
+	go c.refreshLoop(cs)
+}
+
+// refreshLoop lists until no notification arrived during the last pass.
+// The caller has set c.refreshing.
+func (c *Conn) refreshLoop(cs *mcp.ClientSession) {
+	for {
+		c.refresh(cs)
+		c.mu.Lock()
+		if c.session != nil {
+			cs = c.session // the connection may have been replaced meanwhile
 		}
-	}()
+		// Without a session, dirty is left for run to pick up.
+		again := c.dirty && c.session != nil
+		if again {
+			c.dirty = false
+		}
+		c.refreshing = again
+		c.mu.Unlock()
+		if !again {
+			return
+		}
+	}
 }
 
 // Refresh lists the server again now (operators' "refresh", reloads).
@@ -43,11 +56,17 @@ func (c *Conn) Refresh() {
 	}
 }
 
+// inventorySeq numbers listing passes. It is process-wide, not per Conn: a
+// reload that replaces a server's connection must not restart the numbering,
+// or the approval registry (which keeps the last applied seq per server)
+// would drop the new connection's passes as stale, rug pulls included.
+var inventorySeq atomic.Uint64
+
 // refresh takes one complete listing and hands it to the Peer. The sequence
 // number is taken before listing starts, so the Peer can tell a pass that
 // started earlier but finished later.
 func (c *Conn) refresh(cs *mcp.ClientSession) {
-	seq := c.seq.Add(1)
+	seq := inventorySeq.Add(1)
 	ctx, cancel := context.WithTimeout(c.ctx, c.Config().CallTimeout)
 	defer cancel()
 	inv := &Inventory{Seq: seq, Init: cs.InitializeResult()}

@@ -54,8 +54,8 @@ type sessionTransport struct {
 
 	mu        sync.Mutex
 	session   string // the live upstream session id
-	version   string
 	initBody  []byte // the SDK's initialize request, replayed for a fallback
+	resumed   bool   // the session was taken up from the store, not initialized here
 	firstLeft bool   // resumed, and the session not yet probed
 	probe     sync.Mutex
 	failed    *failure // the fallback failed: answer every request so until the next initialize
@@ -125,7 +125,7 @@ func (t *sessionTransport) post(req *http.Request) (*http.Response, error) {
 		return t.initialize(req, body, id)
 	case "notifications/initialized":
 		t.mu.Lock()
-		resumed := t.firstLeft
+		resumed := t.resumed
 		t.mu.Unlock()
 		if resumed { // the stored session was initialized long ago
 			return localResponse(req, http.StatusAccepted, nil, nil), nil
@@ -211,12 +211,12 @@ func (t *sessionTransport) send(req *http.Request, body []byte) (*http.Response,
 func (t *sessionTransport) initialize(req *http.Request, body []byte, id json.RawMessage) (*http.Response, error) {
 	t.mu.Lock()
 	t.initBody = body
-	t.session, t.firstLeft, t.failed = "", false, nil
+	t.session, t.resumed, t.firstLeft, t.failed = "", false, false, nil
 	t.mu.Unlock()
 	if t.store != nil {
 		if rec, ok := t.store.Load(t.cfg.Name, t.cfg.Fingerprint()); ok {
 			t.mu.Lock()
-			t.session, t.version, t.firstLeft = rec.SessionID, rec.ProtocolVersion, true
+			t.session, t.resumed, t.firstLeft = rec.SessionID, true, true
 			t.mu.Unlock()
 			t.store.MarkResumed(t.cfg.Name)
 			t.event(SessionResumed)
@@ -252,7 +252,7 @@ func (t *sessionTransport) doInitialize(req *http.Request, body []byte) (*http.R
 	}
 	result, version := initResult(raw, resp.Header.Get("Content-Type"))
 	t.mu.Lock()
-	t.session, t.version = sid, version
+	t.session = sid
 	t.mu.Unlock()
 	if t.store != nil && result != nil {
 		now := time.Now().UTC()
