@@ -72,10 +72,11 @@ type Log struct {
 	closeOnce sync.Once
 	closed    atomic.Bool
 
-	dropped   atomic.Uint64
-	writeErrs atomic.Uint64
-	seq       uint64 // writer goroutine only
-	count     int    // entries in the bucket; writer goroutine only (after Open)
+	dropped    atomic.Uint64
+	writeErrs  atomic.Uint64
+	seq        uint64    // writer goroutine only
+	count      int       // entries in the bucket; writer goroutine only (after Open)
+	lastCommit time.Time // writer goroutine only
 }
 
 type options struct {
@@ -187,7 +188,7 @@ func (l *Log) run() {
 	for {
 		select {
 		case it := <-l.ch:
-			l.write(l.fill(append(batch[:0], it)))
+			l.write(l.gather(append(batch[:0], it)))
 		case <-l.quit:
 			for {
 				b := l.fill(batch[:0])
@@ -198,6 +199,37 @@ func (l *Log) run() {
 			}
 		}
 	}
+}
+
+// minCommitGap spaces the writer's transactions: an entry that arrives soon
+// after a commit waits for the gap to pass, gathering the entries behind
+// it, so a busy gateway makes at most ~50 commits (and fsyncs) a second,
+// while an idle one writes each entry at once.
+const minCommitGap = 20 * time.Millisecond
+
+// gather waits until minCommitGap has passed since the last commit, taking
+// what arrives meanwhile, up to maxBatch; it stops early at a Flush marker.
+func (l *Log) gather(batch []item) []item {
+	wait := minCommitGap - time.Since(l.lastCommit)
+	if wait <= 0 || batch[len(batch)-1].flush != nil {
+		return l.fill(batch)
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	for len(batch) < maxBatch {
+		select {
+		case it := <-l.ch:
+			batch = append(batch, it)
+			if it.flush != nil {
+				return l.fill(batch)
+			}
+		case <-timer.C:
+			return l.fill(batch)
+		case <-l.quit:
+			return batch
+		}
+	}
+	return batch
 }
 
 // fill appends what is queued, without waiting, up to maxBatch items.
@@ -254,6 +286,7 @@ func (l *Log) write(batch []item) {
 		} else {
 			l.seq = seq
 		}
+		l.lastCommit = time.Now()
 	}
 	for _, it := range batch {
 		if it.flush != nil {

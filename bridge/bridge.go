@@ -39,8 +39,13 @@ func (b *Bridge) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 	b.out = out
 	listenCtx, stopListen := context.WithCancel(ctx)
 	listening := make(chan struct{})
-	defer func() { stopListen(); <-listening }()
 	started := false
+	defer func() {
+		stopListen()
+		if started { // else nothing closes listening (a failed initialize returns early)
+			<-listening
+		}
+	}()
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 64<<10), 16<<20)
 	for sc.Scan() {
@@ -67,9 +72,6 @@ func (b *Bridge) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 		})
 	}
 	b.wg.Wait()
-	if !started {
-		close(listening)
-	}
 	b.end()
 	return sc.Err()
 }

@@ -106,6 +106,7 @@ func Run(ctx context.Context, opts Options) error {
 	})
 	d.pruneSessions(cfg)
 	surfaces := surface.New(d.gw, log, opts.Version)
+	defer surfaces.Close()
 	srv := &http.Server{Handler: d.routes(surfaces, m), ReadHeaderTimeout: 10 * time.Second}
 
 	if cfg.Missing {

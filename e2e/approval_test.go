@@ -405,7 +405,7 @@ func TestApprovalReviewApproveAllExceptSurvives(t *testing.T) {
 			t.Fatalf("%s: GET /v1/servers/big = quarantined %v, %+v", when, s.Quarantined, s.Tools)
 		}
 		cs := w.Connect(t, "/mcp/big", nil)
-		names := apList(t, cs)
+		names := apListSettled(t, cs, 165)
 		if len(names) != 165 {
 			t.Fatalf("%s: /mcp/big lists %d tools, want 165", when, len(names))
 		}
@@ -453,14 +453,14 @@ func TestApprovalTrustedBaselineUnderChurn(t *testing.T) {
 	bin := testenv.BuildBinary(t, fixturePkg)
 	start := time.Now()
 	for i := range 20 {
-		if !t.Run(fmt.Sprintf("run%02d", i), func(t *testing.T) { apBaselineUnderChurn(t, bin) }) {
+		if !t.Run(fmt.Sprintf("run%02d", i), func(t *testing.T) { apBaselineUnderChurn(t, bin, i) }) {
 			break
 		}
 	}
 	t.Logf("20 runs in %s", time.Since(start).Round(time.Millisecond))
 }
 
-func apBaselineUnderChurn(t *testing.T, fixtureBin string) {
+func apBaselineUnderChurn(t *testing.T, fixtureBin string, run int) {
 	const total = 320
 	dir := t.TempDir()
 	stats := filepath.Join(dir, "stats.json")
@@ -513,18 +513,28 @@ func apBaselineUnderChurn(t *testing.T, fixtureBin string) {
 		}
 	})
 	kills := 0
-	tick(260*time.Millisecond, func(n int) { // reconnects
-		if n < 3 {
+	wg.Go(func() { // reconnects: the first kill lands early, around the first listing
+		began := time.Now()
+		for pidNow() == 0 && time.Since(began) < 10*time.Second {
+			time.Sleep(time.Millisecond)
+		}
+		for _, at := range []time.Duration{time.Duration(run*7%50) * time.Millisecond, 250 * time.Millisecond, 500 * time.Millisecond} {
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Until(began.Add(at))):
+			}
 			if pid := pidNow(); pid > 0 && syscall.Kill(pid, syscall.SIGKILL) == nil {
 				kills++
 			}
 		}
 	})
-	time.Sleep(900 * time.Millisecond)
+	time.Sleep(700 * time.Millisecond)
 	close(stop)
 	wg.Wait()
-	if reloads == 0 || storms == 0 || kills == 0 {
-		t.Fatalf("churn did not run: %d reloads, %d storms, %d kills", reloads, storms, kills)
+	applied := apReloads(w)
+	if applied == 0 || storms == 0 || kills == 0 {
+		t.Fatalf("churn did not run: %d config writes (%d reloads applied), %d list_changed signals, %d kills", reloads, applied, storms, kills)
 	}
 
 	settled := func(w *wardentest.Warden, when string) {
@@ -547,14 +557,16 @@ func apBaselineUnderChurn(t *testing.T, fixtureBin string) {
 		}
 	}
 	settled(w, "after churn")
-	t.Logf("%d reloads, %d list_changed signals, %d kills", reloads, storms, kills)
+	t.Logf("%d config writes (%d reloads applied), %d list_changed signals, %d kills", reloads, applied, storms, kills)
 
 	w.Stop()
 	w = wardentest.StartWith(t, w.ConfigPath, w.StateDir)
 	settled(w, "after restart")
-	cs := w.Connect(t, "/mcp/big", nil)
-	if n := len(apList(t, cs)); n != total {
-		t.Fatalf("after restart /mcp/big lists %d tools, want %d", n, total)
+	if run%4 == 0 { // the MCP view of it, now and then (time)
+		cs := w.Connect(t, "/mcp/big", nil)
+		if n := len(apListSettled(t, cs, total)); n != total {
+			t.Fatalf("after restart /mcp/big lists %d tools, want %d", n, total)
+		}
 	}
 }
 
@@ -639,10 +651,19 @@ func TestApprovalRugPull(t *testing.T) {
 }
 
 // A rug pull is caught on a connection started by a reload (a changed
-// connection setting restarts the upstream connection).
+// connection setting restarts the upstream connection, which resumes the
+// upstream session) and on a session resumed after a restart.
 func TestApprovalRugPullAfterConnectionRestart(t *testing.T) {
 	f := fixture.NewServer(fixture.Options{})
 	w := wardentest.Start(t, map[string]any{"s": map[string]any{"url": f.Serve(t), "trusted": true}})
+	defer func() {
+		if t.Failed() {
+			t.Logf("daemon log:\n%s", w.Logs)
+			for _, r := range f.HTTP().Requests() {
+				t.Logf("upstream request: %s %v sid=%s status=%d", r.Method, r.RPCMethods, r.SessionID, r.Status)
+			}
+		}
+	}()
 	w.WaitReady(t, "s")
 	apWaitTool(t, w, "s", fixture.ToolEcho, "baselined", apStatusIs(approval.StatusApproved))
 	// Several discovery passes on the first connection (list_changed with
@@ -670,6 +691,17 @@ func TestApprovalRugPullAfterConnectionRestart(t *testing.T) {
 	if got := apList(t, cs); slices.Contains(got, fixture.ToolEcho) {
 		t.Fatalf("changed echo listed: %v", got)
 	}
+	cs.Close()
+
+	// The same on a session resumed by a restarted daemon.
+	w.Stop()
+	w = wardentest.StartWith(t, w.ConfigPath, w.StateDir)
+	w.WaitReady(t, "s")
+	def, _ = f.Tool(fixture.ToolRead)
+	if err := f.SetDescription(fixture.ToolRead, def.Description+" Changed after the restart."); err != nil {
+		t.Fatal(err)
+	}
+	apWaitTool(t, w, "s", fixture.ToolRead, "changed after the restart", apStatusIs(approval.StatusChanged))
 }
 
 // ---- 5. empty baseline ----
@@ -698,7 +730,17 @@ func TestApprovalEmptyBaselineThenNewToolPending(t *testing.T) {
 	}
 	apExpectRefusal(t, cs, "newcomer", "TOOL_PENDING")
 
-	// A restart is no second baseline either.
+	// A reload (policy change, same connection) is no second baseline.
+	apReload(t, w, func(servers map[string]any) { servers["empty"].(map[string]any)["callTimeout"] = "61s" })
+	c, _ := w.D.Gateway().Conn("empty")
+	c.Refresh()
+	if x := apTools(t, w, "empty")["newcomer"]; x.Status != approval.StatusPending {
+		t.Fatalf("after a reload newcomer is %s, want pending", x.Status)
+	}
+
+	// A restart is no second baseline either. (Clients are closed first:
+	// a clean stop waits up to 5s for their open event streams.)
+	cs.Close()
 	w.Stop()
 	f.AddTool(&mcp.Tool{Name: "second", Description: "Appeared while Warden was down.", Annotations: fixture.ClassAnnotations("read")})
 	w = wardentest.StartWith(t, w.ConfigPath, w.StateDir)
@@ -711,8 +753,8 @@ func TestApprovalEmptyBaselineThenNewToolPending(t *testing.T) {
 
 // ---- 6. no self-approval ----
 
-// adminLike matches names an operator action could hide behind.
-var adminLike = regexp.MustCompile(`(?i)approv|quarantin|unblock|admit|admin|operator|review|latch|clear|token|trust|warden`)
+// apAdminLike matches names an operator action could hide behind.
+var apAdminLike = regexp.MustCompile(`(?i)approv|quarantin|unblock|admit|admin|operator|review|latch|clear|token|trust|warden`)
 
 // Nothing reachable through /mcp, /mcp/{s} or `warden stdio` can approve:
 // the surfaces show exactly the approved upstream tools and no prompts,
@@ -781,7 +823,7 @@ func TestApprovalNoSelfApproval(t *testing.T) {
 			t.Fatalf("%s lists %v; want exactly the approved upstream tools %v", s.name, got, s.want)
 		}
 		for _, n := range got {
-			if adminLike.MatchString(strings.TrimPrefix(n, "t__")) {
+			if apAdminLike.MatchString(strings.TrimPrefix(n, "t__")) {
 				t.Fatalf("%s lists %q, which looks like an operator action", s.name, n)
 			}
 		}
@@ -869,6 +911,9 @@ func TestApprovalNoSelfApproval(t *testing.T) {
 		}
 	}
 	unchanged("MCP path tricks", before)
+	for _, s := range surfaces {
+		s.cs.Close()
+	}
 }
 
 // apRawRequest sends one request with target exactly as given (no client
@@ -1019,5 +1064,49 @@ func TestApprovalEventsOnChange(t *testing.T) {
 		case <-deadline:
 			t.Fatal("no tools event with echo approved → changed within 15s")
 		}
+	}
+}
+
+// A list_changed that arrives while Warden takes its first listing of a
+// connection (servers that register tools right after initialize do this) is
+// not lost: the change it announces is discovered.
+func TestApprovalListChangedDuringFirstListing(t *testing.T) {
+	f := fixture.NewServer(fixture.Options{})
+	def, _ := f.Tool(fixture.ToolEcho)
+	var once sync.Once
+	f.Server.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			res, err := next(ctx, method, req)
+			if method == "tools/list" {
+				once.Do(func() {
+					// The listing is taken; the tool changes before it is
+					// answered, and list_changed reaches Warden first.
+					_ = f.SetDescription(fixture.ToolEcho, def.Description+" Changed during the first listing.")
+					time.Sleep(300 * time.Millisecond)
+				})
+			}
+			return res, err
+		}
+	})
+	w := wardentest.Start(t, map[string]any{"s": map[string]any{"url": f.Serve(t), "trusted": true}})
+	w.WaitReady(t, "s")
+	x := apWaitTool(t, w, "s", fixture.ToolEcho, "changed (the definition announced by list_changed)", apStatusIs(approval.StatusChanged))
+	if x.ApprovedBy != "baseline" {
+		t.Fatalf("echo approved by %q, want baseline", x.ApprovedBy)
+	}
+}
+
+// apListSettled lists the tools, again until there are want of them or 10s
+// passed: the surfaces rebuild their lists just after a change, off the
+// approval's path.
+func apListSettled(t *testing.T, cs *mcp.ClientSession, want int) []string {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		names := apList(t, cs)
+		if len(names) == want || time.Now().After(deadline) {
+			return names
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

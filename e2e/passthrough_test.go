@@ -76,12 +76,8 @@ func TestPassThroughAggregated(t *testing.T) {
 				if got := cs.InitializeResult().ProtocolVersion; got != v {
 					t.Fatalf("negotiated %q, asked for %q", got, v)
 				}
-				res, err := cs.ListTools(ctxT(t, 20*time.Second), nil)
-				if err != nil {
-					t.Fatalf("tools/list: %v", err)
-				}
-				if !slices.ContainsFunc(res.Tools, func(tl *mcp.Tool) bool { return tl.Name == "everything__test_simple_text" }) {
-					t.Fatalf("first page of tools/list lacks everything__test_simple_text (%d tools)", len(res.Tools))
+				if names := toolNames(t, cs); !slices.Contains(names, "everything__test_simple_text") || !slices.Contains(names, "slow__echo") {
+					t.Fatalf("tools/list lacks everything__test_simple_text or slow__echo (%d tools)", len(names))
 				}
 				if got := callText(t, cs, "everything__test_simple_text", map[string]any{}); !strings.Contains(got, "simple text") {
 					t.Fatalf("test_simple_text answered %q", got)
@@ -232,6 +228,59 @@ func TestPassThroughAggregated(t *testing.T) {
 			}
 			return n >= 3
 		})
+	})
+
+	// Log messages an upstream sends during a call reach that call's
+	// session only, even with two sessions calling at once.
+	t.Run("logging with two sessions", func(t *testing.T) {
+		type sess struct {
+			cs   *mcp.ClientSession
+			mu   sync.Mutex
+			logs int
+		}
+		mk := func() *sess {
+			s := &sess{}
+			s.cs = w.Connect(t, "/mcp", &mcp.ClientOptions{
+				LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) {
+					if strings.Contains(fmt.Sprint(r.Params.Data), "Tool ") {
+						s.mu.Lock()
+						s.logs++
+						s.mu.Unlock()
+					}
+				},
+			})
+			if err := s.cs.SetLoggingLevel(ctxT(t, 20*time.Second), &mcp.SetLoggingLevelParams{Level: "debug"}); err != nil {
+				t.Fatalf("logging/setLevel: %v", err)
+			}
+			return s
+		}
+		a, b := mk(), mk()
+		var wg sync.WaitGroup
+		res := make([]string, 2)
+		for i, s := range []*sess{a, b} {
+			wg.Go(func() { res[i] = tryCall(s.cs, "everything__test_tool_with_logging", map[string]any{}) })
+		}
+		wg.Wait()
+		for _, r := range res {
+			if strings.HasPrefix(r, "error") {
+				t.Fatal(r)
+			}
+		}
+		wardentest.WaitFor(t, 5*time.Second, "three log messages for each session", func() bool {
+			a.mu.Lock()
+			defer a.mu.Unlock()
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			return a.logs >= 3 && b.logs >= 3
+		})
+		time.Sleep(100 * time.Millisecond)
+		a.mu.Lock()
+		b.mu.Lock()
+		defer a.mu.Unlock()
+		defer b.mu.Unlock()
+		if a.logs != 3 || b.logs != 3 {
+			t.Fatalf("sessions got %d and %d of the tool's log messages, want 3 each (their own)", a.logs, b.logs)
+		}
 	})
 
 	t.Run("progress", func(t *testing.T) {

@@ -54,6 +54,12 @@ func (g *Gateway) callTool(ctx context.Context, call Call, entry *activity.Entry
 	if !ok {
 		return nil, refuse(CodeUnavailable, "Server %q is not configured or is disabled. See the configured servers with: warden servers list", call.Server)
 	}
+	if c.Inventory() == nil {
+		// Just started: learn the tools before judging the call.
+		if err := c.Ready(ctx); err != nil {
+			return nil, unavailable(call.Server, err)
+		}
+	}
 	tool, err := g.admitTool(c, call)
 	if err != nil {
 		return nil, err
@@ -113,7 +119,7 @@ func (g *Gateway) callTool(ctx context.Context, call Call, entry *activity.Entry
 	if dispatch == nil || !dispatch.Sent() || errors.Is(err, mcp.ErrSessionMissing) {
 		// Nothing left Warden, or the upstream answered that it does not
 		// know the session (404): nothing happened upstream.
-		return nil, refuse(CodeUnavailable, "Server %q could not take the call: %v. Nothing was sent; it is safe to retry. Check the server with: warden servers list", call.Server, err)
+		return nil, unavailable(call.Server, err)
 	}
 	entry.Outcome = "unknown"
 	return g.unknownOutcome(ctx, call, tool, entry, err)
@@ -146,6 +152,10 @@ func (g *Gateway) admitTool(c *upstream.Conn, call Call) (Tool, error) {
 		return Tool{}, refuse(CodeBlocked, "Tool %q of server %q is blocked by an operator. To allow it again: warden review approve %s %s", call.Tool, call.Server, call.Server, call.Tool)
 	}
 	return Tool{Tool: def, Status: st, Class: writes.Classify(o.Class, def.Annotations), Visible: true}, nil
+}
+
+func unavailable(server string, err error) *Refusal {
+	return refuse(CodeUnavailable, "Server %q could not take the call: %v. Nothing was sent; it is safe to retry. Check the server with: warden servers list", server, err)
 }
 
 func latchedRefusal(l *writes.Latch) *Refusal {

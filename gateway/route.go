@@ -163,8 +163,8 @@ func (g *Gateway) Progress(server string, p *mcp.ProgressNotificationParams) {
 
 // Log sends an upstream log message to the client whose call is in flight,
 // or, with none, to every client session of the surfaces that show server.
-func (g *Gateway) Log(server string, p *mcp.LoggingMessageParams) {
-	if f := g.router.caller(server); f != nil {
+func (g *Gateway) Log(ctx context.Context, server string, p *mcp.LoggingMessageParams) {
+	if f := g.router.callerFor(ctx, server); f != nil {
 		f.client.Log(f.ctx, p)
 		return
 	}

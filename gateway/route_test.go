@@ -203,16 +203,25 @@ func TestServerRequestOfOperatorCallIsNotSentToAnotherClient(t *testing.T) {
 
 func TestLogGoesToTheCallerWhileACallIsInFlight(t *testing.T) {
 	g := testGateway()
-	a := &fakeClient{name: "a"}
-	_, done := g.router.add(&inflight{server: "s", client: a, ctx: context.Background()})
-	g.Log("s", &mcp.LoggingMessageParams{Level: "info", Data: "hello"})
-	done()
-	if len(a.logs) != 1 || a.logs[0].Data != "hello" {
-		t.Fatalf("a got logs %+v", a.logs)
+	a, b := &fakeClient{name: "a"}, &fakeClient{name: "b"}
+	fa := &inflight{server: "s", client: a, ctx: context.Background()}
+	_, doneA := g.router.add(fa)
+	_, doneB := g.router.add(&inflight{server: "s", client: b, ctx: context.Background()})
+	// A message that came with a's call goes to a, though b's call is newer.
+	g.Log(withInflight(context.Background(), fa), "s", &mcp.LoggingMessageParams{Level: "info", Data: "for a"})
+	// One that came on its own goes to the newest caller.
+	g.Log(context.Background(), "s", &mcp.LoggingMessageParams{Level: "info", Data: "for anyone"})
+	doneA()
+	doneB()
+	if len(a.logs) != 1 || a.logs[0].Data != "for a" {
+		t.Fatalf("a got logs %+v, want its own", a.logs)
 	}
-	g.Log("s", &mcp.LoggingMessageParams{Level: "info", Data: "after"}) // no call, no views: dropped
-	if len(a.logs) != 1 {
-		t.Fatalf("a log after the call ended went to the finished caller: %+v", a.logs)
+	if len(b.logs) != 1 || b.logs[0].Data != "for anyone" {
+		t.Fatalf("b got logs %+v, want only the unattached one", b.logs)
+	}
+	g.Log(context.Background(), "s", &mcp.LoggingMessageParams{Level: "info", Data: "after"}) // no call, no views: dropped
+	if len(a.logs) != 1 || len(b.logs) != 1 {
+		t.Fatalf("a log after the calls ended went to a finished caller: %+v %+v", a.logs, b.logs)
 	}
 }
 

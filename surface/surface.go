@@ -24,13 +24,20 @@ type Surfaces struct {
 	mu    sync.Mutex
 	views map[string]*view
 	hs    map[string]http.Handler
+
+	dirtyMu sync.Mutex
+	dirty   map[string]bool // servers to re-read
+	wake    chan struct{}
+	done    chan struct{}
 }
 
 // New builds the surfaces and registers them with the gateway.
 func New(g *gateway.Gateway, log *slog.Logger, version string) *Surfaces {
-	s := &Surfaces{g: g, log: log, version: version, views: map[string]*view{}, hs: map[string]http.Handler{}}
+	s := &Surfaces{g: g, log: log, version: version, views: map[string]*view{}, hs: map[string]http.Handler{},
+		dirty: map[string]bool{}, wake: make(chan struct{}, 1), done: make(chan struct{})}
 	s.agg = newView(g, "", log, version)
 	s.aggH = newHandler(s.agg.srv)
+	go s.update()
 	g.AddView(s)
 	return s
 }
@@ -104,10 +111,41 @@ func (s *Surfaces) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // The gateway.View side: fan out to the aggregated view and the server's own.
 
+// Changed marks server to be re-read. The lists are rebuilt off the caller's
+// path (an approval, a discovery pass) and a storm of changes to one server
+// costs one rebuild; policy never depends on the lists, since every call is
+// checked in the gateway.
 func (s *Surfaces) Changed(server string) {
-	s.agg.Changed(server)
-	v, _ := s.view(server)
-	v.Changed(server)
+	s.dirtyMu.Lock()
+	s.dirty[server] = true
+	s.dirtyMu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Close stops rebuilding lists.
+func (s *Surfaces) Close() { close(s.done) }
+
+// update rebuilds the lists of changed servers until Close.
+func (s *Surfaces) update() {
+	for {
+		select {
+		case <-s.wake:
+		case <-s.done:
+			return
+		}
+		s.dirtyMu.Lock()
+		servers := s.dirty
+		s.dirty = map[string]bool{}
+		s.dirtyMu.Unlock()
+		for server := range servers {
+			s.agg.Changed(server)
+			v, _ := s.view(server)
+			v.Changed(server)
+		}
+	}
 }
 
 func (s *Surfaces) Log(server string, p *mcp.LoggingMessageParams) {

@@ -64,7 +64,7 @@ type Peer interface {
 	CreateMessage(ctx context.Context, server string, p *mcp.CreateMessageWithToolsParams) (*mcp.CreateMessageWithToolsResult, error)
 	Elicit(ctx context.Context, server string, p *mcp.ElicitParams) (*mcp.ElicitResult, error)
 	ListRoots(ctx context.Context, server string) (*mcp.ListRootsResult, error)
-	Log(server string, p *mcp.LoggingMessageParams)
+	Log(ctx context.Context, server string, p *mcp.LoggingMessageParams) // ctx names the call, if it came with one
 	Progress(server string, p *mcp.ProgressNotificationParams)
 	ResourceUpdated(server string, p *mcp.ResourceUpdatedNotificationParams)
 }
@@ -310,8 +310,8 @@ func (c *Conn) clientOptions() *mcp.ClientOptions {
 		ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) {
 			c.opts.Peer.ResourceUpdated(c.Name, r.Params)
 		},
-		LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) {
-			c.opts.Peer.Log(c.Name, r.Params)
+		LoggingMessageHandler: func(ctx context.Context, r *mcp.LoggingMessageRequest) {
+			c.opts.Peer.Log(ctx, c.Name, r.Params)
 		},
 		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
 			c.opts.Peer.Progress(c.Name, r.Params)
@@ -373,6 +373,14 @@ func (c *Conn) Do(ctx context.Context, fn func(context.Context, *mcp.ClientSessi
 	return nil
 }
 
+// Ready waits, as a call would, until the server is connected and listed.
+func (c *Conn) Ready(ctx context.Context) error {
+	ctx, cancel := context.WithTimeoutCause(ctx, c.Config().CallTimeout, ErrTimeout)
+	defer cancel()
+	_, err := c.sessionFor(ctx)
+	return err
+}
+
 // ErrTimeout is the cause of a call that ran past callTimeout.
 var ErrTimeout = errors.New("call timed out")
 
@@ -412,4 +420,6 @@ type longLived struct {
 	ctx context.Context
 }
 
-func (t longLived) Connect(context.Context) (mcp.Connection, error) { return t.Transport.Connect(t.ctx) }
+func (t longLived) Connect(context.Context) (mcp.Connection, error) {
+	return t.Transport.Connect(t.ctx)
+}

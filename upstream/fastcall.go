@@ -65,7 +65,7 @@ func (c *Conn) callToolHTTP(ctx context.Context, cs *mcp.ClientSession, params *
 	if err != nil {
 		return nil, err
 	}
-	defer resp.Body.Close()
+	defer release(resp.Body)
 	switch {
 	case resp.StatusCode == http.StatusNotFound:
 		// The upstream ended the session: this call was not processed, and
@@ -105,6 +105,18 @@ func (c *Conn) callToolHTTP(ctx context.Context, cs *mcp.ClientSession, params *
 		return nil, fmt.Errorf("tools/call: bad result: %w", err)
 	}
 	return &res, nil
+}
+
+// release reads what is left of an answer (the end of its event stream)
+// so the connection can carry the next call, then closes it. It reads
+// before the call returns: the request's context ends with the call, and a
+// body still unread then costs the connection. A stream that does not end
+// promptly is cut.
+func release(body io.ReadCloser) {
+	t := time.AfterFunc(200*time.Millisecond, func() { body.Close() })
+	io.Copy(io.Discard, io.LimitReader(body, 1<<20))
+	t.Stop()
+	body.Close()
 }
 
 // ErrLost means the upstream connection broke before the answer came.
@@ -182,7 +194,7 @@ func (c *Conn) readStream(ctx context.Context, cs *mcp.ClientSession, r io.Reade
 		case m.Method != "" && len(m.ID) > 0:
 			go c.answerUpstream(ctx, cs, m)
 		case m.Method != "":
-			c.notification(m)
+			c.notification(ctx, m)
 		}
 	}
 	return nil, sc.Err()
@@ -193,14 +205,15 @@ func idIs(raw json.RawMessage, id string) bool {
 	return json.Unmarshal(raw, &s) == nil && s == id
 }
 
-// notification routes what the upstream says during a call.
-func (c *Conn) notification(m rpcMessage) {
+// notification routes what the upstream says during a call (ctx is the
+// call's: log messages go to its caller).
+func (c *Conn) notification(ctx context.Context, m rpcMessage) {
 	peer := c.opts.Peer
 	switch m.Method {
 	case "notifications/message":
 		var p mcp.LoggingMessageParams
 		if json.Unmarshal(m.Params, &p) == nil {
-			peer.Log(c.Name, &p)
+			peer.Log(ctx, c.Name, &p)
 		}
 	case "notifications/progress":
 		var p mcp.ProgressNotificationParams

@@ -84,7 +84,28 @@ func (t *sessionTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	case http.MethodPost:
 		return t.post(req)
 	}
-	return t.exchange(req, nil) // the standalone GET stream
+	return t.standaloneGET(req)
+}
+
+// standaloneGET opens the standalone GET stream. A resumed session (after a
+// restart, or a reload that replaced the connection) may still have the
+// previous connection's stream open upstream for a moment, and a second GET
+// is then answered 409; the SDK would give the stream up for good, and with
+// it every list_changed (so rug pulls would go unseen). Retry until the old
+// stream is released, for about a second.
+func (t *sessionTransport) standaloneGET(req *http.Request) (*http.Response, error) {
+	for delay := 10 * time.Millisecond; ; delay *= 2 {
+		resp, err := t.exchange(req, nil)
+		if err != nil || resp.StatusCode != http.StatusConflict || delay > 640*time.Millisecond {
+			return resp, err
+		}
+		resp.Body.Close()
+		select {
+		case <-time.After(delay):
+		case <-req.Context().Done():
+			return nil, req.Context().Err()
+		}
+	}
 }
 
 func (t *sessionTransport) setSession(req *http.Request) {

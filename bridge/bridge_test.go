@@ -1,0 +1,280 @@
+package bridge
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// upstream is an SDK streamable-HTTP server standing in for Warden's /mcp.
+type upstream struct {
+	url       string
+	deletes   atomic.Int64
+	cancelled chan struct{}
+}
+
+func startUpstream(t *testing.T, jsonResponse bool) *upstream {
+	t.Helper()
+	u := &upstream{cancelled: make(chan struct{}, 1)}
+	srv := mcp.NewServer(&mcp.Implementation{Name: "fake-warden", Version: "1"}, &mcp.ServerOptions{
+		SupportedProtocolVersions: []string{"2025-11-25", "2025-06-18", "2025-03-26"},
+	})
+	mcp.AddTool(srv, &mcp.Tool{Name: "echo"}, func(ctx context.Context, req *mcp.CallToolRequest, in map[string]any) (*mcp.CallToolResult, any, error) {
+		b, _ := json.Marshal(in)
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}, nil, nil
+	})
+	mcp.AddTool(srv, &mcp.Tool{Name: "ask"}, func(ctx context.Context, req *mcp.CallToolRequest, in map[string]any) (*mcp.CallToolResult, any, error) {
+		_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Data: "asking"})
+		res, err := req.Session.CreateMessage(ctx, &mcp.CreateMessageParams{MaxTokens: 5,
+			Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "question"}}}})
+		if err != nil {
+			return nil, nil, err
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{res.Content}}, nil, nil
+	})
+	mcp.AddTool(srv, &mcp.Tool{Name: "wait"}, func(ctx context.Context, req *mcp.CallToolRequest, in map[string]any) (*mcp.CallToolResult, any, error) {
+		select {
+		case <-ctx.Done():
+			u.cancelled <- struct{}{}
+			return nil, nil, ctx.Err()
+		case <-time.After(20 * time.Second):
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "waited"}}}, nil, nil
+		}
+	})
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
+		&mcp.StreamableHTTPOptions{JSONResponse: jsonResponse})
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodDelete {
+			u.deletes.Add(1)
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ts.Close)
+	u.url = ts.URL + "/mcp"
+	return u
+}
+
+// runBridge runs a Bridge to url on pipes and returns an SDK client session
+// speaking stdio to it, and a channel with Run's result.
+func runBridge(t *testing.T, url string, opts *mcp.ClientOptions) (*mcp.ClientSession, <-chan error) {
+	t.Helper()
+	inR, inW := io.Pipe()   // client → bridge stdin
+	outR, outW := io.Pipe() // bridge stdout → client
+	done := make(chan error, 1)
+	go func() {
+		err := (&Bridge{URL: url}).Run(context.Background(), inR, outW)
+		outW.Close()
+		done <- err
+	}()
+	c := mcp.NewClient(&mcp.Implementation{Name: "stdio-client", Version: "1"}, opts)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cs, err := c.Connect(ctx, &mcp.IOTransport{Reader: outR, Writer: inW}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatalf("connect through the bridge: %v", err)
+	}
+	return cs, done
+}
+
+func text(res *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
+
+func TestBridge(t *testing.T) {
+	for _, mode := range []struct {
+		name string
+		json bool
+	}{{"json responses", true}, {"event-stream responses", false}} {
+		t.Run(mode.name, func(t *testing.T) {
+			up := startUpstream(t, mode.json)
+			var mu sync.Mutex
+			var logs []string
+			cs, done := runBridge(t, up.url, &mcp.ClientOptions{
+				CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+					return &mcp.CreateMessageResult{Role: "assistant", Model: "m", Content: &mcp.TextContent{Text: "the answer"}}, nil
+				},
+				LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) {
+					mu.Lock()
+					logs = append(logs, fmt.Sprint(r.Params.Data))
+					mu.Unlock()
+				},
+			})
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			if got := cs.InitializeResult().ProtocolVersion; got != "2025-11-25" {
+				t.Fatalf("negotiated %q through the bridge", got)
+			}
+			tools, err := cs.ListTools(ctx, nil)
+			if err != nil || len(tools.Tools) != 3 {
+				t.Fatalf("tools/list: %v %v", tools, err)
+			}
+			// Concurrent calls are all answered, each with its own result.
+			var wg sync.WaitGroup
+			errs := make(chan error, 8)
+			for i := range 8 {
+				wg.Go(func() {
+					res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"n": i}})
+					if err != nil {
+						errs <- err
+					} else if want := fmt.Sprintf(`{"n":%d}`, i); text(res) != want {
+						errs <- fmt.Errorf("echo %d answered %q", i, text(res))
+					}
+				})
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Fatal(err)
+			}
+			// A server-to-client request during a call, and the client's answer.
+			if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
+				t.Fatal(err)
+			}
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "ask", Arguments: map[string]any{}})
+			if err != nil || text(res) != "the answer" {
+				t.Fatalf("ask: %v %v", res, err)
+			}
+			deadline := time.Now().Add(5 * time.Second)
+			for {
+				mu.Lock()
+				n := len(logs)
+				mu.Unlock()
+				if n > 0 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("the log message sent during the call did not come through")
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			// Cancellation goes through.
+			cctx, ccancel := context.WithCancel(ctx)
+			callDone := make(chan error, 1)
+			go func() {
+				_, err := cs.CallTool(cctx, &mcp.CallToolParams{Name: "wait", Arguments: map[string]any{}})
+				callDone <- err
+			}()
+			time.Sleep(200 * time.Millisecond)
+			ccancel()
+			<-callDone
+			select {
+			case <-up.cancelled:
+			case <-time.After(5 * time.Second):
+				t.Fatal("the cancellation did not reach the server")
+			}
+			// Closing stdin ends the bridge, which ends the session.
+			cs.Close()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatalf("Run: %v", err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("the bridge did not stop after stdin closed")
+			}
+			if up.deletes.Load() != 1 {
+				t.Fatalf("the bridge sent %d DELETEs at the end, want 1", up.deletes.Load())
+			}
+		})
+	}
+}
+
+// A request that cannot be delivered is answered with a JSON-RPC error, so
+// the client is not left waiting; notifications are dropped.
+func TestBridgeAnswersUndeliverableRequests(t *testing.T) {
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.Method {
+		case http.MethodGet:
+			http.Error(w, "no stream", http.StatusMethodNotAllowed)
+			return
+		case http.MethodDelete:
+			return
+		}
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&m)
+		if m.Method == "initialize" {
+			if r.Header.Get("Mcp-Session-Id") != "" {
+				t.Errorf("initialize sent with a session id")
+			}
+			w.Header().Set("Mcp-Session-Id", "sess-1")
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-06-18","capabilities":{},"serverInfo":{"name":"x","version":"1"}}}`, m.ID)
+			return
+		}
+		if r.Header.Get("Mcp-Session-Id") != "sess-1" || r.Header.Get("Mcp-Protocol-Version") != "2025-06-18" {
+			t.Errorf("%s sent with session %q and version %q", m.Method, r.Header.Get("Mcp-Session-Id"), r.Header.Get("Mcp-Protocol-Version"))
+		}
+		http.Error(w, "upstream is down", http.StatusServiceUnavailable)
+	}))
+	defer ts.Close()
+
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan error, 1)
+	go func() { done <- (&Bridge{URL: ts.URL}).Run(context.Background(), inR, outW); outW.Close() }()
+	lines := bufio.NewScanner(outR)
+	send := func(s string) {
+		if _, err := io.WriteString(inW, s+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	next := func() map[string]any {
+		if !lines.Scan() {
+			t.Fatalf("bridge output ended: %v", lines.Err())
+		}
+		var m map[string]any
+		if err := json.Unmarshal(lines.Bytes(), &m); err != nil {
+			t.Fatalf("bridge wrote a line that is not JSON: %q", lines.Text())
+		}
+		return m
+	}
+	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`)
+	if m := next(); m["result"] == nil {
+		t.Fatalf("initialize answer: %v", m)
+	}
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	send(`{"jsonrpc":"2.0","id":"req-2","method":"tools/list"}`)
+	m := next()
+	e, _ := m["error"].(map[string]any)
+	if m["id"] != "req-2" || e == nil || !strings.Contains(fmt.Sprint(e["message"]), "503") || !strings.Contains(fmt.Sprint(e["message"]), "upstream is down") {
+		t.Fatalf("undeliverable tools/list answered %v, want a JSON-RPC error for id req-2 naming the 503", m)
+	}
+	inW.Close()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the bridge did not stop")
+	}
+}
+
+// With Warden not running, the bridge fails at once and says what to do.
+func TestBridgeWithoutDaemon(t *testing.T) {
+	ts := httptest.NewServer(http.NotFoundHandler())
+	url := ts.URL
+	ts.Close() // nothing listens there now
+	in := strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}` + "\n")
+	err := (&Bridge{URL: url}).Run(context.Background(), in, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "warden serve") {
+		t.Fatalf("Run without a daemon: %v, want an error that names \"warden serve\"", err)
+	}
+}

@@ -1,0 +1,144 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/wardenmcp/warden/approval"
+	"github.com/wardenmcp/warden/client"
+	"github.com/wardenmcp/warden/internal/fixture"
+	"github.com/wardenmcp/warden/internal/state"
+	"github.com/wardenmcp/warden/internal/testenv"
+)
+
+// BenchmarkApproveEndToEnd320 measures approving all 320 held tools of an
+// untrusted server end to end. Warden runs as its own process (`warden
+// serve`) in front of a 320-tool HTTP upstream (the Go SDK fixture, in the
+// benchmark process). Before each iteration, untimed, every tool's
+// description is changed upstream so that all 320 are held ("changed") again;
+// the timed part is then:
+//
+//	cli:  the real binary, `warden review approve S --all --yes`: process
+//	      start, config and token, GET tools, POST tools/approve bound to the
+//	      shown hashes (one store transaction), the answer, GET server
+//	rest: the same two API calls through the client package, without the
+//	      process start
+//
+// Reported: ms/op (wall time per approval of 320 tools); for rest also
+// post-ms/op, the POST tools/approve alone.
+//
+//	go test -run '^$' -bench BenchmarkApproveEndToEnd320 -benchtime 20x ./e2e/
+func BenchmarkApproveEndToEnd320(b *testing.B) {
+	const total = 320
+	up := fixture.NewServer(fixture.Options{Tools: total - 4})
+	upURL := up.Serve(b)
+
+	dir := b.TempDir()
+	cfgPath, stateDir := filepath.Join(dir, "config.json"), filepath.Join(dir, "state")
+	listen := "127.0.0.1:" + strconv.Itoa(testenv.FreePort(b))
+	cfg, _ := json.Marshal(map[string]any{"listen": listen, "mcpServers": map[string]any{"s": map[string]any{"url": upURL}}})
+	if err := os.WriteFile(cfgPath, cfg, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	bin := testenv.BuildBinary(b, "./cmd/warden")
+	testenv.StartProcess(b, exec.Command(bin, "serve", "--config", cfgPath, "--state-dir", stateDir))
+	testenv.WaitHTTP(b, "http://"+listen+"/healthz", 20*time.Second)
+	token, err := state.ReadToken(stateDir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := client.New("http://"+listen, token)
+	ctx := context.Background()
+
+	waitCounts := func(what string, ok func(approval.Counts) bool) {
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			s, err := c.Server(ctx, "s")
+			if err == nil && ok(s.Tools) {
+				return
+			}
+			if time.Now().After(deadline) {
+				b.Fatalf("timed out waiting for %s (last: %+v, %v)", what, s, err)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	waitCounts("320 pending tools", func(n approval.Counts) bool { return n.Pending == total })
+	// Admit the server with its tools as they are; from here on every
+	// iteration approves 320 changed tools.
+	if _, err := c.ApproveServer(ctx, "s", approval.ServerApproval{}); err != nil {
+		b.Fatal(err)
+	}
+	waitCounts("320 approved tools", func(n approval.Counts) bool { return n.Approved == total })
+
+	round := 0
+	holdAll := func() {
+		round++
+		for _, name := range up.ToolNames() {
+			if err := up.UpdateTool(name, func(t *mcp.Tool) { t.Description = fmt.Sprintf("%s, revision %d.", name, round) }); err != nil {
+				b.Fatal(err)
+			}
+		}
+		waitCounts("320 changed tools", func(n approval.Counts) bool { return n.Changed == total })
+		time.Sleep(20 * time.Millisecond) // let a coalesced discovery pass finish
+	}
+
+	b.Run("cli", func(b *testing.B) {
+		var elapsed time.Duration
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			holdAll()
+			cmd := exec.Command(bin, "review", "approve", "s", "--all", "--yes", "--config", cfgPath, "--state-dir", stateDir)
+			var out bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &out
+			b.StartTimer()
+			start := time.Now()
+			err := cmd.Run()
+			elapsed += time.Since(start)
+			b.StopTimer()
+			if err != nil || !bytes.Contains(out.Bytes(), []byte("approved 320")) {
+				b.Fatalf("warden review approve: %v\n%s", err, out.String())
+			}
+		}
+		b.ReportMetric(float64(elapsed.Microseconds())/1000/float64(b.N), "ms/op")
+	})
+
+	b.Run("rest", func(b *testing.B) {
+		var elapsed, posts time.Duration
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			holdAll()
+			b.StartTimer()
+			start := time.Now()
+			tools, err := c.Tools(ctx, "s")
+			if err != nil {
+				b.Fatal(err)
+			}
+			expected := map[string]string{}
+			for _, t := range tools {
+				if t.Present && (t.Status == approval.StatusPending || t.Status == approval.StatusChanged) {
+					expected[t.Name] = t.CurrentHash
+				}
+			}
+			mid := time.Now()
+			ans, err := c.ApproveTools(ctx, "s", approval.ToolApproval{All: true, ExpectedHashes: expected})
+			elapsed += time.Since(start)
+			posts += time.Since(mid)
+			b.StopTimer()
+			if err != nil || ans.ApprovedCount != total {
+				b.Fatalf("approve: %v %+v", err, ans)
+			}
+		}
+		b.ReportMetric(float64(elapsed.Microseconds())/1000/float64(b.N), "ms/op")
+		b.ReportMetric(float64(posts.Microseconds())/1000/float64(b.N), "post-ms/op")
+	})
+}

@@ -1,0 +1,488 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/wardenmcp/warden/internal/testenv"
+	"github.com/wardenmcp/warden/internal/wardentest"
+	"github.com/wardenmcp/warden/upstream"
+)
+
+// lockedBuffer is an io.Writer safe for a child's output and the test.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// Rule 1: `warden serve` refuses a bad config with exit status 1 and a
+// message naming the file, the field and the fix (not a usage dump).
+func TestServeRejectsBadConfig(t *testing.T) {
+	bin := testenv.BuildBinary(t, "./cmd/warden")
+	cases := []struct {
+		name, config string
+		want         []string // besides the file name
+	}{
+		{"unknown server field", `{
+  // a comment, as JSONC allows
+  "mcpServers": {"a": {"command": "x", "bogus": 1,}},
+}`, []string{"mcpServers.a.bogus", "unknown field", "known fields are", "command"}},
+		{"unknown top-level field", `{"listne": "127.0.0.1:1", "mcpServers": {}}`,
+			[]string{"listne", "unknown field", `did you mean "listen"`}},
+		{"misspelt field with an alias", `{"mcpServers": {"a": {"command": "x", "timeout": "5s"}}}`,
+			[]string{"mcpServers.a.timeout", "callTimeout"}},
+		{"missing command and url", `{"mcpServers": {"a": {"args": ["x"]}}}`,
+			[]string{"mcpServers.a", `neither "command" nor "url"`, `add "command"`, `"url"`}},
+		{"http transport without url", `{"mcpServers": {"a": {"transport": "http", "headers": {"X": "y"}}}}`,
+			[]string{"mcpServers.a", `"url"`}},
+		{"bad duration", `{"mcpServers": {"a": {"command": "x", "callTimeout": "5 parsecs"}}}`,
+			[]string{"mcpServers.a.callTimeout", "5 parsecs", "not a duration", `"30s"`}},
+		{"bad transport", `{"mcpServers": {"a": {"command": "x", "transport": "websocket"}}}`,
+			[]string{"mcpServers.a.transport", "websocket", `"stdio", "http" or "sse"`}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			cfg := filepath.Join(dir, "warden.json")
+			if err := os.WriteFile(cfg, []byte(tc.config), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, bin, "serve", "--config", cfg, "--state-dir", filepath.Join(dir, "state"))
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+				t.Fatalf("warden serve: %v, want exit status 1\nstderr:\n%s", err, stderr.String())
+			}
+			msg := stderr.String()
+			for _, want := range append([]string{cfg}, tc.want...) {
+				if !strings.Contains(msg, want) {
+					t.Errorf("stderr lacks %q:\n%s", want, msg)
+				}
+			}
+			for _, bad := range []string{"Usage:", "Flags:", "--help", "panic", "goroutine "} {
+				if strings.Contains(msg, bad) {
+					t.Errorf("stderr has %q: a bad config is not a usage error:\n%s", bad, msg)
+				}
+			}
+			if n := strings.Count(strings.TrimSpace(msg), "\n"); n > 2 {
+				t.Errorf("stderr is %d lines; want the one message:\n%s", n+1, msg)
+			}
+			if stdout.Len() != 0 {
+				t.Errorf("stdout is not empty: %q", stdout.String())
+			}
+		})
+	}
+}
+
+// Rule 1: with no config file, serve starts with no servers, /healthz
+// answers and the log says how to add a server. It listens on the default
+// address (there is no file to say otherwise), so 127.0.0.1:7373 must be free.
+func TestServeWithoutConfigFile(t *testing.T) {
+	bin := testenv.BuildBinary(t, "./cmd/warden")
+	ln, err := net.Listen("tcp", "127.0.0.1:7373")
+	if err != nil {
+		t.Fatalf("127.0.0.1:7373, the default listen address, is in use; this test needs it free: %v", err)
+	}
+	ln.Close()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "no-such-dir", "config.json")
+	state := filepath.Join(dir, "state")
+	var stderr lockedBuffer
+	cmd := exec.Command(bin, "serve", "--config", cfg, "--state-dir", state)
+	cmd.Stderr = &stderr
+	p := testenv.StartProcess(t, cmd)
+	testenv.WaitHTTP(t, "http://127.0.0.1:7373/healthz", 20*time.Second)
+	resp, err := http.Get("http://127.0.0.1:7373/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || strings.TrimSpace(string(body)) != "ok" {
+		t.Fatalf("/healthz: %d %q", resp.StatusCode, body)
+	}
+	if !strings.Contains(stderr.String(), "warden servers add") {
+		t.Fatalf("the log does not say how to add a server:\n%s", stderr.String())
+	}
+	fi, err := os.Stat(filepath.Join(state, "api-token"))
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("operator token: %v, mode %v; want a 0600 file", err, fi)
+	}
+	if err := p.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Wait(10 * time.Second); err != nil {
+		t.Fatalf("warden serve after SIGTERM: %v\n%s", err, stderr.String())
+	}
+}
+
+// events follows /v1/events.
+type events struct {
+	ch chan map[string]any
+}
+
+func followEvents(t *testing.T, w *wardentest.Warden) *events {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, w.URL("/v1/events"), nil)
+	req.Header.Set("Authorization", "Bearer "+w.Token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != 200 {
+		t.Fatalf("/v1/events: %s", resp.Status)
+	}
+	e := &events{ch: make(chan map[string]any, 1024)}
+	go func() {
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 64<<10), 4<<20)
+		for sc.Scan() {
+			if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				var m map[string]any
+				if json.Unmarshal([]byte(d), &m) == nil {
+					select {
+					case e.ch <- m:
+					default:
+					}
+				}
+			}
+		}
+	}()
+	return e
+}
+
+// waitConfig waits for a "config" event with the given result.
+func (e *events) waitConfig(t *testing.T, result string, timeout time.Duration) map[string]any {
+	t.Helper()
+	deadline := time.After(timeout)
+	for {
+		select {
+		case m := <-e.ch:
+			if m["type"] != "config" {
+				continue
+			}
+			data, _ := m["data"].(map[string]any)
+			if data["result"] == result {
+				return data
+			}
+		case <-deadline:
+			t.Fatalf("no config event with result %q within %s", result, timeout)
+		}
+	}
+}
+
+// writeConfigAtomic replaces the config file the way editors do.
+func writeConfigAtomic(t *testing.T, path string, content []byte) {
+	t.Helper()
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, content, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func writeServers(t *testing.T, w *wardentest.Warden, servers map[string]any) {
+	t.Helper()
+	b, err := json.MarshalIndent(map[string]any{"listen": w.Addr, "mcpServers": servers}, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeConfigAtomic(t, w.ConfigPath, b)
+}
+
+type fixtureStats struct {
+	PID         int   `json:"pid"`
+	Initializes int64 `json:"initializes"`
+}
+
+func readStats(t *testing.T, file string) fixtureStats {
+	t.Helper()
+	var s fixtureStats
+	b, err := os.ReadFile(file)
+	if err == nil {
+		err = json.Unmarshal(b, &s)
+	}
+	if err != nil {
+		t.Fatalf("fixture stats %s: %v", file, err)
+	}
+	return s
+}
+
+func metricsText(t *testing.T, w *wardentest.Warden) string {
+	t.Helper()
+	resp, err := http.Get(w.URL("/metrics"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+// Rule 2: hot reload on file change and on SIGHUP. Added servers start,
+// removed ones stop (their process gone), changed ones restart, unchanged
+// ones are not touched; a bad file keeps the running config and says why.
+func TestHotReload(t *testing.T) {
+	bin := testenv.BuildBinary(t, fixturePkg)
+	dir := t.TempDir()
+	stats := func(name string) string { return filepath.Join(dir, name+".json") }
+	stdio := func(name string, extra ...string) map[string]any {
+		return map[string]any{"command": bin, "args": append([]string{"-stats", stats(name)}, extra...), "trusted": true}
+	}
+	servers := map[string]any{
+		"keep":   stdio("keep"),
+		"drop":   stdio("drop"),
+		"change": stdio("change", "-name", "v1"),
+	}
+	w := wardentest.Start(t, servers)
+	for name := range servers {
+		w.WaitReady(t, name)
+	}
+	ev := followEvents(t, w)
+	keepConn, _ := w.D.Gateway().Conn("keep")
+	keepPID, dropPID, changePID := readPID(t, stats("keep")), readPID(t, stats("drop")), readPID(t, stats("change"))
+	keepInits := readStats(t, stats("keep")).Initializes
+	cs := w.Connect(t, "/mcp", nil)
+	callText(t, cs, "keep__echo", map[string]any{"before": "reload"})
+
+	// One edit: add, remove, change, keep.
+	next := map[string]any{
+		"keep":   stdio("keep"),
+		"change": stdio("change", "-name", "v2"),
+		"added":  stdio("added"),
+	}
+	writeServers(t, w, next)
+	ev.waitConfig(t, "applied", 10*time.Second)
+	w.WaitReady(t, "added")
+	w.WaitReady(t, "change")
+	if _, ok := w.D.Gateway().Conn("drop"); ok {
+		t.Fatal("removed server drop is still connected")
+	}
+	wardentest.WaitFor(t, 10*time.Second, "drop's process to exit", func() bool { return !alive(dropPID) })
+	if !alive(readPID(t, stats("added"))) {
+		t.Fatal("added server's process is not running")
+	}
+	wardentest.WaitFor(t, 10*time.Second, "change to run a new process", func() bool {
+		return readStats(t, stats("change")).PID != changePID
+	})
+	wardentest.WaitFor(t, 10*time.Second, "change's old process to exit", func() bool { return !alive(changePID) })
+	assertUntouched := func(when string) {
+		t.Helper()
+		c, ok := w.D.Gateway().Conn("keep")
+		if !ok || c != keepConn {
+			t.Fatalf("%s: the unchanged server keep got a new connection", when)
+		}
+		if st := c.Status(); st.State != upstream.StateReady || st.Reconnects != 0 {
+			t.Fatalf("%s: keep is %+v, want ready with no reconnects", when, st)
+		}
+		s := readStats(t, stats("keep"))
+		if s.PID != keepPID || !alive(keepPID) || s.Initializes != keepInits {
+			t.Fatalf("%s: keep was restarted or reinitialized: pid %d→%d, initializes %d→%d", when, keepPID, s.PID, keepInits, s.Initializes)
+		}
+	}
+	assertUntouched("after the edit")
+
+	// Calls see the new set; the downstream session survived the reload.
+	for _, tool := range []string{"keep__echo", "added__echo", "change__echo"} {
+		callText(t, cs, tool, map[string]any{"after": "reload"})
+	}
+	if res, err := cs.CallTool(ctxT(t, 20*time.Second), &mcp.CallToolParams{Name: "drop__echo", Arguments: map[string]any{}}); err == nil && !res.IsError {
+		t.Fatal("a removed server's tool still answers")
+	}
+	var listed []struct{ Name string }
+	w.API(t, "GET", "/v1/servers", nil, &listed)
+	if names := fmt.Sprint(listed); strings.Contains(names, "drop") || !strings.Contains(names, "added") {
+		t.Fatalf("/v1/servers after reload: %v", listed)
+	}
+	m := metricsText(t, w)
+	if strings.Contains(m, `server="drop"`) {
+		t.Fatalf("/metrics still reports the removed server drop:\n%s", grepLines(m, `server="drop"`))
+	}
+	for _, s := range []string{"keep", "change", "added"} {
+		if want := `warden_upstream_state{server="` + s + `",state="ready"} 1`; !strings.Contains(m, want) {
+			t.Fatalf("/metrics lacks %s:\n%s", want, grepLines(m, "warden_upstream_state"))
+		}
+	}
+
+	// A bad file is refused: the running servers keep serving.
+	bad := []byte(fmt.Sprintf(`{"listen": %q, "mcpServers": {"keep": {"command": %q, "callTimeout": "soon"}}}`, w.Addr, bin))
+	writeConfigAtomic(t, w.ConfigPath, bad)
+	refused := ev.waitConfig(t, "refused", 10*time.Second)
+	if e, _ := refused["error"].(string); !strings.Contains(e, "mcpServers.keep.callTimeout") || !strings.Contains(e, w.ConfigPath) {
+		t.Fatalf("refused event does not name the file and field: %v", refused)
+	}
+	var st struct {
+		ReloadError string `json:"reload_error"`
+		Servers     []struct{ Name string }
+	}
+	w.API(t, "GET", "/v1/status", nil, &st)
+	if !strings.Contains(st.ReloadError, "mcpServers.keep.callTimeout") || !strings.Contains(st.ReloadError, "soon") {
+		t.Fatalf("/v1/status reload_error = %q, want the problem named", st.ReloadError)
+	}
+	if len(st.Servers) != 3 {
+		t.Fatalf("/v1/status after a refused reload lists %v, want the 3 running servers", st.Servers)
+	}
+	for _, tool := range []string{"keep__echo", "added__echo", "change__echo"} {
+		callText(t, cs, tool, map[string]any{"during": "bad config"})
+	}
+	assertUntouched("after a refused reload")
+
+	// Fixing the file clears the error.
+	writeServers(t, w, next)
+	ev.waitConfig(t, "applied", 10*time.Second)
+	st.ReloadError = ""
+	w.API(t, "GET", "/v1/status", nil, &st)
+	if st.ReloadError != "" {
+		t.Fatalf("reload_error %q remains after the file was fixed", st.ReloadError)
+	}
+	assertUntouched("after the fix")
+
+	// SIGHUP reloads too. The test registers for SIGHUP itself first, so the
+	// signal can never end the test process.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	deadline := time.Now().Add(10 * time.Second)
+	got := false
+	for !got && time.Now().Before(deadline) {
+		if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case m := <-ev.ch:
+			data, _ := m["data"].(map[string]any)
+			got = m["type"] == "config" && data["result"] == "applied"
+		case <-time.After(time.Second):
+		}
+	}
+	if !got {
+		t.Fatal("SIGHUP did not reload the config")
+	}
+	assertUntouched("after SIGHUP")
+}
+
+const commentedConfig = `// Warden config, written by a person.
+{
+  "listen": %q, // where the daemon listens
+  /* the servers */
+  "mcpServers": {
+    // the first one
+    "first": {"command": %q, "trusted": true},
+  },
+}
+`
+
+// Rule 3: `warden servers add` and `remove` keep the file's comments, and
+// the running daemon picks the change up by itself.
+func TestServersAddRemoveThroughCLI(t *testing.T) {
+	fixtureBin := testenv.BuildBinary(t, fixturePkg)
+	wardenBin := testenv.BuildBinary(t, "./cmd/warden")
+	w := wardentest.Start(t, map[string]any{"first": map[string]any{"command": fixtureBin, "trusted": true}})
+	w.WaitReady(t, "first")
+	ev := followEvents(t, w)
+	writeConfigAtomic(t, w.ConfigPath, []byte(fmt.Sprintf(commentedConfig, w.Addr, fixtureBin)))
+	ev.waitConfig(t, "applied", 10*time.Second)
+
+	comments := []string{"// Warden config, written by a person.", "// where the daemon listens", "/* the servers */", "// the first one"}
+	checkComments := func(when string) string {
+		t.Helper()
+		b, err := os.ReadFile(w.ConfigPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range comments {
+			if !bytes.Contains(b, []byte(c)) {
+				t.Fatalf("%s: the config lost the comment %q:\n%s", when, c, b)
+			}
+		}
+		return string(b)
+	}
+	cli := func(args ...string) string {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, wardenBin, append([]string{"--config", w.ConfigPath, "--state-dir", w.StateDir}, args...)...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("warden %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	servers := func() map[string]string {
+		var list []struct {
+			Name       string
+			Connection struct{ State string }
+		}
+		w.API(t, "GET", "/v1/servers", nil, &list)
+		m := map[string]string{}
+		for _, s := range list {
+			m[s.Name] = s.Connection.State
+		}
+		return m
+	}
+
+	cli("servers", "add", "second", "--trusted", "--", fixtureBin, "-name", "second")
+	text := checkComments("after servers add")
+	if !strings.Contains(text, `"second"`) {
+		t.Fatalf("servers add did not write the server:\n%s", text)
+	}
+	wardentest.WaitFor(t, 20*time.Second, "the daemon to connect the added server", func() bool {
+		return servers()["second"] == "ready"
+	})
+	cs := w.Connect(t, "/mcp", nil)
+	callText(t, cs, "second__echo", map[string]any{"via": "cli"})
+
+	cli("servers", "remove", "second")
+	text = checkComments("after servers remove")
+	if strings.Contains(text, `"second"`) {
+		t.Fatalf("servers remove left the server in the file:\n%s", text)
+	}
+	wardentest.WaitFor(t, 20*time.Second, "the daemon to drop the removed server", func() bool {
+		_, ok := servers()["second"]
+		return !ok
+	})
+	if _, ok := w.D.Gateway().Conn("second"); ok {
+		t.Fatal("the removed server is still connected")
+	}
+	if got := servers()["first"]; got != "ready" {
+		t.Fatalf("first is %q after the edits, want ready", got)
+	}
+}
