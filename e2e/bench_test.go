@@ -18,8 +18,9 @@ import (
 )
 
 // BenchmarkToolCall measures tools/call latency and throughput against one
-// HTTP upstream three ways, side by side in one run: directly, through
-// /mcp/{server} and through the aggregated /mcp; at concurrency 1 and 16.
+// HTTP upstream, side by side in one run: directly, through /mcp/{server},
+// through the aggregated /mcp, and through a bare HTTP reverse proxy (the
+// cost of any extra process hop, for scale); at concurrency 1 and 16.
 // The upstream (the Go SDK fixture) and Warden run as their own processes,
 // as they do in use; the clients are the official Go SDK's. Reported: p50 and
 // p99 latency in microseconds and calls per second.
@@ -40,8 +41,12 @@ func BenchmarkToolCall(b *testing.B) {
 	testenv.StartProcess(b, exec.Command(testenv.BuildBinary(b, "./cmd/warden"), "serve",
 		"--config", filepath.Join(dir, "config.json"), "--state-dir", filepath.Join(dir, "state")))
 	testenv.WaitHTTP(b, "http://"+listen+"/healthz", 20*time.Second)
+	proxyAddr := "127.0.0.1:" + strconv.Itoa(testenv.FreePort(b))
+	testenv.StartProcess(b, exec.Command(testenv.BuildBinary(b, "./internal/fixture/cmd/plainproxy"), proxyAddr, upURL))
+	testenv.WaitHTTP(b, "http://"+proxyAddr+"/mcp", 20*time.Second)
 	targets := []struct{ name, url, tool string }{
 		{"direct", upURL, "echo"},
+		{"plain-proxy", "http://" + proxyAddr + "/mcp", "echo"},
 		{"warden-server", "http://" + listen + "/mcp/bench", "echo"},
 		{"warden-aggregated", "http://" + listen + "/mcp", "bench__echo"},
 	}
