@@ -28,7 +28,7 @@ type Call struct {
 // refusal, an unknown outcome and an unreachable upstream are answered as
 // tool results with isError; the upstream's own JSON-RPC errors are returned
 // as errors, unchanged.
-func (g *Gateway) CallTool(ctx context.Context, call Call) (*mcp.CallToolResult, error) {
+func (g *Gateway) CallTool(ctx context.Context, call Call) (*upstream.Result, error) {
 	start := time.Now()
 	entry := activity.Entry{At: start, Surface: call.Surface, Server: call.Server, Tool: call.Tool}
 	res, err := g.callTool(ctx, call, &entry)
@@ -37,7 +37,7 @@ func (g *Gateway) CallTool(ctx context.Context, call Call) (*mcp.CallToolResult,
 	switch {
 	case errors.As(err, &ref):
 		entry.Outcome, entry.Code = "refused", string(ref.Code)
-		res, err = ref.Result(), nil
+		res, err = upstream.Decoded(ref.Result()), nil
 	case entry.Outcome == "unknown":
 	case err != nil || (res != nil && res.IsError):
 		entry.Outcome = "error"
@@ -49,7 +49,7 @@ func (g *Gateway) CallTool(ctx context.Context, call Call) (*mcp.CallToolResult,
 	return res, err
 }
 
-func (g *Gateway) callTool(ctx context.Context, call Call, entry *activity.Entry) (*mcp.CallToolResult, error) {
+func (g *Gateway) callTool(ctx context.Context, call Call, entry *activity.Entry) (*upstream.Result, error) {
 	c, ok := g.Conn(call.Server)
 	if !ok {
 		return nil, refuse(CodeUnavailable, "Server %q is not configured or is disabled. See the configured servers with: warden servers list", call.Server)
@@ -92,7 +92,7 @@ func (g *Gateway) callTool(ctx context.Context, call Call, entry *activity.Entry
 		params.Arguments = nil
 	}
 
-	var res *mcp.CallToolResult
+	var res *upstream.Result
 	var dispatch *upstream.Dispatch
 	err = c.Do(withInflight(ctx, f), func(ctx context.Context, cs *mcp.ClientSession) error {
 		onSent := func() {}
@@ -165,7 +165,7 @@ func latchedRefusal(l *writes.Latch) *Refusal {
 
 // unknownOutcome handles a call that was sent but not answered: a non-read
 // call latches the server (exactly once, whatever else is in flight).
-func (g *Gateway) unknownOutcome(ctx context.Context, call Call, tool Tool, entry *activity.Entry, err error) (*mcp.CallToolResult, error) {
+func (g *Gateway) unknownOutcome(ctx context.Context, call Call, tool Tool, entry *activity.Entry, err error) (*upstream.Result, error) {
 	reason := writes.ReasonUpstreamLost
 	switch {
 	case errors.Is(err, upstream.ErrTimeout):
@@ -184,8 +184,8 @@ func (g *Gateway) unknownOutcome(ctx context.Context, call Call, tool Tool, entr
 		}
 		text += fmt.Sprintf(" Further writes to %q are refused until an operator checks whether it happened and runs: warden writes clear %s", call.Server, call.Server)
 	}
-	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: text}},
-		Meta: mcp.Meta{"warden/outcome": "unknown"}}, nil
+	return upstream.Decoded(&mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: text}},
+		Meta: mcp.Meta{"warden/outcome": "unknown"}}), nil
 }
 
 func cloneMeta(m mcp.Meta) mcp.Meta {

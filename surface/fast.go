@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/wardenmcp/warden/gateway"
+	"github.com/wardenmcp/warden/upstream"
 )
 
 // The fast path. A plain tools/call on an initialized session is the hot
@@ -90,7 +91,7 @@ func (v *view) fastCall(w http.ResponseWriter, r *http.Request, l *live, id json
 	}()
 
 	st := &stream{w: w, l: l, sseOnly: !strings.Contains(r.Header.Get("Accept"), "application/json")}
-	var res *mcp.CallToolResult
+	var res *upstream.Result
 	var err error
 	v.mu.Lock()
 	t, known := v.tools[p.Name]

@@ -113,10 +113,14 @@ func (v *view) callTool(ctx context.Context, r *mcp.CallToolRequest) (*mcp.CallT
 		}
 		t = ref{v.single, r.Params.Name}
 	}
-	return v.g.CallTool(ctx, gateway.Call{
+	res, err := v.g.CallTool(ctx, gateway.Call{
 		Server: t.server, Tool: t.name, Args: r.Params.Arguments, Meta: r.Params.Meta,
 		Surface: v.surface, Client: gateway.SessionClient{ServerSession: r.Session},
 	})
+	if err != nil {
+		return nil, err
+	}
+	return res.Tool()
 }
 
 // Changed re-reads server from the gateway and updates this view's lists;

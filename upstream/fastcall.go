@@ -42,7 +42,7 @@ type rpcMessage struct {
 }
 
 // callToolHTTP runs one tools/call over the session's HTTP transport.
-func (c *Conn) callToolHTTP(ctx context.Context, cs *mcp.ClientSession, params *mcp.CallToolParams) (*mcp.CallToolResult, error) {
+func (c *Conn) callToolHTTP(ctx context.Context, cs *mcp.ClientSession, params *mcp.CallToolParams) (*Result, error) {
 	id := fastIDPrefix + strconv.FormatUint(fastID.Add(1), 36)
 	body, err := json.Marshal(struct {
 		JSONRPC string              `json:"jsonrpc"`
@@ -100,11 +100,11 @@ func (c *Conn) callToolHTTP(ctx context.Context, cs *mcp.ClientSession, params *
 	if answer.Error != nil {
 		return nil, answer.Error
 	}
-	var res mcp.CallToolResult
-	if err := json.Unmarshal(answer.Result, &res); err != nil {
+	res, err := rawResult(answer.Result)
+	if err != nil {
 		return nil, fmt.Errorf("tools/call: bad result: %w", err)
 	}
-	return &res, nil
+	return res, nil
 }
 
 // release reads what is left of an answer (the end of its event stream)
@@ -292,9 +292,13 @@ func (c *Conn) cancelUpstream(cs *mcp.ClientSession, id string, cause error) {
 }
 
 // CallTool runs one tools/call upstream on the live session.
-func (c *Conn) CallTool(ctx context.Context, cs *mcp.ClientSession, params *mcp.CallToolParams) (*mcp.CallToolResult, error) {
+func (c *Conn) CallTool(ctx context.Context, cs *mcp.ClientSession, params *mcp.CallToolParams) (*Result, error) {
 	if c.http != nil {
 		return c.callToolHTTP(ctx, cs, params)
 	}
-	return cs.CallTool(ctx, params)
+	res, err := cs.CallTool(ctx, params)
+	if err != nil {
+		return nil, err
+	}
+	return Decoded(res), nil
 }

@@ -1,0 +1,50 @@
+package upstream
+
+import (
+	"encoding/json"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Result is a tool call's answer. The direct HTTP path keeps the upstream's
+// JSON as it came (Raw) and reads only isError from it: decoding every
+// content block only to encode it again for the client is most of what a
+// pass-through would otherwise spend. Other paths carry it decoded.
+type Result struct {
+	Raw     json.RawMessage
+	Decoded *mcp.CallToolResult
+	IsError bool
+}
+
+// Decoded wraps a decoded result.
+func Decoded(r *mcp.CallToolResult) *Result { return &Result{Decoded: r, IsError: r.IsError} }
+
+func rawResult(raw json.RawMessage) (*Result, error) {
+	var head struct {
+		IsError bool `json:"isError"`
+	}
+	if err := json.Unmarshal(raw, &head); err != nil {
+		return nil, err
+	}
+	return &Result{Raw: raw, IsError: head.IsError}, nil
+}
+
+// Tool returns the result decoded.
+func (r *Result) Tool() (*mcp.CallToolResult, error) {
+	if r.Decoded == nil {
+		var d mcp.CallToolResult
+		if err := json.Unmarshal(r.Raw, &d); err != nil {
+			return nil, err
+		}
+		r.Decoded = &d
+	}
+	return r.Decoded, nil
+}
+
+// MarshalJSON writes the result as the upstream sent it, or encoded.
+func (r *Result) MarshalJSON() ([]byte, error) {
+	if r.Raw != nil {
+		return r.Raw, nil
+	}
+	return json.Marshal(r.Decoded)
+}
