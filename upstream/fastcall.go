@@ -122,15 +122,17 @@ func release(body io.ReadCloser) {
 // ErrLost means the upstream connection broke before the answer came.
 var ErrLost = fmt.Errorf("upstream connection lost")
 
+// post sends a message Warden wrote itself (never an initialize) on the
+// live session.
 func (c *Conn) post(ctx context.Context, cs *mcp.ClientSession, body []byte) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.Config().URL, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.Config().URL, nil)
 	if err != nil {
 		return nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("Mcp-Protocol-Version", cs.InitializeResult().ProtocolVersion)
-	return c.http.RoundTrip(req)
+	return c.http.exchange(req, body)
 }
 
 // readResumable reads an answer's event stream; when it breaks before the
