@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -169,19 +168,6 @@ func (d *Daemon) closeStore() {
 		_ = d.activity.Close()
 	}
 	_ = d.db.Close()
-}
-
-// stderrLog opens a stdio server's stderr log in the state dir.
-func (d *Daemon) stderrLog(server string) io.Writer {
-	dir := filepath.Join(d.StateDir, "logs")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return io.Discard
-	}
-	f, err := os.OpenFile(filepath.Join(dir, server+".log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
-	if err != nil {
-		return io.Discard
-	}
-	return f
 }
 
 func (d *Daemon) routes(s *surface.Surfaces, m *metrics.Metrics) http.Handler {

@@ -1,0 +1,64 @@
+package sessions
+
+import (
+	"bytes"
+	"encoding/json"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"go.etcd.io/bbolt"
+)
+
+func open(t *testing.T, path string) (*Store, *bbolt.DB) {
+	t.Helper()
+	db, err := bbolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, db
+}
+
+func TestRecordsSurviveReopenAndMatchTheirFingerprint(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "w.db")
+	s, db := open(t, path)
+	rec := Record{Server: "up", Fingerprint: "fp1", SessionID: "0123456789abcdef", ProtocolVersion: "2025-11-25",
+		InitResult: json.RawMessage(`{"protocolVersion":"2025-11-25"}`), Created: time.Now().UTC()}
+	if err := s.Save(rec, "fresh"); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	s, db = open(t, path)
+	got, ok := s.Load("up", "fp1")
+	if !ok || got.SessionID != rec.SessionID || !bytes.Equal(got.InitResult, rec.InitResult) {
+		t.Fatalf("after reopen Load = %+v, %v", got, ok)
+	}
+	if _, ok := s.Load("up", "fp2"); ok {
+		t.Fatal("a record made for another URL or transport must not be resumed")
+	}
+	list := s.List()
+	if len(list) != 1 || list[0].SessionPrefix != "01234567…" || list[0].Mode != "stored" {
+		t.Fatalf("List = %+v: want the id cut to a prefix and mode stored", list)
+	}
+	s.MarkResumed("up")
+	if s.List()[0].Mode != "resumed" {
+		t.Fatal("MarkResumed not shown")
+	}
+	if err := s.Delete("up"); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Servers()) != 0 {
+		t.Fatal("Delete kept the record")
+	}
+	db.Close()
+	s, db = open(t, path)
+	defer db.Close()
+	if _, ok := s.Load("up", "fp1"); ok {
+		t.Fatal("a deleted record came back after reopen")
+	}
+}
