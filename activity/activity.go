@@ -14,6 +14,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"github.com/wardenmcp/warden/internal/canon"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,15 +32,18 @@ const (
 
 // Entry is one tool call.
 type Entry struct {
-	At            time.Time `json:"at"`
-	Surface       string    `json:"surface"`
-	Server        string    `json:"server"`
-	Tool          string    `json:"tool"`
-	Class         string    `json:"class"`
-	ArgsSHA256    string    `json:"args_sha256"`
-	Outcome       string    `json:"outcome"`
-	Code          string    `json:"code,omitempty"`
-	LatencyMicros int64     `json:"latency_micros"`
+	At         time.Time `json:"at"`
+	Surface    string    `json:"surface"`
+	Server     string    `json:"server"`
+	Tool       string    `json:"tool"`
+	Class      string    `json:"class"`
+	ArgsSHA256 string    `json:"args_sha256"`
+	// Args, when set, are hashed into ArgsSHA256 by the writer, off the call
+	// path, and dropped: they are never stored.
+	Args          json.RawMessage `json:"-"`
+	Outcome       string          `json:"outcome"`
+	Code          string          `json:"code,omitempty"`
+	LatencyMicros int64           `json:"latency_micros"`
 }
 
 // Defaults used when Open gets a non-positive bound.
@@ -268,6 +272,10 @@ func (l *Log) write(batch []item) {
 				if it.flush != nil {
 					continue
 				}
+				if len(it.e.Args) > 0 && it.e.ArgsSHA256 == "" {
+					it.e.ArgsSHA256 = canon.ArgsSHA256(it.e.Args)
+				}
+				it.e.Args = nil
 				v, err := json.Marshal(&it.e)
 				if err != nil {
 					return err

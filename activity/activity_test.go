@@ -4,15 +4,19 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"sync"
 	"testing"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/wardenmcp/warden/internal/canon"
 )
 
 func openDB(t testing.TB) (*bolt.DB, string) {
@@ -69,7 +73,7 @@ func TestOutcomesRoundTrip(t *testing.T) {
 			t.Errorf("entry %d At %v, want %v", i, g.At, w.At)
 		}
 		g.At = w.At
-		if g != w {
+		if !reflect.DeepEqual(g, w) {
 			t.Errorf("entry %d = %+v, want %+v", i, g, w)
 		}
 	}
@@ -303,4 +307,26 @@ func BenchmarkAdd(b *testing.B) {
 		b.ReportMetric(float64(l.Dropped())/float64(b.N), "dropped/op")
 		close(unstall)
 	})
+}
+
+// Arguments handed to Add are hashed by the writer and never stored.
+func TestArgsHashedNotStored(t *testing.T) {
+	db, path := openDB(t)
+	l := mustOpen(t, db, 100, time.Hour, options{})
+	args := json.RawMessage(`{"secret":"marker-7f3a9"}`)
+	l.Add(Entry{Server: "s", Tool: "t", Outcome: OutcomeOK, Args: args})
+	l.Flush()
+	got := query(t, l, "", 0)
+	if len(got) != 1 || got[0].ArgsSHA256 != canon.ArgsSHA256(args) || got[0].Args != nil {
+		t.Fatalf("entry = %+v, want the hash of the arguments and no arguments", got)
+	}
+	l.Close()
+	db.Close()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(b, []byte("marker-7f3a9")) {
+		t.Fatal("the store holds the raw arguments")
+	}
 }

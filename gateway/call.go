@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/wardenmcp/warden/activity"
 	"github.com/wardenmcp/warden/approval"
+	"github.com/wardenmcp/warden/internal/canon"
 	"github.com/wardenmcp/warden/upstream"
 	"github.com/wardenmcp/warden/writes"
 )
@@ -65,7 +66,10 @@ func (g *Gateway) callTool(ctx context.Context, call Call, entry *activity.Entry
 		return nil, err
 	}
 	entry.Class = string(tool.Class)
-	entry.ArgsSHA256 = writes.ArgsHash(call.Args)
+	entry.Args = call.Args // hashed by the activity writer, off the call path
+	if len(entry.Args) == 0 {
+		entry.Args = json.RawMessage("{}")
+	}
 	if tool.Class != writes.ClassRead {
 		// Refuse early, even while the server is down; the admission gate
 		// below is what makes the check race-free.
@@ -133,12 +137,7 @@ func (g *Gateway) admitTool(c *upstream.Conn, call Call) (Tool, error) {
 	st, known := g.deps.Approvals.Check(call.Server, call.Tool)
 	var def *mcp.Tool
 	if inv := c.Inventory(); inv != nil {
-		for _, t := range inv.Tools {
-			if t.Name == call.Tool {
-				def = t
-				break
-			}
-		}
+		def = inv.Tool(call.Tool)
 	}
 	o := c.Config().Tools[call.Tool]
 	switch {
@@ -174,6 +173,7 @@ func (g *Gateway) unknownOutcome(ctx context.Context, call Call, tool Tool, entr
 		reason = writes.ReasonCancelled
 	}
 	text := fmt.Sprintf("The call to %q on server %q was sent but its outcome is unknown (%s): %v.", call.Tool, call.Server, reason, err)
+	entry.ArgsSHA256 = canon.ArgsSHA256(call.Args)
 	if tool.Class != writes.ClassRead {
 		_, rerr := g.deps.Writes.Record(writes.Latch{
 			Server: call.Server, Tool: call.Tool, ArgsSHA256: entry.ArgsSHA256,

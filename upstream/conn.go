@@ -54,7 +54,12 @@ type Inventory struct {
 	Prompts   []*mcp.Prompt
 	Resources []*mcp.Resource
 	Templates []*mcp.ResourceTemplate
+
+	byName map[string]*mcp.Tool
 }
+
+// Tool finds a tool by name.
+func (inv *Inventory) Tool(name string) *mcp.Tool { return inv.byName[name] }
 
 // Peer receives what an upstream sends on its own: new inventories, state
 // changes, server-to-client requests and notifications.

@@ -91,6 +91,10 @@ func (c *Conn) refresh(cs *mcp.ClientSession) {
 			c.log.Warn("listing resource templates failed", "err", err)
 		}
 	}
+	inv.byName = make(map[string]*mcp.Tool, len(inv.Tools))
+	for _, t := range inv.Tools {
+		inv.byName[t.Name] = t
+	}
 	for {
 		old := c.inv.Load()
 		if old != nil && old.Seq > seq {

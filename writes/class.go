@@ -1,14 +1,9 @@
 package writes
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/wardenmcp/warden/internal/canon"
 )
 
 // Class is a tool's write class.
@@ -59,22 +54,4 @@ func Classify(override string, a *mcp.ToolAnnotations) Class {
 		return ClassWrite
 	}
 	return ClassDestructive
-}
-
-// ArgsHash returns the hex SHA-256 of the canonical JSON (see internal/canon)
-// of a call's arguments. Absent arguments (empty, whitespace or JSON null)
-// hash as the empty object "{}", because MCP treats a call without arguments
-// and a call with {} alike. Arguments that are not valid JSON hash as their
-// raw bytes. Either way only the hash leaves this function, never the
-// arguments.
-func ArgsHash(raw json.RawMessage) string {
-	b, err := canon.JSON(raw)
-	switch {
-	case err != nil:
-		b = raw
-	case string(b) == "null":
-		b = []byte("{}")
-	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
 }

@@ -51,7 +51,7 @@ const (
 )
 
 // Latch is the record of a non-read call whose outcome is unknown. It never
-// holds the arguments, only their hash (ArgsHash).
+// holds the arguments, only their hash (canon.ArgsSHA256).
 type Latch struct {
 	Server     string    `json:"server"`
 	Tool       string    `json:"tool"`

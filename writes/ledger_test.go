@@ -3,6 +3,7 @@ package writes
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/wardenmcp/warden/internal/canon"
 	"os"
 	"path/filepath"
 	"sync"
@@ -79,18 +80,18 @@ func TestClassify(t *testing.T) {
 }
 
 func TestArgsHash(t *testing.T) {
-	a := ArgsHash(json.RawMessage(`{"b":1, "a":[1,2]}`))
-	b := ArgsHash(json.RawMessage(`{ "a":[1,2],"b":1}`))
+	a := canon.ArgsSHA256(json.RawMessage(`{"b":1, "a":[1,2]}`))
+	b := canon.ArgsSHA256(json.RawMessage(`{ "a":[1,2],"b":1}`))
 	if a != b || len(a) != 64 {
 		t.Fatalf("key order changed the hash: %s %s", a, b)
 	}
-	empty := ArgsHash(json.RawMessage(`{}`))
+	empty := canon.ArgsSHA256(json.RawMessage(`{}`))
 	for _, raw := range []string{"", "  ", "null"} {
-		if got := ArgsHash(json.RawMessage(raw)); got != empty {
-			t.Errorf("ArgsHash(%q) = %s, want the hash of {} %s", raw, got, empty)
+		if got := canon.ArgsSHA256(json.RawMessage(raw)); got != empty {
+			t.Errorf("canon.ArgsSHA256(%q) = %s, want the hash of {} %s", raw, got, empty)
 		}
 	}
-	if ArgsHash(json.RawMessage(`{"a":`)) == empty {
+	if canon.ArgsSHA256(json.RawMessage(`{"a":`)) == empty {
 		t.Error("invalid JSON hashed like {}")
 	}
 }
@@ -109,7 +110,7 @@ func TestRecordDurableFirstKeptClear(t *testing.T) {
 	if _, ok := l.Check("fs"); ok {
 		t.Fatal("latched before any record")
 	}
-	first := Latch{Server: "fs", Tool: "move_file", ArgsSHA256: ArgsHash(json.RawMessage(`{"a":1}`)),
+	first := Latch{Server: "fs", Tool: "move_file", ArgsSHA256: canon.ArgsSHA256(json.RawMessage(`{"a":1}`)),
 		At: time.Now(), Reason: ReasonTimeout, Surface: "/mcp"}
 	if ok, err := l.Record(first); !ok || err != nil {
 		t.Fatalf("Record = %v, %v", ok, err)
@@ -204,7 +205,7 @@ func TestStoreNeverHoldsArguments(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := ArgsHash(json.RawMessage(`{"path":"/tmp/x","content":"` + marker + `"}`))
+	h := canon.ArgsSHA256(json.RawMessage(`{"path":"/tmp/x","content":"` + marker + `"}`))
 	if _, err := l.Record(Latch{Server: "fs", Tool: "write_file", ArgsSHA256: h, Reason: ReasonTimeout, Surface: "/mcp"}); err != nil {
 		t.Fatal(err)
 	}

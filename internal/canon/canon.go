@@ -54,3 +54,20 @@ func SHA256(v any) (string, error) {
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:]), nil
 }
+
+// ArgsSHA256 returns the hex SHA-256 of a call's arguments in canonical form:
+// what Warden records of arguments, never the arguments themselves. Absent
+// arguments (empty, whitespace or JSON null) hash as the empty object "{}",
+// because MCP treats a call without arguments and a call with {} alike.
+// Arguments that are not valid JSON hash as their raw bytes.
+func ArgsSHA256(raw []byte) string {
+	b, err := JSON(raw)
+	switch {
+	case err != nil:
+		b = raw
+	case string(b) == "null":
+		b = []byte("{}")
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
