@@ -55,7 +55,7 @@ func (g *Gateway) callTool(ctx context.Context, call Call, entry *activity.Entry
 	if !ok {
 		return nil, refuse(CodeUnavailable, "Server %q is not configured or is disabled. See the configured servers with: warden servers list", call.Server)
 	}
-	if c.Inventory() == nil {
+	if g.inventory(call.Server) == nil {
 		// Just started: learn the tools before judging the call.
 		if err := c.Ready(ctx); err != nil {
 			return nil, unavailable(call.Server, err)
@@ -136,7 +136,7 @@ func (g *Gateway) admitTool(c *upstream.Conn, call Call) (Tool, error) {
 	}
 	st, known := g.deps.Approvals.Check(call.Server, call.Tool)
 	var def *mcp.Tool
-	if inv := c.Inventory(); inv != nil {
+	if inv := g.inventory(call.Server); inv != nil {
 		def = inv.Tool(call.Tool)
 	}
 	o := c.Config().Tools[call.Tool]

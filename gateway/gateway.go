@@ -50,6 +50,9 @@ type Gateway struct {
 	mu    sync.RWMutex
 	conns map[string]*upstream.Conn
 	views []View
+
+	invMu   sync.Mutex
+	applied map[string]*upstream.Inventory // listings the approval records took
 }
 
 // New returns a gateway with no servers; Reconcile starts them.
@@ -57,7 +60,7 @@ func New(deps Deps) *Gateway {
 	if deps.Logger == nil {
 		deps.Logger = slog.Default()
 	}
-	g := &Gateway{deps: deps, log: deps.Logger, router: newRouter(), conns: map[string]*upstream.Conn{}}
+	g := &Gateway{deps: deps, log: deps.Logger, router: newRouter(), conns: map[string]*upstream.Conn{}, applied: map[string]*upstream.Inventory{}}
 	g.deps.Upstream.Peer = g
 	g.deps.Upstream.Logger = deps.Logger
 	deps.Approvals.OnChange(func(c approval.Change) {
@@ -143,6 +146,7 @@ func (g *Gateway) Reconcile(servers map[string]*config.Server) {
 	for _, c := range append(remove, stop...) {
 		if _, live := g.Conn(c.Name); !live {
 			g.deps.Metrics.Forget(c.Name) // gone from the config: no stale series
+			g.forgetInventory(c.Name)
 		}
 		g.notifyViews(func(v View) { v.Changed(c.Name) })
 	}
@@ -185,16 +189,42 @@ func (g *Gateway) Servers() []string {
 }
 
 // Inventory applies a new listing to the approval records (upstream.Peer).
+// Only a listing the records have taken is served: until then, and when a
+// listing is refused (a duplicate or nameless tool), the last applied one
+// stays, so a definition is never shown or run under an older approval.
 func (g *Gateway) Inventory(server string, inv *upstream.Inventory) {
 	c, ok := g.Conn(server)
 	if !ok {
 		return
 	}
-	if _, err := g.deps.Approvals.Apply(server, c.Config().Trusted, inv.Seq, inv.Tools); err != nil {
-		g.log.Error("applying tool inventory failed", "server", server, "err", err)
+	res, err := g.deps.Approvals.Apply(server, c.Config().Trusted, inv.Seq, inv.Tools)
+	if err != nil {
+		g.log.Error("tool listing refused; serving the last accepted one", "server", server, "err", err)
+		return
 	}
+	if res.Stale {
+		return
+	}
+	g.invMu.Lock()
+	if old := g.applied[server]; old == nil || old.Seq < inv.Seq {
+		g.applied[server] = inv
+	}
+	g.invMu.Unlock()
 	g.deps.Events.Publish(events.Event{Type: "list_changed", Server: server})
 	g.notifyViews(func(v View) { v.Changed(server) })
+}
+
+// inventory is server's last applied listing, or nil.
+func (g *Gateway) inventory(server string) *upstream.Inventory {
+	g.invMu.Lock()
+	defer g.invMu.Unlock()
+	return g.applied[server]
+}
+
+func (g *Gateway) forgetInventory(server string) {
+	g.invMu.Lock()
+	delete(g.applied, server)
+	g.invMu.Unlock()
 }
 
 // StateChanged publishes connection state (upstream.Peer).

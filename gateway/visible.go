@@ -20,11 +20,8 @@ type Tool struct {
 // upstream's order. A quarantined server's tools are all invisible.
 func (g *Gateway) Tools(server string) []Tool {
 	c, ok := g.Conn(server)
-	if !ok {
-		return nil
-	}
-	inv := c.Inventory()
-	if inv == nil {
+	inv := g.inventory(server)
+	if !ok || inv == nil {
 		return nil
 	}
 	quarantined := g.deps.Approvals.Quarantined(server)
@@ -40,13 +37,6 @@ func (g *Gateway) Tools(server string) []Tool {
 		})
 	}
 	return out
-}
-
-// Exposed reports whether server's prompts and resources may be shown: the
-// server is live and not quarantined.
-func (g *Gateway) Exposed(server string) bool {
-	_, ok := g.Conn(server)
-	return ok && !g.deps.Approvals.Quarantined(server)
 }
 
 // Prompts, Resources and Templates return what an exposed server offers.
@@ -71,19 +61,9 @@ func (g *Gateway) Templates(server string) []*mcp.ResourceTemplate {
 	return nil
 }
 
-// Capabilities are what server said it supports, or nil before it connected.
-func (g *Gateway) Capabilities(server string) *mcp.ServerCapabilities {
-	c, ok := g.Conn(server)
-	if !ok || c.Inventory() == nil {
-		return nil
-	}
-	return c.Inventory().Init.Capabilities
-}
-
 func (g *Gateway) exposedInventory(server string) *upstream.Inventory {
-	c, ok := g.Conn(server)
-	if !ok || g.deps.Approvals.Quarantined(server) {
+	if _, ok := g.Conn(server); !ok || g.deps.Approvals.Quarantined(server) {
 		return nil
 	}
-	return c.Inventory()
+	return g.inventory(server)
 }

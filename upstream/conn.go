@@ -59,7 +59,17 @@ type Inventory struct {
 }
 
 // Tool finds a tool by name.
-func (inv *Inventory) Tool(name string) *mcp.Tool { return inv.byName[name] }
+func (inv *Inventory) Tool(name string) *mcp.Tool {
+	if inv.byName != nil {
+		return inv.byName[name]
+	}
+	for _, t := range inv.Tools { // an inventory not built by a listing pass
+		if t.Name == name {
+			return t
+		}
+	}
+	return nil
+}
 
 // Peer receives what an upstream sends on its own: new inventories, state
 // changes, server-to-client requests and notifications.

@@ -46,7 +46,7 @@ func (c *Conn) refreshLoop(cs *mcp.ClientSession) {
 	}
 }
 
-// Refresh lists the server again now (operators' "refresh", reloads).
+// Refresh lists the server again now.
 func (c *Conn) Refresh() {
 	c.mu.Lock()
 	cs := c.session

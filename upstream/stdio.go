@@ -2,7 +2,6 @@ package upstream
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -96,5 +95,3 @@ func (p *process) Close() error {
 	})
 	return nil
 }
-
-var errProcessExited = errors.New("server process exited")
