@@ -195,6 +195,7 @@ func (c *Conn) run() {
 	for c.ctx.Err() == nil {
 		c.setStatus(StateConnecting, nil)
 		cs, err := c.connect()
+		err = c.redact(err)
 		if err != nil {
 			if c.ctx.Err() != nil {
 				break
@@ -239,7 +240,7 @@ func (c *Conn) run() {
 		c.status.Reconnects++
 		c.mu.Unlock()
 		if c.ctx.Err() == nil {
-			c.log.Warn("upstream connection lost; reconnecting", "err", err)
+			c.log.Warn("upstream connection lost; reconnecting", "err", c.redact(err))
 		}
 	}
 	c.setStatus(StateStopped, nil)
@@ -367,6 +368,10 @@ func (c *Conn) SetLogLevel(ctx context.Context, level mcp.LoggingLevel) error {
 // Do runs fn with the live session, waiting for the connection if it is being
 // established, bounded by callTimeout and the server's concurrency limit.
 func (c *Conn) Do(ctx context.Context, fn func(context.Context, *mcp.ClientSession) error) error {
+	return c.redact(c.do(ctx, fn))
+}
+
+func (c *Conn) do(ctx context.Context, fn func(context.Context, *mcp.ClientSession) error) error {
 	ctx, cancel := context.WithTimeoutCause(ctx, c.Config().CallTimeout, ErrTimeout)
 	defer cancel()
 	select {

@@ -74,21 +74,21 @@ func (c *Conn) refresh(cs *mcp.ClientSession) {
 	var err error
 	if caps != nil && caps.Tools != nil {
 		if inv.Tools, err = collect(cs.Tools(ctx, nil)); err != nil {
-			c.log.Warn("listing tools failed", "err", err)
+			c.log.Warn("listing tools failed", "err", c.redact(err))
 			return // an incomplete inventory must never be applied
 		}
 	}
 	if caps != nil && caps.Prompts != nil {
 		if inv.Prompts, err = collect(cs.Prompts(ctx, nil)); err != nil {
-			c.log.Warn("listing prompts failed", "err", err)
+			c.log.Warn("listing prompts failed", "err", c.redact(err))
 		}
 	}
 	if caps != nil && caps.Resources != nil {
 		if inv.Resources, err = collect(cs.Resources(ctx, nil)); err != nil {
-			c.log.Warn("listing resources failed", "err", err)
+			c.log.Warn("listing resources failed", "err", c.redact(err))
 		}
 		if inv.Templates, err = collect(cs.ResourceTemplates(ctx, nil)); err != nil {
-			c.log.Warn("listing resource templates failed", "err", err)
+			c.log.Warn("listing resource templates failed", "err", c.redact(err))
 		}
 	}
 	inv.byName = make(map[string]*mcp.Tool, len(inv.Tools))
