@@ -30,6 +30,10 @@ func nameProblem(name string) (problem, fix string) {
 	case strings.Contains(name, "__"):
 		return strconv.Quote(name) + ` contains "__", which Warden uses to join server and tool names`,
 			`use a single "_" or "-" instead`
+	case strings.HasSuffix(name, "_"):
+		// "a_" + "__" + "x" would read as server "a", tool "_x".
+		return strconv.Quote(name) + ` ends in "_", which would run into the "__" Warden joins server and tool names with`,
+			`drop the trailing "_" or end the name with a letter or digit`
 	}
 	return "", ""
 }

@@ -70,6 +70,8 @@ func TestErrors(t *testing.T) {
 			pre + `mcpServers["a.b"]: "a.b" is not a valid server name…`, `mcpServers["a.b"]`},
 		{"name with __", servers(`"a__b": {"command": "a"}`),
 			pre + `mcpServers.a__b: "a__b" contains "__", which Warden uses to join server and tool names; use a single "_" or "-" instead`, "mcpServers.a__b"},
+		{"name ending in _", servers(`"a_": {"command": "a"}`),
+			pre + `mcpServers.a_: "a_" ends in "_", which would run into the "__" Warden joins server and tool names with; drop the trailing "_" or end the name with a letter or digit`, "mcpServers.a_"},
 		{"empty name", servers(`"": {"command": "a"}`),
 			pre + `mcpServers[""]: server name is empty…`, `mcpServers[""]`},
 		{"listen without port", `{"listen": "localhost"}`,

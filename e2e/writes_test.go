@@ -791,6 +791,7 @@ func TestDestructiveConfirmation(t *testing.T) {
 				{"decline", answer("decline", nil)},
 				{"cancel", answer("cancel", nil)},
 				{"accept without confirm", answer("accept", map[string]any{"confirm": false})},
+				{"accept with nothing ticked", answer("accept", map[string]any{})},
 				{"no elicitation capability", nil},
 			} {
 				cs := w.Connect(t, "/mcp/s", c.opts)

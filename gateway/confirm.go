@@ -33,7 +33,7 @@ func (g *Gateway) confirm(ctx context.Context, call Call) error {
 		return declined("no answer: " + err.Error())
 	case res.Action != "accept":
 		return declined("the person chose " + res.Action)
-	case res.Content["confirm"] == false:
+	case res.Content["confirm"] != true:
 		return declined("the person did not tick 'Run it'")
 	}
 	return nil

@@ -139,7 +139,17 @@ func (s *stream) send(msg any) error {
 	if s.done {
 		return fmt.Errorf("the call has ended")
 	}
-	s.startLocked()
+	return s.eventLocked(b)
+}
+
+func (s *stream) eventLocked(b []byte) error {
+	if !s.started {
+		s.started = true
+		h := s.w.Header()
+		h.Set("Content-Type", "text/event-stream")
+		h.Set("Cache-Control", "no-cache")
+		s.w.WriteHeader(http.StatusOK)
+	}
 	if _, err := fmt.Fprintf(s.w, "event: message\ndata: %s\n\n", b); err != nil {
 		return err
 	}
@@ -149,31 +159,19 @@ func (s *stream) send(msg any) error {
 	return nil
 }
 
-func (s *stream) startLocked() {
-	if s.started {
+// finish writes the answer, as JSON unless the event stream has begun, and
+// ends the stream: whatever the upstream still sends for the call is dropped.
+func (s *stream) finish(answer any) {
+	b, _ := json.Marshal(answer)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.done = true
+	if s.started || s.sseOnly {
+		_ = s.eventLocked(b)
 		return
 	}
-	s.started = true
-	h := s.w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	s.w.WriteHeader(http.StatusOK)
-}
-
-func (s *stream) finish(answer any) {
-	s.mu.Lock()
-	sse := s.started || s.sseOnly
-	s.mu.Unlock()
-	if sse {
-		_ = s.send(answer)
-	} else {
-		b, _ := json.Marshal(answer)
-		s.w.Header().Set("Content-Type", "application/json")
-		s.w.Write(b)
-	}
-	s.mu.Lock()
-	s.done = true
-	s.mu.Unlock()
+	s.w.Header().Set("Content-Type", "application/json")
+	s.w.Write(b)
 }
 
 // request sends the client a request on this call's stream and waits for
