@@ -72,6 +72,10 @@ func (c *Conn) callToolHTTP(ctx context.Context, cs *mcp.ClientSession, params *
 		// the connection starts over with a fresh session.
 		go cs.Close()
 		return nil, fmt.Errorf("tools/call: %w", mcp.ErrSessionMissing)
+	case resp.StatusCode >= 400 && resp.StatusCode < 500:
+		// Refused (bad request, credentials, rate limit): not processed, so
+		// an answer, not an unknown outcome.
+		return nil, refusedByHTTP(resp)
 	case resp.StatusCode != http.StatusOK:
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 		return nil, fmt.Errorf("tools/call: upstream answered %s: %s", resp.Status, strings.TrimSpace(string(msg)))
@@ -88,10 +92,10 @@ func (c *Conn) callToolHTTP(ctx context.Context, cs *mcp.ClientSession, params *
 		answer = &rpcMessage{}
 		err = json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(answer)
 	}
-	if ctx.Err() != nil {
+	if answer == nil && ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
-	if err != nil {
+	if answer == nil && err != nil {
 		return nil, fmt.Errorf("tools/call: reading the answer: %w", err)
 	}
 	if answer == nil {
@@ -105,6 +109,18 @@ func (c *Conn) callToolHTTP(ctx context.Context, cs *mcp.ClientSession, params *
 		return nil, fmt.Errorf("tools/call: bad result: %w", err)
 	}
 	return res, nil
+}
+
+// refusedByHTTP turns a 4xx answer into the JSON-RPC error it carries, or
+// one that quotes it.
+func refusedByHTTP(resp *http.Response) error {
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	var m rpcMessage
+	if json.Unmarshal(body, &m) == nil && m.Error != nil {
+		return m.Error
+	}
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+		Message: fmt.Sprintf("upstream refused the call: %s: %s", resp.Status, strings.TrimSpace(string(body)))}
 }
 
 // release reads what is left of an answer (the end of its event stream)

@@ -197,7 +197,9 @@ func (t *sessionTransport) ensureProbed(req *http.Request) error {
 	if !first {
 		return nil
 	}
-	post := postRequest(req)
+	// The probe is Warden's own request: it must not mark the call whose
+	// request triggered it as sent.
+	post := postRequest(req.WithContext(context.WithValue(req.Context(), dispatchKey{}, nil)))
 	resp, err := t.send(post, probeBody)
 	if err != nil {
 		return err
