@@ -999,3 +999,29 @@ func TestActivityRetention(t *testing.T) {
 		t.Fatalf("after restart activity holds %d entries", n)
 	}
 }
+
+// A write still in flight when Warden stops is not forgotten: it is
+// cancelled and latched before the store closes, and the latch is there
+// after the restart.
+func TestWriteInFlightAtStopLatches(t *testing.T) {
+	f := fixture.NewServer(fixture.Options{})
+	w := wardentest.Start(t, map[string]any{"s": map[string]any{"url": f.Serve(t), "trusted": true}})
+	w.WaitReady(t, "s")
+	cs := w.Connect(t, "/mcp/s", nil)
+	// With a progress token the call takes the SDK server's path, whose
+	// context does not end when the listener closes.
+	go cs.CallTool(context.Background(), &mcp.CallToolParams{Name: fixture.ToolWrite, Arguments: map[string]any{"key": "k", "value": "v", "sleep_ms": 20000},
+		Meta: mcp.Meta{"progressToken": "p1"}})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := f.WaitWriteDispatches(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	w.Stop()
+	w = wardentest.StartWith(t, w.ConfigPath, w.StateDir)
+	var latches []wlLatch
+	w.API(t, "GET", "/v1/writes", nil, &latches)
+	if len(latches) != 1 || latches[0].Tool != fixture.ToolWrite || latches[0].Reason != "cancelled" {
+		t.Fatalf("after a stop with a write in flight, latches = %+v; want the write, cancelled", latches)
+	}
+}

@@ -30,6 +30,18 @@ type Call struct {
 // tool results with isError; the upstream's own JSON-RPC errors are returned
 // as errors, unchanged.
 func (g *Gateway) CallTool(ctx context.Context, call Call) (*upstream.Result, error) {
+	g.callMu.RLock()
+	if g.closed {
+		g.callMu.RUnlock()
+		return upstream.Decoded(refuse(CodeUnavailable, "Warden is stopping; nothing was sent. Retry once it is back (warden serve).").Result()), nil
+	}
+	g.calls.Add(1)
+	g.callMu.RUnlock()
+	defer g.calls.Done()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(g.stopping, cancel)()
+
 	start := time.Now()
 	entry := activity.Entry{At: start, Surface: call.Surface, Server: call.Server, Tool: call.Tool}
 	res, err := g.callTool(ctx, call, &entry)

@@ -7,9 +7,11 @@
 package gateway
 
 import (
+	"context"
 	"log/slog"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/wardenmcp/warden/activity"
@@ -53,6 +55,13 @@ type Gateway struct {
 
 	invMu   sync.Mutex
 	applied map[string]*upstream.Inventory // listings the approval records took
+
+	// Calls in flight, so that stopping can let them finish or record them.
+	callMu   sync.RWMutex
+	closed   bool
+	calls    sync.WaitGroup
+	stopping context.Context
+	stop     context.CancelFunc
 }
 
 // New returns a gateway with no servers; Reconcile starts them.
@@ -61,6 +70,7 @@ func New(deps Deps) *Gateway {
 		deps.Logger = slog.Default()
 	}
 	g := &Gateway{deps: deps, log: deps.Logger, router: newRouter(), conns: map[string]*upstream.Conn{}, applied: map[string]*upstream.Inventory{}}
+	g.stopping, g.stop = context.WithCancel(context.Background())
 	g.deps.Upstream.Peer = g
 	g.deps.Upstream.Logger = deps.Logger
 	deps.Approvals.OnChange(func(c approval.Change) {
@@ -156,7 +166,21 @@ func (g *Gateway) Reconcile(servers map[string]*config.Server) {
 }
 
 // Close stops every connection, keeping HTTP sessions for the next start.
+// Calls in flight get a moment to finish; the rest are cancelled, so a write
+// among them is recorded as an unknown outcome before the store closes.
 func (g *Gateway) Close() {
+	g.callMu.Lock()
+	g.closed = true
+	g.callMu.Unlock()
+	done := make(chan struct{})
+	go func() { g.calls.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Second):
+		g.stop()
+		<-done
+	}
+	g.stop()
 	g.mu.Lock()
 	conns := g.conns
 	g.conns = map[string]*upstream.Conn{}
