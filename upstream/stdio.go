@@ -41,15 +41,24 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	cmd.Stderr = t.stderr
 	// Pdeathsig covers the direct child when there is no reaper.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	stdin, err := cmd.StdinPipe()
+	// An os.Pipe end takes write deadlines (cmd.StdinPipe's does not): a
+	// server that stops reading must not hold a write, and the write gate
+	// with it, forever.
+	stdinR, stdin, err := os.Pipe()
 	if err != nil {
 		return nil, err
 	}
+	cmd.Stdin = stdinR
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
+		stdinR.Close()
+		stdin.Close()
 		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	stdinR.Close() // the child has its own copy
+	if err != nil {
+		stdin.Close()
 		return nil, fmt.Errorf("start %q: %w", t.cfg.Command, err)
 	}
 	p := &process{cmd: cmd, stdin: stdin, grace: t.graceTime, exited: make(chan struct{})}
@@ -65,16 +74,26 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	return inner, nil
 }
 
+// stdinTimeout bounds one write to a stdio server.
+var stdinTimeout = 10 * time.Second // a variable for tests
+
 // process is the write side of a stdio server; closing it stops the server.
 type process struct {
 	cmd    *exec.Cmd
-	stdin  io.WriteCloser
+	stdin  *os.File
 	grace  time.Duration
 	exited chan struct{}
 	once   sync.Once
 }
 
-func (p *process) Write(b []byte) (int, error) { return p.stdin.Write(b) }
+func (p *process) Write(b []byte) (int, error) {
+	_ = p.stdin.SetWriteDeadline(time.Now().Add(stdinTimeout))
+	n, err := p.stdin.Write(b)
+	if err != nil {
+		err = fmt.Errorf("writing to the server's stdin (it has not read for %s?): %w", stdinTimeout, err)
+	}
+	return n, err
+}
 
 // Close stops the server the way the MCP spec asks: close stdin, wait, SIGTERM,
 // wait, SIGKILL; each signal goes to the whole process group.
