@@ -199,6 +199,12 @@ func (b *Bridge) write(msg []byte) {
 
 // rememberVersion notes the protocol version from the initialize answer.
 func (b *Bridge) rememberVersion(msg []byte) {
+	b.mu.Lock()
+	known := b.version != ""
+	b.mu.Unlock()
+	if known || !bytes.Contains(msg, []byte(`"protocolVersion"`)) {
+		return
+	}
 	var m struct {
 		Result struct {
 			ProtocolVersion string `json:"protocolVersion"`

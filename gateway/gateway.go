@@ -136,15 +136,11 @@ func (g *Gateway) Reconcile(servers map[string]*config.Server) {
 			delete(g.conns, name)
 		}
 	}
-	for name, cfg := range servers {
-		if _, ok := g.conns[name]; ok || cfg.Disabled {
-			continue
-		}
-		g.conns[name] = upstream.Start(cfg, g.deps.Upstream)
-		started = append(started, name)
-	}
 	g.mu.Unlock()
 
+	// Old connections end before new ones start: a restarted stdio server
+	// never runs twice, and the old one's last state cannot land after the
+	// new one's first.
 	var wg sync.WaitGroup
 	for _, c := range remove {
 		wg.Go(c.Remove)
@@ -153,6 +149,16 @@ func (g *Gateway) Reconcile(servers map[string]*config.Server) {
 		wg.Go(c.Stop)
 	}
 	wg.Wait()
+
+	g.mu.Lock()
+	for name, cfg := range servers {
+		if _, ok := g.conns[name]; ok || cfg.Disabled {
+			continue
+		}
+		g.conns[name] = upstream.Start(cfg, g.deps.Upstream)
+		started = append(started, name)
+	}
+	g.mu.Unlock()
 	for _, c := range append(remove, stop...) {
 		if _, live := g.Conn(c.Name); !live {
 			g.deps.Metrics.Forget(c.Name) // gone from the config: no stale series

@@ -84,6 +84,13 @@ func (s *Surfaces) view(server string) (*view, http.Handler) {
 	return v, s.hs[server]
 }
 
+func (s *Surfaces) forget(server string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.views, server)
+	delete(s.hs, server)
+}
+
 // Server returns the SDK server behind an endpoint: "" for /mcp.
 func (s *Surfaces) Server(server string) *mcp.Server {
 	if server == "" {
@@ -142,6 +149,10 @@ func (s *Surfaces) update() {
 		s.dirtyMu.Unlock()
 		for server := range servers {
 			s.agg.Changed(server)
+			if _, live := s.g.Conn(server); !live {
+				s.forget(server) // removed: its endpoint answers 404 now
+				continue
+			}
 			v, _ := s.view(server)
 			v.Changed(server)
 		}

@@ -191,6 +191,9 @@ func (c *Conn) readStream(ctx context.Context, cs *mcp.ClientSession, r io.Reade
 		line := sc.Bytes()
 		if len(line) > 0 {
 			if d, ok := bytes.CutPrefix(line, []byte("data:")); ok {
+				if len(data) > 0 {
+					data = append(data, '\n') // one event's data lines join with newlines
+				}
 				data = append(data, bytes.TrimPrefix(d, []byte(" "))...)
 			} else if v, ok := bytes.CutPrefix(line, []byte("id:")); ok {
 				*lastID = string(bytes.TrimSpace(v))

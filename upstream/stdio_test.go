@@ -27,7 +27,9 @@ func TestStdinWriteHasADeadline(t *testing.T) {
 	id, _ := jsonrpc.MakeID("1")
 	big := json.RawMessage(`{"pad":"` + strings.Repeat("a", 1<<20) + `"}`) // far more than a pipe holds
 	done := make(chan error, 1)
-	go func() { done <- conn.Write(context.Background(), &jsonrpc.Request{ID: id, Method: "tools/call", Params: big}) }()
+	go func() {
+		done <- conn.Write(context.Background(), &jsonrpc.Request{ID: id, Method: "tools/call", Params: big})
+	}()
 	select {
 	case err := <-done:
 		if err == nil {
