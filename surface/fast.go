@@ -14,7 +14,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/wardenmcp/warden/gateway"
-	"github.com/wardenmcp/warden/upstream"
 )
 
 // The fast path. A plain tools/call on an initialized session is the hot
@@ -91,19 +90,7 @@ func (v *view) fastCall(w http.ResponseWriter, r *http.Request, l *live, id json
 	}()
 
 	st := &stream{w: w, l: l, sseOnly: !strings.Contains(r.Header.Get("Accept"), "application/json")}
-	var res *upstream.Result
-	var err error
-	v.mu.Lock()
-	t, known := v.tools[p.Name]
-	v.mu.Unlock()
-	switch {
-	case known:
-		res, err = v.g.CallTool(ctx, gateway.Call{Server: t.server, Tool: t.name, Args: p.Arguments, Meta: p.Meta, Surface: v.surface, Client: st})
-	case v.single != "":
-		res, err = v.g.CallTool(ctx, gateway.Call{Server: v.single, Tool: p.Name, Args: p.Arguments, Meta: p.Meta, Surface: v.surface, Client: st})
-	default:
-		err = &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", p.Name)}
-	}
+	res, err := v.call(ctx, p, st)
 	answer := map[string]any{"jsonrpc": "2.0", "id": id}
 	if err != nil {
 		werr, ok := err.(*jsonrpc.Error)

@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/wardenmcp/warden/gateway"
+	"github.com/wardenmcp/warden/upstream"
 )
 
 // ref is an upstream object behind an exposed name.
@@ -104,23 +105,28 @@ func (v *view) intercept(next mcp.MethodHandler) mcp.MethodHandler {
 }
 
 func (v *view) callTool(ctx context.Context, r *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	v.mu.Lock()
-	t, ok := v.tools[r.Params.Name]
-	v.mu.Unlock()
-	if !ok {
-		if v.single == "" {
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", r.Params.Name)}
-		}
-		t = ref{v.single, r.Params.Name}
-	}
-	res, err := v.g.CallTool(ctx, gateway.Call{
-		Server: t.server, Tool: t.name, Args: r.Params.Arguments, Meta: r.Params.Meta,
-		Surface: v.surface, Client: gateway.SessionClient{ServerSession: r.Session},
-	})
+	res, err := v.call(ctx, r.Params, gateway.SessionClient{ServerSession: r.Session})
 	if err != nil {
 		return nil, err
 	}
 	return res.Tool()
+}
+
+// call runs a tools/call of this view through the gateway: both the SDK
+// server's path and the fast path come here.
+func (v *view) call(ctx context.Context, p *mcp.CallToolParamsRaw, client gateway.Client) (*upstream.Result, error) {
+	v.mu.Lock()
+	t, ok := v.tools[p.Name]
+	v.mu.Unlock()
+	if !ok {
+		if v.single == "" {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", p.Name)}
+		}
+		t = ref{v.single, p.Name} // the gateway says what it is
+	}
+	return v.g.CallTool(ctx, gateway.Call{
+		Server: t.server, Tool: t.name, Args: p.Arguments, Meta: p.Meta, Surface: v.surface, Client: client,
+	})
 }
 
 // Changed re-reads server from the gateway and updates this view's lists;
