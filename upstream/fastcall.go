@@ -92,7 +92,10 @@ func (c *Conn) callToolHTTP(ctx context.Context, cs *mcp.ClientSession, params *
 		answer = &rpcMessage{}
 		err = json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(answer)
 	}
-	if answer == nil && ctx.Err() != nil {
+	// A result that made it is kept even if the call was abandoned just
+	// then; an error answer after Warden asked the upstream to cancel is
+	// the cancellation's echo, and the outcome stays unknown.
+	if ctx.Err() != nil && (answer == nil || answer.Error != nil) {
 		return nil, ctx.Err()
 	}
 	if answer == nil && err != nil {
