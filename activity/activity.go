@@ -207,9 +207,9 @@ func (l *Log) run() {
 
 // minCommitGap spaces the writer's transactions: an entry that arrives soon
 // after a commit waits for the gap to pass, gathering the entries behind
-// it, so a busy gateway makes at most ~50 commits (and fsyncs) a second,
+// it, so a busy gateway makes at most ~10 commits (and fsyncs) a second,
 // while an idle one writes each entry at once.
-const minCommitGap = 20 * time.Millisecond
+const minCommitGap = 100 * time.Millisecond
 
 // gather waits until minCommitGap has passed since the last commit, taking
 // what arrives meanwhile, up to maxBatch; it stops early at a Flush marker.
