@@ -1025,3 +1025,24 @@ func TestWriteInFlightAtStopLatches(t *testing.T) {
 		t.Fatalf("after a stop with a write in flight, latches = %+v; want the write, cancelled", latches)
 	}
 }
+
+// A write the upstream refuses at the HTTP level (401, 429...) was not
+// processed: it answers an error and latches nothing.
+func TestWriteRefusedByHTTPDoesNotLatch(t *testing.T) {
+	f := fixture.NewServer(fixture.Options{})
+	w := wardentest.Start(t, map[string]any{"s": map[string]any{"url": f.Serve(t), "trusted": true}})
+	w.WaitReady(t, "s")
+	cs := w.Connect(t, "/mcp/s", nil)
+	callText(t, cs, "echo", map[string]any{}) // warm: the next request is the write
+	f.HTTP().RefuseNext(1, http.StatusTooManyRequests)
+	_, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: fixture.ToolWrite, Arguments: map[string]any{"key": "k", "value": "v"}})
+	if err == nil || !strings.Contains(err.Error(), "429") {
+		t.Fatalf("a write refused with 429 should answer an error naming it, got %v", err)
+	}
+	if ls := wlLatches(t, w); len(ls) != 0 {
+		t.Fatalf("a refused write latched the server: %+v", ls)
+	}
+	if n := f.WriteDispatches(); n != 0 {
+		t.Fatalf("the refused write reached the tool %d times", n)
+	}
+}
