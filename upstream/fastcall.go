@@ -1,8 +1,6 @@
 package upstream
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -187,41 +185,25 @@ func (c *Conn) readResumable(ctx context.Context, cs *mcp.ClientSession, resp *h
 // readStream reads an answer's event stream until the response with id,
 // handling what the upstream sends before it.
 func (c *Conn) readStream(ctx context.Context, cs *mcp.ClientSession, r io.Reader, id string, lastID *string) (*rpcMessage, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 16<<10), 64<<20)
-	var data []byte
-	for sc.Scan() {
-		line := sc.Bytes()
-		if len(line) > 0 {
-			if d, ok := bytes.CutPrefix(line, []byte("data:")); ok {
-				if len(data) > 0 {
-					data = append(data, '\n') // one event's data lines join with newlines
-				}
-				data = append(data, bytes.TrimPrefix(d, []byte(" "))...)
-			} else if v, ok := bytes.CutPrefix(line, []byte("id:")); ok {
-				*lastID = string(bytes.TrimSpace(v))
-			}
-			continue
-		}
-		if len(data) == 0 {
-			continue
-		}
+	var answer *rpcMessage
+	err := scanEvents(r, func(eventID string, data []byte) bool {
+		*lastID = eventID
 		var m rpcMessage
-		err := json.Unmarshal(data, &m)
-		data = data[:0]
-		if err != nil {
-			continue
+		if len(data) == 0 || json.Unmarshal(data, &m) != nil {
+			return false
 		}
 		switch {
 		case m.Method == "" && idIs(m.ID, id):
-			return &m, nil
+			answer = &m
+			return true
 		case m.Method != "" && len(m.ID) > 0:
 			go c.answerUpstream(ctx, cs, m)
 		case m.Method != "":
 			c.notification(ctx, m)
 		}
-	}
-	return nil, sc.Err()
+		return false
+	})
+	return answer, err
 }
 
 func idIs(raw json.RawMessage, id string) bool {

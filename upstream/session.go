@@ -1,7 +1,6 @@
 package upstream
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -370,30 +369,29 @@ func peekMethod(body []byte) (method string, id json.RawMessage) {
 
 // initResult extracts the initialize result from a JSON or SSE answer.
 func initResult(raw []byte, contentType string) (json.RawMessage, string) {
-	msgs := [][]byte{raw}
-	if strings.HasPrefix(contentType, "text/event-stream") {
-		msgs = nil
-		sc := bufio.NewScanner(bytes.NewReader(raw))
-		sc.Buffer(make([]byte, 64<<10), 4<<20)
-		for sc.Scan() {
-			if d, ok := strings.CutPrefix(sc.Text(), "data:"); ok {
-				msgs = append(msgs, []byte(strings.TrimSpace(d)))
-			}
-		}
-	}
-	for _, m := range msgs {
+	var result json.RawMessage
+	take := func(msg []byte) bool {
 		var r struct {
 			Result json.RawMessage `json:"result"`
 		}
-		if json.Unmarshal(m, &r) == nil && len(r.Result) > 0 {
-			var v struct {
-				ProtocolVersion string `json:"protocolVersion"`
-			}
-			_ = json.Unmarshal(r.Result, &v)
-			return r.Result, v.ProtocolVersion
+		if json.Unmarshal(msg, &r) == nil && len(r.Result) > 0 {
+			result = r.Result
 		}
+		return result != nil
 	}
-	return nil, ""
+	if strings.HasPrefix(contentType, "text/event-stream") {
+		_ = scanEvents(bytes.NewReader(raw), func(_ string, data []byte) bool { return take(data) })
+	} else {
+		take(raw)
+	}
+	if result == nil {
+		return nil, ""
+	}
+	var v struct {
+		ProtocolVersion string `json:"protocolVersion"`
+	}
+	_ = json.Unmarshal(result, &v)
+	return result, v.ProtocolVersion
 }
 
 func localResponse(req *http.Request, code int, h http.Header, body []byte) *http.Response {

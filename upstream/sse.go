@@ -1,0 +1,42 @@
+package upstream
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+)
+
+// scanEvents reads a server-sent event stream and calls fn with each event's
+// id (the last one seen, "" if none) and data, its data lines joined with
+// newlines, until fn says stop or the stream ends. Events without data
+// (such as a priming event that only carries an id) are passed too.
+func scanEvents(r io.Reader, fn func(lastID string, data []byte) (stop bool)) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 16<<10), 64<<20)
+	var data []byte
+	lastID, seen := "", false
+	for sc.Scan() {
+		line := sc.Bytes()
+		if len(line) > 0 {
+			seen = true
+			if d, ok := bytes.CutPrefix(line, []byte("data:")); ok {
+				if len(data) > 0 {
+					data = append(data, '\n')
+				}
+				data = append(data, bytes.TrimPrefix(d, []byte(" "))...)
+			} else if v, ok := bytes.CutPrefix(line, []byte("id:")); ok {
+				lastID = string(bytes.TrimSpace(v))
+			}
+			continue
+		}
+		if !seen {
+			continue
+		}
+		stop := fn(lastID, data)
+		data, seen = data[:0], false
+		if stop {
+			return nil
+		}
+	}
+	return sc.Err()
+}
