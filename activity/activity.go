@@ -71,6 +71,7 @@ type Log struct {
 	beforeTx   func() // test hook, runs in the writer before each batch's transaction
 
 	ch        chan item
+	kick      chan struct{} // a Flush is queued: write now
 	quit      chan struct{}
 	done      chan struct{}
 	closeOnce sync.Once
@@ -111,7 +112,7 @@ func open(db *bolt.DB, maxEntries int, maxAge time.Duration, o options) (*Log, e
 	}
 	l := &Log{
 		db: db, maxEntries: maxEntries, maxAge: maxAge, now: o.now, beforeTx: o.beforeTx,
-		ch: make(chan item, o.buffer), quit: make(chan struct{}), done: make(chan struct{}),
+		ch: make(chan item, o.buffer), kick: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{}),
 	}
 	err := db.Update(func(tx *bolt.Tx) error {
 		b, err := tx.CreateBucketIfNotExists(bucketName)
@@ -170,6 +171,10 @@ func (l *Log) Flush() {
 		return
 	}
 	select {
+	case l.kick <- struct{}{}: // end the writer's wait for the commit gap
+	default:
+	}
+	select {
 	case <-c:
 	case <-l.done:
 	}
@@ -211,29 +216,23 @@ func (l *Log) run() {
 // while an idle one writes each entry at once.
 const minCommitGap = 100 * time.Millisecond
 
-// gather waits until minCommitGap has passed since the last commit, taking
-// what arrives meanwhile, up to maxBatch; it stops early at a Flush marker.
+// gather waits until minCommitGap has passed since the last commit, then
+// takes what arrived meanwhile, up to maxBatch; a Flush ends the wait.
 func (l *Log) gather(batch []item) []item {
 	wait := minCommitGap - time.Since(l.lastCommit)
 	if wait <= 0 || batch[len(batch)-1].flush != nil {
 		return l.fill(batch)
 	}
+	// Entries queue in the channel meanwhile: not receiving them one by
+	// one spares the call path a goroutine wake-up per call.
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
-	for len(batch) < maxBatch {
-		select {
-		case it := <-l.ch:
-			batch = append(batch, it)
-			if it.flush != nil {
-				return l.fill(batch)
-			}
-		case <-timer.C:
-			return l.fill(batch)
-		case <-l.quit:
-			return batch
-		}
+	select {
+	case <-timer.C:
+	case <-l.kick:
+	case <-l.quit:
 	}
-	return batch
+	return l.fill(batch)
 }
 
 // fill appends what is queued, without waiting, up to maxBatch items.

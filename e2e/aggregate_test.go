@@ -69,12 +69,13 @@ func TestAggregatedRealServers(t *testing.T) {
 	w.WaitReady(t, "memory")
 
 	check := func(t *testing.T, cs *mcp.ClientSession) {
-		names := toolNames(t, cs)
-		for _, want := range []string{"everything__test_simple_text", "memory__create_entities", "memory__read_graph"} {
-			if !slices.Contains(names, want) {
-				t.Fatalf("tools/list lacks %s; got %v", want, names)
-			}
-		}
+		// The lists follow the servers' connections a moment later.
+		var names []string
+		wardentest.WaitFor(t, 10*time.Second, "both servers' tools listed", func() bool {
+			names = toolNames(t, cs)
+			return slices.Contains(names, "everything__test_simple_text") && slices.Contains(names, "memory__create_entities") &&
+				slices.Contains(names, "memory__read_graph")
+		})
 		if got := callText(t, cs, "everything__test_simple_text", map[string]any{}); !strings.Contains(got, "This is a simple text response") {
 			t.Fatalf("everything answered %q", got)
 		}

@@ -18,14 +18,16 @@ import (
 )
 
 // BenchmarkToolCall measures tools/call latency and throughput against one
-// HTTP upstream, side by side in one run: directly, through /mcp/{server},
-// through the aggregated /mcp, and through a bare HTTP reverse proxy (the
-// cost of any extra process hop, for scale); at concurrency 1 and 16.
-// The upstream (the Go SDK fixture) and Warden run as their own processes,
-// as they do in use; the clients are the official Go SDK's. Reported: p50 and
-// p99 latency in microseconds and calls per second.
+// HTTP upstream, side by side in one run, at concurrency 1 and 16: directly,
+// through /mcp/{server}, through the aggregated /mcp, and, for scale, through
+// two yardsticks: a TCP forwarder (the cost of one more process in the path,
+// whatever it does) and a bare HTTP reverse proxy. The upstream (the Go SDK
+// fixture), Warden and the yardsticks run as their own processes, as they do
+// in use; the clients are the official Go SDK's. The ways take turns in short
+// rounds. Reported per way: p50 and p99 latency in microseconds, calls per
+// second, and against direct: the added p50 and the throughput ratio.
 //
-//	go test -run '^$' -bench BenchmarkToolCall -benchtime 3000x ./e2e/
+//	go test -run '^$' -bench BenchmarkToolCall -benchtime 5000x ./e2e/
 func BenchmarkToolCall(b *testing.B) {
 	upAddr := "127.0.0.1:" + strconv.Itoa(testenv.FreePort(b))
 	testenv.StartProcess(b, exec.Command(testenv.BuildBinary(b, fixturePkg), "-http", upAddr))
@@ -44,72 +46,122 @@ func BenchmarkToolCall(b *testing.B) {
 	proxyAddr := "127.0.0.1:" + strconv.Itoa(testenv.FreePort(b))
 	testenv.StartProcess(b, exec.Command(testenv.BuildBinary(b, "./internal/fixture/cmd/plainproxy"), proxyAddr, upURL))
 	testenv.WaitHTTP(b, "http://"+proxyAddr+"/mcp", 20*time.Second)
+	fwdAddr := "127.0.0.1:" + strconv.Itoa(testenv.FreePort(b))
+	testenv.StartProcess(b, exec.Command(testenv.BuildBinary(b, "./internal/fixture/cmd/tcpforward"), fwdAddr, upAddr))
+	testenv.WaitHTTP(b, "http://"+fwdAddr+"/mcp", 20*time.Second)
 	targets := []struct{ name, url, tool string }{
 		{"direct", upURL, "echo"},
+		{"tcp-forward", "http://" + fwdAddr + "/mcp", "echo"},
 		{"plain-proxy", "http://" + proxyAddr + "/mcp", "echo"},
 		{"warden-server", "http://" + listen + "/mcp/bench", "echo"},
 		{"warden-aggregated", "http://" + listen + "/mcp", "bench__echo"},
 	}
 	for _, conc := range []int{1, 16} {
-		for _, tg := range targets {
-			b.Run(fmt.Sprintf("c%d/%s", conc, tg.name), func(b *testing.B) {
-				sessions := make([]*mcp.ClientSession, conc)
-				for i := range sessions {
-					c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
-					cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: tg.url, DisableStandaloneSSE: true},
-						&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-					if err != nil {
-						b.Fatal(err)
-					}
-					defer cs.Close()
-					sessions[i] = cs
+		b.Run(fmt.Sprintf("c%d", conc), func(b *testing.B) {
+			runs := make([]*benchTarget, len(targets))
+			for i, tg := range targets {
+				runs[i] = newBenchTarget(b, tg.url, tg.tool, conc)
+			}
+			// Targets take turns in short rounds, so that a change in the
+			// machine's speed during the run touches them all alike.
+			const rounds = 10
+			b.ResetTimer()
+			for r := range rounds {
+				n := b.N / rounds
+				if r == 0 {
+					n += b.N % rounds
 				}
-				args := map[string]any{"payload": "warden benchmark"}
-				// Warm up connections and caches (and wait for Warden to
-				// have listed the upstream).
-				for _, cs := range sessions {
-					waitTool(b, cs, tg.tool)
-					if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tg.tool, Arguments: args}); err != nil {
-						b.Fatal(err)
-					}
+				for _, t := range runs {
+					t.run(b, n)
 				}
-				lat := make([]time.Duration, b.N)
-				var next sync.Mutex
-				i := 0
-				b.ResetTimer()
-				start := time.Now()
-				var wg sync.WaitGroup
-				for _, cs := range sessions {
-					wg.Go(func() {
-						for {
-							next.Lock()
-							n := i
-							i++
-							next.Unlock()
-							if n >= b.N {
-								return
-							}
-							t0 := time.Now()
-							res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tg.tool, Arguments: args})
-							lat[n] = time.Since(t0)
-							if err != nil || res.IsError {
-								b.Errorf("call: %v %v", err, res)
-								return
-							}
-						}
-					})
+			}
+			b.StopTimer()
+			direct := runs[0]
+			for i, t := range runs {
+				name := targets[i].name
+				b.ReportMetric(float64(t.p(50).Microseconds()), name+"-p50-µs")
+				b.ReportMetric(float64(t.p(99).Microseconds()), name+"-p99-µs")
+				b.ReportMetric(t.rate(), name+"-calls/s")
+				if i > 0 {
+					b.ReportMetric(float64((t.p(50) - direct.p(50)).Microseconds()), name+"-added-p50-µs")
+					b.ReportMetric(t.rate()/direct.rate(), name+"-x-direct")
 				}
-				wg.Wait()
-				elapsed := time.Since(start)
-				b.StopTimer()
-				slices.Sort(lat)
-				b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
-				b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
-				b.ReportMetric(float64(b.N)/elapsed.Seconds(), "calls/s")
-			})
-		}
+			}
+		})
 	}
 }
+
+// benchTarget is one way to reach the upstream, with its clients and the
+// latencies and time measured so far.
+type benchTarget struct {
+	tool     string
+	sessions []*mcp.ClientSession
+	lat      []time.Duration
+	elapsed  time.Duration
+}
+
+func newBenchTarget(b *testing.B, url, tool string, conc int) *benchTarget {
+	t := &benchTarget{tool: tool}
+	for range conc {
+		c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
+		cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url, DisableStandaloneSSE: true},
+			&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { cs.Close() })
+		t.sessions = append(t.sessions, cs)
+	}
+	// Warm up connections and caches (and wait for Warden to have listed
+	// the upstream).
+	for _, cs := range t.sessions {
+		waitTool(b, cs, tool)
+	}
+	t.run(b, len(t.sessions))
+	t.lat, t.elapsed = nil, 0
+	return t
+}
+
+// run makes n calls, spread over the target's clients.
+func (t *benchTarget) run(b *testing.B, n int) {
+	args := map[string]any{"payload": "warden benchmark"}
+	lat := make([]time.Duration, n)
+	var next sync.Mutex
+	i := 0
+	start := time.Now()
+	var wg sync.WaitGroup
+	for _, cs := range t.sessions {
+		wg.Go(func() {
+			for {
+				next.Lock()
+				k := i
+				i++
+				next.Unlock()
+				if k >= n {
+					return
+				}
+				t0 := time.Now()
+				res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: t.tool, Arguments: args})
+				lat[k] = time.Since(t0)
+				if err != nil || res.IsError {
+					b.Errorf("call: %v %v", err, res)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	t.elapsed += time.Since(start)
+	t.lat = append(t.lat, lat...)
+}
+
+func (t *benchTarget) p(q int) time.Duration {
+	s := slices.Clone(t.lat)
+	slices.Sort(s)
+	return s[len(s)*q/100]
+}
+
+func (t *benchTarget) rate() float64 { return float64(len(t.lat)) / t.elapsed.Seconds() }
 
 func waitTool(b *testing.B, cs *mcp.ClientSession, name string) {
 	deadline := time.Now().Add(20 * time.Second)

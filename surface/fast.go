@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/wardenmcp/warden/gateway"
+	"github.com/wardenmcp/warden/upstream"
 )
 
 // The fast path. A plain tools/call on an initialized session is the hot
@@ -80,6 +81,8 @@ func (v *view) serveFast(w http.ResponseWriter, r *http.Request, body []byte) bo
 func (v *view) fastCall(w http.ResponseWriter, r *http.Request, l *live, id json.RawMessage, p *mcp.CallToolParamsRaw) {
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
+	ctx, after := upstream.WithAfterAnswer(ctx)
+	defer after.Run() // once the answer is sent
 	l.mu.Lock()
 	l.calls[string(id)] = cancel
 	l.mu.Unlock()
@@ -91,17 +94,33 @@ func (v *view) fastCall(w http.ResponseWriter, r *http.Request, l *live, id json
 
 	st := &stream{w: w, l: l, sseOnly: !strings.Contains(r.Header.Get("Accept"), "application/json")}
 	res, err := v.call(ctx, p, st)
-	answer := map[string]any{"jsonrpc": "2.0", "id": id}
+	st.finish(answer(id, res, err))
+}
+
+// answer is the JSON-RPC response to a fast call. The upstream's result
+// JSON (checked when it was read) and the client's id (checked likewise)
+// are copied in as they are.
+func answer(id json.RawMessage, res *upstream.Result, err error) []byte {
+	if err == nil && res.Raw != nil {
+		b := make([]byte, 0, 40+len(id)+len(res.Raw))
+		b = append(b, `{"jsonrpc":"2.0","id":`...)
+		b = append(b, id...)
+		b = append(b, `,"result":`...)
+		b = append(b, res.Raw...)
+		return append(b, '}')
+	}
+	m := map[string]any{"jsonrpc": "2.0", "id": id}
 	if err != nil {
 		werr, ok := err.(*jsonrpc.Error)
 		if !ok {
 			werr = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
 		}
-		answer["error"] = werr
+		m["error"] = werr
 	} else {
-		answer["result"] = res
+		m["result"] = res
 	}
-	st.finish(answer)
+	b, _ := json.Marshal(m)
+	return b
 }
 
 // stream is a fast call's response: JSON unless something must be sent
@@ -137,6 +156,15 @@ func (s *stream) eventLocked(b []byte) error {
 		h.Set("Cache-Control", "no-cache")
 		s.w.WriteHeader(http.StatusOK)
 	}
+	if bytes.ContainsAny(b, "\r\n") {
+		// An event's data is one line: JSON passed on as it came may
+		// hold line breaks between its tokens.
+		var c bytes.Buffer
+		if err := json.Compact(&c, b); err != nil {
+			return err
+		}
+		b = c.Bytes()
+	}
 	if _, err := fmt.Fprintf(s.w, "event: message\ndata: %s\n\n", b); err != nil {
 		return err
 	}
@@ -148,8 +176,7 @@ func (s *stream) eventLocked(b []byte) error {
 
 // finish writes the answer, as JSON unless the event stream has begun, and
 // ends the stream: whatever the upstream still sends for the call is dropped.
-func (s *stream) finish(answer any) {
-	b, _ := json.Marshal(answer)
+func (s *stream) finish(b []byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.done = true
@@ -157,8 +184,13 @@ func (s *stream) finish(answer any) {
 		_ = s.eventLocked(b)
 		return
 	}
-	s.w.Header().Set("Content-Type", "application/json")
+	h := s.w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(b)))
 	s.w.Write(b)
+	if f, ok := s.w.(http.Flusher); ok {
+		f.Flush() // the answer goes now, before the work left for after it
+	}
 }
 
 // request sends the client a request on this call's stream and waits for

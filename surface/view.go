@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -119,14 +120,31 @@ func (v *view) call(ctx context.Context, p *mcp.CallToolParamsRaw, client gatewa
 	t, ok := v.tools[p.Name]
 	v.mu.Unlock()
 	if !ok {
-		if v.single == "" {
+		if t, ok = v.resolve(p.Name); !ok {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", p.Name)}
 		}
-		t = ref{v.single, p.Name} // the gateway says what it is
 	}
 	return v.g.CallTool(ctx, gateway.Call{
 		Server: t.server, Tool: t.name, Args: p.Arguments, Meta: p.Meta, Surface: v.surface, Client: client,
 	})
+}
+
+// resolve finds the tool a name not (yet) in the lists means, for the
+// gateway to judge: the lists follow a server's connection a moment later,
+// and a call must not fail for that.
+func (v *view) resolve(name string) (ref, bool) {
+	if v.single != "" {
+		return ref{v.single, name}, true
+	}
+	// Server names hold no "__", so the first one ends the server's name.
+	server, tool, found := strings.Cut(name, "__")
+	if !found || Join(server, tool) != name {
+		return ref{}, false
+	}
+	if _, ok := v.g.Conn(server); !ok {
+		return ref{}, false
+	}
+	return ref{server, tool}, true
 }
 
 // Changed re-reads server from the gateway and updates this view's lists;

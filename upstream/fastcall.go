@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -42,12 +43,7 @@ type rpcMessage struct {
 // callToolHTTP runs one tools/call over the session's HTTP transport.
 func (c *Conn) callToolHTTP(ctx context.Context, cs *mcp.ClientSession, params *mcp.CallToolParams) (*Result, error) {
 	id := fastIDPrefix + strconv.FormatUint(fastID.Add(1), 36)
-	body, err := json.Marshal(struct {
-		JSONRPC string              `json:"jsonrpc"`
-		ID      string              `json:"id"`
-		Method  string              `json:"method"`
-		Params  *mcp.CallToolParams `json:"params"`
-	}{"2.0", id, "tools/call", params})
+	body, err := callRequest(id, params)
 	if err != nil {
 		return nil, err
 	}
@@ -59,11 +55,25 @@ func (c *Conn) callToolHTTP(ctx context.Context, cs *mcp.ClientSession, params *
 		}
 	})
 	defer stopCancel()
-	resp, err := c.post(ctx, cs, body)
+	// The exchange outlives the call by the end of the answer's stream,
+	// read once the answer is on its way (see AfterAnswer); abandoning the
+	// call before that ends the exchange.
+	reqCtx, endExchange := context.WithCancel(context.WithoutCancel(ctx))
+	unlink := context.AfterFunc(ctx, endExchange)
+	resp, err := c.post(reqCtx, cs, body)
 	if err != nil {
+		unlink()
+		endExchange()
 		return nil, err
 	}
-	defer release(resp.Body)
+	defer func() {
+		if unlink() {
+			afterAnswer(ctx, func() { release(resp.Body); endExchange() })
+		} else {
+			resp.Body.Close()
+			endExchange()
+		}
+	}()
 	switch {
 	case resp.StatusCode == http.StatusNotFound:
 		// The upstream ended the session: this call was not processed, and
@@ -78,11 +88,6 @@ func (c *Conn) callToolHTTP(ctx context.Context, cs *mcp.ClientSession, params *
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 		return nil, fmt.Errorf("tools/call: upstream answered %s: %s", resp.Status, strings.TrimSpace(string(msg)))
 	}
-	stop := context.AfterFunc(ctx, func() {
-		resp.Body.Close() // unblock the reader
-	})
-	defer stop()
-
 	var answer *rpcMessage
 	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		answer, err = c.readResumable(ctx, cs, resp, id)
@@ -112,6 +117,41 @@ func (c *Conn) callToolHTTP(ctx context.Context, cs *mcp.ClientSession, params *
 	return res, nil
 }
 
+// callRequest writes the tools/call request. The arguments, when they are
+// the caller's JSON (already checked when the caller's request was read),
+// are copied in as they are rather than encoded again.
+func callRequest(id string, params *mcp.CallToolParams) ([]byte, error) {
+	args, ok := params.Arguments.(json.RawMessage)
+	if !ok || len(args) == 0 {
+		return json.Marshal(struct {
+			JSONRPC string              `json:"jsonrpc"`
+			ID      string              `json:"id"`
+			Method  string              `json:"method"`
+			Params  *mcp.CallToolParams `json:"params"`
+		}{"2.0", id, "tools/call", params})
+	}
+	name, err := json.Marshal(params.Name)
+	if err != nil {
+		return nil, err
+	}
+	b := make([]byte, 0, 96+len(id)+len(name)+len(args))
+	b = append(b, `{"jsonrpc":"2.0","id":"`...)
+	b = append(b, id...) // letters, digits and '-' only
+	b = append(b, `","method":"tools/call","params":{"name":`...)
+	b = append(b, name...)
+	b = append(b, `,"arguments":`...)
+	b = append(b, args...)
+	if len(params.Meta) > 0 {
+		meta, err := json.Marshal(params.Meta)
+		if err != nil {
+			return nil, err
+		}
+		b = append(b, `,"_meta":`...)
+		b = append(b, meta...)
+	}
+	return append(b, "}}"...), nil
+}
+
 // refusedByHTTP turns a 4xx answer into the JSON-RPC error it carries, or
 // one that quotes it.
 func refusedByHTTP(resp *http.Response) error {
@@ -125,15 +165,53 @@ func refusedByHTTP(resp *http.Response) error {
 }
 
 // release reads what is left of an answer (the end of its event stream)
-// so the connection can carry the next call, then closes it. It reads
-// before the call returns: the request's context ends with the call, and a
-// body still unread then costs the connection. A stream that does not end
-// promptly is cut.
+// so the connection can carry the next call, then closes it. A stream that
+// does not end promptly is cut.
 func release(body io.ReadCloser) {
 	t := time.AfterFunc(200*time.Millisecond, func() { body.Close() })
 	io.Copy(io.Discard, io.LimitReader(body, 1<<20))
 	t.Stop()
 	body.Close()
+}
+
+// AfterAnswer holds work a call leaves for after its answer has reached the
+// client: the direct path reads the end of the upstream's event stream only
+// then (it usually arrives in a packet of its own, and the client need not
+// wait for it). A caller that does not set one gets that work done before
+// the call returns.
+type AfterAnswer struct {
+	mu  sync.Mutex
+	fns []func()
+}
+
+type afterAnswerKey struct{}
+
+// WithAfterAnswer returns a context whose calls leave their after-answer
+// work to a; the caller must Run it.
+func WithAfterAnswer(ctx context.Context) (context.Context, *AfterAnswer) {
+	a := &AfterAnswer{}
+	return context.WithValue(ctx, afterAnswerKey{}, a), a
+}
+
+// Run does the work left, once.
+func (a *AfterAnswer) Run() {
+	a.mu.Lock()
+	fns := a.fns
+	a.fns = nil
+	a.mu.Unlock()
+	for _, fn := range fns {
+		fn()
+	}
+}
+
+func afterAnswer(ctx context.Context, fn func()) {
+	if a, ok := ctx.Value(afterAnswerKey{}).(*AfterAnswer); ok {
+		a.mu.Lock()
+		a.fns = append(a.fns, fn)
+		a.mu.Unlock()
+		return
+	}
+	fn()
 }
 
 // ErrLost means the upstream connection broke before the answer came.

@@ -1,7 +1,9 @@
 package upstream
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -19,7 +21,18 @@ type Result struct {
 // Decoded wraps a decoded result.
 func Decoded(r *mcp.CallToolResult) *Result { return &Result{Decoded: r, IsError: r.IsError} }
 
+// rawResult wraps a result as the upstream sent it (raw is valid JSON: it
+// was decoded from the answer).
 func rawResult(raw json.RawMessage) (*Result, error) {
+	if len(raw) == 0 || raw[0] != '{' {
+		return nil, fmt.Errorf("a tool result must be an object, not %.40s", raw)
+	}
+	// Most results do not say isError at all; reading the whole result
+	// again only to learn that would cost more than passing it on. (The
+	// key spelled with escapes is not missed: any \u means a real look.)
+	if !bytes.Contains(raw, []byte(`"isError"`)) && !bytes.Contains(raw, []byte(`\u`)) {
+		return &Result{Raw: raw}, nil
+	}
 	var head struct {
 		IsError bool `json:"isError"`
 	}
