@@ -27,11 +27,15 @@ import (
 // Everything else (calls with a progress token, batches, every other
 // method) goes to the SDK server.
 
-// rpc is an incoming JSON-RPC message, decoded just enough to route it.
+// rpc is an incoming JSON-RPC message, decoded in one pass just enough to
+// route it: the params of the messages the fast path takes are read along.
 type rpc struct {
 	ID     json.RawMessage `json:"id"`
 	Method string          `json:"method"`
-	Params json.RawMessage `json:"params"`
+	Params struct {
+		mcp.CallToolParamsRaw                 // tools/call
+		RequestID             json.RawMessage `json:"requestId"` // notifications/cancelled
+	} `json:"params"`
 }
 
 // fastRequestPrefix marks ids of requests Warden sends clients on fast calls.
@@ -59,20 +63,16 @@ func (v *view) serveFast(w http.ResponseWriter, r *http.Request, body []byte) bo
 		w.WriteHeader(http.StatusAccepted)
 		return true
 	case m.Method == "notifications/cancelled":
-		var p struct {
-			RequestID json.RawMessage `json:"requestId"`
-		}
-		if json.Unmarshal(m.Params, &p) != nil || !l.cancel(string(p.RequestID)) {
+		if !l.cancel(string(m.Params.RequestID)) {
 			return false
 		}
 		w.WriteHeader(http.StatusAccepted)
 		return true
 	case m.Method == "tools/call" && len(m.ID) > 0:
-		var p mcp.CallToolParamsRaw
-		if json.Unmarshal(m.Params, &p) != nil || p.Meta["progressToken"] != nil {
+		if m.Params.Meta["progressToken"] != nil {
 			return false
 		}
-		v.fastCall(w, r, l, m.ID, &p)
+		v.fastCall(w, r, l, m.ID, &m.Params.CallToolParamsRaw)
 		return true
 	}
 	return false

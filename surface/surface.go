@@ -54,7 +54,7 @@ func newHandler(srv *mcp.Server) http.Handler {
 // serve offers a POST on an established session to the fast path first.
 func serve(v *view, h http.Handler, w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") != "" {
-		body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+		body, err := readBody(r)
 		if err != nil {
 			http.Error(w, "reading the request: "+err.Error(), http.StatusBadRequest)
 			return
@@ -69,6 +69,17 @@ func serve(v *view, h http.Handler, w http.ResponseWriter, r *http.Request) {
 		r.Body = io.NopCloser(bytes.NewReader(body))
 	}
 	h.ServeHTTP(w, r)
+}
+
+// readBody reads a request body of at most maxBody+1 bytes; a small one of
+// known length in one piece.
+func readBody(r *http.Request) ([]byte, error) {
+	if n := r.ContentLength; n >= 0 && n <= 64<<10 {
+		body := make([]byte, n)
+		_, err := io.ReadFull(r.Body, body)
+		return body, err
+	}
+	return io.ReadAll(io.LimitReader(r.Body, maxBody+1))
 }
 
 // view returns server's own view, creating it on first use.

@@ -108,6 +108,7 @@ type Conn struct {
 	done   chan struct{}
 	sem    chan struct{}
 	http   *sessionTransport // nil unless streamable HTTP
+	sse    *headerTransport  // nil unless legacy SSE
 
 	mu         sync.Mutex
 	session    *mcp.ClientSession
@@ -146,6 +147,9 @@ func Start(cfg *config.Server, opts Options) *Conn {
 		}
 		c.http = newSessionTransport(cfg, opts.Sessions, c.log, event)
 	}
+	if cfg.Transport == "sse" {
+		c.sse = newHeaderTransport(cfg.Headers)
+	}
 	go c.run()
 	return c
 }
@@ -181,6 +185,12 @@ func (c *Conn) stop(forget bool) {
 	}
 	c.cancel()
 	<-c.done
+	if c.http != nil {
+		c.http.CloseIdleConnections()
+	}
+	if c.sse != nil {
+		c.sse.CloseIdleConnections()
+	}
 	if forget && c.http != nil {
 		// Not connected when removed: end the stored session anyway.
 		EndStoredSession(context.Background(), c.Config(), c.opts.Sessions, c.log)
@@ -306,7 +316,7 @@ func (c *Conn) transport() (mcp.Transport, error) {
 	case "http":
 		return &mcp.StreamableClientTransport{Endpoint: c.Config().URL, HTTPClient: &http.Client{Transport: c.http}}, nil
 	case "sse":
-		t := &mcp.SSEClientTransport{Endpoint: c.Config().URL, HTTPClient: &http.Client{Transport: newHeaderTransport(c.Config().Headers)}}
+		t := &mcp.SSEClientTransport{Endpoint: c.Config().URL, HTTPClient: &http.Client{Transport: c.sse}}
 		return longLived{t, c.ctx}, nil
 	}
 	return nil, fmt.Errorf("unknown transport %q", c.Config().Transport)

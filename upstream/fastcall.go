@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -47,20 +48,28 @@ func (c *Conn) callToolHTTP(ctx context.Context, cs *mcp.ClientSession, params *
 	if err != nil {
 		return nil, err
 	}
-	// Tell the upstream when the call is abandoned, also while waiting for
-	// the response headers: an upstream may send them only with the answer.
-	stopCancel := context.AfterFunc(ctx, func() {
-		if d, ok := ctx.Value(dispatchKey{}).(*Dispatch); !ok || d.Sent() {
-			c.cancelUpstream(cs, id, context.Cause(ctx))
+	// When the call is abandoned, the upstream is told (once, and only if
+	// the request reached it), also while waiting for the response
+	// headers: an upstream may send them only with the answer.
+	d, _ := ctx.Value(dispatchKey{}).(*Dispatch)
+	var told sync.Once
+	tell := func() {
+		if d == nil || d.Sent() {
+			told.Do(func() { c.cancelUpstream(cs, id, context.Cause(ctx)) })
 		}
-	})
-	defer stopCancel()
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err // abandoned already: nothing is sent
+	}
 	// The exchange outlives the call by the end of the answer's stream,
 	// read once the answer is on its way (see AfterAnswer); abandoning the
 	// call before that ends the exchange.
 	reqCtx, endExchange := context.WithCancel(context.WithoutCancel(ctx))
-	unlink := context.AfterFunc(ctx, endExchange)
+	unlink := context.AfterFunc(ctx, func() { endExchange(); tell() })
 	resp, err := c.post(reqCtx, cs, body)
+	if ctx.Err() != nil {
+		tell() // abandoned while the request went out: it may have arrived
+	}
 	if err != nil {
 		unlink()
 		endExchange()
@@ -168,7 +177,7 @@ func refusedByHTTP(resp *http.Response) error {
 // so the connection can carry the next call, then closes it. A stream that
 // does not end promptly is cut.
 func release(body io.ReadCloser) {
-	t := time.AfterFunc(200*time.Millisecond, func() { body.Close() })
+	t := time.AfterFunc(50*time.Millisecond, func() { body.Close() })
 	io.Copy(io.Discard, io.LimitReader(body, 1<<20))
 	t.Stop()
 	body.Close()
@@ -285,6 +294,14 @@ func (c *Conn) readStream(ctx context.Context, cs *mcp.ClientSession, r io.Reade
 }
 
 func idIs(raw json.RawMessage, id string) bool {
+	// The id is Warden's own (letters, digits, '-'): it comes back as it
+	// went, unless the upstream spelled it with escapes.
+	if len(raw) == len(id)+2 && raw[0] == '"' && string(raw[1:len(raw)-1]) == id {
+		return true
+	}
+	if !bytes.Contains(raw, []byte(`\`)) {
+		return false
+	}
 	var s string
 	return json.Unmarshal(raw, &s) == nil && s == id
 }

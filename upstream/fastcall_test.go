@@ -40,6 +40,7 @@ func TestRawResultReadsIsError(t *testing.T) {
 		`{"content":[],"isError":false}`:                                    false,
 		`{"content":[{"type":"text","text":"\"isError\":true"}]}`:           false,
 		`{"content":[], "\u0069sError": true}`:                              true,
+		`{"content":[], "IsError": true}`:                                   true,
 		`{"structuredContent":{"isError":true},"content":[]}`:               false,
 		`{"content":[{"type":"text","text":"x"}],"_meta":{"isError":true}}`: false,
 	} {

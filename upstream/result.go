@@ -28,9 +28,10 @@ func rawResult(raw json.RawMessage) (*Result, error) {
 		return nil, fmt.Errorf("a tool result must be an object, not %.40s", raw)
 	}
 	// Most results do not say isError at all; reading the whole result
-	// again only to learn that would cost more than passing it on. (The
-	// key spelled with escapes is not missed: any \u means a real look.)
-	if !bytes.Contains(raw, []byte(`"isError"`)) && !bytes.Contains(raw, []byte(`\u`)) {
+	// again only to learn that would cost more than passing it on. The key
+	// is not missed in another case (encoding/json matches keys so) nor
+	// spelled with escapes: any \u means a real look.
+	if !containsFold(raw, `"iserror"`) && !bytes.Contains(raw, []byte(`\u`)) {
 		return &Result{Raw: raw}, nil
 	}
 	var head struct {
@@ -40,6 +41,16 @@ func rawResult(raw json.RawMessage) (*Result, error) {
 		return nil, err
 	}
 	return &Result{Raw: raw, IsError: head.IsError}, nil
+}
+
+// containsFold reports whether b holds s (ASCII) in any case.
+func containsFold(b []byte, s string) bool {
+	for i := 0; i+len(s) <= len(b); i++ {
+		if b[i] == s[0] && bytes.EqualFold(b[i:i+len(s)], []byte(s)) {
+			return true
+		}
+	}
+	return false
 }
 
 // Tool returns the result decoded.

@@ -4,15 +4,22 @@ import (
 	"bufio"
 	"bytes"
 	"io"
+	"sync"
 )
 
 // scanEvents reads a server-sent event stream and calls fn with each event's
 // id (the last one seen, "" if none) and data, its data lines joined with
 // newlines, until fn says stop or the stream ends. Events without data
 // (such as a priming event that only carries an id) are passed too.
+// scanBuffers spares each call a fresh line buffer (lines longer than one
+// get a buffer of their own, which is not kept).
+var scanBuffers = sync.Pool{New: func() any { b := make([]byte, 16<<10); return &b }}
+
 func scanEvents(r io.Reader, fn func(lastID string, data []byte) (stop bool)) error {
+	buf := scanBuffers.Get().(*[]byte)
+	defer scanBuffers.Put(buf)
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 16<<10), 64<<20)
+	sc.Buffer(*buf, 64<<20)
 	var data []byte
 	lastID, seen := "", false
 	for sc.Scan() {

@@ -29,13 +29,15 @@ type wireTransport struct {
 	fallback *http.Transport
 	dialer   net.Dialer
 
-	mu   sync.Mutex
-	idle map[string][]*wireConn // by host:port, most recently used last
+	mu      sync.Mutex
+	idle    map[string][]*wireConn // by host:port, most recently used last
+	sweeper *time.Timer            // armed while connections are idle
 }
 
 const (
 	wireMaxIdle     = 64               // kept-alive connections per host
 	wireIdleTimeout = 90 * time.Second // an idle connection older than this is closed, not reused
+	wireSweepEvery  = 5 * time.Second  // how often idle connections are checked
 )
 
 func newWireTransport() *wireTransport {
@@ -67,6 +69,17 @@ func (t *wireTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	// Cancelling the call cuts the connection, wherever the exchange is.
 	stop := context.AfterFunc(ctx, func() { c.SetDeadline(time.Unix(1, 0)) })
+	if err := ctx.Err(); err != nil {
+		// Abandoned already: send nothing (the cut above may come too late
+		// to stop the write).
+		if stop() {
+			t.put(host, c)
+		} else {
+			c.Close()
+		}
+		closeBody(req)
+		return nil, err
+	}
 	resp, err := c.exchange(req)
 	if err != nil {
 		stop()
@@ -76,7 +89,8 @@ func (t *wireTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		return nil, err
 	}
-	body := &wireBody{ReadCloser: resp.Body, ctx: ctx, t: t, c: c, host: host, stop: stop, keep: !resp.Close}
+	body := &wireBody{ReadCloser: resp.Body, ctx: ctx, t: t, c: c, host: host, stop: stop,
+		keep: !resp.Close && !req.Close}
 	if resp.Body == http.NoBody {
 		body.finish(true) // nothing to read: the connection is free now
 	} else {
@@ -127,17 +141,49 @@ func (t *wireTransport) get(ctx context.Context, host string) (*wireConn, error)
 }
 
 // put keeps c for the next request.
+// (A connection given back has no deadline: one is set only to cut an
+// exchange, and the connection is closed then.)
 func (t *wireTransport) put(host string, c *wireConn) {
-	c.SetDeadline(time.Time{})
 	c.idleAt = time.Now()
 	t.mu.Lock()
 	if len(t.idle[host]) < wireMaxIdle {
 		t.idle[host] = append(t.idle[host], c)
 		c = nil
+		if t.sweeper == nil {
+			t.sweeper = time.AfterFunc(wireSweepEvery, t.sweep)
+		}
 	}
 	t.mu.Unlock()
 	if c != nil {
 		c.Close()
+	}
+}
+
+// sweep closes the idle connections that timed out or that the server
+// closed (a busy pool reuses its newest connections and would otherwise
+// keep the others open for good), and comes back while any are left.
+func (t *wireTransport) sweep() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for host, list := range t.idle {
+		kept := list[:0]
+		for _, c := range list {
+			if time.Since(c.idleAt) < wireIdleTimeout && c.open() {
+				kept = append(kept, c)
+			} else {
+				c.Close()
+			}
+		}
+		clear(list[len(kept):])
+		if len(kept) == 0 {
+			delete(t.idle, host)
+		} else {
+			t.idle[host] = kept
+		}
+	}
+	t.sweeper = nil
+	if len(t.idle) > 0 {
+		t.sweeper = time.AfterFunc(wireSweepEvery, t.sweep)
 	}
 }
 
@@ -187,16 +233,20 @@ func (c *wireConn) exchange(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	markSent(req.Context())
-	for {
+	for range 5 { // as many informational answers as net/http takes
 		resp, err := http.ReadResponse(c.br, req)
 		if err != nil {
 			return nil, err
 		}
-		if resp.StatusCode >= 200 || resp.StatusCode == http.StatusSwitchingProtocols {
+		switch {
+		case resp.StatusCode == http.StatusSwitchingProtocols:
+			return nil, fmt.Errorf("the upstream switched protocols (101), which Warden did not ask for")
+		case resp.StatusCode >= 200:
 			return resp, nil
 		}
 		resp.Body.Close() // an informational answer: the real one follows
 	}
+	return nil, fmt.Errorf("the upstream sent too many informational (1xx) answers")
 }
 
 func (c *wireConn) write(req *http.Request) error {
@@ -215,6 +265,9 @@ func (c *wireConn) write(req *http.Request) error {
 	}
 	bw := c.bw
 	fmt.Fprintf(bw, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Length: %d\r\n", req.URL.RequestURI(), host, len(body))
+	if req.Close {
+		bw.WriteString("Connection: close\r\n")
+	}
 	if req.Header.Get("User-Agent") == "" {
 		bw.WriteString("User-Agent: Go-http-client/1.1\r\n")
 	}
@@ -256,24 +309,30 @@ func (b *wireBody) Read(p []byte) (int, error) {
 }
 
 func (b *wireBody) Close() error {
-	b.finish(false)
-	return b.ReadCloser.Close()
+	if !b.finish(false) {
+		return nil
+	}
+	// The connection is closed: what the body says about reading from it
+	// (or draining it) is beside the point.
+	b.ReadCloser.Close()
+	return nil
 }
 
 // finish gives the connection back (the body was read to its end) or closes
-// it, once.
-func (b *wireBody) finish(atEOF bool) {
+// it, once; it reports whether this call did either.
+func (b *wireBody) finish(atEOF bool) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.done {
-		return
+		return false
 	}
 	b.done = true
 	if b.stop() && atEOF && b.keep {
 		b.t.put(b.host, b.c)
-		return
+		return true
 	}
 	b.c.Close()
+	return true
 }
 
 // withDispatchTrace marks a call dispatched once the standard transport has

@@ -228,3 +228,98 @@ func TestWireLeavesOtherRequestsToTheStandardTransport(t *testing.T) {
 		t.Fatalf("GET: body %q, sent %v", got, d.Sent())
 	}
 }
+
+// A call abandoned before its request went out sends nothing, even on a
+// pooled connection that is ready at once.
+func TestWireSendsNothingForAnAbandonedCall(t *testing.T) {
+	var got atomic.Int32
+	srv, _ := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+		got.Add(1)
+		io.WriteString(w, "ok")
+	})
+	tr := newWireTransport()
+	defer tr.CloseIdleConnections()
+	readAll(t, post(t, tr, context.Background(), srv.URL, "warm")) // one connection pooled
+	for range 20 {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		ctx, d := WithDispatch(ctx, nil)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL, strings.NewReader("x"))
+		if _, err := tr.RoundTrip(req); !errors.Is(err, context.Canceled) {
+			t.Fatalf("err %v, want context.Canceled", err)
+		}
+		if d.Sent() {
+			t.Fatal("an abandoned call is marked sent")
+		}
+	}
+	if n := got.Load(); n != 1 {
+		t.Fatalf("the server got %d requests, want only the first", n)
+	}
+}
+
+// Idle connections the server closed are closed here too, even when the
+// pool never reaches them (a busy pool reuses its newest).
+func TestWireSweepsClosedIdleConnections(t *testing.T) {
+	hold := make(chan struct{})
+	srv, _ := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+		<-hold
+		io.WriteString(w, "ok")
+	})
+	tr := newWireTransport()
+	defer tr.CloseIdleConnections()
+	resps := make(chan *http.Response, 3)
+	for range 3 { // three at once: three connections
+		go func() { resps <- post(t, tr, context.Background(), srv.URL, "x") }()
+	}
+	time.Sleep(100 * time.Millisecond)
+	close(hold)
+	for range 3 {
+		readAll(t, <-resps)
+	}
+	if n := idleCount(tr); n != 3 {
+		t.Fatalf("%d idle connections, want 3", n)
+	}
+	srv.CloseClientConnections()
+	time.Sleep(50 * time.Millisecond)
+	tr.sweep()
+	if n := idleCount(tr); n != 0 {
+		t.Fatalf("%d idle connections after the server closed them all", n)
+	}
+}
+
+func idleCount(tr *wireTransport) int {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	n := 0
+	for _, list := range tr.idle {
+		n += len(list)
+	}
+	return n
+}
+
+// Closing a body early is not an error; a protocol switch Warden did not ask
+// for is.
+func TestWireBodyCloseAndOddAnswers(t *testing.T) {
+	srv, _ := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("switch") != "" {
+			w.Header().Set("Connection", "Upgrade")
+			w.Header().Set("Upgrade", "something")
+			w.WriteHeader(http.StatusSwitchingProtocols)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "data: one\n\n")
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	})
+	tr := newWireTransport()
+	defer tr.CloseIdleConnections()
+	resp := post(t, tr, context.Background(), srv.URL, "x")
+	if err := resp.Body.Close(); err != nil {
+		t.Fatalf("closing a stream early: %v", err)
+	}
+	req, _ := http.NewRequest(http.MethodPost, srv.URL+"?switch=1", strings.NewReader("x"))
+	if _, err := tr.RoundTrip(req); err == nil || !strings.Contains(err.Error(), "101") {
+		t.Fatalf("a 101 answer: err %v", err)
+	}
+}
