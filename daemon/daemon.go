@@ -167,6 +167,9 @@ func (d *Daemon) closeStore() {
 	if d.activity != nil {
 		_ = d.activity.Close()
 	}
+	if d.ledger != nil {
+		d.ledger.Close()
+	}
 	_ = d.db.Close()
 }
 

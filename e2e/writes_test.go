@@ -326,86 +326,149 @@ func TestWriteLatchTimeout(t *testing.T) {
 	}
 }
 
+// wlDaemon is a real `warden serve` over one upstream named s, which a test
+// can kill and start again on the same state dir.
+type wlDaemon struct {
+	t               *testing.T
+	bin, cfg, state string
+	listen          string
+	proc            *testenv.Process
+}
+
+func wlNewDaemon(t *testing.T, u *wlUpstream) *wlDaemon {
+	dir := t.TempDir()
+	d := &wlDaemon{t: t, bin: testenv.BuildBinary(t, "./cmd/warden"), cfg: filepath.Join(dir, "config.json"),
+		state: filepath.Join(dir, "state"), listen: "127.0.0.1:" + itoa(testenv.FreePort(t))}
+	b, _ := json.Marshal(map[string]any{"listen": d.listen, "mcpServers": map[string]any{"s": u.cfg}})
+	if err := os.WriteFile(d.cfg, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d.serve()
+	return d
+}
+
+func (d *wlDaemon) serve() {
+	d.proc = testenv.StartProcess(d.t, exec.Command(d.bin, "serve", "--config", d.cfg, "--state-dir", d.state))
+	testenv.WaitHTTP(d.t, "http://"+d.listen+"/healthz", 20*time.Second)
+}
+
+func (d *wlDaemon) kill9() {
+	t := d.t
+	if err := d.proc.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.proc.Wait(10 * time.Second); err == nil {
+		t.Fatal("warden exited cleanly after SIGKILL?")
+	}
+	d.proc.Stop() // what is left of its process group
+}
+
+func (d *wlDaemon) cli(args ...string) string {
+	d.t.Helper()
+	out, err := exec.Command(d.bin, append(args, "--config", d.cfg, "--state-dir", d.state)...).CombinedOutput()
+	if err != nil {
+		d.t.Fatalf("warden %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+func (d *wlDaemon) latches() []wlLatch {
+	var listed []wlLatch
+	if err := json.Unmarshal([]byte(d.cli("writes", "--json")), &listed); err != nil {
+		d.t.Fatal(err)
+	}
+	return listed
+}
+
+// connect opens a client session on /mcp/s once the upstream answers reads.
+func (d *wlDaemon) connect() *mcp.ClientSession {
+	t := d.t
+	c := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil)
+	cs, err := c.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: "http://" + d.listen + "/mcp/s"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	wardentest.WaitFor(t, 20*time.Second, "the upstream to answer a read", func() bool {
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+		defer cancel()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: fixture.ToolRead, Arguments: map[string]any{"key": "k"}})
+		return err == nil && !res.IsError
+	})
+	return cs
+}
+
 // The latch survives `kill -9` of a real `warden serve`; `warden writes`
 // lists it and `warden writes clear` lifts it.
 func TestWriteLatchSurvivesKill9(t *testing.T) {
-	bin := testenv.BuildBinary(t, "./cmd/warden")
 	for _, kind := range wlKinds {
 		t.Run(kind, func(t *testing.T) {
 			u := wlNewUpstream(t, kind, map[string]any{"callTimeout": "300ms"})
-			dir := t.TempDir()
-			cfg, state := filepath.Join(dir, "config.json"), filepath.Join(dir, "state")
-			listen := "127.0.0.1:" + itoa(testenv.FreePort(t))
-			b, _ := json.Marshal(map[string]any{"listen": listen, "mcpServers": map[string]any{"s": u.cfg}})
-			if err := os.WriteFile(cfg, b, 0o600); err != nil {
-				t.Fatal(err)
-			}
-			serve := func() *testenv.Process {
-				p := testenv.StartProcess(t, exec.Command(bin, "serve", "--config", cfg, "--state-dir", state))
-				testenv.WaitHTTP(t, "http://"+listen+"/healthz", 20*time.Second)
-				return p
-			}
-			cli := func(args ...string) string {
-				t.Helper()
-				out, err := exec.Command(bin, append(args, "--config", cfg, "--state-dir", state)...).CombinedOutput()
-				if err != nil {
-					t.Fatalf("warden %s: %v\n%s", strings.Join(args, " "), err, out)
-				}
-				return string(out)
-			}
-			connect := func() *mcp.ClientSession {
-				c := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil)
-				cs, err := c.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: "http://" + listen + "/mcp/s"}, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { cs.Close() })
-				wardentest.WaitFor(t, 20*time.Second, "the upstream to answer a read", func() bool {
-					ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
-					defer cancel()
-					res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: fixture.ToolRead, Arguments: map[string]any{"key": "k"}})
-					return err == nil && !res.IsError
-				})
-				return cs
-			}
+			d := wlNewDaemon(t, u)
+			cs := d.connect()
 			marker := wlMarker(t)
-
-			p := serve()
-			cs := connect()
 			slow := map[string]any{"key": "k", "value": marker, "sleep_ms": 5000}
 			if res := callResult(t, cs, fixture.ToolWrite, slow); wlOutcome(res) != "unknown" {
 				t.Fatalf("want an unknown outcome, got _meta=%v %q", res.Meta, resultText(res))
 			}
-			var listed []wlLatch
-			if err := json.Unmarshal([]byte(cli("writes", "--json")), &listed); err != nil || len(listed) != 1 || listed[0].Server != "s" || listed[0].Reason != "timeout" || listed[0].ArgsSHA256 != wlArgsHash(t, slow) {
-				t.Fatalf("warden writes --json = %+v (%v)", listed, err)
+			listed := d.latches()
+			if len(listed) != 1 || listed[0].Server != "s" || listed[0].Reason != "timeout" || listed[0].ArgsSHA256 != wlArgsHash(t, slow) {
+				t.Fatalf("warden writes --json = %+v", listed)
 			}
 
-			if err := p.Signal(syscall.SIGKILL); err != nil {
-				t.Fatal(err)
-			}
-			if err := p.Wait(10 * time.Second); err == nil {
-				t.Fatal("warden exited cleanly after SIGKILL?")
-			}
-			p.Stop() // what is left of its process group
+			d.kill9()
 			cs.Close()
-			p = serve()
-			cs = connect()
+			d.serve()
+			cs = d.connect()
 			wlWantRefusal(t, callResult(t, cs, fixture.ToolWrite, map[string]any{"key": "k", "value": marker + "-again"}), "WRITES_LATCHED", "warden writes clear s")
-			if out := cli("writes"); !strings.Contains(out, "write_value") || !strings.Contains(out, "timeout") {
+			if out := d.cli("writes"); !strings.Contains(out, "write_value") || !strings.Contains(out, "timeout") {
 				t.Fatalf("warden writes after kill -9:\n%s", out)
 			}
 
-			if out := cli("writes", "clear", "s"); !strings.Contains(out, "cleared s") {
+			if out := d.cli("writes", "clear", "s"); !strings.Contains(out, "cleared s") {
 				t.Fatalf("warden writes clear s:\n%s", out)
 			}
 			wlMustWrite(t, cs, map[string]any{"key": "k", "value": marker + "-after-clear"})
-			if out := cli("writes"); !strings.Contains(out, "no latched writes") {
+			if out := d.cli("writes"); !strings.Contains(out, "no latched writes") {
 				t.Fatalf("warden writes after clear:\n%s", out)
 			}
 			cs.Close()
-			p.Stop()
-			wlNoMarkerInState(t, state, marker, listed[0].ArgsSHA256)
+			d.proc.Stop()
+			wlNoMarkerInState(t, d.state, marker, listed[0].ArgsSHA256)
+		})
+	}
+}
+
+// A write in flight when Warden is killed has an unknown outcome: the next
+// start latches its server (reason warden_interrupted, the call's argument
+// hash). Writes that had finished before leave nothing behind.
+func TestWriteInFlightAtKill9Latches(t *testing.T) {
+	for _, kind := range wlKinds {
+		t.Run(kind, func(t *testing.T) {
+			u := wlNewUpstream(t, kind, map[string]any{"callTimeout": "60s"})
+			d := wlNewDaemon(t, u)
+			cs := d.connect()
+			marker := wlMarker(t)
+			wlMustWrite(t, cs, map[string]any{"key": "k", "value": marker + "-done"})
+			time.Sleep(300 * time.Millisecond) // the finished write is struck off meanwhile
+			slow := map[string]any{"key": "k", "value": marker + "-in-flight", "sleep_ms": 3000}
+			go cs.CallTool(context.Background(), &mcp.CallToolParams{Name: fixture.ToolWrite, Arguments: slow})
+			u.waitStats(t, "the write to reach the upstream", func(s fixture.Stats) bool { return s.WriteDispatches == 2 })
+
+			d.kill9()
+			cs.Close()
+			d.serve()
+			listed := d.latches()
+			if len(listed) != 1 || listed[0].Server != "s" || listed[0].Tool != fixture.ToolWrite ||
+				listed[0].Reason != "warden_interrupted" || listed[0].ArgsSHA256 != wlArgsHash(t, slow) {
+				t.Fatalf("warden writes --json after kill -9 mid-write = %+v", listed)
+			}
+			cs = d.connect()
+			wlWantRefusal(t, callResult(t, cs, fixture.ToolWrite, map[string]any{"key": "k", "value": marker + "-again"}),
+				"WRITES_LATCHED", "warden writes clear s", "warden_interrupted")
+			cs.Close()
+			d.proc.Stop()
+			wlNoMarkerInState(t, d.state, marker, listed[0].ArgsSHA256)
 		})
 	}
 }

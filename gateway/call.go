@@ -110,6 +110,8 @@ func (g *Gateway) callTool(ctx context.Context, call Call, entry *activity.Entry
 
 	var res *upstream.Result
 	var dispatch *upstream.Dispatch
+	var intent *writes.Intent
+	defer func() { intent.End() }() // once the outcome is known, or latched
 	err = c.Do(withInflight(ctx, f), func(ctx context.Context, cs *mcp.ClientSession) error {
 		onSent := func() {}
 		if tool.Class != writes.ClassRead {
@@ -119,6 +121,14 @@ func (g *Gateway) callTool(ctx context.Context, call Call, entry *activity.Entry
 			}
 			defer permit.Release()
 			onSent = permit.Release
+			// Written down first, so that Warden dying mid-call still
+			// latches the server when it starts again.
+			in, err := g.deps.Writes.Begin(writes.Latch{Server: call.Server, Tool: call.Tool,
+				ArgsSHA256: canon.ArgsSHA256(call.Args), Surface: call.Surface})
+			if err != nil {
+				return refuse(CodeUnavailable, "Warden could not write the call down before sending it (%v), so it did not send it. Check the disk holding the state dir, then retry.", err)
+			}
+			intent = in
 		}
 		ctx, dispatch = upstream.WithDispatch(ctx, onSent)
 		var err error

@@ -11,6 +11,8 @@
 //	p, latched := ledger.Admit(server) // gate read side, then latch check
 //	if latched != nil { refuse WRITES_LATCHED }   // gate already released
 //	defer p.Release()                  // idempotent; covers every error path
+//	in, err := ledger.Begin(call)      // durable (see intent.go); on error send nothing
+//	defer in.End()                     // once the outcome is known or latched
 //	send the request upstream          // the dispatch boundary
 //	p.Release()                        // right after the bytes are written / body sent
 //	wait for the answer
@@ -71,6 +73,10 @@ type Ledger struct {
 	mu      sync.Mutex                             // guards writes to servers and the observers
 	servers atomic.Pointer[map[string]*serverGate] // copy on write; read without locks
 	obs     []func(server string, latched bool)
+
+	endMu  sync.Mutex
+	closed bool           // Close was called: no more intents are struck off
+	ending sync.WaitGroup // intents being struck off
 }
 
 type serverGate struct {
@@ -80,6 +86,7 @@ type serverGate struct {
 
 // Open loads the latches stored in db (bucket "write_latches", created if
 // missing). A stored record that cannot be decoded still latches its server.
+// Calls written down (Begin) and never struck off latch their servers now.
 func Open(db *bolt.DB) (*Ledger, error) {
 	l := &Ledger{db: db}
 	m := map[string]*serverGate{}
@@ -88,7 +95,7 @@ func Open(db *bolt.DB) (*Ledger, error) {
 		if err != nil {
 			return err
 		}
-		return b.ForEach(func(k, v []byte) error {
+		err = b.ForEach(func(k, v []byte) error {
 			lt := &Latch{}
 			if json.Unmarshal(v, lt) != nil {
 				lt = &Latch{} // fail closed: keep the server latched
@@ -99,6 +106,10 @@ func Open(db *bolt.DB) (*Ledger, error) {
 			m[lt.Server] = g
 			return nil
 		})
+		if err != nil {
+			return err
+		}
+		return recoverIntents(tx, b, m)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("writes: open ledger: %w", err)

@@ -1,0 +1,128 @@
+package writes
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Intents. A non-read call is written down, durably, before its request
+// leaves Warden, and struck off once its outcome is known (or latched). One
+// still written down when Warden opens its store again was in flight when
+// Warden died (kill -9, power loss): its outcome is unknown, so Open latches
+// its server with ReasonInterrupted.
+
+var intentBucket = []byte("write_intents")
+
+// ReasonInterrupted: Warden stopped (was killed) while the call was in
+// flight.
+const ReasonInterrupted Reason = "warden_interrupted"
+
+// Intent is a non-read call written down before it is sent.
+type Intent struct {
+	l   *Ledger
+	key []byte
+}
+
+// Begin writes lt (the call, as its latch would read) down and returns once
+// that is committed. A call whose intent cannot be written must not be sent.
+func (l *Ledger) Begin(lt Latch) (*Intent, error) {
+	if lt.At.IsZero() {
+		lt.At = time.Now()
+	}
+	lt.At = lt.At.Round(0)
+	lt.Reason = ReasonInterrupted
+	v, err := json.Marshal(lt)
+	if err != nil {
+		return nil, err
+	}
+	key := make([]byte, 8)
+	err = l.db.Update(func(tx *bolt.Tx) error {
+		b, err := tx.CreateBucketIfNotExists(intentBucket)
+		if err != nil {
+			return err
+		}
+		seq, err := b.NextSequence()
+		if err != nil {
+			return err
+		}
+		binary.BigEndian.PutUint64(key, seq)
+		return b.Put(key, v)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("writes: writing down the call before sending it: %w", err)
+	}
+	return &Intent{l: l, key: key}, nil
+}
+
+// End strikes the call off, off the caller's path: a nil Intent does
+// nothing. Until that is committed a crash latches the server, which errs on
+// the safe side.
+func (in *Intent) End() {
+	if in == nil {
+		return
+	}
+	l := in.l
+	l.endMu.Lock()
+	defer l.endMu.Unlock()
+	if l.closed {
+		return // the store is closing: this call latches at the next start
+	}
+	l.ending.Add(1)
+	go func() {
+		defer l.ending.Done()
+		// Should this fail, the server latches at the next start: safe.
+		_ = l.db.Update(func(tx *bolt.Tx) error {
+			if b := tx.Bucket(intentBucket); b != nil {
+				return b.Delete(in.key)
+			}
+			return nil
+		})
+	}()
+}
+
+// Close waits until the calls that ended are struck off; call it before
+// closing the store.
+func (l *Ledger) Close() {
+	l.endMu.Lock()
+	l.closed = true
+	l.endMu.Unlock()
+	l.ending.Wait()
+}
+
+// recoverIntents latches the servers of the calls written down and never
+// struck off (in tx, while opening), and clears them.
+func recoverIntents(tx *bolt.Tx, latches *bolt.Bucket, m map[string]*serverGate) error {
+	b := tx.Bucket(intentBucket)
+	if b == nil {
+		return nil
+	}
+	err := b.ForEach(func(_, v []byte) error {
+		lt := Latch{}
+		if json.Unmarshal(v, &lt) != nil || lt.Server == "" {
+			return nil // nothing to latch it on
+		}
+		if _, latched := m[lt.Server]; latched {
+			return nil // the first latch is kept
+		}
+		lt.Reason = ReasonInterrupted
+		stored, err := json.Marshal(lt)
+		if err != nil {
+			return err
+		}
+		if err := latches.Put([]byte(lt.Server), stored); err != nil {
+			return err
+		}
+		g := &serverGate{}
+		g.latch.Store(&lt)
+		m[lt.Server] = g
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return tx.DeleteBucket(intentBucket)
+}

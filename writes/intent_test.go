@@ -1,0 +1,59 @@
+package writes
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// A call written down and never struck off (Warden died mid-call) latches
+// its server at the next open, with the call's tool and argument hash; one
+// struck off leaves nothing; a server already latched keeps its first latch.
+func TestIntentsLatchAfterACrash(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "w.db")
+	db := openDB(t, path)
+	l, err := Open(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done, err := l.Begin(Latch{Server: "finished", Tool: "w", ArgsSHA256: "aa", Surface: "mcp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done.End()
+	if _, err := l.Begin(Latch{Server: "crashed", Tool: "w", ArgsSHA256: "bb", Surface: "mcp/crashed"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Record(Latch{Server: "latched", Tool: "first", Reason: ReasonTimeout}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Begin(Latch{Server: "latched", Tool: "second"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, latched := l.Check("crashed"); latched {
+		t.Fatal("a call in flight latched before anything went wrong")
+	}
+	l.Close() // waits for the struck-off call
+	db.Close()
+
+	for range 2 { // and the recovery is done once: a second open changes nothing
+		db = openDB(t, path)
+		l, err = Open(db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := l.List()
+		if len(got) != 2 {
+			t.Fatalf("latches %+v, want crashed and latched", got)
+		}
+		if c := got[0]; c.Server != "crashed" || c.Tool != "w" || c.ArgsSHA256 != "bb" || c.Reason != ReasonInterrupted ||
+			c.Surface != "mcp/crashed" || time.Since(c.At) > time.Minute {
+			t.Fatalf("crashed: %+v", c)
+		}
+		if c := got[1]; c.Server != "latched" || c.Tool != "first" || c.Reason != ReasonTimeout {
+			t.Fatalf("latched: %+v", c)
+		}
+		l.Close()
+		db.Close()
+	}
+}
