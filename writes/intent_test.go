@@ -57,3 +57,23 @@ func TestIntentsLatchAfterACrash(t *testing.T) {
 		db.Close()
 	}
 }
+
+// The cost a write call pays before it is sent: one committed transaction.
+//
+//	go test -run '^$' -bench BenchmarkBegin ./writes/
+func BenchmarkBegin(b *testing.B) {
+	db := openDB(b, filepath.Join(b.TempDir(), "w.db"))
+	defer db.Close()
+	l, err := Open(db)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	for b.Loop() {
+		in, err := l.Begin(Latch{Server: "s", Tool: "w", ArgsSHA256: "aa"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		in.End()
+	}
+}
