@@ -123,8 +123,9 @@ func (g *Gateway) callTool(ctx context.Context, call Call, entry *activity.Entry
 			onSent = permit.Release
 			// Written down first, so that Warden dying mid-call still
 			// latches the server when it starts again.
+			entry.ArgsSHA256 = canon.ArgsSHA256(call.Args) // (the activity log's too)
 			in, err := g.deps.Writes.Begin(writes.Latch{Server: call.Server, Tool: call.Tool,
-				ArgsSHA256: canon.ArgsSHA256(call.Args), Surface: call.Surface})
+				ArgsSHA256: entry.ArgsSHA256, Surface: call.Surface})
 			if err != nil {
 				return refuse(CodeUnavailable, "Warden could not write the call down before sending it (%v), so it did not send it. Check the disk holding the state dir, then retry.", err)
 			}
@@ -195,7 +196,9 @@ func (g *Gateway) unknownOutcome(ctx context.Context, call Call, tool Tool, entr
 		reason = writes.ReasonCancelled
 	}
 	text := fmt.Sprintf("The call to %q on server %q was sent but its outcome is unknown (%s): %v.", call.Tool, call.Server, reason, err)
-	entry.ArgsSHA256 = canon.ArgsSHA256(call.Args)
+	if entry.ArgsSHA256 == "" {
+		entry.ArgsSHA256 = canon.ArgsSHA256(call.Args)
+	}
 	if tool.Class != writes.ClassRead {
 		_, rerr := g.deps.Writes.Record(writes.Latch{
 			Server: call.Server, Tool: call.Tool, ArgsSHA256: entry.ArgsSHA256,
