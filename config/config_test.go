@@ -95,6 +95,12 @@ func TestInferTransport(t *testing.T) {
 		{`{"url": "https://h/sse", "transport": "http"}`, "http"},
 		{`{"url": "https://h/mcp", "transport": "sse"}`, "sse"},
 		{`{"command": "x", "transport": "stdio"}`, "stdio"},
+		// "type", as Claude Code, VS Code and Cline write it.
+		{`{"type": "stdio", "command": "x"}`, "stdio"},
+		{`{"type": "http", "url": "https://h/sse"}`, "http"},
+		{`{"type": "sse", "url": "https://h/mcp"}`, "sse"},
+		{`{"type": "streamableHttp", "url": "https://h/sse"}`, "http"},
+		{`{"type": "http", "transport": "http", "url": "https://h/mcp"}`, "http"},
 	} {
 		cfg, err := Parse("f", []byte(`{"mcpServers": {"s": `+tc.server+`}}`), env())
 		if err != nil {

@@ -19,10 +19,16 @@ import (
 var (
 	topFields      = []string{"listen", "stateDir", "activity", "mcpServers"}
 	activityFields = []string{"maxEntries", "maxAge"}
-	serverFields   = []string{"command", "args", "env", "cwd", "url", "headers", "transport",
+	serverFields   = []string{"command", "args", "env", "cwd", "url", "headers", "transport", "type",
 		"trusted", "disabled", "callTimeout", "confirmDestructive", "tools"}
 	toolFields = []string{"class", "hidden"}
 )
+
+// transportNames maps the ways other MCP hosts spell a transport to
+// Warden's names.
+var transportNames = map[string]string{
+	"streamable-http": TransportHTTP, "streamablehttp": TransportHTTP, "streamable_http": TransportHTTP,
+}
 
 // decoder walks the JSONC syntax tree directly (rather than going through
 // encoding/json) so that every problem can name its field path and position,
@@ -334,10 +340,22 @@ func (d *decoder) server(name string, v *hujson.Value, path string) (*Server, er
 			}
 		case "headers":
 			s.rawHeaders, s.Headers, err = d.strMap(v, p, headerKeyProblem, headerValueProblem)
-		case "transport":
-			if s.Transport, err = d.str(v, p); err == nil && !slices.Contains(transports, s.Transport) {
-				err = d.errAt(v, p, strconv.Quote(s.Transport)+" is not a transport", `write "stdio", "http" or "sse"`)
+		case "transport", "type": // "type" as Claude Code, VS Code and others write it
+			var t string
+			if t, err = d.str(v, p); err != nil {
+				return err
 			}
+			if canon, ok := transportNames[strings.ToLower(t)]; ok {
+				t = canon
+			}
+			switch {
+			case !slices.Contains(transports, t):
+				err = d.errAt(v, p, strconv.Quote(t)+" is not a transport", `write "stdio", "http" or "sse"`)
+			case s.Transport != "" && s.Transport != t:
+				err = d.errAt(v, p, `says `+strconv.Quote(t)+` but "transport"/"type" also says `+strconv.Quote(s.Transport),
+					`keep one of "transport" and "type"`)
+			}
+			s.Transport = t
 		case "trusted":
 			s.Trusted, err = d.boolean(v, p)
 		case "disabled":

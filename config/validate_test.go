@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-const serverKnown = "known fields are command, args, env, cwd, url, headers, transport, trusted, disabled, callTimeout, confirmDestructive, tools"
+const serverKnown = "known fields are command, args, env, cwd, url, headers, transport, type, trusted, disabled, callTimeout, confirmDestructive, tools"
 
 // TestErrors checks that each bad input gives the promised message: file,
 // field path, problem and fix.
@@ -20,8 +20,12 @@ func TestErrors(t *testing.T) {
 	}{
 		{"unknown server field", servers(`"fs": {"comand": "x"}`),
 			pre + `mcpServers.fs.comand: unknown field; ` + serverKnown + ` (did you mean "command"?)`, "mcpServers.fs.comand"},
-		{"unknown field, alias", servers(`"fs": {"url": "https://h/mcp", "type": "http"}`),
-			pre + `mcpServers.fs.type: unknown field; ` + serverKnown + ` (did you mean "transport"?)`, "mcpServers.fs.type"},
+		{"unknown field, alias", servers(`"fs": {"url": "https://h/mcp", "endpoint": "x"}`),
+			pre + `mcpServers.fs.endpoint: unknown field; ` + serverKnown + ` (did you mean "url"?)`, "mcpServers.fs.endpoint"},
+		{"type and transport disagree", servers(`"fs": {"url": "https://h/mcp", "transport": "http", "type": "sse"}`),
+			pre + `mcpServers.fs.type: says "sse" but "transport"/"type" also says "http"; keep one of "transport" and "type"`, "mcpServers.fs.type"},
+		{"bad type", servers(`"fs": {"url": "https://h/mcp", "type": "websocket"}`),
+			pre + `mcpServers.fs.type: "websocket" is not a transport; write "stdio", "http" or "sse"`, "mcpServers.fs.type"},
 		{"unknown top field", `{"listn": "x"}`,
 			pre + `listn: unknown field; known fields are listen, stateDir, activity, mcpServers (did you mean "listen"?)`, "listn"},
 		{"unknown field, no suggestion", `{"zzzzzzzz": 1}`,
