@@ -186,6 +186,53 @@ func TestPassThroughAggregated(t *testing.T) {
 		}
 	})
 
+	// Two clients follow one resource over one upstream subscription: one
+	// unsubscribing, or going away, leaves the other's updates alone.
+	t.Run("shared subscription", func(t *testing.T) {
+		const uri = "test://watched-resource"
+		follow := func() (*mcp.ClientSession, chan string) {
+			updated := make(chan string, 16)
+			cs := w.Connect(t, "/mcp", &mcp.ClientOptions{
+				ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) {
+					select {
+					case updated <- r.Params.URI:
+					default:
+					}
+				},
+			})
+			if err := cs.Subscribe(ctxT(t, 20*time.Second), &mcp.SubscribeParams{URI: uri}); err != nil {
+				t.Fatalf("resources/subscribe: %v", err)
+			}
+			return cs, updated
+		}
+		waitUpdate := func(updated chan string, what string) {
+			t.Helper()
+			for {
+				select {
+				case <-updated:
+				default:
+					goto drained
+				}
+			}
+		drained:
+			select {
+			case <-updated: // the fixture updates it every 3s
+			case <-time.After(10 * time.Second):
+				t.Fatalf("%s: no notifications/resources/updated within 10s\n%s", what, w.Logs)
+			}
+		}
+		a, _ := follow()
+		_, bUpdates := follow()
+		c, _ := follow()
+		if err := a.Unsubscribe(ctxT(t, 20*time.Second), &mcp.UnsubscribeParams{URI: uri}); err != nil {
+			t.Fatalf("resources/unsubscribe: %v", err)
+		}
+		waitUpdate(bUpdates, "after another client unsubscribed")
+		c.Close()
+		time.Sleep(200 * time.Millisecond) // its session ends on Warden's side
+		waitUpdate(bUpdates, "after another subscribed client went away")
+	})
+
 	t.Run("completion", func(t *testing.T) {
 		cs := w.Connect(t, "/mcp", nil)
 		res, err := cs.Complete(ctxT(t, 20*time.Second), &mcp.CompleteParams{

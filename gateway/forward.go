@@ -4,19 +4,57 @@ import (
 	"context"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/wardenmcp/warden/upstream"
 )
 
-// Do runs a non-tool request (prompts, resources, completion, subscriptions)
-// on server's live session. Quarantined servers answer nothing.
+// Do runs a non-tool request (prompts, resources, completion) on server's
+// live session. Quarantined servers answer nothing.
 func (g *Gateway) Do(ctx context.Context, server string, fn func(context.Context, *mcp.ClientSession) error) error {
-	c, ok := g.Conn(server)
-	if !ok {
-		return refuse(CodeUnavailable, "Server %q is not configured or is disabled. See the configured servers with: warden servers list", server)
-	}
-	if g.deps.Approvals.Quarantined(server) {
-		return refuse(CodeQuarantined, "Server %q is quarantined. Review with: warden review %s; approve with: warden servers approve %s", server, server, server)
+	c, err := g.forwardable(server)
+	if err != nil {
+		return err
 	}
 	return c.Do(ctx, fn)
+}
+
+// forwardable is server's connection, if non-tool requests may go to it.
+func (g *Gateway) forwardable(server string) (*upstream.Conn, error) {
+	c, ok := g.Conn(server)
+	if !ok {
+		return nil, refuse(CodeUnavailable, "Server %q is not configured or is disabled. See the configured servers with: warden servers list", server)
+	}
+	if g.deps.Approvals.Quarantined(server) {
+		return nil, refuse(CodeQuarantined, "Server %q is quarantined. Review with: warden review %s; approve with: warden servers approve %s", server, server, server)
+	}
+	return c, nil
+}
+
+// Subscribe makes who (a downstream session) follow an upstream resource;
+// the upstream subscription is shared by its followers.
+func (g *Gateway) Subscribe(ctx context.Context, server, uri string, who any) error {
+	c, err := g.forwardable(server)
+	if err != nil {
+		return err
+	}
+	return c.Subscribe(ctx, uri, who)
+}
+
+// Unsubscribe ends who's following of an upstream resource.
+func (g *Gateway) Unsubscribe(ctx context.Context, server, uri string, who any) error {
+	c, err := g.forwardable(server)
+	if err != nil {
+		return err
+	}
+	return c.Unsubscribe(ctx, uri, who)
+}
+
+// Unfollow ends every subscription of who, whose session ended.
+func (g *Gateway) Unfollow(who any) {
+	for _, s := range g.Servers() {
+		if c, ok := g.Conn(s); ok {
+			c.Unfollow(who)
+		}
+	}
 }
 
 // SetLogLevel asks every live upstream for log messages at level and above;

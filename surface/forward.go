@@ -191,9 +191,7 @@ func (v *view) subscribe(ctx context.Context, r *mcp.SubscribeRequest) error {
 	if err != nil {
 		return err
 	}
-	return v.g.Do(ctx, server, func(ctx context.Context, cs *mcp.ClientSession) error {
-		return cs.Subscribe(ctx, r.Params)
-	})
+	return v.g.Subscribe(ctx, server, r.Params.URI, r.Session)
 }
 
 func (v *view) unsubscribe(ctx context.Context, r *mcp.UnsubscribeRequest) error {
@@ -201,9 +199,7 @@ func (v *view) unsubscribe(ctx context.Context, r *mcp.UnsubscribeRequest) error
 	if err != nil {
 		return err
 	}
-	return v.g.Do(ctx, server, func(ctx context.Context, cs *mcp.ClientSession) error {
-		return cs.Unsubscribe(ctx, r.Params)
-	})
+	return v.g.Unsubscribe(ctx, server, r.Params.URI, r.Session)
 }
 
 // Log sends an upstream's log message to this view's sessions; the SDK drops

@@ -35,6 +35,7 @@ func (v *view) track(ss *mcp.ServerSession) {
 		v.sessMu.Lock()
 		delete(v.sessions, id)
 		v.sessMu.Unlock()
+		v.g.Unfollow(ss) // its resource subscriptions end with it
 	}()
 }
 

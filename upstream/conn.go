@@ -117,6 +117,9 @@ type Conn struct {
 	logLevel   mcp.LoggingLevel
 	refreshing bool
 	dirty      bool
+	subs       map[string]map[any]bool // resource URI → its downstream followers (subscribe.go)
+
+	subOps sync.Mutex // orders subscription changes upstream
 
 	inv atomic.Pointer[Inventory]
 }
@@ -138,6 +141,7 @@ func Start(cfg *config.Server, opts Options) *Conn {
 		sem:     make(chan struct{}, opts.MaxConcurrent),
 		changed: make(chan struct{}),
 		status:  Status{State: StateConnecting, Since: time.Now()},
+		subs:    map[string]map[any]bool{},
 	}
 	c.cfg.Store(cfg)
 	if cfg.Transport == "http" {
@@ -299,6 +303,7 @@ func (c *Conn) connect() (*mcp.ClientSession, error) {
 	if level != "" && cs.InitializeResult().Capabilities.Logging != nil {
 		_ = cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: level})
 	}
+	c.resubscribe(ctx, cs)
 	return cs, nil
 }
 

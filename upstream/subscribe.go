@@ -1,0 +1,107 @@
+package upstream
+
+import (
+	"context"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Resource subscriptions are shared: any number of downstream sessions may
+// follow one upstream resource over one upstream subscription. It is made
+// when the first follower comes, ended when the last one leaves, and made
+// again on every new upstream session (a reconnect would otherwise end every
+// follower's updates without a word).
+
+// Subscribe makes who (a downstream session, or anything comparable that
+// stands for one) a follower of uri, subscribing upstream for the first.
+func (c *Conn) Subscribe(ctx context.Context, uri string, who any) error {
+	c.subOps.Lock() // one change upstream at a time, in order
+	defer c.subOps.Unlock()
+	c.mu.Lock()
+	first := len(c.subs[uri]) == 0
+	c.mu.Unlock()
+	if first {
+		err := c.Do(ctx, func(ctx context.Context, cs *mcp.ClientSession) error {
+			return cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri})
+		})
+		if err != nil {
+			return err
+		}
+	}
+	c.mu.Lock()
+	if c.subs[uri] == nil {
+		c.subs[uri] = map[any]bool{}
+	}
+	c.subs[uri][who] = true
+	c.mu.Unlock()
+	return nil
+}
+
+// Unsubscribe ends who's following of uri, unsubscribing upstream after the
+// last follower.
+func (c *Conn) Unsubscribe(ctx context.Context, uri string, who any) error {
+	c.subOps.Lock()
+	defer c.subOps.Unlock()
+	if !c.unfollow(uri, who) {
+		return nil
+	}
+	return c.Do(ctx, func(ctx context.Context, cs *mcp.ClientSession) error {
+		return cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri})
+	})
+}
+
+// Unfollow ends every subscription of who (its session ended).
+func (c *Conn) Unfollow(who any) {
+	c.subOps.Lock()
+	defer c.subOps.Unlock()
+	c.mu.Lock()
+	var uris []string
+	for uri, f := range c.subs {
+		if f[who] {
+			uris = append(uris, uri)
+		}
+	}
+	c.mu.Unlock()
+	for _, uri := range uris {
+		if c.unfollow(uri, who) {
+			ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
+			_ = c.Do(ctx, func(ctx context.Context, cs *mcp.ClientSession) error {
+				return cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri})
+			})
+			cancel()
+		}
+	}
+}
+
+// unfollow drops who from uri's followers, reporting whether it was the
+// last one.
+func (c *Conn) unfollow(uri string, who any) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f := c.subs[uri]
+	if !f[who] {
+		return false
+	}
+	delete(f, who)
+	if len(f) > 0 {
+		return false
+	}
+	delete(c.subs, uri)
+	return true
+}
+
+// resubscribe subscribes a new upstream session to what is followed.
+func (c *Conn) resubscribe(ctx context.Context, cs *mcp.ClientSession) {
+	c.mu.Lock()
+	uris := make([]string, 0, len(c.subs))
+	for uri := range c.subs {
+		uris = append(uris, uri)
+	}
+	c.mu.Unlock()
+	for _, uri := range uris {
+		if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
+			c.log.Warn("subscribing again after reconnecting failed", "uri", uri, "err", c.redact(err))
+		}
+	}
+}

@@ -1,0 +1,105 @@
+package upstream
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/wardenmcp/warden/config"
+)
+
+// subscribeServer is an in-process MCP server over streamable HTTP that
+// records subscription changes.
+type subscribeServer struct {
+	mu  sync.Mutex
+	log []string
+	srv *mcp.Server
+}
+
+func (s *subscribeServer) record(e string) {
+	s.mu.Lock()
+	s.log = append(s.log, e)
+	s.mu.Unlock()
+}
+
+func (s *subscribeServer) events() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.log...)
+}
+
+func startSubscribeServer(t *testing.T) (*subscribeServer, string) {
+	s := &subscribeServer{}
+	s.srv = mcp.NewServer(&mcp.Implementation{Name: "subs", Version: "1"}, &mcp.ServerOptions{
+		SubscribeHandler: func(_ context.Context, r *mcp.SubscribeRequest) error {
+			s.record("+" + r.Params.URI)
+			return nil
+		},
+		UnsubscribeHandler: func(_ context.Context, r *mcp.UnsubscribeRequest) error {
+			s.record("-" + r.Params.URI)
+			return nil
+		},
+	})
+	s.srv.AddResource(&mcp.Resource{URI: "test://r", Name: "r"}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: "test://r", Text: "x"}}}, nil
+	})
+	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.srv }, nil))
+	t.Cleanup(hs.Close)
+	return s, hs.URL
+}
+
+func waitEvents(t *testing.T, s *subscribeServer, want ...string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		got := s.events()
+		if len(got) == len(want) {
+			for i := range got {
+				if got[i] != want[i] {
+					t.Fatalf("upstream saw %v, want %v", got, want)
+				}
+			}
+			return
+		}
+		if len(got) > len(want) || time.Now().After(deadline) {
+			t.Fatalf("upstream saw %v, want %v", got, want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Followers share one upstream subscription: the first subscribes, the last
+// to leave (unsubscribing, or its session ending) unsubscribes, and a new
+// upstream session is subscribed again.
+func TestSubscriptionsAreShared(t *testing.T) {
+	s, url := startSubscribeServer(t)
+	c := Start(&config.Server{Name: "subs", URL: url, Transport: config.TransportHTTP, CallTimeout: 10 * time.Second}, Options{})
+	defer c.Stop()
+	ctx := context.Background()
+	a, b := new(int), new(int)
+	for _, who := range []any{a, b, a} {
+		if err := c.Subscribe(ctx, "test://r", who); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitEvents(t, s, "+test://r")
+	if err := c.Unsubscribe(ctx, "test://r", a); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Unsubscribe(ctx, "test://r", a); err != nil { // again: nothing to do
+		t.Fatal(err)
+	}
+	waitEvents(t, s, "+test://r")
+
+	for ss := range s.srv.Sessions() { // the upstream drops Warden's session
+		ss.Close()
+	}
+	waitEvents(t, s, "+test://r", "+test://r")
+
+	c.Unfollow(b)
+	waitEvents(t, s, "+test://r", "+test://r", "-test://r")
+}
