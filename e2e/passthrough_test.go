@@ -160,35 +160,10 @@ func TestPassThroughAggregated(t *testing.T) {
 		}
 	})
 
+	// Updates reach subscribed clients. Clients following one resource
+	// share one upstream subscription: one unsubscribing, or going away,
+	// leaves the others' updates alone.
 	t.Run("subscribe", func(t *testing.T) {
-		updated := make(chan string, 16)
-		cs := w.Connect(t, "/mcp", &mcp.ClientOptions{
-			ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) {
-				select {
-				case updated <- r.Params.URI:
-				default:
-				}
-			},
-		})
-		if err := cs.Subscribe(ctxT(t, 20*time.Second), &mcp.SubscribeParams{URI: "test://watched-resource"}); err != nil {
-			t.Fatalf("resources/subscribe: %v", err)
-		}
-		select {
-		case uri := <-updated: // the fixture updates it every 3s
-			if uri != "test://watched-resource" {
-				t.Fatalf("update for %q", uri)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatalf("no notifications/resources/updated within 10s of subscribing\n%s", w.Logs)
-		}
-		if err := cs.Unsubscribe(ctxT(t, 20*time.Second), &mcp.UnsubscribeParams{URI: "test://watched-resource"}); err != nil {
-			t.Fatalf("resources/unsubscribe: %v", err)
-		}
-	})
-
-	// Two clients follow one resource over one upstream subscription: one
-	// unsubscribing, or going away, leaves the other's updates alone.
-	t.Run("shared subscription", func(t *testing.T) {
 		const uri = "test://watched-resource"
 		follow := func() (*mcp.ClientSession, chan string) {
 			updated := make(chan string, 16)
@@ -205,24 +180,24 @@ func TestPassThroughAggregated(t *testing.T) {
 			}
 			return cs, updated
 		}
+		// waitUpdate waits for an update sent after it was called.
 		waitUpdate := func(updated chan string, what string) {
 			t.Helper()
-			for {
-				select {
-				case <-updated:
-				default:
-					goto drained
-				}
+			for len(updated) > 0 {
+				<-updated
 			}
-		drained:
 			select {
-			case <-updated: // the fixture updates it every 3s
+			case got := <-updated: // the fixture updates it every 3s
+				if got != uri {
+					t.Fatalf("%s: update for %q", what, got)
+				}
 			case <-time.After(10 * time.Second):
 				t.Fatalf("%s: no notifications/resources/updated within 10s\n%s", what, w.Logs)
 			}
 		}
-		a, _ := follow()
-		_, bUpdates := follow()
+		a, aUpdates := follow()
+		waitUpdate(aUpdates, "after subscribing")
+		b, bUpdates := follow()
 		c, _ := follow()
 		if err := a.Unsubscribe(ctxT(t, 20*time.Second), &mcp.UnsubscribeParams{URI: uri}); err != nil {
 			t.Fatalf("resources/unsubscribe: %v", err)
@@ -231,6 +206,9 @@ func TestPassThroughAggregated(t *testing.T) {
 		c.Close()
 		time.Sleep(200 * time.Millisecond) // its session ends on Warden's side
 		waitUpdate(bUpdates, "after another subscribed client went away")
+		if err := b.Unsubscribe(ctxT(t, 20*time.Second), &mcp.UnsubscribeParams{URI: uri}); err != nil {
+			t.Fatalf("resources/unsubscribe: %v", err)
+		}
 	})
 
 	t.Run("completion", func(t *testing.T) {
