@@ -101,7 +101,7 @@ func (v *view) fastCall(w http.ResponseWriter, r *http.Request, l *live, id json
 // JSON (checked when it was read) and the client's id (checked likewise)
 // are copied in as they are.
 func answer(id json.RawMessage, res *upstream.Result, err error) []byte {
-	if err == nil && res.Raw != nil {
+	if err == nil && res != nil && res.Raw != nil {
 		b := make([]byte, 0, 40+len(id)+len(res.Raw))
 		b = append(b, `{"jsonrpc":"2.0","id":`...)
 		b = append(b, id...)
