@@ -42,6 +42,9 @@ type Options struct {
 	Logger     *slog.Logger // nil: text to stderr
 	Listener   net.Listener // optional pre-bound listener (tests); else the config's listen
 	Ready      func(*Daemon)
+	// SessionIdle closes client sessions idle this long; 0 means
+	// surface.DefaultSessionIdle (tests shorten it).
+	SessionIdle time.Duration
 }
 
 // Daemon is a running Warden.
@@ -104,7 +107,7 @@ func Run(ctx context.Context, opts Options) error {
 			}},
 	})
 	d.pruneSessions(cfg)
-	surfaces := surface.New(d.gw, log, opts.Version)
+	surfaces := surface.New(d.gw, log, opts.Version, opts.SessionIdle)
 	defer surfaces.Close()
 	srv := &http.Server{Handler: d.routes(surfaces, m), ReadHeaderTimeout: 10 * time.Second}
 

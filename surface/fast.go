@@ -43,11 +43,10 @@ const fastRequestPrefix = "warden-fp-"
 
 var fastRequestSeq atomic.Uint64
 
-// serveFast handles body if it belongs to the fast path, reporting whether
-// it did.
-func (v *view) serveFast(w http.ResponseWriter, r *http.Request, body []byte) bool {
-	l := v.live(r.Header.Get("Mcp-Session-Id"))
-	if l == nil || len(body) == 0 || body[0] != '{' {
+// serveFast handles body, a POST on session l, if it belongs to the fast
+// path, reporting whether it did.
+func (v *view) serveFast(w http.ResponseWriter, r *http.Request, l *live, body []byte) bool {
+	if len(body) == 0 || body[0] != '{' {
 		return false
 	}
 	var m rpc
@@ -231,7 +230,7 @@ func (s *stream) request(ctx context.Context, method string, params, result any)
 // The gateway.Client side.
 
 func (s *stream) Capabilities() *mcp.ClientCapabilities {
-	return gateway.SessionClient{ServerSession: s.l.ss}.Capabilities()
+	return gateway.SessionClient{ServerSession: s.l.ss.Load()}.Capabilities()
 }
 
 func (s *stream) CreateMessage(ctx context.Context, p *mcp.CreateMessageWithToolsParams) (*mcp.CreateMessageWithToolsResult, error) {

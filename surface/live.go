@@ -2,17 +2,25 @@ package surface
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// live is a downstream session the SDK initialized, as the fast path needs
-// it: its log level, its fast calls in flight (for cancellation) and the
-// answers it owes to requests Warden sent it on a fast call's stream.
+// live is a downstream session, known from the moment the SDK names it (so
+// that all its requests count as activity, also an event stream opened
+// before the client's initialized notification is handled), and as the
+// fast path needs it once initialized: its log level, its fast calls in
+// flight (for cancellation) and the answers it owes to requests Warden sent
+// it on a fast call's stream.
 type live struct {
-	ss *mcp.ServerSession
+	ss   atomic.Pointer[mcp.ServerSession] // set once the client has initialized
+	seen atomic.Int64                      // when a request of the session last began or ended (Unix ns)
+	busy atomic.Int32                      // its requests in progress (an open GET stream counts)
 
 	mu      sync.Mutex
 	level   mcp.LoggingLevel
@@ -20,16 +28,36 @@ type live struct {
 	pending map[string]chan json.RawMessage // id of a request to the client → its answer
 }
 
-// track registers an initialized session until it ends.
+func newLive() *live {
+	l := &live{calls: map[string]context.CancelFunc{}, pending: map[string]chan json.RawMessage{}}
+	l.seen.Store(time.Now().UnixNano())
+	return l
+}
+
+// newSessionID names a new session for the SDK (ServerOptions.GetSessionID)
+// and starts knowing it.
+func (v *view) newSessionID() string {
+	id := rand.Text()
+	v.sessMu.Lock()
+	v.sessions[id] = newLive()
+	v.sessMu.Unlock()
+	return id
+}
+
+// track marks a session initialized, and forgets it when it ends.
 func (v *view) track(ss *mcp.ServerSession) {
 	id := ss.ID()
 	if id == "" {
 		return
 	}
-	l := &live{ss: ss, calls: map[string]context.CancelFunc{}, pending: map[string]chan json.RawMessage{}}
 	v.sessMu.Lock()
-	v.sessions[id] = l
+	l := v.sessions[id]
+	if l == nil {
+		l = newLive()
+		v.sessions[id] = l
+	}
 	v.sessMu.Unlock()
+	l.ss.Store(ss)
 	go func() {
 		_ = ss.Wait()
 		v.sessMu.Lock()
@@ -50,6 +78,38 @@ func (v *view) liveFor(ss *mcp.ServerSession) *live {
 		return nil
 	}
 	return v.live(ss.ID())
+}
+
+// enter and leave bracket each request of the session.
+func (l *live) enter() { l.busy.Add(1); l.seen.Store(time.Now().UnixNano()) }
+func (l *live) leave() { l.seen.Store(time.Now().UnixNano()); l.busy.Add(-1) }
+
+// closeIdle ends the sessions that have had no request in progress for
+// idle: a client that went away without ending its session would
+// otherwise hold it for good. A client that comes back gets 404 and starts
+// a new session, as the protocol has it.
+func (v *view) closeIdle(idle time.Duration) {
+	cutoff := time.Now().Add(-idle).UnixNano()
+	stale := map[string]*live{}
+	v.sessMu.Lock()
+	for id, l := range v.sessions {
+		if l.busy.Load() == 0 && l.seen.Load() < cutoff {
+			stale[id] = l
+			if l.ss.Load() == nil {
+				delete(v.sessions, id) // never initialized: nothing else forgets it
+			}
+		}
+	}
+	v.sessMu.Unlock()
+	if len(stale) == 0 {
+		return
+	}
+	for ss := range v.srv.Sessions() {
+		if _, ok := stale[ss.ID()]; ok {
+			v.log.Info("closing an idle client session", "surface", v.surface, "idle", idle)
+			_ = ss.Close() // an initialized one is forgotten once it ends (track)
+		}
+	}
 }
 
 func (l *live) setLevel(level mcp.LoggingLevel) {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/wardenmcp/warden/gateway"
@@ -32,14 +33,47 @@ type Surfaces struct {
 }
 
 // New builds the surfaces and registers them with the gateway.
-func New(g *gateway.Gateway, log *slog.Logger, version string) *Surfaces {
+//
+// A client session with no request in progress for sessionIdle is closed
+// (0 means DefaultSessionIdle).
+func New(g *gateway.Gateway, log *slog.Logger, version string, sessionIdle time.Duration) *Surfaces {
+	if sessionIdle <= 0 {
+		sessionIdle = DefaultSessionIdle
+	}
 	s := &Surfaces{g: g, log: log, version: version, views: map[string]*view{}, hs: map[string]http.Handler{},
 		dirty: map[string]bool{}, wake: make(chan struct{}, 1), done: make(chan struct{})}
 	s.agg = newView(g, "", log, version)
 	s.aggH = newHandler(s.agg.srv)
 	go s.update()
+	go s.closeIdle(sessionIdle)
 	g.AddView(s)
 	return s
+}
+
+// DefaultSessionIdle is how long a client session may go without a request
+// in progress (an open event stream is one) before Warden closes it.
+const DefaultSessionIdle = time.Hour
+
+// closeIdle closes idle client sessions until Close.
+func (s *Surfaces) closeIdle(idle time.Duration) {
+	t := time.NewTicker(max(min(idle/4, time.Minute), 10*time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+		case <-s.done:
+			return
+		}
+		s.mu.Lock()
+		views := []*view{s.agg}
+		for _, v := range s.views {
+			views = append(views, v)
+		}
+		s.mu.Unlock()
+		for _, v := range views {
+			v.closeIdle(idle)
+		}
+	}
 }
 
 // maxBody bounds a request body.
@@ -53,7 +87,12 @@ func newHandler(srv *mcp.Server) http.Handler {
 
 // serve offers a POST on an established session to the fast path first.
 func serve(v *view, h http.Handler, w http.ResponseWriter, r *http.Request) {
-	if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") != "" {
+	l := v.live(r.Header.Get("Mcp-Session-Id"))
+	if l != nil {
+		l.enter()
+		defer l.leave()
+	}
+	if r.Method == http.MethodPost && l != nil && l.ss.Load() != nil { // initialized
 		body, err := readBody(r)
 		if err != nil {
 			http.Error(w, "reading the request: "+err.Error(), http.StatusBadRequest)
@@ -63,7 +102,7 @@ func serve(v *view, h http.Handler, w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "request body larger than 4 MiB", http.StatusRequestEntityTooLarge)
 			return
 		}
-		if v.serveFast(w, r, body) {
+		if v.serveFast(w, r, l, body) {
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))

@@ -92,8 +92,9 @@ func Start(t testing.TB, servers map[string]any) *Warden {
 }
 
 // StartWith runs Warden on an existing config file and state dir (for
-// restarts). It is stopped in t.Cleanup unless stopped before.
-func StartWith(t testing.TB, configPath, stateDir string) *Warden {
+// restarts), with opts applied to its options. It is stopped in t.Cleanup
+// unless stopped before.
+func StartWith(t testing.TB, configPath, stateDir string, opts ...func(*daemon.Options)) *Warden {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -105,13 +106,15 @@ func StartWith(t testing.TB, configPath, stateDir string) *Warden {
 	ready := make(chan *daemon.Daemon, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	w.cancel = cancel
-	go func() {
-		w.done <- daemon.Run(ctx, daemon.Options{
-			ConfigPath: configPath, StateDir: stateDir, Version: "test", Listener: ln,
-			Logger: slog.New(slog.NewTextHandler(w.Logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-			Ready:  func(d *daemon.Daemon) { ready <- d },
-		})
-	}()
+	o := daemon.Options{
+		ConfigPath: configPath, StateDir: stateDir, Version: "test", Listener: ln,
+		Logger: slog.New(slog.NewTextHandler(w.Logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Ready:  func(d *daemon.Daemon) { ready <- d },
+	}
+	for _, f := range opts {
+		f(&o)
+	}
+	go func() { w.done <- daemon.Run(ctx, o) }()
 	select {
 	case w.D = <-ready:
 	case err := <-w.done:
