@@ -111,7 +111,12 @@ func (g *Gateway) callTool(ctx context.Context, call Call, entry *activity.Entry
 	var res *upstream.Result
 	var dispatch *upstream.Dispatch
 	var intent *writes.Intent
-	defer func() { intent.End() }() // once the outcome is known, or latched
+	defer func() {
+		if r := recover(); r != nil {
+			panic(r) // the intent stays: the server latches at the next start
+		}
+		intent.End() // the outcome is known, or latched
+	}()
 	err = c.Do(withInflight(ctx, f), func(ctx context.Context, cs *mcp.ClientSession) error {
 		onSent := func() {}
 		if tool.Class != writes.ClassRead {
@@ -149,7 +154,11 @@ func (g *Gateway) callTool(ctx context.Context, call Call, entry *activity.Entry
 		return nil, unavailable(call.Server, err)
 	}
 	entry.Outcome = "unknown"
-	return g.unknownOutcome(ctx, call, tool, entry, err)
+	res, durable := g.unknownOutcome(ctx, call, tool, entry, err)
+	if !durable {
+		intent = nil // kept in the store: the server latches at the next start
+	}
+	return res, nil
 }
 
 // admitTool applies quarantine and approval, and finds the tool's class.
@@ -186,8 +195,9 @@ func latchedRefusal(l *writes.Latch) *Refusal {
 }
 
 // unknownOutcome handles a call that was sent but not answered: a non-read
-// call latches the server (exactly once, whatever else is in flight).
-func (g *Gateway) unknownOutcome(ctx context.Context, call Call, tool Tool, entry *activity.Entry, err error) (*upstream.Result, error) {
+// call latches the server (exactly once, whatever else is in flight). It
+// reports false when the latch could not be stored.
+func (g *Gateway) unknownOutcome(ctx context.Context, call Call, tool Tool, entry *activity.Entry, err error) (*upstream.Result, bool) {
 	reason := writes.ReasonUpstreamLost
 	switch {
 	case errors.Is(err, upstream.ErrTimeout):
@@ -199,6 +209,7 @@ func (g *Gateway) unknownOutcome(ctx context.Context, call Call, tool Tool, entr
 	if entry.ArgsSHA256 == "" {
 		entry.ArgsSHA256 = canon.ArgsSHA256(call.Args)
 	}
+	durable := true
 	if tool.Class != writes.ClassRead {
 		_, rerr := g.deps.Writes.Record(writes.Latch{
 			Server: call.Server, Tool: call.Tool, ArgsSHA256: entry.ArgsSHA256,
@@ -206,11 +217,12 @@ func (g *Gateway) unknownOutcome(ctx context.Context, call Call, tool Tool, entr
 		})
 		if rerr != nil {
 			g.log.Error("recording write latch failed", "server", call.Server, "err", rerr)
+			durable = false
 		}
 		text += fmt.Sprintf(" Further writes to %q are refused until an operator checks whether it happened and runs: warden writes clear %s", call.Server, call.Server)
 	}
 	return upstream.Decoded(&mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: text}},
-		Meta: mcp.Meta{"warden/outcome": "unknown"}}), nil
+		Meta: mcp.Meta{"warden/outcome": "unknown"}}), durable
 }
 
 func cloneMeta(m mcp.Meta) mcp.Meta {

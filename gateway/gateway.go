@@ -117,6 +117,7 @@ func (g *Gateway) Reconcile(servers map[string]*config.Server) {
 	g.mu.Lock()
 	var remove, stop []*upstream.Conn
 	var started []string
+	replaced := map[string]*upstream.Conn{}
 	for name, c := range g.conns {
 		cfg, ok := servers[name]
 		switch {
@@ -133,6 +134,7 @@ func (g *Gateway) Reconcile(servers map[string]*config.Server) {
 			} else {
 				stop = append(stop, c)
 			}
+			replaced[name] = c
 			delete(g.conns, name)
 		}
 	}
@@ -155,7 +157,11 @@ func (g *Gateway) Reconcile(servers map[string]*config.Server) {
 		if _, ok := g.conns[name]; ok || cfg.Disabled {
 			continue
 		}
-		g.conns[name] = upstream.Start(cfg, g.deps.Upstream)
+		c := upstream.Start(cfg, g.deps.Upstream)
+		if old := replaced[name]; old != nil {
+			c.Adopt(old) // clients' resource subscriptions carry on
+		}
+		g.conns[name] = c
 		started = append(started, name)
 	}
 	g.mu.Unlock()

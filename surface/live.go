@@ -88,16 +88,28 @@ func (l *live) leave() { l.seen.Store(time.Now().UnixNano()); l.busy.Add(-1) }
 // idle: a client that went away without ending its session would
 // otherwise hold it for good. A client that comes back gets 404 and starts
 // a new session, as the protocol has it.
-func (v *view) closeIdle(idle time.Duration) {
-	cutoff := time.Now().Add(-idle).UnixNano()
-	stale := map[string]*live{}
+//
+// A session not initialized within uninitIdle (most often a request without
+// a session that the SDK named and ended at once) is forgotten then.
+func (v *view) closeIdle(idle, uninitIdle time.Duration) {
+	now := time.Now()
+	cutoff, uninitCutoff := now.Add(-idle).UnixNano(), now.Add(-uninitIdle).UnixNano()
+	type candidate struct {
+		l      *live
+		cutoff int64
+	}
+	stale := map[string]candidate{}
 	v.sessMu.Lock()
 	for id, l := range v.sessions {
-		if l.busy.Load() == 0 && l.seen.Load() < cutoff {
-			stale[id] = l
-			if l.ss.Load() == nil {
-				delete(v.sessions, id) // never initialized: nothing else forgets it
-			}
+		if l.busy.Load() != 0 {
+			continue
+		}
+		switch seen := l.seen.Load(); {
+		case l.ss.Load() == nil && seen < uninitCutoff:
+			delete(v.sessions, id) // nothing else forgets it
+			stale[id] = candidate{l, uninitCutoff}
+		case seen < cutoff:
+			stale[id] = candidate{l, cutoff}
 		}
 	}
 	v.sessMu.Unlock()
@@ -105,10 +117,19 @@ func (v *view) closeIdle(idle time.Duration) {
 		return
 	}
 	for ss := range v.srv.Sessions() {
-		if _, ok := stale[ss.ID()]; ok {
-			v.log.Info("closing an idle client session", "surface", v.surface, "idle", idle)
-			_ = ss.Close() // an initialized one is forgotten once it ends (track)
+		c, ok := stale[ss.ID()]
+		if !ok || c.l.busy.Load() != 0 || c.l.seen.Load() >= c.cutoff {
+			continue // a request came meanwhile
 		}
+		v.log.Info("closing an idle client session", "surface", v.surface, "idle", idle)
+		go ss.Close() // it waits for requests in flight; an initialized one is forgotten once it ends (track)
+	}
+}
+
+// closeAll ends every session of the view (its server was removed).
+func (v *view) closeAll() {
+	for ss := range v.srv.Sessions() {
+		go ss.Close()
 	}
 }
 

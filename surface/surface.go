@@ -71,7 +71,7 @@ func (s *Surfaces) closeIdle(idle time.Duration) {
 		}
 		s.mu.Unlock()
 		for _, v := range views {
-			v.closeIdle(idle)
+			v.closeIdle(idle, min(idle, 30*time.Second))
 		}
 	}
 }
@@ -136,9 +136,13 @@ func (s *Surfaces) view(server string) (*view, http.Handler) {
 
 func (s *Surfaces) forget(server string) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	v := s.views[server]
 	delete(s.views, server)
 	delete(s.hs, server)
+	s.mu.Unlock()
+	if v != nil {
+		v.closeAll()
+	}
 }
 
 // Server returns the SDK server behind an endpoint: "" for /mcp.

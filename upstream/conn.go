@@ -117,7 +117,8 @@ type Conn struct {
 	logLevel   mcp.LoggingLevel
 	refreshing bool
 	dirty      bool
-	subs       map[string]map[any]bool // resource URI → its downstream followers (subscribe.go)
+	subs       map[string]map[any]bool       // resource URI → its downstream followers (subscribe.go)
+	subbed     map[string]*mcp.ClientSession // resource URI → the session subscribed to it
 
 	subOps sync.Mutex // orders subscription changes upstream
 
@@ -142,6 +143,7 @@ func Start(cfg *config.Server, opts Options) *Conn {
 		changed: make(chan struct{}),
 		status:  Status{State: StateConnecting, Since: time.Now()},
 		subs:    map[string]map[any]bool{},
+		subbed:  map[string]*mcp.ClientSession{},
 	}
 	c.cfg.Store(cfg)
 	if cfg.Transport == "http" {
@@ -303,7 +305,7 @@ func (c *Conn) connect() (*mcp.ClientSession, error) {
 	if level != "" && cs.InitializeResult().Capabilities.Logging != nil {
 		_ = cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: level})
 	}
-	c.resubscribe(ctx, cs)
+	go c.resubscribe(cs)
 	return cs, nil
 }
 

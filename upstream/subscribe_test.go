@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -15,9 +16,10 @@ import (
 // subscribeServer is an in-process MCP server over streamable HTTP that
 // records subscription changes.
 type subscribeServer struct {
-	mu  sync.Mutex
-	log []string
-	srv *mcp.Server
+	mu   sync.Mutex
+	log  []string
+	fail int // subscribes to refuse
+	srv  *mcp.Server
 }
 
 func (s *subscribeServer) record(e string) {
@@ -36,7 +38,14 @@ func startSubscribeServer(t *testing.T) (*subscribeServer, string) {
 	s := &subscribeServer{}
 	s.srv = mcp.NewServer(&mcp.Implementation{Name: "subs", Version: "1"}, &mcp.ServerOptions{
 		SubscribeHandler: func(_ context.Context, r *mcp.SubscribeRequest) error {
-			s.record("+" + r.Params.URI)
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			if s.fail > 0 {
+				s.fail--
+				s.log = append(s.log, "!"+r.Params.URI)
+				return fmt.Errorf("not now")
+			}
+			s.log = append(s.log, "+"+r.Params.URI)
 			return nil
 		},
 		UnsubscribeHandler: func(_ context.Context, r *mcp.UnsubscribeRequest) error {
@@ -102,4 +111,34 @@ func TestSubscriptionsAreShared(t *testing.T) {
 
 	c.Unfollow(b)
 	waitEvents(t, s, "+test://r", "+test://r", "-test://r")
+}
+
+// A subscription the upstream refused to make again after a reconnect is
+// made when the next follower comes; a connection that replaces another
+// (a changed config) carries its followers on.
+func TestSubscriptionsRecover(t *testing.T) {
+	s, url := startSubscribeServer(t)
+	cfg := &config.Server{Name: "subs", URL: url, Transport: config.TransportHTTP, CallTimeout: 10 * time.Second}
+	c := Start(cfg, Options{})
+	ctx := context.Background()
+	if err := c.Subscribe(ctx, "test://r", new(int)); err != nil {
+		t.Fatal(err)
+	}
+	s.mu.Lock()
+	s.fail = 1
+	s.mu.Unlock()
+	for ss := range s.srv.Sessions() {
+		ss.Close()
+	}
+	waitEvents(t, s, "+test://r", "!test://r")
+	if err := c.Subscribe(ctx, "test://r", new(int)); err != nil {
+		t.Fatal(err)
+	}
+	waitEvents(t, s, "+test://r", "!test://r", "+test://r")
+
+	c.Stop()
+	next := Start(cfg, Options{})
+	defer next.Stop()
+	next.Adopt(c)
+	waitEvents(t, s, "+test://r", "!test://r", "+test://r", "+test://r")
 }
