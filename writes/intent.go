@@ -1,6 +1,7 @@
 package writes
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -39,7 +40,9 @@ func (l *Ledger) Begin(lt Latch) (*Intent, error) {
 	if err != nil {
 		return nil, err
 	}
-	key := make([]byte, 8)
+	// The key names the server, so that even a record that cannot be read
+	// back latches it.
+	var key []byte
 	err = l.db.Update(func(tx *bolt.Tx) error {
 		b, err := tx.CreateBucketIfNotExists(intentBucket)
 		if err != nil {
@@ -49,7 +52,7 @@ func (l *Ledger) Begin(lt Latch) (*Intent, error) {
 		if err != nil {
 			return err
 		}
-		binary.BigEndian.PutUint64(key, seq)
+		key = binary.BigEndian.AppendUint64(append([]byte(lt.Server), 0), seq)
 		return b.Put(key, v)
 	})
 	if err != nil {
@@ -75,7 +78,8 @@ func (in *Intent) End() {
 	go func() {
 		defer l.ending.Done()
 		// Should this fail, the server latches at the next start: safe.
-		_ = l.db.Update(func(tx *bolt.Tx) error {
+		// (Batch: strike-offs of concurrent calls share a commit.)
+		_ = l.db.Batch(func(tx *bolt.Tx) error {
 			if b := tx.Bucket(intentBucket); b != nil {
 				return b.Delete(in.key)
 			}
@@ -100,11 +104,16 @@ func recoverIntents(tx *bolt.Tx, latches *bolt.Bucket, m map[string]*serverGate)
 	if b == nil {
 		return nil
 	}
-	err := b.ForEach(func(_, v []byte) error {
-		lt := Latch{}
-		if json.Unmarshal(v, &lt) != nil || lt.Server == "" {
-			return nil // nothing to latch it on
+	err := b.ForEach(func(k, v []byte) error {
+		server, _, found := bytes.Cut(k, []byte{0})
+		if !found || len(server) == 0 {
+			return nil // not an intent: nothing to latch
 		}
+		lt := Latch{}
+		if json.Unmarshal(v, &lt) != nil {
+			lt = Latch{} // fail closed: the server is latched all the same
+		}
+		lt.Server = string(server)
 		if _, latched := m[lt.Server]; latched {
 			return nil // the first latch is kept
 		}

@@ -4,6 +4,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 // A call written down and never struck off (Warden died mid-call) latches
@@ -30,6 +32,17 @@ func TestIntentsLatchAfterACrash(t *testing.T) {
 	if _, err := l.Begin(Latch{Server: "latched", Tool: "second"}); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := l.Begin(Latch{Server: "garbled", Tool: "w"}); err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error { // a record that cannot be read back
+		b := tx.Bucket(intentBucket)
+		k, _ := b.Cursor().Last()
+		return b.Put(k, []byte("not json"))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if _, latched := l.Check("crashed"); latched {
 		t.Fatal("a call in flight latched before anything went wrong")
 	}
@@ -43,14 +56,17 @@ func TestIntentsLatchAfterACrash(t *testing.T) {
 			t.Fatal(err)
 		}
 		got := l.List()
-		if len(got) != 2 {
-			t.Fatalf("latches %+v, want crashed and latched", got)
+		if len(got) != 3 {
+			t.Fatalf("latches %+v, want crashed, garbled and latched", got)
 		}
 		if c := got[0]; c.Server != "crashed" || c.Tool != "w" || c.ArgsSHA256 != "bb" || c.Reason != ReasonInterrupted ||
 			c.Surface != "mcp/crashed" || time.Since(c.At) > time.Minute {
 			t.Fatalf("crashed: %+v", c)
 		}
-		if c := got[1]; c.Server != "latched" || c.Tool != "first" || c.Reason != ReasonTimeout {
+		if c := got[1]; c.Server != "garbled" || c.Reason != ReasonInterrupted {
+			t.Fatalf("garbled: %+v", c)
+		}
+		if c := got[2]; c.Server != "latched" || c.Tool != "first" || c.Reason != ReasonTimeout {
 			t.Fatalf("latched: %+v", c)
 		}
 		l.Close()
