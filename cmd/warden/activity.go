@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/wardenmcp/warden/activity"
+	"github.com/wardenmcp/warden/client"
 )
 
 func newActivityCmd(g *globals) *cobra.Command {
@@ -20,32 +22,24 @@ func newActivityCmd(g *globals) *cobra.Command {
 			if limit < 0 {
 				return usageErrorf("--limit must be positive")
 			}
-			c, err := g.client()
-			if err != nil {
-				return err
-			}
-			entries, err := c.Activity(cmd.Context(), server, limit)
-			if err != nil {
-				return g.apiErr(err)
-			}
-			if g.jsonOut {
-				return g.printJSON(entries)
-			}
-			if len(entries) == 0 {
-				fmt.Fprintln(g.stdout, "no tool calls recorded")
-				return nil
-			}
-			t := newTable(g.stdout, "AT", "SURFACE", "SERVER", "TOOL", "CLASS", "OUTCOME", "LATENCY")
-			for _, e := range entries {
-				outcome := e.Outcome
-				if e.Code != "" {
-					outcome += " " + e.Code
+			recent := func(c *client.Client) ([]activity.Entry, error) { return c.Activity(cmd.Context(), server, limit) }
+			return ask(g, recent, func(entries []activity.Entry) error {
+				if len(entries) == 0 {
+					fmt.Fprintln(g.stdout, "no tool calls recorded")
+					return nil
 				}
-				lat := (time.Duration(e.LatencyMicros) * time.Microsecond).String()
-				t.row(stamp(e.At), e.Surface, e.Server, e.Tool, e.Class, outcome, lat)
-			}
-			t.flush()
-			return nil
+				t := newTable(g.stdout, "AT", "SURFACE", "SERVER", "TOOL", "CLASS", "OUTCOME", "LATENCY")
+				for _, e := range entries {
+					outcome := e.Outcome
+					if e.Code != "" {
+						outcome += " " + e.Code
+					}
+					lat := (time.Duration(e.LatencyMicros) * time.Microsecond).String()
+					t.row(stamp(e.At), e.Surface, e.Server, e.Tool, e.Class, outcome, lat)
+				}
+				t.flush()
+				return nil
+			})
 		},
 	}
 	cmd.Flags().StringVar(&server, "server", "", "only calls to this server")

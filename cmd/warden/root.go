@@ -195,6 +195,23 @@ func (g *globals) client() (*client.Client, error) {
 	return client.New(baseURL(listen), tok), nil
 }
 
+// ask sends one request to the daemon and prints its answer: as JSON with
+// --json, else as text writes it.
+func ask[T any](g *globals, req func(*client.Client) (T, error), text func(T) error) error {
+	c, err := g.client()
+	if err != nil {
+		return err
+	}
+	v, err := req(c)
+	if err != nil {
+		return g.apiErr(err)
+	}
+	if g.jsonOut {
+		return g.printJSON(v)
+	}
+	return text(v)
+}
+
 // baseURL is the URL that reaches a daemon listening on listen: a wildcard
 // host is reached on loopback.
 func baseURL(listen string) string {

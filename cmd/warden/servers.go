@@ -8,28 +8,21 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/wardenmcp/warden/api"
 	"github.com/wardenmcp/warden/approval"
+	"github.com/wardenmcp/warden/client"
 	"github.com/wardenmcp/warden/config"
 )
 
 func newServersCmd(g *globals) *cobra.Command {
 	list := func(cmd *cobra.Command, _ []string) error {
-		c, err := g.client()
-		if err != nil {
-			return err
-		}
-		servers, err := c.Servers(cmd.Context())
-		if err != nil {
-			return g.apiErr(err)
-		}
-		if g.jsonOut {
-			return g.printJSON(servers)
-		}
-		if len(servers) == 0 {
-			fmt.Fprintln(g.stdout, "no servers; add one with: warden servers add NAME --url URL  (or: -- COMMAND ARGS...)")
+		configured := func(c *client.Client) ([]api.Server, error) { return c.Servers(cmd.Context()) }
+		return ask(g, configured, func(servers []api.Server) error {
+			if len(servers) == 0 {
+				fmt.Fprintln(g.stdout, "no servers; add one with: warden servers add NAME --url URL  (or: -- COMMAND ARGS...)")
+				return nil
+			}
+			printServers(g, servers)
 			return nil
-		}
-		printServers(g, servers)
-		return nil
+		})
 	}
 	cmd := &cobra.Command{
 		Use:   "servers",
@@ -231,19 +224,11 @@ func newServersQuarantineCmd(g *globals) *cobra.Command {
 		Short: "Quarantine a server: hide and refuse all of its tools until it is approved again",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := g.client()
-			if err != nil {
-				return err
-			}
-			s, err := c.Quarantine(cmd.Context(), args[0])
-			if err != nil {
-				return g.apiErr(err)
-			}
-			if g.jsonOut {
-				return g.printJSON(s)
-			}
-			fmt.Fprintf(g.stdout, "quarantined %s: its tools are hidden and refused until: warden servers approve %s\n", s.Name, s.Name)
-			return nil
+			quarantine := func(c *client.Client) (*api.Server, error) { return c.Quarantine(cmd.Context(), args[0]) }
+			return ask(g, quarantine, func(s *api.Server) error {
+				fmt.Fprintf(g.stdout, "quarantined %s: its tools are hidden and refused until: warden servers approve %s\n", s.Name, s.Name)
+				return nil
+			})
 		},
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/spf13/cobra"
+	"github.com/wardenmcp/warden/client"
 )
 
 func newSessionsCmd(g *globals) *cobra.Command {
@@ -14,40 +15,32 @@ func newSessionsCmd(g *globals) *cobra.Command {
 		Short: "List the persisted upstream HTTP sessions (never credentials)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := g.client()
-			if err != nil {
-				return err
-			}
-			raw, err := c.Sessions(cmd.Context())
-			if err != nil {
-				return g.apiErr(err)
-			}
-			if g.jsonOut {
-				return g.printJSON(raw)
-			}
-			var rows []map[string]any
-			if json.Unmarshal(raw, &rows) != nil {
-				return g.printJSON(raw) // not a list of records: show it as is
-			}
-			if len(rows) == 0 {
-				fmt.Fprintln(g.stdout, "no persisted sessions")
-				return nil
-			}
-			cols := columns(rows, "server")
-			header := make([]string, len(cols))
-			for i, c := range cols {
-				header[i] = upper(c)
-			}
-			t := newTable(g.stdout, header...)
-			for _, r := range rows {
-				cells := make([]string, len(cols))
-				for i, c := range cols {
-					cells[i] = cell(r[c])
+			stored := func(c *client.Client) (json.RawMessage, error) { return c.Sessions(cmd.Context()) }
+			return ask(g, stored, func(raw json.RawMessage) error {
+				var rows []map[string]any
+				if json.Unmarshal(raw, &rows) != nil {
+					return g.printJSON(raw) // not a list of records: show it as is
 				}
-				t.row(cells...)
-			}
-			t.flush()
-			return nil
+				if len(rows) == 0 {
+					fmt.Fprintln(g.stdout, "no persisted sessions")
+					return nil
+				}
+				cols := columns(rows, "server")
+				header := make([]string, len(cols))
+				for i, c := range cols {
+					header[i] = upper(c)
+				}
+				t := newTable(g.stdout, header...)
+				for _, r := range rows {
+					cells := make([]string, len(cols))
+					for i, c := range cols {
+						cells[i] = cell(r[c])
+					}
+					t.row(cells...)
+				}
+				t.flush()
+				return nil
+			})
 		},
 	}
 }

@@ -4,33 +4,27 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+	"github.com/wardenmcp/warden/client"
+	"github.com/wardenmcp/warden/writes"
 )
 
 func newWritesCmd(g *globals) *cobra.Command {
 	list := func(cmd *cobra.Command, _ []string) error {
-		c, err := g.client()
-		if err != nil {
-			return err
-		}
-		latches, err := c.Writes(cmd.Context())
-		if err != nil {
-			return g.apiErr(err)
-		}
-		if g.jsonOut {
-			return g.printJSON(latches)
-		}
-		if len(latches) == 0 {
-			fmt.Fprintln(g.stdout, "no latched writes")
+		latched := func(c *client.Client) ([]writes.Latch, error) { return c.Writes(cmd.Context()) }
+		return ask(g, latched, func(latches []writes.Latch) error {
+			if len(latches) == 0 {
+				fmt.Fprintln(g.stdout, "no latched writes")
+				return nil
+			}
+			t := newTable(g.stdout, "SERVER", "TOOL", "REASON", "SURFACE", "AT", "ARGS_SHA256")
+			for _, l := range latches {
+				t.row(l.Server, l.Tool, string(l.Reason), l.Surface, stamp(l.At), shortHash(l.ArgsSHA256))
+			}
+			t.flush()
+			fmt.Fprintln(g.stdout, "\nwrites to these servers are refused: the outcome of the call above is unknown.")
+			fmt.Fprintln(g.stdout, "check upstream whether it happened, then allow writes again with: warden writes clear SERVER")
 			return nil
-		}
-		t := newTable(g.stdout, "SERVER", "TOOL", "REASON", "SURFACE", "AT", "ARGS_SHA256")
-		for _, l := range latches {
-			t.row(l.Server, l.Tool, string(l.Reason), l.Surface, stamp(l.At), shortHash(l.ArgsSHA256))
-		}
-		t.flush()
-		fmt.Fprintln(g.stdout, "\nwrites to these servers are refused: the outcome of the call above is unknown.")
-		fmt.Fprintln(g.stdout, "check upstream whether it happened, then allow writes again with: warden writes clear SERVER")
-		return nil
+		})
 	}
 	cmd := &cobra.Command{
 		Use:   "writes",
@@ -44,25 +38,17 @@ func newWritesCmd(g *globals) *cobra.Command {
 			Short: "Allow writes to SERVER again (check upstream first whether the latched call happened)",
 			Args:  cobra.ExactArgs(1),
 			RunE: func(cmd *cobra.Command, args []string) error {
-				c, err := g.client()
-				if err != nil {
-					return err
-				}
-				res, err := c.ClearWrites(cmd.Context(), args[0])
-				if err != nil {
-					return g.apiErr(err)
-				}
-				if g.jsonOut {
-					return g.printJSON(res)
-				}
-				if !res.Cleared || res.Latch == nil {
-					fmt.Fprintf(g.stdout, "%s had no latched writes; nothing to clear\n", args[0])
+				clear := func(c *client.Client) (*client.Cleared, error) { return c.ClearWrites(cmd.Context(), args[0]) }
+				return ask(g, clear, func(res *client.Cleared) error {
+					if !res.Cleared || res.Latch == nil {
+						fmt.Fprintf(g.stdout, "%s had no latched writes; nothing to clear\n", args[0])
+						return nil
+					}
+					l := res.Latch
+					fmt.Fprintf(g.stdout, "cleared %s: the latch from %s (%s, %s via %s) is gone; writes are allowed again\n",
+						args[0], l.Tool, l.Reason, stamp(l.At), l.Surface)
 					return nil
-				}
-				l := res.Latch
-				fmt.Fprintf(g.stdout, "cleared %s: the latch from %s (%s, %s via %s) is gone; writes are allowed again\n",
-					args[0], l.Tool, l.Reason, stamp(l.At), l.Surface)
-				return nil
+				})
 			},
 		},
 	)
