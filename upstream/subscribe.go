@@ -60,6 +60,10 @@ func (c *Conn) Unsubscribe(ctx context.Context, uri string, who any) error {
 	if !c.unfollow(uri, who) {
 		return nil
 	}
+	return c.unsubscribe(ctx, uri)
+}
+
+func (c *Conn) unsubscribe(ctx context.Context, uri string) error {
 	return c.Do(ctx, func(ctx context.Context, cs *mcp.ClientSession) error {
 		return cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri})
 	})
@@ -80,9 +84,7 @@ func (c *Conn) Unfollow(who any) {
 	for _, uri := range uris {
 		if c.unfollow(uri, who) {
 			ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
-			_ = c.Do(ctx, func(ctx context.Context, cs *mcp.ClientSession) error {
-				return cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri})
-			})
+			_ = c.unsubscribe(ctx, uri)
 			cancel()
 		}
 	}
