@@ -163,7 +163,7 @@ func (t *benchTarget) p(q int) time.Duration {
 
 func (t *benchTarget) rate() float64 { return float64(len(t.lat)) / t.elapsed.Seconds() }
 
-func waitTool(b *testing.B, cs *mcp.ClientSession, name string) {
+func waitTool(b testing.TB, cs *mcp.ClientSession, name string) {
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
 		for t, err := range cs.Tools(context.Background(), nil) {

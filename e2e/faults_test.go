@@ -3,11 +3,14 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -209,4 +212,114 @@ func atoi(s string) int {
 		return -1
 	}
 	return n
+}
+
+// A server's calls in flight are bounded (32 by default): the rest wait
+// their turn, and the saturated server holds up no other server.
+func TestConcurrencyBoundedPerServer(t *testing.T) {
+	busy := fixture.NewServer(fixture.Options{})
+	var mu sync.Mutex
+	inFlight, most := 0, 0
+	release := make(chan struct{})
+	var releaseOnce sync.Once
+	busy.Server.AddTool(&mcp.Tool{Name: "hold", InputSchema: map[string]any{"type": "object"},
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			mu.Lock()
+			inFlight++
+			most = max(most, inFlight)
+			mu.Unlock()
+			defer func() {
+				mu.Lock()
+				inFlight--
+				mu.Unlock()
+			}()
+			select {
+			case <-release:
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "released"}}}, nil
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		})
+	other := fixture.NewServer(fixture.Options{})
+	w := wardentest.Start(t, map[string]any{
+		"busy":  map[string]any{"url": busy.Serve(t), "trusted": true, "callTimeout": "60s"},
+		"other": map[string]any{"url": other.Serve(t), "trusted": true},
+	})
+	w.WaitReady(t, "busy")
+	w.WaitReady(t, "other")
+	cs := w.Connect(t, "/mcp", nil)
+	waitTool(t, cs, "busy__hold")
+	t.Cleanup(func() { releaseOnce.Do(func() { close(release) }) }) // before the servers stop
+
+	const calls = 40
+	errs := make(chan error, calls)
+	for range calls {
+		go func() {
+			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "busy__hold"})
+			if err == nil && (res.IsError || resultText(res) != "released") {
+				err = fmt.Errorf("answer %q (isError %v)", resultText(res), res.IsError)
+			}
+			errs <- err
+		}()
+	}
+	wardentest.WaitFor(t, 20*time.Second, "32 calls in flight upstream", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return inFlight >= 32
+	})
+	// The other server answers meanwhile.
+	callText(t, cs, "other__echo", map[string]any{"while": "busy"})
+	time.Sleep(300 * time.Millisecond) // long enough for a 33rd call to arrive, were it let through
+	mu.Lock()
+	got := most
+	mu.Unlock()
+	if got != 32 {
+		t.Fatalf("at most %d calls were in flight upstream at once, want 32", got)
+	}
+	releaseOnce.Do(func() { close(release) })
+	for range calls {
+		if err := <-errs; err != nil {
+			t.Fatalf("a held call: %v", err)
+		}
+	}
+}
+
+// A request body over 4 MiB is refused with 413, on a session's fast path
+// and before one exists, and nothing reaches the upstream; the session
+// goes on working.
+func TestRequestSizeBounded(t *testing.T) {
+	up := fixture.NewServer(fixture.Options{})
+	w := wardentest.Start(t, map[string]any{"s": map[string]any{"url": up.Serve(t), "trusted": true}})
+	w.WaitReady(t, "s")
+	cs := w.Connect(t, "/mcp/s", nil)
+	callText(t, cs, "echo", map[string]any{"small": true})
+	before := up.Calls("echo")
+
+	big := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"blob":"` +
+		strings.Repeat("x", 5<<20) + `"}}}`
+	for _, session := range []string{cs.ID(), ""} {
+		req, err := http.NewRequest("POST", w.URL("/mcp/s"), strings.NewReader(big))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		if session != "" {
+			req.Header.Set("Mcp-Session-Id", session)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("session %q: %v", session, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusRequestEntityTooLarge {
+			t.Fatalf("session %q: a 5 MiB body got %s, want 413", session, resp.Status)
+		}
+	}
+	if n := up.Calls("echo"); n != before {
+		t.Fatalf("the upstream saw %d echo calls after the refused ones, want none", n-before)
+	}
+	callText(t, cs, "echo", map[string]any{"after": "refusal"})
 }
