@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"os"
 	"os/exec"
@@ -131,6 +132,7 @@ func TestHangingCallFailsAtCallTimeout(t *testing.T) {
 
 // An upstream that prints garbage fails clearly and is retried with backoff.
 func TestGarbageUpstreamRetriedWithBackoff(t *testing.T) {
+	start := time.Now()
 	w := wardentest.Start(t, map[string]any{
 		"junk": map[string]any{"command": testenv.BuildBinary(t, fixturePkg), "args": []string{"-garbage"}, "callTimeout": "2s"},
 	})
@@ -145,6 +147,15 @@ func TestGarbageUpstreamRetriedWithBackoff(t *testing.T) {
 		w.API(t, "GET", "/v1/servers/junk", nil, &st)
 		return st.Connection.Failures >= 2
 	})
+	// Attempt k comes at least 100ms·(2^(k-1)-1) after the first (each
+	// delay is at least half of 200ms doubled per failure): a retry loop
+	// without backoff makes many more.
+	time.Sleep(time.Second)
+	w.API(t, "GET", "/v1/servers/junk", nil, &st)
+	bound := 1 + int(math.Log2(float64(time.Since(start))/float64(100*time.Millisecond)+1))
+	if st.Connection.Failures > bound {
+		t.Fatalf("%d failed attempts in %s, want at most %d with backoff", st.Connection.Failures, time.Since(start).Round(time.Millisecond), bound)
+	}
 	if st.Connection.State != "backoff" && st.Connection.State != "connecting" {
 		t.Fatalf("state = %q, want backoff or connecting", st.Connection.State)
 	}
