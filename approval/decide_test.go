@@ -181,6 +181,11 @@ func TestApproveChangedTool(t *testing.T) {
 	if ans.StillChanged != 1 || !slices.Equal(ans.HeldTools, []string{"t_0000"}) {
 		t.Fatalf("answer %+v", ans)
 	}
+	// Named in a server approval, a changed tool is reported as not approved.
+	ans = must[Answer](t)(r.ApproveServer("fs", ServerApproval{ExpectedHashes: hashes(t, inv)}))
+	if !slices.Equal(ans.NotApproved, []string{"t_0000"}) || ans.StillChanged != 1 {
+		t.Fatalf("answer %+v, want t_0000 not approved and still changed", ans)
+	}
 	ans = must[Answer](t)(r.ApproveTools("fs", ToolApproval{All: true, ExpectedHashes: hashes(t, inv)}))
 	if ans.ApprovedCount != 1 || ans.StillChanged != 0 {
 		t.Fatalf("answer %+v", ans)
