@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -1109,4 +1110,45 @@ func apListSettled(t *testing.T, cs *mcp.ClientSession, want int) []string {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// An operator's decisions are durable the moment the command answers:
+// `kill -9` right after admitting a server (one tool blocked) loses nothing.
+func TestApprovalSurvivesKill9(t *testing.T) {
+	u := wlNewUpstream(t, "http", map[string]any{"trusted": false})
+	d := wlNewDaemon(t, u)
+	statuses := func() map[string]approval.Status {
+		var tools []api.Tool
+		if err := json.Unmarshal([]byte(d.cli("tools", "s", "--json")), &tools); err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]approval.Status{}
+		for _, x := range tools {
+			out[x.Name] = x.Status
+		}
+		return out
+	}
+	wardentest.WaitFor(t, 20*time.Second, "s's four tools recorded as pending", func() bool {
+		n := 0
+		for _, st := range statuses() {
+			if st == approval.StatusPending {
+				n++
+			}
+		}
+		return n == 4
+	})
+	d.cli("servers", "approve", "s", "--block", fixture.ToolDelete)
+	d.kill9()
+	d.serve()
+
+	want := map[string]approval.Status{fixture.ToolEcho: approval.StatusApproved, fixture.ToolRead: approval.StatusApproved,
+		fixture.ToolWrite: approval.StatusApproved, fixture.ToolDelete: approval.StatusBlocked}
+	if got := statuses(); !maps.Equal(got, want) {
+		t.Fatalf("after kill -9: %v, want %v", got, want)
+	}
+	cs := d.connect()
+	if got := callText(t, cs, fixture.ToolEcho, map[string]any{"after": "kill"}); !strings.Contains(got, "kill") {
+		t.Fatalf("echo after restart = %q", got)
+	}
+	apExpectRefusal(t, cs, fixture.ToolDelete, "TOOL_BLOCKED", "warden review approve s "+fixture.ToolDelete)
 }
