@@ -998,41 +998,7 @@ func TestApprovalEventsOnChange(t *testing.T) {
 	w.WaitReady(t, "s")
 	apWaitTool(t, w, "s", fixture.ToolEcho, "baselined", apStatusIs(approval.StatusApproved))
 
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "GET", w.URL("/v1/events"), nil)
-	req.Header.Set("Authorization", "Bearer "+w.Token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		t.Fatalf("GET /v1/events: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
-	}
-	type sse struct{ event, data string }
-	events := make(chan sse, 1000)
-	go func() {
-		defer close(events)
-		sc := bufio.NewScanner(resp.Body)
-		sc.Buffer(nil, 1<<20)
-		var cur sse
-		for sc.Scan() {
-			line := sc.Text()
-			switch {
-			case strings.HasPrefix(line, "event: "):
-				cur.event = strings.TrimPrefix(line, "event: ")
-			case strings.HasPrefix(line, "data: "):
-				cur.data += strings.TrimPrefix(line, "data: ")
-			case line == "":
-				if cur.event != "" {
-					events <- cur
-				}
-				cur = sse{}
-			}
-		}
-	}()
-
+	events := subscribeEvents(t, w)
 	def, _ := f.Tool(fixture.ToolEcho)
 	if err := f.SetDescription(fixture.ToolEcho, def.Description+" (changed)"); err != nil {
 		t.Fatal(err)
