@@ -49,9 +49,10 @@ type Gateway struct {
 	log    *slog.Logger
 	router *router
 
-	mu    sync.RWMutex
-	conns map[string]*upstream.Conn
-	views []View
+	mu       sync.RWMutex
+	conns    map[string]*upstream.Conn
+	disabled map[string]bool // configured with "disabled": true
+	views    []View
 
 	invMu   sync.Mutex
 	applied map[string]*upstream.Inventory // listings the approval records took
@@ -153,7 +154,11 @@ func (g *Gateway) Reconcile(servers map[string]*config.Server) {
 	wg.Wait()
 
 	g.mu.Lock()
+	g.disabled = map[string]bool{}
 	for name, cfg := range servers {
+		if cfg.Disabled {
+			g.disabled[name] = true
+		}
 		if _, ok := g.conns[name]; ok || cfg.Disabled {
 			continue
 		}
@@ -211,6 +216,16 @@ func (g *Gateway) Conn(server string) (*upstream.Conn, bool) {
 	c, ok := g.conns[server]
 	return c, ok
 }
+
+// Disabled reports whether server is in the config with "disabled": true.
+func (g *Gateway) Disabled(server string) bool {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return g.disabled[server]
+}
+
+// DisabledHelp is what to do about a disabled server.
+const DisabledHelp = `remove "disabled": true from its entry in the config file (Warden picks the change up by itself)`
 
 // Servers lists the live servers by name.
 func (g *Gateway) Servers() []string {

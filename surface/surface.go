@@ -163,7 +163,11 @@ func (s *Surfaces) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if _, ok := s.g.Conn(server); !ok {
-		http.Error(w, "no server named "+server+" is configured; see: warden servers list", http.StatusNotFound)
+		msg := "no server named " + server + " is configured; see: warden servers list"
+		if s.g.Disabled(server) {
+			msg = "server " + server + " is disabled; to use it, " + gateway.DisabledHelp
+		}
+		http.Error(w, msg, http.StatusNotFound)
 		return
 	}
 	v, h := s.view(server)

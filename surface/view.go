@@ -142,10 +142,10 @@ func (v *view) resolve(name string) (ref, bool) {
 	if !found || Join(server, tool) != name {
 		return ref{}, false
 	}
-	if _, ok := v.g.Conn(server); !ok {
+	if _, ok := v.g.Conn(server); !ok && !v.g.Disabled(server) {
 		return ref{}, false
 	}
-	return ref{server, tool}, true
+	return ref{server, tool}, true // a disabled server's call is refused, saying so
 }
 
 // Changed re-reads server from the gateway and updates this view's lists;
