@@ -1,57 +1,426 @@
 package e2e
 
 import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
 	"io"
+	"io/fs"
+	"maps"
 	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/wardenmcp/warden/internal/fixture"
 	"github.com/wardenmcp/warden/internal/testenv"
 	"github.com/wardenmcp/warden/internal/wardentest"
 )
 
-// A secret expanded into a server's URL never shows: not in status, events,
-// the log, or a refusal an agent reads, even when every connection attempt
-// fails with Go's errors that quote the URL.
-func TestURLSecretNeverShown(t *testing.T) {
-	const secret = "sk-url-secret-93e1"
-	t.Setenv("UPSTREAM_KEY", secret)
-	down := "http://127.0.0.1:" + itoa(testenv.FreePort(t)) + "/mcp?key=${env:UPSTREAM_KEY}"
-	w := wardentest.Start(t, map[string]any{"down": map[string]any{"url": down, "trusted": true, "callTimeout": "1s"}})
+// Secrets (${env:} expansions, header values, tokens in URLs, stdio env
+// values and expanded args) must never show anywhere Warden writes or
+// answers: the operator API, /metrics, /v1/events, the CLI, the daemon's
+// log, the MCP refusals, and every file in the state dir. These helpers
+// gather all of those as raw bytes, so a secret hidden in one JSON field
+// but present in another still fails.
 
-	events, err := http.NewRequest("GET", w.URL("/v1/events"), nil)
+// secMarker is a unique secret value for one test run.
+func secMarker(what string) string {
+	b := make([]byte, 8)
+	rand.Read(b)
+	return "sEcReT" + what + hex.EncodeToString(b)
+}
+
+// secEvents records the raw /v1/events stream.
+type secEvents struct {
+	mu     sync.Mutex
+	b      bytes.Buffer
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func secFollowEvents(t *testing.T, w *wardentest.Warden) *secEvents {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, w.URL("/v1/events"), nil)
+	req.Header.Set("Authorization", "Bearer "+w.Token)
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
+		cancel()
 		t.Fatal(err)
 	}
-	events.Header.Set("Authorization", "Bearer "+w.Token)
-	resp, err := http.DefaultClient.Do(events)
-	if err != nil {
-		t.Fatal(err)
+	if resp.StatusCode != http.StatusOK {
+		cancel()
+		resp.Body.Close()
+		t.Fatalf("/v1/events: %s", resp.Status)
 	}
-	var streamed strings.Builder
-	read := make(chan struct{})
-	go func() { io.Copy(&streamed, resp.Body); close(read) }()
+	e := &secEvents{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(e.done)
+		defer resp.Body.Close()
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := resp.Body.Read(buf)
+			e.mu.Lock()
+			e.b.Write(buf[:n])
+			e.mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	t.Cleanup(e.stop)
+	return e
+}
 
-	var st struct{ Connection struct{ Error string } }
-	wardentest.WaitFor(t, 20*time.Second, "a failed connection attempt", func() bool {
-		w.API(t, "GET", "/v1/servers/down", nil, &st)
-		return st.Connection.Error != ""
+func (e *secEvents) String() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.b.String()
+}
+
+// stop ends the stream and returns everything it carried.
+func (e *secEvents) stop() {
+	e.cancel()
+	<-e.done
+}
+
+// secSync makes a reload that changes nothing and waits until its "config"
+// event has been streamed: every event published before it has been
+// streamed too (one subscriber's events are delivered in order).
+func secSync(t *testing.T, w *wardentest.Warden, ev *secEvents) {
+	t.Helper()
+	n := strings.Count(ev.String(), `"type":"config"`)
+	apEditConfig(t, w.ConfigPath, nil)
+	wardentest.WaitFor(t, 20*time.Second, "the reload's config event on /v1/events", func() bool {
+		return strings.Count(ev.String(), `"type":"config"`) > n
 	})
-	if !strings.Contains(st.Connection.Error, "127.0.0.1") {
-		t.Fatalf("the error should still say where: %q", st.Connection.Error)
-	}
-	cs := w.Connect(t, "/mcp/down", nil)
-	refusal := resultText(callResult(t, cs, "echo", map[string]any{}))
+}
 
-	time.Sleep(100 * time.Millisecond) // let the events of the refusal arrive
-	resp.Body.Close()
-	<-read
-	for what, text := range map[string]string{
-		"/v1/servers": st.Connection.Error, "refusal": refusal, "log": w.Logs.String(), "events": streamed.String(),
-	} {
-		if strings.Contains(text, secret) {
-			t.Errorf("the URL secret shows in the %s: %s", what, text)
+// secGet reads a route's whole raw answer (with the operator token).
+func secGet(t *testing.T, w *wardentest.Warden, path string) []byte {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, w.URL(path), nil)
+	req.Header.Set("Authorization", "Bearer "+w.Token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s %s", path, resp.Status, b)
+	}
+	return b
+}
+
+// secLiveSurfaces reads every read route of the API (for servers and each
+// of them), /metrics, and the CLI's read commands, as text and with --json.
+func secLiveSurfaces(t *testing.T, w *wardentest.Warden, servers ...string) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	routes := []string{"/v1/status", "/v1/servers", "/v1/sessions", "/v1/activity", "/v1/writes", "/metrics", "/healthz"}
+	for _, s := range servers {
+		routes = append(routes, "/v1/servers/"+s, "/v1/servers/"+s+"/tools", "/v1/activity?server="+s)
+	}
+	for _, r := range routes {
+		out["GET "+r] = secGet(t, w, r)
+	}
+	cmds := [][]string{{"status"}, {"servers", "list"}, {"review"}, {"writes", "list"}, {"sessions"}, {"activity"}}
+	for _, s := range servers {
+		cmds = append(cmds, []string{"tools", s}, []string{"review", s})
+	}
+	for _, c := range cmds {
+		for _, asJSON := range []bool{true, false} {
+			args := append([]string{}, c...)
+			if asJSON {
+				args = append(args, "--json")
+			}
+			code, stdout, stderr := apCLI(t, w, args...)
+			name := "warden " + strings.Join(args, " ")
+			if code != 0 && code != 3 {
+				t.Fatalf("%s: exit %d\nstdout: %s\nstderr: %s", name, code, stdout, stderr)
+			}
+			if asJSON && !(strings.HasPrefix(stdout, "{") || strings.HasPrefix(stdout, "[")) {
+				t.Fatalf("%s printed no JSON: %q", name, stdout)
+			}
+			out[name+" (stdout)"] = []byte(stdout)
+			out[name+" (stderr)"] = []byte(stderr)
 		}
 	}
+	return out
+}
+
+// secStateFiles reads every regular file under the state dir.
+func secStateFiles(t *testing.T, stateDir string) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	err := filepath.WalkDir(stateDir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(stateDir, path)
+		out["state file "+rel] = b
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// secCheck fails for every surface that holds any of the secrets.
+func secCheck(t *testing.T, surfaces map[string][]byte, secrets map[string]string) {
+	t.Helper()
+	names := make([]string, 0, len(surfaces))
+	for n := range surfaces {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		for what, secret := range secrets {
+			if i := bytes.Index(surfaces[n], []byte(secret)); i >= 0 {
+				b := surfaces[n]
+				lo, hi := max(0, i-200), min(len(b), i+len(secret)+200)
+				t.Errorf("the %s shows in %s: ...%q...", what, n, b[lo:hi])
+			}
+		}
+	}
+}
+
+func secJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// A secret expanded into a server's URL never shows: not in any API answer
+// (whole bodies), events, the log, the CLI, the state dir, or a refusal an
+// agent reads, even when every connection attempt fails with Go's errors
+// that quote the URL. With userinfo in the URL, Go's errors quote it in its
+// redacted form (user:***@host), which must not let the rest of it through.
+func TestURLSecretNeverShown(t *testing.T) {
+	for _, tc := range []struct{ name, url string }{
+		{"query", "http://127.0.0.1:PORT/mcp?key=${env:UPSTREAM_KEY}"},
+		{"userinfo and query", "http://user:${env:UPSTREAM_PASS}@127.0.0.1:PORT/mcp?key=${env:UPSTREAM_KEY}"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			secrets := map[string]string{"URL query secret": secMarker("urlkey"), "URL password": secMarker("urlpass")}
+			t.Setenv("UPSTREAM_KEY", secrets["URL query secret"])
+			t.Setenv("UPSTREAM_PASS", secrets["URL password"])
+			down := strings.Replace(tc.url, "PORT", itoa(testenv.FreePort(t)), 1)
+			w := wardentest.Start(t, map[string]any{"down": map[string]any{"url": down, "trusted": true, "callTimeout": "1s"}})
+			ev := secFollowEvents(t, w)
+
+			var st struct{ Connection struct{ Error string } }
+			wardentest.WaitFor(t, 20*time.Second, "a failed connection attempt", func() bool {
+				w.API(t, "GET", "/v1/servers/down", nil, &st)
+				return st.Connection.Error != ""
+			})
+			if !strings.Contains(st.Connection.Error, "127.0.0.1") {
+				t.Fatalf("the error should still say where: %q", st.Connection.Error)
+			}
+			surfaces := map[string][]byte{}
+			cs := w.Connect(t, "/mcp/down", nil)
+			res := callResult(t, cs, "echo", map[string]any{})
+			if !res.IsError {
+				t.Fatalf("a call to the unreachable server succeeded: %q", resultText(res))
+			}
+			surfaces["refusal"] = secJSON(t, res)
+			wardentest.WaitFor(t, 20*time.Second, "the refusal in the activity log", func() bool {
+				return len(wlActivityOf(t, w, "")) >= 1
+			})
+			for n, b := range secLiveSurfaces(t, w, "down") {
+				surfaces[n] = b
+			}
+			secSync(t, w, ev)
+			ev.stop()
+			surfaces["/v1/events"] = []byte(ev.String())
+			if !strings.Contains(ev.String(), `"error":`) {
+				t.Fatalf("no event with the connection error streamed (is the test reading the events?): %s", ev.String())
+			}
+			w.Stop()
+			surfaces["daemon log"] = []byte(w.Logs.String())
+			files := secStateFiles(t, w.StateDir)
+			if _, ok := files["state file warden.db"]; !ok {
+				t.Fatalf("no warden.db in the state dir; files: %v", slices.Sorted(maps.Keys(files)))
+			}
+			maps.Copy(surfaces, files)
+			secCheck(t, surfaces, secrets)
+		})
+	}
+}
+
+// Header values (expanded from the environment or written literally), a
+// token in a URL, and a stdio server's env values and expanded args never
+// show anywhere, after calls (activity entries, a stored session) and after
+// upstream 401s that make errors to report.
+func TestSecretsNeverShown(t *testing.T) {
+	secrets := map[string]string{
+		"env-expanded bearer token":        secMarker("bearer"),
+		"literal header value":             secMarker("apikey"),
+		"env-expanded URL token":           secMarker("urlq"),
+		"env-expanded stdio env value":     secMarker("envx"),
+		"literal stdio env value":          secMarker("envlit"),
+		"env-expanded stdio arg":           secMarker("arg"),
+		"literal bearer token of a reload": secMarker("lateauth"),
+		"env-expanded header of a reload":  secMarker("lateenv"),
+	}
+	t.Setenv("SEC_BEARER", secrets["env-expanded bearer token"])
+	t.Setenv("SEC_URLQ", secrets["env-expanded URL token"])
+	t.Setenv("SEC_STDIO_ENV", secrets["env-expanded stdio env value"])
+	t.Setenv("SEC_STDIO_ARG", secrets["env-expanded stdio arg"])
+	t.Setenv("SEC_LATE", secrets["env-expanded header of a reload"])
+
+	// hdr: streamable HTTP with an expanded bearer token, a literal header
+	// and a token in the URL query; its first request is answered 401.
+	hf := fixture.NewServer(fixture.Options{})
+	hf.HTTP().RequireAuthorization("Bearer " + secrets["env-expanded bearer token"])
+	hf.HTTP().UnauthorizedNext(1)
+	hdrURL := hf.Serve(t) + "?token=${env:SEC_URLQ}"
+	// proc: stdio with secrets in env (expanded and literal) and in args.
+	stats := filepath.Join(t.TempDir(), "stats.json")
+	servers := map[string]any{
+		"hdr": map[string]any{"url": hdrURL, "trusted": true, "headers": map[string]string{
+			"Authorization": "Bearer ${env:SEC_BEARER}",
+			"X-Api-Key":     secrets["literal header value"],
+		}},
+		"proc": map[string]any{"command": testenv.BuildBinary(t, fixturePkg), "trusted": true,
+			"args": []string{"-stats", stats, "-apply", "set argkey ${env:SEC_STDIO_ARG}"},
+			"env":  map[string]string{"FIXTURE_TOKEN": "${env:SEC_STDIO_ENV}", "FIXTURE_LITERAL": secrets["literal stdio env value"]}},
+	}
+	w := wardentest.Start(t, servers)
+	w.WaitReady(t, "hdr")
+	w.WaitReady(t, "proc")
+	ev := secFollowEvents(t, w)
+
+	// The secrets did reach the upstreams (so the test looks at live values).
+	if got := hf.HTTP().LastAuthorization(); got != "Bearer "+secrets["env-expanded bearer token"] {
+		t.Fatalf("hdr got Authorization %q, want the expanded token", got)
+	}
+	if hf.HTTP().Requests()[0].Status != http.StatusUnauthorized {
+		t.Fatalf("hdr's first request was not answered 401: %+v", hf.HTTP().Requests()[0])
+	}
+	st, ok := wlReadStats(stats)
+	if !ok || st.Values["argkey"] != secrets["env-expanded stdio arg"] {
+		t.Fatalf("proc did not get the expanded arg: %+v", st.Values)
+	}
+	environ, err := os.ReadFile("/proc/" + itoa(st.PID) + "/environ")
+	if err != nil && runtime.GOOS == "linux" {
+		t.Fatal(err)
+	}
+	for _, kv := range []string{"FIXTURE_TOKEN=" + secrets["env-expanded stdio env value"], "FIXTURE_LITERAL=" + secrets["literal stdio env value"]} {
+		if err == nil && !bytes.Contains(environ, []byte(kv+"\x00")) {
+			t.Fatalf("proc's environment lacks %s", kv)
+		}
+	}
+
+	// late: added by a reload, with a literal bearer token and an expanded
+	// header; its first request is answered 401 too, while events stream.
+	lf := fixture.NewServer(fixture.Options{})
+	lf.HTTP().RequireAuthorization("Bearer " + secrets["literal bearer token of a reload"])
+	lf.HTTP().UnauthorizedNext(1)
+	lateURL := lf.Serve(t)
+	apReload(t, w, func(s map[string]any) {
+		s["late"] = map[string]any{"url": lateURL, "trusted": true, "headers": map[string]string{
+			"Authorization": "Bearer " + secrets["literal bearer token of a reload"],
+			"X-Late":        "${env:SEC_LATE}",
+		}}
+	})
+	w.WaitReady(t, "late")
+	if lf.HTTP().Requests()[0].Status != http.StatusUnauthorized {
+		t.Fatalf("late's first request was not answered 401: %+v", lf.HTTP().Requests()[0])
+	}
+
+	// Calls, so the activity log and the store have entries.
+	surfaces := map[string][]byte{}
+	cs := w.Connect(t, "/mcp", nil)
+	surfaces["tools/list"] = secJSON(t, toolNames(t, cs))
+	for _, s := range []string{"hdr", "proc", "late"} {
+		callText(t, cs, s+"__echo", map[string]any{"n": 1})
+		res := callResult(t, cs, s+"__write_value", map[string]any{"key": "k", "value": s})
+		if res.IsError {
+			t.Fatalf("%s__write_value: %q", s, resultText(res))
+		}
+	}
+	// A call the upstream refuses with 401: an error the agent and the
+	// activity log see.
+	mark := len(hf.HTTP().Requests())
+	hf.HTTP().UnauthorizedNext(1)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	refused, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "hdr__echo", Arguments: map[string]any{"n": 2}})
+	cancel()
+	switch {
+	case err != nil:
+		surfaces["refused call error"] = []byte(err.Error())
+	case refused.IsError:
+		surfaces["refused call result"] = secJSON(t, refused)
+	default:
+		t.Fatalf("hdr__echo answered 401 upstream succeeded: %q", resultText(refused))
+	}
+	if !slices.ContainsFunc(hf.HTTP().Requests()[mark:], func(r fixture.Request) bool {
+		return slices.Contains(r.RPCMethods, "tools/call") && r.Status == http.StatusUnauthorized
+	}) {
+		t.Fatalf("the upstream did not answer the call 401: %+v", hf.HTTP().Requests()[mark:])
+	}
+	wardentest.WaitFor(t, 20*time.Second, "the calls in the activity log", func() bool {
+		return len(wlActivityOf(t, w, "")) >= 7
+	})
+
+	for n, b := range secLiveSurfaces(t, w, "hdr", "proc", "late") {
+		surfaces[n] = b
+	}
+	for _, s := range []string{"hdr", "late"} {
+		if !bytes.Contains(surfaces["GET /v1/sessions"], []byte(`"`+s+`"`)) {
+			t.Fatalf("/v1/sessions has no session of %s: %s", s, surfaces["GET /v1/sessions"])
+		}
+	}
+	secSync(t, w, ev)
+	ev.stop()
+	surfaces["/v1/events"] = []byte(ev.String())
+	if !strings.Contains(ev.String(), `"server":"late"`) {
+		t.Fatalf("no event of server late streamed: %s", ev.String())
+	}
+	w.Stop()
+	logs := w.Logs.String()
+	surfaces["daemon log"] = []byte(logs)
+	if !strings.Contains(logs, "late") || !strings.Contains(logs, "401") && !strings.Contains(logs, "Unauthorized") {
+		t.Fatalf("the log does not report the 401s (is the test reading it?):\n%s", logs)
+	}
+	files := secStateFiles(t, w.StateDir)
+	for _, f := range []string{"warden.db", "logs/proc.log"} {
+		if _, ok := files["state file "+f]; !ok {
+			t.Fatalf("no %s in the state dir; files: %v", f, slices.Sorted(maps.Keys(files)))
+		}
+	}
+	inStore := false
+	for _, sid := range append(hf.HTTP().SessionIDs(), lf.HTTP().SessionIDs()...) {
+		inStore = inStore || bytes.Contains(files["state file warden.db"], []byte(sid))
+	}
+	if !inStore {
+		t.Fatal("warden.db holds no upstream session id (is the test reading the store?)")
+	}
+	for n, b := range files {
+		surfaces[n] = b
+	}
+	secCheck(t, surfaces, secrets)
 }

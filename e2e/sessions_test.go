@@ -3,9 +3,11 @@ package e2e
 import (
 	"bytes"
 	"encoding/json"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -102,11 +104,14 @@ func TestSessionResumedAfterRestart(t *testing.T) {
 func TestSessionForgottenUpstreamReinitializes(t *testing.T) {
 	f, w := sessionSetup(t)
 	echoThrough(t, w)
+	old := f.HTTP().SessionIDs()[0]
 	w.Stop()
+	mark := len(f.HTTP().Requests())
 	f.HTTP().ForgetSessions()
 	w = restart(t, w)
 	w.WaitReady(t, "up")
 	echoThrough(t, w)
+	freshInitializeChecks(t, w, f.HTTP().Requests()[mark:], old, http.StatusNotFound, upstreamToken)
 	if n := f.Initializes(); n != 2 {
 		t.Fatalf("initializes = %d, want exactly 2 (one fresh initialize after the expired resume)", n)
 	}
@@ -115,16 +120,101 @@ func TestSessionForgottenUpstreamReinitializes(t *testing.T) {
 func TestSessionUnauthorizedOnceReinitializesWithLiveCredentials(t *testing.T) {
 	f, w := sessionSetup(t)
 	echoThrough(t, w)
+	old := f.HTTP().SessionIDs()[0]
 	w.Stop()
+	mark := len(f.HTTP().Requests())
 	f.HTTP().UnauthorizedNext(1)
 	w = restart(t, w)
 	w.WaitReady(t, "up")
 	echoThrough(t, w)
+	freshInitializeChecks(t, w, f.HTTP().Requests()[mark:], old, http.StatusUnauthorized, upstreamToken)
 	if n := f.Initializes(); n != 2 {
 		t.Fatalf("initializes = %d, want 2", n)
 	}
 	if got := f.HTTP().LastAuthorization(); got != "Bearer "+upstreamToken {
 		t.Fatalf("fresh initialize sent Authorization %q, want the live config's", got)
+	}
+}
+
+// freshInitializeChecks checks the requests an upstream saw after a restart
+// whose resumed session was refused with status: the first request was on
+// the resumed session and got that status, then exactly one initialize
+// went out, on no session (a fresh one, not the dead one again) and with the
+// live config's token; the fallback stayed invisible (nothing failed).
+func freshInitializeChecks(t *testing.T, w *wardentest.Warden, reqs []fixture.Request, old string, status int, token string) {
+	t.Helper()
+	if len(reqs) == 0 || reqs[0].SessionID != old || reqs[0].Status != status {
+		t.Fatalf("the first request after the restart was %+v, want one on the resumed session %q answered %d", reqs, old, status)
+	}
+	inits := 0
+	for _, r := range reqs {
+		if r.Method == "POST" && slices.Contains(r.RPCMethods, "initialize") {
+			inits++
+			if r.SessionID != "" {
+				t.Errorf("the fresh initialize was sent with Mcp-Session-Id %q (the dead session) and answered %d; a fresh initialize carries no session id", r.SessionID, r.Status)
+			}
+			if r.Authorization != "Bearer "+token {
+				t.Errorf("the fresh initialize sent Authorization %q, want the live config's", r.Authorization)
+			}
+		}
+	}
+	if inits != 1 {
+		t.Errorf("%d initialize requests after the restart, want exactly 1", inits)
+	}
+	for _, failed := range []string{"listing tools failed", "upstream connection lost"} {
+		if strings.Contains(w.Logs.String(), failed) {
+			t.Errorf("the fallback was not invisible: the log says %q:\n%s", failed, w.Logs)
+		}
+	}
+}
+
+// The first request on a resumed session answered 403 (credentials no
+// longer accepted for it) is handled like 404 and 401: the record is
+// dropped, one fresh initialize is done with the live config's headers, and
+// the caller sees nothing; the new session is the one kept for next time.
+func TestSessionForbiddenOnceReinitializes(t *testing.T) {
+	f, w := sessionSetup(t)
+	echoThrough(t, w)
+	old := f.HTTP().SessionIDs()[0]
+	w.Stop()
+	const rotated = "tok-ROTATED-9c3e"
+	t.Setenv("UPSTREAM_TOKEN", rotated)
+	mark := len(f.HTTP().Requests())
+	f.HTTP().RefuseNext(1, http.StatusForbidden)
+	w = restart(t, w)
+	w.WaitReady(t, "up")
+	echoThrough(t, w)
+	reqs := f.HTTP().Requests()[mark:]
+	freshInitializeChecks(t, w, reqs, old, http.StatusForbidden, rotated)
+	if n := f.Initializes(); n != 2 {
+		t.Fatalf("initializes = %d, want 2 (one fresh initialize after the 403)", n)
+	}
+	fresh := ""
+	for _, r := range reqs {
+		if r.Method == "POST" && slices.Contains(r.RPCMethods, "tools/call") {
+			fresh = r.SessionID
+		}
+	}
+	if fresh == "" || fresh == old {
+		t.Fatalf("the call went out on session %q, want a fresh one (the resumed one was %q)", fresh, old)
+	}
+	var list []struct{ Server, Mode string }
+	w.API(t, "GET", "/v1/sessions", nil, &list)
+	if len(list) != 1 || list[0].Mode == "resumed" {
+		t.Fatalf("/v1/sessions = %+v, want only the fresh session of up", list)
+	}
+	// The fresh session replaced the record: the next start resumes it.
+	w = restart(t, w)
+	w.WaitReady(t, "up")
+	mark = len(f.HTTP().Requests())
+	echoThrough(t, w)
+	if n := f.Initializes(); n != 2 {
+		t.Fatalf("initializes after a second restart = %d, want still 2 (the fresh session resumed)", n)
+	}
+	for _, id := range postSessions(f, mark) {
+		if id != fresh {
+			t.Fatalf("after the second restart a request used session %q, want the fresh %q", id, fresh)
+		}
 	}
 }
 
@@ -159,6 +249,10 @@ func TestSessionUnauthorizedTwiceSurfaces(t *testing.T) {
 	}
 }
 
+// A 404 on a session that has been in use (not the first request after a
+// resume) is not retried: the call is refused as UPSTREAM_UNAVAILABLE, never
+// reaches the upstream on any session, latches nothing, and the next call
+// starts a fresh session.
 func TestSessionLater404NotRetried(t *testing.T) {
 	f, w := sessionSetup(t)
 	cs := w.Connect(t, "/mcp/up", nil)
@@ -168,19 +262,31 @@ func TestSessionLater404NotRetried(t *testing.T) {
 	f.HTTP().ForgetSessions()
 	// A write answered 404 was not processed: it fails without latching.
 	res := callResult(t, cs, "write_value", map[string]any{"key": "k", "value": "v"})
-	_ = res
+	wlWantRefusal(t, res, "UPSTREAM_UNAVAILABLE", "Nothing was sent")
+	if n := f.WriteDispatches(); n != 0 {
+		t.Fatalf("the write answered 404 reached the upstream %d times (retried on a fresh session?)", n)
+	}
 	wardentest.WaitFor(t, 20*time.Second, "a fresh session", func() bool {
 		return f.Initializes() == 2
 	})
 	callText(t, cs, "echo", map[string]any{"after": "404"})
-	calls := 0
+	var onOld, total int
 	for _, r := range f.HTTP().Requests()[mark:] {
-		if r.SessionID == old && r.Method == "POST" && len(r.RPCMethods) > 0 && r.RPCMethods[0] == "tools/call" {
-			calls++
+		if r.Method == "POST" && slices.Contains(r.RPCMethods, "tools/call") {
+			total++
+			if r.SessionID == old {
+				onOld++
+				if r.Status != http.StatusNotFound {
+					t.Fatalf("a tools/call on the forgotten session was answered %d, want 404", r.Status)
+				}
+			}
 		}
 	}
-	if calls > 1 {
-		t.Fatalf("a tools/call was sent %d times on the dead session; a later 404 must not be retried", calls)
+	if onOld != 1 || total != 2 {
+		t.Fatalf("tools/call requests after the 404: %d on the dead session, %d in all; want 1 and 2 (the write once, refused, then the echo)", onOld, total)
+	}
+	if n, v := f.WriteDispatches(), f.Value("k"); n != 0 || v != "" {
+		t.Fatalf("the refused write reached the upstream later: %d dispatches, value %q", n, v)
 	}
 	var latches []any
 	w.API(t, "GET", "/v1/writes", nil, &latches)

@@ -112,6 +112,8 @@ func (t *sessionTransport) setSession(req *http.Request) {
 	defer t.mu.Unlock()
 	if t.session != "" {
 		req.Header.Set("Mcp-Session-Id", t.session)
+	} else {
+		req.Header.Del("Mcp-Session-Id") // a fresh initialize: not the dead session's
 	}
 }
 
