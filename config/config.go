@@ -99,6 +99,7 @@ type Server struct {
 	rawArgs    []string
 	rawEnv     map[string]string
 	rawHeaders map[string]string
+	expanded   []string // values of its ${env:} references
 }
 
 // ToolOverride is the config's say over one upstream tool.

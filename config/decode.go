@@ -38,7 +38,8 @@ type decoder struct {
 	file      string
 	data      []byte
 	lookupEnv func(string) (string, bool)
-	lenient   bool // leave unset ${env:} references unexpanded (editing)
+	lenient   bool     // leave unset ${env:} references unexpanded (editing)
+	expanded  []string // values of the ${env:} references expanded so far
 }
 
 func (d *decoder) errAt(v *hujson.Value, field, problem, fix string) *Error {
@@ -319,6 +320,8 @@ func (d *decoder) server(name string, v *hujson.Value, path string) (*Server, er
 		return nil, err
 	}
 	s := &Server{Name: name, parsed: true, CallTimeout: DefaultCallTimeout}
+	first := len(d.expanded)
+	defer func() { s.expanded = slices.Clone(d.expanded[first:]) }()
 	at := map[string]*hujson.Value{} // where each field was, for cross-field errors
 	urlUnresolved := false
 	err = d.fields(obj, path, serverFields, func(f string, v *hujson.Value, p string) (err error) {

@@ -46,6 +46,7 @@ func (d *decoder) expand(s string, v *hujson.Value, path string) (out string, un
 					"set "+name+" in the environment Warden runs in, or remove the reference")
 			}
 			b.WriteString(val)
+			d.expanded = append(d.expanded, val)
 		case isEnv:
 			return "", false, d.errAt(v, path, "${env:"+name+"} does not name a variable",
 				"write ${env:NAME} with a name of letters, digits and \"_\"")

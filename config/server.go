@@ -1,10 +1,12 @@
 package config
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"maps"
+	"net/url"
 	"slices"
 	"strings"
 )
@@ -56,6 +58,42 @@ func (s *Server) DisplayURL() string {
 		authority = authority[i+1:]
 	}
 	return scheme + authority + path
+}
+
+// Secrets are the values in s that must never be shown, for masking them
+// in text that may quote them (an upstream's error, say), longest first:
+// every ${env:} expansion and the URL's password from 4 characters on, and
+// the URL's query, header and env values and a header's last word (the
+// token of "Bearer TOKEN") from 8 on (shorter ones would mask innocent
+// words).
+func (s *Server) Secrets() []string {
+	var out []string
+	add := func(v string, min int) {
+		if len(v) >= min {
+			out = append(out, v)
+		}
+	}
+	for _, v := range s.expanded {
+		add(v, 4)
+	}
+	if u, err := url.Parse(s.URL); err == nil {
+		if p, ok := u.User.Password(); ok {
+			add(p, 4)
+		}
+		add(u.RawQuery, 8)
+	}
+	for _, v := range s.Headers {
+		if f := strings.Fields(v); len(f) > 1 {
+			add(f[len(f)-1], 8)
+		}
+		add(v, 8)
+	}
+	for _, v := range s.Env {
+		add(v, 8)
+	}
+	// Longest first, so that a secret holding another is masked whole.
+	slices.SortFunc(out, func(a, b string) int { return cmp.Or(len(b)-len(a), strings.Compare(a, b)) })
+	return slices.Compact(out)
 }
 
 // String names the server and its endpoint without secrets: the command but

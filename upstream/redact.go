@@ -2,17 +2,21 @@ package upstream
 
 import (
 	"net/url"
+	"strconv"
 	"strings"
+
+	"github.com/wardenmcp/warden/config"
 )
 
-// The URL in the config may carry secrets (${env:} expansions in its query
-// or path, a password), and Go's HTTP errors quote the URL, whole or with
-// the password masked. Every error that leaves this package (into logs,
-// status, events, refusals) goes through redact, which shows the URL as
-// written in the file instead, without userinfo or query, and masks its
-// secret parts wherever else they appear.
+// The config holds secrets (${env:} expansions, a URL's password, header
+// tokens), and errors may quote them: Go's HTTP errors quote the URL (with
+// the password masked), an upstream's error may echo what it was sent.
+// Every error that leaves this package (into logs, status, events,
+// refusals) goes through redact, which shows the URL as written in the file
+// (without userinfo or query) and masks the secrets wherever else they
+// appear, in the encodings an error may give them.
 
-// redactedError is an error whose text had the live URL replaced.
+// redactedError is an error whose text had its secrets masked.
 type redactedError struct {
 	msg string
 	err error
@@ -22,49 +26,54 @@ func (e *redactedError) Error() string { return e.msg }
 func (e *redactedError) Unwrap() error { return e.err }
 
 func (c *Conn) redact(err error) error {
-	cfg := c.Config()
-	if err == nil || cfg.URL == "" {
+	if err == nil {
 		return err
 	}
 	msg := err.Error()
-	out := msg
-	forms, secrets := urlSecrets(cfg.URL)
-	for _, f := range forms {
-		out = strings.ReplaceAll(out, f, cfg.DisplayURL())
+	if out := redactText(msg, c.Config()); out != msg {
+		return &redactedError{msg: out, err: err}
 	}
-	for _, s := range secrets {
-		out = strings.ReplaceAll(out, s, "***")
-	}
-	if out == msg {
-		return err
-	}
-	return &redactedError{msg: out, err: err}
+	return err
 }
 
-// urlSecrets returns the forms in which errors quote the URL raw, and the
-// parts of it that may be secret should they appear on their own: the
-// password, the query and its values (short ones, which would mask innocent
-// text, excepted).
-func urlSecrets(raw string) (forms, secrets []string) {
-	forms = []string{raw}
+// urlMark stands in for the URL while the secrets are masked, so that the
+// URL shown is not masked in turn.
+const urlMark = "\x00url\x00"
+
+// redactText shows cfg's URL as written and masks cfg's secrets in s.
+func redactText(s string, cfg *config.Server) string {
+	if cfg.URL != "" {
+		for _, f := range urlForms(cfg.URL) {
+			s = replaceEncoded(s, f, urlMark)
+		}
+	}
+	for _, secret := range cfg.Secrets() {
+		s = replaceEncoded(s, secret, "***")
+	}
+	return strings.ReplaceAll(s, urlMark, cfg.DisplayURL())
+}
+
+// urlForms are the ways an error quotes a URL: as is, normalized, and with
+// the password masked the way net/http and net/url do it.
+func urlForms(raw string) []string {
+	forms := []string{raw}
 	u, err := url.Parse(raw)
 	if err != nil {
-		return forms, nil
+		return forms
 	}
 	forms = append(forms, u.String(), u.Redacted())
-	add := func(s string) {
-		if len(s) >= 4 {
-			secrets = append(secrets, s)
-		}
+	if _, ok := u.User.Password(); ok {
+		forms = append(forms, strings.Replace(u.String(), u.User.String()+"@", u.User.Username()+":***@", 1))
 	}
-	if p, ok := u.User.Password(); ok {
-		add(p)
+	return forms
+}
+
+// replaceEncoded replaces old in s as is, escaped for a URL's query or
+// path, and escaped inside a Go-quoted string (%q).
+func replaceEncoded(s, old, with string) string {
+	q := strconv.Quote(old)
+	for _, form := range []string{old, url.QueryEscape(old), url.PathEscape(old), q[1 : len(q)-1]} {
+		s = strings.ReplaceAll(s, form, with)
 	}
-	add(u.RawQuery)
-	for _, vs := range u.Query() {
-		for _, v := range vs {
-			add(v)
-		}
-	}
-	return forms, secrets
+	return s
 }

@@ -2,43 +2,56 @@ package upstream
 
 import (
 	"errors"
+	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/wardenmcp/warden/config"
 )
 
-// Errors quoting the live URL (whole, password masked, or only its secret
-// parts) show the URL as written, and no secret.
-func TestRedactHidesURLSecrets(t *testing.T) {
-	env := map[string]string{"PASS": "hunter2pass", "KEY": "k3y-s3cret"}
+// Errors that quote the URL (as net/http does, password masked) or echo a
+// secret (an upstream repeating what it was sent, in any common encoding)
+// show the URL as written and no secret; harmless text stays readable.
+func TestRedactHidesSecrets(t *testing.T) {
+	env := map[string]string{"USER": "client-id-42", "PASS": "hunter2pass", "PATHSECRET": "pathsecret123",
+		"KEY": "abc+def/ghi=", "TOKEN": "tok-0123456789"}
 	cfg, err := config.Parse("/x/config.json", []byte(`{"mcpServers": {"s": {
-		"url": "http://user:${env:PASS}@127.0.0.1:9/mcp?key=${env:KEY}&v=1"}}}`),
+		"url": "http://${env:USER}:${env:PASS}@127.0.0.1:1/mcp/${env:PATHSECRET}?key=${env:KEY}&format=json",
+		"headers": {"Authorization": "Bearer ${env:TOKEN}", "X-Literal": "literal-header-secret"}}}}`),
 		func(n string) (string, bool) { v, ok := env[n]; return v, ok })
 	if err != nil {
 		t.Fatal(err)
 	}
+	s := cfg.Servers["s"]
 	c := &Conn{}
-	c.cfg.Store(cfg.Servers["s"])
-	live := cfg.Servers["s"].URL
-	for _, msg := range []string{
-		`Post "` + live + `": dial tcp 127.0.0.1:9: connect: connection refused`,
-		`Post "http://user:***@127.0.0.1:9/mcp?key=k3y-s3cret&v=1": EOF`,
-		`upstream answered 404: no route for /mcp?key=k3y-s3cret&v=1`,
-		`bad password hunter2pass`,
+	c.cfg.Store(s)
+	_, dialErr := http.Post(s.URL, "application/json", nil) // nothing listens on port 1
+	if dialErr == nil {
+		t.Fatal("want a connection error")
+	}
+	secrets := []string{"client-id-42", "hunter2pass", "pathsecret123", "abc+def/ghi=", "abc%2Bdef%2Fghi%3D", "abc def/ghi=",
+		"tok-0123456789", "literal-header-secret"}
+	for _, inner := range []error{
+		dialErr,
+		errors.New(`upstream answered 404: no route for /mcp/pathsecret123?key=abc%2Bdef%2Fghi%3D&format=json`),
+		errors.New(`invalid token "tok-0123456789" for client-id-42 (header literal-header-secret)`),
+		errors.New(`bad key abc+def/ghi= (sent as "abc+def/ghi=")`),
 	} {
-		inner := errors.New(msg)
 		got := c.redact(inner)
-		for _, secret := range env {
+		for _, secret := range secrets {
 			if strings.Contains(got.Error(), secret) {
-				t.Errorf("redact(%q) = %q: shows a secret", msg, got)
+				t.Errorf("redact(%q) = %q: shows %q", inner, got, secret)
 			}
 		}
 		if !errors.Is(got, inner) {
-			t.Errorf("redact(%q) no longer wraps the error", msg)
+			t.Errorf("redact(%q) no longer wraps the error", inner)
 		}
 	}
-	if got := c.redact(errors.New(`Post "` + live + `": EOF`)).Error(); got != `Post "http://127.0.0.1:9/mcp": EOF` {
-		t.Errorf("the URL shows as %q, want it as written without userinfo and query", got)
+	if got := c.redact(dialErr).Error(); !strings.Contains(got, `"http://127.0.0.1:1/mcp/${env:PATHSECRET}"`) {
+		t.Errorf("redact(%q) = %q, want the URL as written, without userinfo and query", dialErr, got)
+	}
+	harmless := errors.New("upstream answered 415: want application/json")
+	if got := c.redact(harmless); got != harmless {
+		t.Errorf("redact(%q) = %q: masked harmless text", harmless, got)
 	}
 }
