@@ -190,14 +190,20 @@ func (t *sessionTransport) ensureProbed(req *http.Request) error {
 	if !first {
 		return nil
 	}
+	// Requests that come meanwhile wait here for the probe's outcome.
 	t.probe.Lock()
 	defer t.probe.Unlock()
 	t.mu.Lock()
-	first, t.firstLeft = t.firstLeft, false
+	first = t.firstLeft
 	t.mu.Unlock()
 	if !first {
 		return nil
 	}
+	defer func() {
+		t.mu.Lock()
+		t.firstLeft = false
+		t.mu.Unlock()
+	}()
 	// The probe is Warden's own request: it must not mark the call whose
 	// request triggered it as sent.
 	post := postRequest(req.WithContext(context.WithValue(req.Context(), dispatchKey{}, nil)))
