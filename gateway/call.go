@@ -63,12 +63,9 @@ func (g *Gateway) CallTool(ctx context.Context, call Call) (*upstream.Result, er
 }
 
 func (g *Gateway) callTool(ctx context.Context, call Call, entry *activity.Entry) (*upstream.Result, error) {
-	c, ok := g.Conn(call.Server)
-	if !ok && g.Disabled(call.Server) {
-		return nil, refuse(CodeUnavailable, "Server %q is disabled in the config, so nothing was sent. To use it, %s.", call.Server, DisabledHelp)
-	}
-	if !ok {
-		return nil, refuse(CodeUnavailable, "Server %q is not configured. See the configured servers with: warden servers list", call.Server)
+	c, err := g.live(call.Server)
+	if err != nil {
+		return nil, err
 	}
 	if g.inventory(call.Server) == nil {
 		// Just started: learn the tools before judging the call.

@@ -19,9 +19,9 @@ func (g *Gateway) Do(ctx context.Context, server string, fn func(context.Context
 
 // forwardable is server's connection, if non-tool requests may go to it.
 func (g *Gateway) forwardable(server string) (*upstream.Conn, error) {
-	c, ok := g.Conn(server)
-	if !ok {
-		return nil, refuse(CodeUnavailable, "Server %q is not configured or is disabled. See the configured servers with: warden servers list", server)
+	c, err := g.live(server)
+	if err != nil {
+		return nil, err
 	}
 	if g.deps.Approvals.Quarantined(server) {
 		return nil, refuse(CodeQuarantined, "Server %q is quarantined. Review with: warden review %s; approve with: warden servers approve %s", server, server, server)

@@ -9,6 +9,7 @@ package gateway
 import (
 	"context"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -70,7 +71,7 @@ func New(deps Deps) *Gateway {
 	if deps.Logger == nil {
 		deps.Logger = slog.Default()
 	}
-	g := &Gateway{deps: deps, log: deps.Logger, router: newRouter(), conns: map[string]*upstream.Conn{}, applied: map[string]*upstream.Inventory{}}
+	g := &Gateway{deps: deps, log: deps.Logger, router: newRouter(), conns: map[string]*upstream.Conn{}, disabled: map[string]bool{}, applied: map[string]*upstream.Inventory{}}
 	g.stopping, g.stop = context.WithCancel(context.Background())
 	g.deps.Upstream.Peer = g
 	g.deps.Upstream.Logger = deps.Logger
@@ -107,8 +108,10 @@ func (g *Gateway) notifyViews(f func(View)) {
 func (g *Gateway) Reconcile(servers map[string]*config.Server) {
 	// Admission state first (outside g.mu: it notifies views, which read
 	// the gateway), so a new server's first inventory meets it.
+	disabled := map[string]bool{}
 	for name, cfg := range servers {
 		if cfg.Disabled {
+			disabled[name] = true
 			continue
 		}
 		if err := g.deps.Approvals.EnsureServer(name, cfg.Trusted); err != nil {
@@ -116,6 +119,10 @@ func (g *Gateway) Reconcile(servers map[string]*config.Server) {
 		}
 	}
 	g.mu.Lock()
+	// Until the connections below have changed, a server being disabled
+	// or enabled counts as disabled: a call to it is never told it is not
+	// configured.
+	maps.Copy(g.disabled, disabled)
 	var remove, stop []*upstream.Conn
 	var started []string
 	replaced := map[string]*upstream.Conn{}
@@ -154,11 +161,8 @@ func (g *Gateway) Reconcile(servers map[string]*config.Server) {
 	wg.Wait()
 
 	g.mu.Lock()
-	g.disabled = map[string]bool{}
+	g.disabled = disabled
 	for name, cfg := range servers {
-		if cfg.Disabled {
-			g.disabled[name] = true
-		}
 		if _, ok := g.conns[name]; ok || cfg.Disabled {
 			continue
 		}
@@ -222,6 +226,21 @@ func (g *Gateway) Disabled(server string) bool {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
 	return g.disabled[server]
+}
+
+// live is server's connection, or the refusal saying why there is none.
+func (g *Gateway) live(server string) (*upstream.Conn, error) {
+	g.mu.RLock()
+	c, ok := g.conns[server]
+	disabled := g.disabled[server]
+	g.mu.RUnlock()
+	switch {
+	case ok:
+		return c, nil
+	case disabled:
+		return nil, refuse(CodeUnavailable, "Server %q is disabled in the config, so nothing was sent. To use it, %s.", server, DisabledHelp)
+	}
+	return nil, refuse(CodeUnavailable, "Server %q is not configured. See the configured servers with: warden servers list", server)
 }
 
 // DisabledHelp is what to do about a disabled server.
