@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/tailscale/hujson"
 )
@@ -101,17 +102,31 @@ func edit(path string, change func(*editor) error) error {
 	target := path
 	if real, err := filepath.EvalSymlinks(path); err == nil {
 		target = real
+	} else if link, err := os.Readlink(path); err == nil { // dangling: create what it points to
+		if !filepath.IsAbs(link) {
+			link = filepath.Join(filepath.Dir(path), link)
+		}
+		target = link
 	}
-	mode, missing := fs.FileMode(0o600), false
+	if err := os.MkdirAll(filepath.Dir(target), 0o700); err != nil {
+		return &Error{File: path, Problem: "cannot create its directory: " + pathErr(err), err: err}
+	}
+	// One edit at a time: two commands editing at once would each write
+	// back what they read, and one's change would be lost.
+	unlock, err := lockDir(filepath.Dir(target))
+	if err != nil {
+		return &Error{File: path, Problem: "cannot lock its directory for the edit: " + pathErr(err), Fix: "check the directory's permissions", err: err}
+	}
+	defer unlock()
+	var old fs.FileInfo // nil when the file is new
 	data, err := os.ReadFile(target)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		missing = true
 	case err != nil:
 		return &Error{File: path, Problem: "cannot read the file: " + pathErr(err), Fix: "check that it is a readable file", err: err}
 	default:
-		if fi, err := os.Stat(target); err == nil {
-			mode = fi.Mode().Perm()
+		if old, err = os.Stat(target); err != nil {
+			return &Error{File: path, Problem: "cannot read the file: " + pathErr(err), Fix: "check that it is a readable file", err: err}
 		}
 	}
 	bom := bytes.HasPrefix(data, utf8BOM)
@@ -147,15 +162,24 @@ func edit(path string, change func(*editor) error) error {
 	if bom {
 		out = append(slices.Clip(utf8BOM), out...)
 	}
-	if missing {
-		if err := os.MkdirAll(filepath.Dir(target), 0o700); err != nil {
-			return &Error{File: path, Problem: "cannot create its directory: " + pathErr(err), err: err}
-		}
-	}
-	if err := writeAtomic(target, out, mode); err != nil {
-		return &Error{File: path, Problem: "cannot write the file: " + pathErr(err), Fix: "check the directory's permissions", err: err}
+	if err := writeAtomic(target, out, old); err != nil {
+		return &Error{File: path, Problem: "cannot write the file: " + pathErr(err),
+			Fix: "check that the disk has space and the directory is writable; the file is unchanged", err: err}
 	}
 	return nil
+}
+
+// lockDir takes an exclusive lock on dir until unlock is called.
+func lockDir(dir string) (unlock func(), err error) {
+	d, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(d.Fd()), syscall.LOCK_EX); err != nil {
+		d.Close()
+		return nil, &fs.PathError{Op: "flock", Path: dir, Err: err}
+	}
+	return func() { d.Close() }, nil // closing releases the lock
 }
 
 // servers returns the "mcpServers" object, creating it when create is set;
@@ -396,8 +420,14 @@ func quote(s string) string {
 }
 
 // writeAtomic replaces path with data so that readers (and the watching
-// daemon) see either the old file or the new one, never a partial one.
-func writeAtomic(path string, data []byte, mode fs.FileMode) error {
+// daemon) see either the old file or the new one, never a partial one. The
+// new file keeps old's mode and, where allowed, its owner; a file that did
+// not exist (old nil) is made 0600.
+func writeAtomic(path string, data []byte, old fs.FileInfo) error {
+	mode := fs.FileMode(0o600)
+	if old != nil {
+		mode = old.Mode().Perm()
+	}
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
@@ -412,6 +442,9 @@ func writeAtomic(path string, data []byte, mode fs.FileMode) error {
 	if err := f.Chmod(mode); err != nil {
 		f.Close()
 		return err
+	}
+	if st, ok := statOwner(old); ok {
+		_ = f.Chown(int(st.Uid), int(st.Gid)) // best effort: only root may give a file away
 	}
 	if err := f.Sync(); err != nil {
 		f.Close()
@@ -428,6 +461,14 @@ func writeAtomic(path string, data []byte, mode fs.FileMode) error {
 		d.Close()
 	}
 	return nil
+}
+
+func statOwner(fi fs.FileInfo) (*syscall.Stat_t, bool) {
+	if fi == nil {
+		return nil, false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return st, ok
 }
 
 // pathErr is an error's message without the path an *fs.PathError repeats.

@@ -289,3 +289,45 @@ func TestRemoveLayouts(t *testing.T) {
 		})
 	}
 }
+
+// Edits made at once by several commands all land: each reads the file
+// only when the one before it has written.
+func TestConcurrentAddsAllLand(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "config.json")
+	write(t, path, "{}\n", 0o600)
+	const n = 20
+	errs := make(chan error, n)
+	for i := range n {
+		go func() { errs <- AddServer(path, "s"+strings.Repeat("x", i), &Server{Command: "c"}) }()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Servers) != n {
+		t.Fatalf("%d of %d servers added at once are in the file", len(cfg.Servers), n)
+	}
+}
+
+// A dangling symlink stays a symlink: the file is created where it points.
+func TestAddThroughDanglingSymlink(t *testing.T) {
+	dir := t.TempDir()
+	link := filepath.Join(dir, "config.json")
+	if err := os.Symlink("real/config.json", link); err != nil {
+		t.Fatal(err)
+	}
+	if err := AddServer(link, "a", &Server{Command: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatal("the symlink was replaced by a file")
+	}
+	if cfg, err := Load(filepath.Join(dir, "real", "config.json")); err != nil || cfg.Servers["a"] == nil {
+		t.Fatalf("the server is not in the symlink's target: %v", err)
+	}
+}
