@@ -20,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/wardenmcp/warden/activity"
@@ -38,14 +39,21 @@ type Client struct {
 	// HTTPClient sends the requests. New sets one that never uses a proxy:
 	// the daemon is local and the token must not go anywhere else.
 	HTTPClient *http.Client
+	// Timeout bounds the wait for an answer (0: no bound), so that a stuck
+	// daemon, or another program on its address, does not hang a script.
+	// A tool call is bounded by its server's callTimeout instead.
+	Timeout time.Duration
 }
+
+// DefaultTimeout is the Timeout New sets.
+const DefaultTimeout = 30 * time.Second
 
 // New returns a client for the daemon at baseURL (such as
 // "http://127.0.0.1:7373") that authenticates with the operator token.
 func New(baseURL, token string) *Client {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.Proxy = nil
-	return &Client{base: strings.TrimRight(baseURL, "/"), token: token, HTTPClient: &http.Client{Transport: tr}}
+	return &Client{base: strings.TrimRight(baseURL, "/"), token: token, HTTPClient: &http.Client{Transport: tr}, Timeout: DefaultTimeout}
 }
 
 // BaseURL is the daemon's address as given to New, without a trailing slash.
@@ -177,7 +185,7 @@ func (c *Client) BlockTools(ctx context.Context, server string, tools []string) 
 func (c *Client) Call(ctx context.Context, server, tool string, args json.RawMessage) (*mcp.CallToolResult, error) {
 	var out mcp.CallToolResult
 	req := api.CallRequest{Tool: tool, Arguments: args}
-	return &out, c.do(ctx, http.MethodPost, serverPath(server, "/call"), req, &out)
+	return &out, c.exchange(ctx, 0, http.MethodPost, serverPath(server, "/call"), req, &out)
 }
 
 // Refusal returns the refusal code of a call result ("TOOL_PENDING",
@@ -244,6 +252,18 @@ func serverPath(server, rest string) string {
 
 // do sends one request and decodes a 2xx answer into out.
 func (c *Client) do(ctx context.Context, method, path string, body, out any) error {
+	return c.exchange(ctx, c.Timeout, method, path, body, out)
+}
+
+// exchange sends one request and decodes its answer into out, waiting at
+// most limit (0: no bound) for it.
+func (c *Client) exchange(ctx context.Context, limit time.Duration, method, path string, body, out any) error {
+	caller := ctx
+	if limit > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, limit)
+		defer cancel()
+	}
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -263,6 +283,9 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 	}
 	resp, err := c.HTTPClient.Do(req)
 	if err != nil {
+		if caller.Err() == nil && ctx.Err() != nil {
+			return fmt.Errorf("no answer from warden at %s within %s: the daemon may be stuck, or another program listens at that address (see the daemon's log, or what listens there)", c.base, limit)
+		}
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return ctxErr
 		}

@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/wardenmcp/warden/api"
@@ -165,3 +166,34 @@ func TestRequests(t *testing.T) {
 }
 
 func fmtMap(m map[string]any) string { return fmt.Sprint(m) } // sorted keys
+
+// A daemon that takes connections but never answers does not hang the
+// client: it gives up after Timeout and says what may be wrong; a tool call
+// is not bounded by it.
+func TestSilentDaemonTimesOut(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close() // held open, never answered
+		}
+	}()
+	c := New("http://"+ln.Addr().String(), "tok")
+	c.Timeout = 100 * time.Millisecond
+	_, err = c.Status(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "no answer from warden") {
+		t.Fatalf("Status against a silent daemon: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
+	defer cancel()
+	if _, err := c.Call(ctx, "s", "t", nil); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a call was cut before its own deadline: %v", err)
+	}
+}

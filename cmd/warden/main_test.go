@@ -146,6 +146,9 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{"servers", "add", "x", "--url", "http://h/mcp", "--transport", "ws"},
 		{"servers", "add", "x", "--header", "A=1", "--", "cmd"},
 		{"servers", "add", "x", "--url", "http://h/mcp", "--header", "novalue"},
+		{"servers", "add", "x", "--url", "http://h/mcp", "--header", "Authorization: Bearer sk-SECRET-1234"},
+		{"servers", "add", "x", "--url", "http://h/mcp", "--header", "Authorization: Bearer sk-SECRET=12"},
+		{"servers", "add", "x", "--env", "TOKEN sk-SECRET-1234", "--", "cmd"},
 		{"servers", "remove"},
 		{"servers", "approve"},
 		{"tools"},
@@ -171,6 +174,9 @@ func TestUsageErrorsExit2(t *testing.T) {
 			}
 			if !strings.Contains(stderr, "--help' for usage") {
 				t.Errorf("stderr does not point at --help:\n%s", stderr)
+			}
+			if strings.Contains(stderr, "SECRET") {
+				t.Errorf("stderr shows a flag's secret value:\n%s", stderr)
 			}
 		})
 	}

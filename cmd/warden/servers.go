@@ -142,10 +142,16 @@ func keyValues(flag string, kvs []string) (map[string]string, error) {
 		return nil, nil
 	}
 	m := make(map[string]string, len(kvs))
-	for _, kv := range kvs {
+	for i, kv := range kvs {
+		// The text is never quoted back: it may hold a secret.
 		k, v, ok := strings.Cut(kv, "=")
-		if !ok || k == "" {
-			return nil, usageErrorf("%s %q is not K=V", flag, kv)
+		if !ok || k == "" || strings.ContainsAny(k, " \t:") {
+			example := "Authorization=Bearer ${env:TOKEN}"
+			if flag == "--env" {
+				example = "API_KEY=${env:API_KEY}"
+			}
+			return nil, usageErrorf("%s number %d is not NAME=VALUE (not shown here, as it may hold a secret); write it as %s '%s'",
+				flag, i+1, flag, example)
 		}
 		m[k] = v
 	}
