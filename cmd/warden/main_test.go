@@ -642,3 +642,26 @@ func TestBaseURL(t *testing.T) {
 		}
 	}
 }
+
+// servers add points out values stored in the file as given (where a
+// secret should be an ${env:} reference), and a file others can read.
+func TestServersAddNotesLiteralSecrets(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "config.json")
+	if err := os.WriteFile(cfg, []byte("{}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := runCLI(t, "", "--config", cfg, "servers", "add", "lit", "--url", "http://u:pw@h/mcp?key=k",
+		"--header", "Authorization=Bearer sk-literal")
+	if code != 0 || !strings.Contains(stderr, "header Authorization") || !strings.Contains(stderr, "the URL's credentials or query") ||
+		!strings.Contains(stderr, "chmod 600 "+cfg) {
+		t.Fatalf("literal values: exit %d, stderr:\n%s", code, stderr)
+	}
+	code, _, stderr = runCLI(t, "", "--config", cfg, "servers", "add", "envd", "--env", "API_KEY=${env:API_KEY}", "--", "cmd")
+	if code != 0 || strings.Contains(stderr, "note:") {
+		t.Fatalf("${env:} values: exit %d, stderr:\n%s", code, stderr)
+	}
+	code, _, stderr = runCLI(t, "", "--config", cfg, "servers", "add", "envlit", "--env", "API_KEY=literal", "--", "cmd")
+	if code != 0 || !strings.Contains(stderr, "env API_KEY") {
+		t.Fatalf("literal env: exit %d, stderr:\n%s", code, stderr)
+	}
+}

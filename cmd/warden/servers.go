@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	neturl "net/url"
+	"os"
 	"slices"
 	"strings"
 
@@ -119,11 +121,7 @@ func newServersAddCmd(g *globals) *cobra.Command {
 			if !trusted {
 				fmt.Fprintf(g.stdout, "it starts quarantined: review its tools with \"warden review %s\", then admit it with \"warden servers approve %s\"\n", name, name)
 			}
-			for _, k := range sortedKeys(s.Headers) {
-				if !strings.Contains(s.Headers[k], "${env:") {
-					fmt.Fprintf(g.stderr, "note: header %s is stored in %s as given; write '${env:NAME}' instead to keep a secret out of the file\n", k, path)
-				}
-			}
+			g.noteLiterals(path, s)
 			return nil
 		},
 	}
@@ -134,6 +132,33 @@ func newServersAddCmd(g *globals) *cobra.Command {
 	f.StringArrayVar(&env, "env", nil, "environment variable `K=V` for a stdio server (repeatable)")
 	f.BoolVar(&trusted, "trusted", false, "approve the server's first tool inventory as its baseline instead of quarantining it")
 	return cmd
+}
+
+// noteLiterals points out values of s written into the config file as
+// given, where a secret should be an ${env:NAME} reference instead.
+func (g *globals) noteLiterals(path string, s *config.Server) {
+	var literal []string
+	for _, k := range sortedKeys(s.Headers) {
+		if !strings.Contains(s.Headers[k], "${env:") {
+			literal = append(literal, "header "+k)
+		}
+	}
+	for _, k := range sortedKeys(s.Env) {
+		if !strings.Contains(s.Env[k], "${env:") {
+			literal = append(literal, "env "+k)
+		}
+	}
+	if u, err := neturl.Parse(s.URL); err == nil && (u.User != nil || u.RawQuery != "") && !strings.Contains(s.URL, "${env:") {
+		literal = append(literal, "the URL's credentials or query")
+	}
+	if len(literal) == 0 {
+		return
+	}
+	fmt.Fprintf(g.stderr, "note: %s stored in %s as given; if secret, write '${env:NAME}' instead to keep it out of the file\n",
+		strings.Join(literal, ", "), path)
+	if fi, err := os.Stat(path); err == nil && fi.Mode().Perm()&0o044 != 0 {
+		fmt.Fprintf(g.stderr, "note: %s is readable by other users; to keep it private: chmod 600 %s\n", path, path)
+	}
 }
 
 // keyValues parses repeated K=V flags.
