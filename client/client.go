@@ -96,11 +96,10 @@ type ConnError struct {
 }
 
 func (e *ConnError) Error() string {
-	const hint = `(is "warden serve" running? start it with: warden serve)`
 	if errors.Is(e.Err, syscall.ECONNREFUSED) {
-		return fmt.Sprintf("cannot reach warden at %s %s", e.URL, hint)
+		return fmt.Sprintf("cannot reach warden at %s (is the daemon running?)", e.URL)
 	}
-	return fmt.Sprintf("cannot reach warden at %s: %v %s", e.URL, e.Err, hint)
+	return fmt.Sprintf("cannot reach warden at %s: %v", e.URL, e.Err)
 }
 
 func (e *ConnError) Unwrap() error { return e.Err }

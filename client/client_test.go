@@ -49,7 +49,7 @@ func TestConnectionRefused(t *testing.T) {
 	if !errors.As(err, &ce) {
 		t.Fatalf("err = %T %v, want *ConnError", err, err)
 	}
-	want := `cannot reach warden at http://` + addr + ` (is "warden serve" running? start it with: warden serve)`
+	want := `cannot reach warden at http://` + addr + ` (is the daemon running?)`
 	if err.Error() != want {
 		t.Errorf("message %q, want %q", err.Error(), want)
 	}

@@ -17,6 +17,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"github.com/wardenmcp/warden/client"
 	"github.com/wardenmcp/warden/internal/reaper"
 )
 
@@ -48,6 +49,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	cmd, err := root.ExecuteContextC(ctx)
+	if ce := (*client.ConnError)(nil); errors.As(err, &ce) {
+		err = fmt.Errorf("%w; start it with: %s", err, g.serveCommand())
+	}
 	return report(cmd, err, stderr)
 }
 

@@ -558,7 +558,7 @@ func TestConnectionRefused(t *testing.T) {
 	os.WriteFile(cfg, []byte(`{"listen": "`+addr+`"}`), 0o600)
 	os.WriteFile(filepath.Join(dir, "api-token"), []byte("tok\n"), 0o600)
 	code, _, stderr := runCLI(t, "", "--config", cfg, "--state-dir", dir, "status")
-	want := fmt.Sprintf("warden: cannot reach warden at http://%s (is \"warden serve\" running? start it with: warden serve)\n", addr)
+	want := fmt.Sprintf("warden: cannot reach warden at http://%s (is the daemon running?); start it with: warden serve --config %s --state-dir %s\n", addr, cfg, dir)
 	if code != 1 || stderr != want {
 		t.Errorf("exit %d, stderr %q, want %q", code, stderr, want)
 	}

@@ -173,7 +173,7 @@ func (g *globals) token() (string, error) {
 	}
 	file := filepath.Join(dir, state.TokenFile)
 	if errors.Is(err, fs.ErrNotExist) {
-		return "", fmt.Errorf("no operator token at %s: start the daemon once with \"warden serve\" to create it (or point --state-dir or $WARDEN_STATE_DIR at the daemon's state dir)", file)
+		return "", fmt.Errorf("no operator token at %s: start the daemon once with %q to create it (or point --state-dir or $WARDEN_STATE_DIR at the daemon's state dir)", file, g.serveCommand())
 	}
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
@@ -236,6 +236,26 @@ func (g *globals) apiErr(err error) error {
 		return fmt.Errorf("the daemon refused the token in %s: is it running with another state dir? Use the same --state-dir or $WARDEN_STATE_DIR as \"warden serve\"", filepath.Join(dir, state.TokenFile))
 	}
 	return err
+}
+
+// serveCommand is the command that starts the daemon this one talks to.
+func (g *globals) serveCommand() string {
+	cmd := "warden serve"
+	if g.configPath != "" {
+		cmd += " --config " + shellQuote(g.configPath)
+	}
+	if g.stateDir != "" {
+		cmd += " --state-dir " + shellQuote(g.stateDir)
+	}
+	return cmd
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:@%+,") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // printJSON writes v as indented JSON: what --json prints.
