@@ -340,7 +340,7 @@ func (l *Log) retain(b *bolt.Bucket) error {
 // every server, limit <= 0 means no limit. Entries still queued are not seen
 // (Flush first to see them).
 func (l *Log) Query(server string, limit int) ([]Entry, error) {
-	var out []Entry
+	out := []Entry{} // none is an empty list, not null, in JSON
 	err := l.db.View(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketName)
 		if b == nil {

@@ -171,6 +171,13 @@ func (a *handler) clearWrites(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusInternalServerError, "store_error", err.Error())
 		return
 	}
+	if !ok {
+		// A latch outlives its server's config entry; with neither, the
+		// name is most likely a typo.
+		if _, known := a.configured(w, r.PathValue("s")); !known {
+			return
+		}
+	}
 	res := Cleared{Cleared: ok}
 	if ok {
 		res.Latch = l

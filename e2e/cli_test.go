@@ -23,6 +23,15 @@ func TestCLICallGoesThroughPolicy(t *testing.T) {
 	w.WaitReady(t, "s")
 	w.WaitReady(t, "held")
 
+	// Nothing yet: an empty list, not null; a typo in a server's name is
+	// not taken for a server without latches.
+	if code, out, _ := apCLI(t, w, "activity", "--json"); code != 0 || strings.TrimSpace(out) != "[]" {
+		t.Fatalf("activity --json with no calls: exit %d, %q", code, out)
+	}
+	if code, _, stderr := apCLI(t, w, "writes", "clear", "nosuch"); code != 1 || !strings.Contains(stderr, `no server "nosuch"`) {
+		t.Fatalf("writes clear nosuch: exit %d, %s", code, stderr)
+	}
+
 	code, out, stderr := apCLI(t, w, "call", "s", "echo", "--args", `{"x":1}`)
 	if code != 0 || !strings.Contains(out, `{"x":1}`) {
 		t.Fatalf("warden call s echo: exit %d, stdout %q, stderr %q", code, out, stderr)
