@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -30,9 +29,10 @@ import (
 // rpc is an incoming JSON-RPC message, decoded in one pass just enough to
 // route it: the params of the messages the fast path takes are read along.
 type rpc struct {
-	ID     json.RawMessage `json:"id"`
-	Method string          `json:"method"`
-	Params struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Method  string          `json:"method"`
+	Params  struct {
 		mcp.CallToolParamsRaw                 // tools/call
 		RequestID             json.RawMessage `json:"requestId"` // notifications/cancelled
 	} `json:"params"`
@@ -50,8 +50,8 @@ func (v *view) serveFast(w http.ResponseWriter, r *http.Request, l *live, body [
 		return false
 	}
 	var m rpc
-	if json.Unmarshal(body, &m) != nil {
-		return false
+	if json.Unmarshal(body, &m) != nil || m.JSONRPC != "2.0" {
+		return false // the SDK says what is wrong
 	}
 	switch {
 	case m.Method == "" && bytes.HasPrefix(bytes.TrimLeft(m.ID, `"`), []byte(fastRequestPrefix)):
@@ -67,14 +67,16 @@ func (v *view) serveFast(w http.ResponseWriter, r *http.Request, l *live, body [
 		}
 		w.WriteHeader(http.StatusAccepted)
 		return true
-	case m.Method == "tools/call" && len(m.ID) > 0:
-		if m.Params.Meta["progressToken"] != nil {
-			return false
-		}
+	case m.Method == "tools/call" && validID(m.ID):
 		v.fastCall(w, r, l, m.ID, &m.Params.CallToolParamsRaw)
 		return true
 	}
 	return false
+}
+
+// validID reports whether raw is a request id: a string or a number.
+func validID(raw json.RawMessage) bool {
+	return len(raw) > 0 && (raw[0] == '"' || raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9')
 }
 
 func (v *view) fastCall(w http.ResponseWriter, r *http.Request, l *live, id json.RawMessage, p *mcp.CallToolParamsRaw) {
@@ -82,16 +84,13 @@ func (v *view) fastCall(w http.ResponseWriter, r *http.Request, l *live, id json
 	defer cancel()
 	ctx, after := upstream.WithAfterAnswer(ctx)
 	defer after.Run() // once the answer is sent
-	l.mu.Lock()
-	l.calls[string(id)] = cancel
-	l.mu.Unlock()
-	defer func() {
-		l.mu.Lock()
-		delete(l.calls, string(id))
-		l.mu.Unlock()
-	}()
-
-	st := &stream{w: w, l: l, sseOnly: !strings.Contains(r.Header.Get("Accept"), "application/json")}
+	st := &stream{w: w, l: l}
+	if !l.begin(string(id), cancel) {
+		// Its cancellation could not tell the two apart.
+		st.finish(answer(id, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "a request with id " + string(id) + " is already in progress"}))
+		return
+	}
+	defer l.end(string(id))
 	res, err := v.call(ctx, p, st)
 	st.finish(answer(id, res, err))
 }
@@ -125,9 +124,8 @@ func answer(id json.RawMessage, res *upstream.Result, err error) []byte {
 // stream is a fast call's response: JSON unless something must be sent
 // before the answer, then an event stream. It is the call's gateway.Client.
 type stream struct {
-	w       http.ResponseWriter
-	l       *live
-	sseOnly bool
+	w http.ResponseWriter
+	l *live
 
 	mu      sync.Mutex
 	started bool // event stream headers written
@@ -179,7 +177,7 @@ func (s *stream) finish(b []byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.done = true
-	if s.started || s.sseOnly {
+	if s.started {
 		_ = s.eventLocked(b)
 		return
 	}

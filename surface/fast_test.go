@@ -36,7 +36,7 @@ func TestFastAnswerPassesTheResultOn(t *testing.T) {
 	}
 
 	rec = httptest.NewRecorder()
-	(&stream{w: rec, sseOnly: true}).finish(b)
+	(&stream{w: rec, started: true}).finish(b) // the stream has begun
 	lines := strings.Split(rec.Body.String(), "\n")
 	if len(lines) != 4 || lines[0] != "event: message" || !strings.HasPrefix(lines[1], "data: ") || lines[2] != "" || lines[3] != "" {
 		t.Fatalf("event stream %q", rec.Body)

@@ -63,6 +63,7 @@ func (v *view) track(ss *mcp.ServerSession) {
 		v.sessMu.Lock()
 		delete(v.sessions, id)
 		v.sessMu.Unlock()
+		l.cancelAll()    // a call outliving its session could answer no one
 		v.g.Unfollow(ss) // its resource subscriptions end with it
 	}()
 }
@@ -161,6 +162,32 @@ func (l *live) deliver(id string, msg json.RawMessage) bool {
 		ch <- msg
 	}
 	return ok
+}
+
+// begin records a fast call in flight, unless one with its id already is.
+func (l *live) begin(id string, cancel context.CancelFunc) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, dup := l.calls[id]; dup {
+		return false
+	}
+	l.calls[id] = cancel
+	return true
+}
+
+func (l *live) end(id string) {
+	l.mu.Lock()
+	delete(l.calls, id)
+	l.mu.Unlock()
+}
+
+// cancelAll ends the session's fast calls in flight (it was closed).
+func (l *live) cancelAll() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, c := range l.calls {
+		c()
+	}
 }
 
 // cancel ends a fast call the client cancelled.

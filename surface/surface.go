@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -92,7 +93,7 @@ func serve(v *view, h http.Handler, w http.ResponseWriter, r *http.Request) {
 		l.enter()
 		defer l.leave()
 	}
-	if r.Method == http.MethodPost && l != nil && l.ss.Load() != nil { // initialized
+	if r.Method == http.MethodPost && l != nil && l.ss.Load() != nil && fastHeaders(r) { // initialized
 		body, err := readBody(r)
 		if err != nil {
 			http.Error(w, "reading the request: "+err.Error(), http.StatusBadRequest)
@@ -108,6 +109,36 @@ func serve(v *view, h http.Handler, w http.ResponseWriter, r *http.Request) {
 		r.Body = io.NopCloser(bytes.NewReader(body))
 	}
 	h.ServeHTTP(w, r)
+}
+
+// protocolVersions are the protocol versions the surfaces speak.
+var protocolVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26"}
+
+// fastHeaders reports whether a POST's headers are what the SDK's handler
+// accepts without a word (Content-Type, Accept, protocol version, no
+// Last-Event-ID); others go to it, for its answer.
+func fastHeaders(r *http.Request) bool {
+	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && !slices.Contains(protocolVersions, v) {
+		return false
+	}
+	if mt, _, _ := strings.Cut(r.Header.Get("Content-Type"), ";"); !strings.EqualFold(strings.TrimSpace(mt), "application/json") {
+		return false
+	}
+	var json, sse bool
+	for _, v := range r.Header.Values("Accept") {
+		for part := range strings.SplitSeq(v, ",") {
+			mt, _, _ := strings.Cut(part, ";")
+			switch strings.ToLower(strings.TrimSpace(mt)) {
+			case "application/json", "application/*":
+				json = true
+			case "text/event-stream", "text/*":
+				sse = true
+			case "*/*":
+				json, sse = true, true
+			}
+		}
+	}
+	return json && sse && r.Header.Get("Last-Event-ID") == ""
 }
 
 // readBody reads a request body of at most maxBody+1 bytes; a small one of

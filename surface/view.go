@@ -65,7 +65,7 @@ func newView(g *gateway.Gateway, single string, log *slog.Logger, version string
 		CompletionHandler:         v.complete,
 		SubscribeHandler:          v.subscribe,
 		UnsubscribeHandler:        v.unsubscribe,
-		SupportedProtocolVersions: []string{"2025-11-25", "2025-06-18", "2025-03-26"},
+		SupportedProtocolVersions: protocolVersions,
 		InitializedHandler:        func(_ context.Context, r *mcp.InitializedRequest) { v.track(r.Session) },
 		GetSessionID:              v.newSessionID,
 	})
