@@ -16,8 +16,10 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/wardenmcp/warden/approval"
 	"github.com/wardenmcp/warden/internal/fixture"
 	"github.com/wardenmcp/warden/internal/wardentest"
+	"github.com/wardenmcp/warden/surface"
 )
 
 // ovServer is the mcpServers entry of an in-process HTTP fixture with a short
@@ -362,5 +364,44 @@ func TestAlteredNameReachesExactTool(t *testing.T) {
 	w.WaitReady(t, "s")
 	if again := listed(w); !maps.Equal(again, names) {
 		t.Fatalf("names after restart = %v, before = %v", again, names)
+	}
+}
+
+// A tool whose own name equals the name /mcp gave another tool of the same
+// server by altering it (a.b → s__a_b_<hash>) does not take that name over:
+// neither tool answers to it, before and after the newcomer is approved.
+func TestAlteredNameNeverTakenOver(t *testing.T) {
+	f := fixture.NewServer(fixture.Options{})
+	answer := func(text string) mcp.ToolHandler {
+		return func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, nil
+		}
+	}
+	ro := &mcp.ToolAnnotations{ReadOnlyHint: true}
+	f.Server.AddTool(&mcp.Tool{Name: "a.b", InputSchema: map[string]any{"type": "object"}, Annotations: ro}, answer("ran a.b"))
+	w := wardentest.Start(t, map[string]any{"s": map[string]any{"url": f.Serve(t), "trusted": true}})
+	w.WaitReady(t, "s")
+	cs := w.Connect(t, "/mcp", nil)
+	exposed := surface.Join("s", "a.b")
+	ovWaitListed(t, cs, exposed)
+	if got := resultText(callResult(t, cs, exposed, nil)); got != "ran a.b" {
+		t.Fatalf("%s = %q before the newcomer", exposed, got)
+	}
+
+	twin := strings.TrimPrefix(exposed, "s__")
+	f.Server.AddTool(&mcp.Tool{Name: twin, InputSchema: map[string]any{"type": "object"}, Annotations: ro}, answer("ran the newcomer"))
+	apWaitTool(t, w, "s", twin, "the newcomer recorded", apStatusIs(approval.StatusPending))
+	for _, approved := range []bool{false, true} {
+		if approved {
+			if code, _, stderr := apCLI(t, w, "review", "approve", "s", twin, "--yes"); code != 0 {
+				t.Fatalf("review approve: exit %d: %s", code, stderr)
+			}
+			apWaitTool(t, w, "s", twin, "the newcomer approved", apStatusIs(approval.StatusApproved))
+		}
+		wardentest.WaitFor(t, 10*time.Second, exposed+" unlisted", func() bool { return !slices.Contains(toolNames(t, cs), exposed) })
+		res, err := cs.CallTool(ctxT(t, 10*time.Second), &mcp.CallToolParams{Name: exposed})
+		if err == nil && !res.IsError {
+			t.Fatalf("approved=%v: %s answered %q, want an error", approved, exposed, resultText(res))
+		}
 	}
 }

@@ -33,6 +33,7 @@ type view struct {
 
 	mu        sync.Mutex
 	tools     map[string]ref    // exposed name → tool, listed or not (for refusals)
+	contested map[string]string // exposed name two tools of a server map to (neither's) → server
 	listed    map[string][]byte // "kind:name" → definition now listed
 	prompts   map[string]ref
 	resources map[string]string // URI or URI template → server
@@ -45,12 +46,13 @@ type view struct {
 // exposed is what one server currently contributes to a view.
 type exposed struct {
 	tools, listed, prompts, resources, templates []string // listed: the visible tools
+	contested                                    []string
 }
 
 func newView(g *gateway.Gateway, single string, log *slog.Logger, version string) *view {
 	v := &view{
 		g: g, single: single, surface: "mcp", log: log,
-		tools: map[string]ref{}, listed: map[string][]byte{}, prompts: map[string]ref{},
+		tools: map[string]ref{}, contested: map[string]string{}, listed: map[string][]byte{}, prompts: map[string]ref{},
 		resources: map[string]string{}, byServer: map[string]*exposed{},
 		sessions: map[string]*live{},
 	}
@@ -119,7 +121,11 @@ func (v *view) callTool(ctx context.Context, r *mcp.CallToolRequest) (*mcp.CallT
 func (v *view) call(ctx context.Context, p *mcp.CallToolParamsRaw, client gateway.Client) (*upstream.Result, error) {
 	v.mu.Lock()
 	t, ok := v.tools[p.Name]
+	contested, isContested := v.contested[p.Name]
 	v.mu.Unlock()
+	if isContested {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("tool name %q stands for two tools of server %q, so for neither; see them with: warden tools %s", p.Name, contested, contested)}
+	}
 	if !ok {
 		if t, ok = v.resolve(p.Name); !ok {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", p.Name)}
@@ -168,9 +174,29 @@ func (v *view) Changed(server string) {
 }
 
 func (v *view) syncTools(server string, old, now *exposed) {
+	tools := v.g.Tools(server)
+	claims := map[string]int{}
+	for _, t := range tools {
+		claims[v.name(server, t.Name)]++
+	}
+	for _, name := range old.contested {
+		delete(v.contested, name)
+	}
 	keep := map[string]bool{}
-	for _, t := range v.g.Tools(server) {
+	for _, t := range tools {
 		name := v.name(server, t.Name)
+		if claims[name] > 1 {
+			// An altered name can equal another tool's own: neither gets
+			// it, so a new tool never takes over an approved one's name.
+			if !slices.Contains(now.contested, name) {
+				now.contested = append(now.contested, name)
+				if !slices.Contains(old.contested, name) {
+					v.log.Warn("two tools of a server have the same aggregated name; neither is listed on /mcp", "server", server, "name", name)
+				}
+			}
+			v.contested[name] = server
+			continue
+		}
 		v.tools[name] = ref{server, t.Name}
 		now.tools = append(now.tools, name)
 		if !t.Visible {
