@@ -46,7 +46,7 @@ func AddServer(path, name string, s *Server) error {
 		}
 		if find(servers, name) >= 0 {
 			return &Error{File: path, Field: field, Problem: "a server with this name already exists",
-				Fix: "choose another name, or remove it first"}
+				Fix: "choose another name, or remove it first with: warden servers remove " + name}
 		}
 		val, err := hujson.Parse([]byte(e.encodeServer(s, e.indentOf(servers, e.serversIndent()))))
 		if err != nil { // cannot happen: we wrote it

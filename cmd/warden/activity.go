@@ -20,7 +20,7 @@ func newActivityCmd(g *globals) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if limit < 0 {
-				return usageErrorf("--limit must be positive")
+				return usageErrorf("--limit must be 0 (no limit) or more")
 			}
 			recent := func(c *client.Client) ([]activity.Entry, error) { return c.Activity(cmd.Context(), server, limit) }
 			return ask(g, recent, func(entries []activity.Entry) error {

@@ -665,3 +665,23 @@ func TestServersAddNotesLiteralSecrets(t *testing.T) {
 		t.Fatalf("literal env: exit %d, stderr:\n%s", code, stderr)
 	}
 }
+
+// Mistakes that have one likely cause name the fix.
+func TestUsageHints(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "config.json")
+	code, _, stderr := runCLI(t, "", "--config", cfg, "servers", "add", "m", "npx", "-y", "pkg")
+	if code != exitUsage || !strings.Contains(stderr, "warden servers add NAME -- COMMAND ARGS...") {
+		t.Errorf("a stdio server's flag before --: exit %d, stderr %q", code, stderr)
+	}
+	if code, _, stderr := runCLI(t, "", "--config", cfg, "servers", "add", "m", "--", "npx"); code != 0 {
+		t.Fatalf("add: exit %d, %s", code, stderr)
+	}
+	code, _, stderr = runCLI(t, "", "--config", cfg, "servers", "add", "m", "--", "npx")
+	if code == 0 || !strings.Contains(stderr, "warden servers remove m") {
+		t.Errorf("adding a name twice: exit %d, stderr %q", code, stderr)
+	}
+	code, _, stderr = runCLI(t, "", "--config", cfg, "activity", "--limit", "-1")
+	if code != exitUsage || !strings.Contains(stderr, "0 (no limit) or more") {
+		t.Errorf("--limit -1: exit %d, stderr %q", code, stderr)
+	}
+}

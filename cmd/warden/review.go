@@ -211,7 +211,7 @@ when tools of SERVER are still pending or changed.`,
 					return err
 				}
 				if !ok {
-					return errors.New("not confirmed; nothing was approved")
+					return errors.New("not confirmed; nothing was approved (to approve without the question, as in a script: add --yes)")
 				}
 			}
 			req := approval.ToolApproval{All: all, Except: except}

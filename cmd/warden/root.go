@@ -31,6 +31,13 @@ type globals struct {
 
 	cfg    *config.Config // loaded by config()
 	cfgErr error
+	ep     *endpoint // read by endpoint()
+}
+
+// endpoint is where the daemon is, as the config says.
+type endpoint struct {
+	listen, stateDir string
+	err              error
 }
 
 func newRootCmd(g *globals) *cobra.Command {
@@ -54,7 +61,13 @@ Exit status: 0 done, 1 error, 2 usage, 3 done but something is still held.`,
 	pf.StringVar(&g.configPath, "config", "", "config file (default $WARDEN_CONFIG, else $XDG_CONFIG_HOME/warden/config.json)")
 	pf.StringVar(&g.stateDir, "state-dir", "", "state dir (default $WARDEN_STATE_DIR, else the config's stateDir, else $XDG_STATE_HOME/warden)")
 	pf.BoolVar(&g.jsonOut, "json", false, "print the API's JSON (read commands)")
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		if cmd.Name() == "add" && strings.HasPrefix(err.Error(), "unknown") {
+			// Most often the stdio server's own flags: `servers add m npx -y pkg`.
+			err = fmt.Errorf("%w; put the server's command after --, as in: warden servers add NAME -- COMMAND ARGS...", err)
+		}
+		return usageError(err)
+	})
 
 	root.AddCommand(
 		newServeCmd(g),
@@ -113,6 +126,14 @@ func (g *globals) loadConfig() (*config.Config, error) {
 // this shell, an edit in progress) still tells the CLI where the daemon is,
 // and the daemon keeps its running config anyway, so that is not fatal here.
 func (g *globals) endpoint() (listen, stateDir string, err error) {
+	if g.ep == nil { // once: a warning is printed once
+		g.ep = &endpoint{}
+		g.ep.listen, g.ep.stateDir, g.ep.err = g.readEndpoint()
+	}
+	return g.ep.listen, g.ep.stateDir, g.ep.err
+}
+
+func (g *globals) readEndpoint() (listen, stateDir string, err error) {
 	cfg, err := g.loadConfig()
 	if err == nil {
 		return cfg.Listen, cfg.StateDir, nil
