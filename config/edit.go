@@ -15,6 +15,9 @@ import (
 	"github.com/tailscale/hujson"
 )
 
+// ErrServerExists is AddServer's error for a name already in the file.
+var ErrServerExists = errors.New("server exists")
+
 // AddServer adds server s under "mcpServers" as name (s.Name is ignored),
 // changing nothing else in the file: comments, trailing commas, indentation
 // and line endings stay as they were, and the new entry is indented like its
@@ -46,7 +49,7 @@ func AddServer(path, name string, s *Server) error {
 		}
 		if find(servers, name) >= 0 {
 			return &Error{File: path, Field: field, Problem: "a server with this name already exists",
-				Fix: "choose another name, or remove it first with: warden servers remove " + name}
+				Fix: "choose another name, or remove it first with: warden servers remove " + name, err: ErrServerExists}
 		}
 		val, err := hujson.Parse([]byte(e.encodeServer(s, e.indentOf(servers, e.serversIndent()))))
 		if err != nil { // cannot happen: we wrote it

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	neturl "net/url"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -114,6 +116,10 @@ func newServersAddCmd(g *globals) *cobra.Command {
 			}
 			path := g.configFile()
 			if err := config.AddServer(path, name, s); err != nil {
+				var ce *config.Error
+				if errors.As(err, &ce) && ownField(ce.Field, name) && !errors.Is(err, config.ErrServerExists) {
+					return usageError(err) // the command line's mistake, not the file's
+				}
 				return err
 			}
 			fmt.Fprintf(g.stdout, "added server %s to %s\n", name, path)
@@ -132,6 +138,16 @@ func newServersAddCmd(g *globals) *cobra.Command {
 	f.StringArrayVar(&env, "env", nil, "environment variable `K=V` for a stdio server (repeatable)")
 	f.BoolVar(&trusted, "trusted", false, "approve the server's first tool inventory as its baseline instead of quarantining it")
 	return cmd
+}
+
+// ownField reports whether field is server name's entry or in it.
+func ownField(field, name string) bool {
+	for _, entry := range []string{"mcpServers." + name, "mcpServers[" + strconv.Quote(name) + "]"} {
+		if rest, ok := strings.CutPrefix(field, entry); ok && (rest == "" || rest[0] == '.' || rest[0] == '[') {
+			return true
+		}
+	}
+	return false
 }
 
 // noteLiterals points out values of s written into the config file as
