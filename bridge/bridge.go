@@ -3,6 +3,11 @@
 // that comes back (JSON or server-sent events, including the standalone GET
 // stream for notifications) is written to the client as a line. It is
 // message-transparent, so everything the endpoint supports works through it.
+//
+// Messages leave in the order the client wrote them, while requests still run
+// concurrently. When Warden restarts (it answers 404 for the session), the
+// bridge starts a new session by replaying the client's initialize, so the
+// client sees nothing but a working connection.
 package bridge
 
 import (
@@ -10,9 +15,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/http/httptrace"
 	"strings"
 	"sync"
 	"time"
@@ -23,13 +31,49 @@ type Bridge struct {
 	URL    string
 	Client *http.Client
 
-	out     io.Writer
-	outMu   sync.Mutex
-	mu      sync.Mutex
-	session string
-	version string
+	out   io.Writer
+	outMu sync.Mutex
+
+	mu          sync.Mutex // guards the fields up to calls
+	session     string
+	version     string
+	established bool                 // the first initialize went through
+	initReq     []byte               // the client's initialize, replayed for a new session
+	initNote    []byte               // the client's notifications/initialized, replayed after it
+	calls       map[string]*inflight // requests waiting for their answer, by idKey
+
+	renewed chan struct{} // wakes the listener when a new session starts
+	renewMu sync.Mutex    // one new session at a time
 	wg      sync.WaitGroup
 }
+
+// maxLine bounds one message from the client.
+const maxLine = 16 << 20
+
+// idPrefix is how much of an oversized message is kept to find its id.
+const idPrefix = 64 << 10
+
+// reconnectFor is how long a message is retried while Warden cannot be
+// reached (a restarting daemon), once a session was established.
+const reconnectFor = 5 * time.Second
+
+// cancelGrace is how long after a request was written a cancellation of it
+// is held back. The two travel on different connections, and Warden ignores
+// a cancellation that comes before it has taken the request in.
+const cancelGrace = 50 * time.Millisecond
+
+// inflight is a request waiting for its answer.
+type inflight struct {
+	sent      time.Time // when it was written to the connection
+	cancelled bool      // the client cancelled it: no made-up answer is owed
+}
+
+// errSessionGone is Warden's 404 for a session: it restarted or closed it.
+var errSessionGone = errors.New("warden no longer knows the session")
+
+// errEnded is the answer to a request whose response ended without a reply
+// (Warden closed the session or went away mid-call).
+var errEnded = errors.New("the connection to Warden ended before the answer")
 
 // Run copies messages until in ends or ctx is done, then ends the session.
 func (b *Bridge) Run(ctx context.Context, in io.Reader, out io.Writer) error {
@@ -37,6 +81,8 @@ func (b *Bridge) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 		b.Client = &http.Client{}
 	}
 	b.out = out
+	b.calls = map[string]*inflight{}
+	b.renewed = make(chan struct{}, 1)
 	listenCtx, stopListen := context.WithCancel(ctx)
 	listening := make(chan struct{})
 	started := false
@@ -46,197 +92,332 @@ func (b *Bridge) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 			<-listening
 		}
 	}()
-	sc := bufio.NewScanner(in)
-	sc.Buffer(make([]byte, 64<<10), 16<<20)
-	for sc.Scan() {
-		line := bytes.TrimSpace(sc.Bytes())
-		if len(line) == 0 {
+	rd := bufio.NewReaderSize(in, 64<<10)
+	for {
+		line, tooLong, err := readLine(rd)
+		if err != nil {
+			b.wg.Wait()
+			b.end()
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+		if tooLong {
+			b.refuseLong(line)
 			continue
 		}
-		msg := append([]byte(nil), line...)
-		if isInitialize(msg) {
+		msg := bytes.TrimSpace(line)
+		if len(msg) == 0 {
+			continue
+		}
+		var m envelope
+		_ = json.Unmarshal(msg, &m) // a message that is not JSON is forwarded as it is
+		switch {
+		case m.Method == "initialize":
 			// The session id comes back on initialize: later requests need it.
-			if err := b.post(ctx, msg); err != nil {
+			if err := b.initialize(ctx, msg); err != nil {
 				return err
 			}
 			if !started {
 				started = true
 				go func() { defer close(listening); b.listen(listenCtx) }()
 			}
-			continue
+		case m.Method != "" && hasID(m.ID):
+			b.call(ctx, msg, m.ID)
+		default:
+			// Notifications and answers to Warden's requests are quick: each
+			// is delivered before the next message leaves.
+			b.note(msg, m.Method)
+			_ = b.deliver(ctx, msg, b.write, nil)
 		}
-		b.wg.Go(func() {
-			if err := b.post(ctx, msg); err != nil {
-				b.writeError(msg, err)
-			}
-		})
-	}
-	b.wg.Wait()
-	b.end()
-	return sc.Err()
-}
-
-func isInitialize(msg []byte) bool {
-	var m struct {
-		Method string `json:"method"`
-	}
-	return json.Unmarshal(msg, &m) == nil && m.Method == "initialize"
-}
-
-func (b *Bridge) headers(h http.Header) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.session != "" {
-		h.Set("Mcp-Session-Id", b.session)
-	}
-	if b.version != "" {
-		h.Set("Mcp-Protocol-Version", b.version)
 	}
 }
 
-func (b *Bridge) post(ctx context.Context, msg []byte) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.URL, bytes.NewReader(msg))
+// envelope is what the bridge reads of a message.
+type envelope struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+}
+
+func hasID(id json.RawMessage) bool { return len(id) > 0 && string(id) != "null" }
+
+// idKey normalizes an id for comparison: Warden echoes 1.0 as 1 and may
+// escape strings differently.
+func idKey(id json.RawMessage) string {
+	var v any
+	if json.Unmarshal(id, &v) != nil {
+		return string(id)
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// initialize posts the client's initialize and keeps it, its answer's
+// session id and protocol version for the requests that follow.
+func (b *Bridge) initialize(ctx context.Context, msg []byte) error {
+	var version string
+	session, err := b.post(ctx, msg, "", "", func(m []byte) {
+		if v := protocolVersion(m); v != "" {
+			version = v
+		}
+		b.write(m)
+	}, nil)
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	b.headers(req.Header)
-	resp, err := b.Client.Do(req)
-	if err != nil {
-		return fmt.Errorf("cannot reach warden at %s (is \"warden serve\" running?): %w", b.URL, err)
-	}
-	defer resp.Body.Close()
-	if id := resp.Header.Get("Mcp-Session-Id"); id != "" {
-		b.mu.Lock()
-		b.session = id
-		b.mu.Unlock()
-	}
-	switch {
-	case resp.StatusCode == http.StatusAccepted:
-		return nil
-	case resp.StatusCode >= 300:
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return fmt.Errorf("warden answered %s: %s", resp.Status, strings.TrimSpace(string(body)))
-	case strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream"):
-		_, err := b.readEvents(resp.Body)
-		return err
-	default:
-		body, err := io.ReadAll(resp.Body)
-		if err != nil {
-			return err
-		}
-		b.write(body)
-		return nil
-	}
-}
-
-// listen keeps the standalone GET stream open for server-initiated messages,
-// resuming with Last-Event-ID when it drops.
-func (b *Bridge) listen(ctx context.Context) {
-	lastID := ""
-	for ctx.Err() == nil {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, b.URL, nil)
-		if err != nil {
-			return
-		}
-		req.Header.Set("Accept", "text/event-stream")
-		b.headers(req.Header)
-		if lastID != "" {
-			req.Header.Set("Last-Event-ID", lastID)
-		}
-		resp, err := b.Client.Do(req)
-		if err != nil {
-			select {
-			case <-ctx.Done():
-			case <-time.After(time.Second):
-			}
-			continue
-		}
-		if resp.StatusCode != http.StatusOK {
-			resp.Body.Close()
-			return // the endpoint offers no stream (405) or the session is gone
-		}
-		if id, _ := b.readEvents(resp.Body); id != "" {
-			lastID = id
-		}
-		resp.Body.Close()
-	}
-}
-
-// readEvents writes each event's data as a line and returns the last event id.
-func (b *Bridge) readEvents(r io.Reader) (lastID string, err error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 16<<20)
-	var data []string
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case line == "":
-			if len(data) > 0 {
-				b.write([]byte(strings.Join(data, "\n")))
-				data = data[:0]
-			}
-		case strings.HasPrefix(line, "data:"):
-			data = append(data, strings.TrimPrefix(strings.TrimPrefix(line, "data:"), " "))
-		case strings.HasPrefix(line, "id:"):
-			lastID = strings.TrimSpace(strings.TrimPrefix(line, "id:"))
-		}
-	}
-	return lastID, sc.Err()
-}
-
-func (b *Bridge) write(msg []byte) {
-	msg = bytes.TrimSpace(msg)
-	if len(msg) == 0 {
-		return
-	}
-	b.rememberVersion(msg)
-	b.outMu.Lock()
-	defer b.outMu.Unlock()
-	b.out.Write(append(msg, '\n'))
-}
-
-// rememberVersion notes the protocol version from the initialize answer.
-func (b *Bridge) rememberVersion(msg []byte) {
 	b.mu.Lock()
-	known := b.version != ""
+	b.initReq, b.session, b.version, b.established = msg, session, version, true
 	b.mu.Unlock()
-	if known || !bytes.Contains(msg, []byte(`"protocolVersion"`)) {
-		return
+	return nil
+}
+
+// protocolVersion is the version an initialize answer negotiated, or "".
+func protocolVersion(msg []byte) string {
+	if !bytes.Contains(msg, []byte(`"protocolVersion"`)) {
+		return ""
 	}
 	var m struct {
 		Result struct {
 			ProtocolVersion string `json:"protocolVersion"`
 		} `json:"result"`
 	}
-	if json.Unmarshal(msg, &m) == nil && m.Result.ProtocolVersion != "" {
+	_ = json.Unmarshal(msg, &m)
+	return m.Result.ProtocolVersion
+}
+
+// note remembers what a notification changes: notifications/initialized is
+// replayed on a new session; a cancelled request gets no made-up answer, and
+// its cancellation waits until cancelGrace has passed since it was sent.
+func (b *Bridge) note(msg []byte, method string) {
+	switch method {
+	case "notifications/initialized":
 		b.mu.Lock()
-		if b.version == "" {
-			b.version = m.Result.ProtocolVersion
-		}
+		b.initNote = msg
 		b.mu.Unlock()
+	case "notifications/cancelled":
+		var m struct {
+			Params struct {
+				RequestID json.RawMessage `json:"requestId"`
+			} `json:"params"`
+		}
+		if json.Unmarshal(msg, &m) == nil && hasID(m.Params.RequestID) {
+			var wait time.Duration
+			b.mu.Lock()
+			if c := b.calls[idKey(m.Params.RequestID)]; c != nil {
+				c.cancelled = true
+				wait = cancelGrace - time.Since(c.sent)
+			}
+			b.mu.Unlock()
+			if wait > 0 {
+				time.Sleep(wait)
+			}
+		}
 	}
 }
 
-// writeError answers a request that could not be delivered, so the client is
-// not left waiting.
-func (b *Bridge) writeError(msg []byte, err error) {
-	var m struct {
-		ID json.RawMessage `json:"id"`
+// call sends a request and returns once it is written to the connection, so
+// what the client sends next cannot overtake it; the answer, which may take
+// long, is awaited in the background. A request left without a reply is
+// answered with an error, so the client is not left waiting.
+func (b *Bridge) call(ctx context.Context, msg []byte, id json.RawMessage) {
+	key := idKey(id)
+	c := &inflight{}
+	b.mu.Lock()
+	b.calls[key] = c
+	b.mu.Unlock()
+	written := make(chan struct{})
+	var once sync.Once
+	wrote := func() { once.Do(func() { close(written) }) }
+	b.wg.Go(func() {
+		defer wrote()
+		answered := false
+		err := b.deliver(ctx, msg, func(m []byte) {
+			if !answered && isReplyTo(m, key) {
+				answered = true
+			}
+			b.write(m)
+		}, wrote)
+		b.mu.Lock()
+		cancelled := c.cancelled
+		if b.calls[key] == c {
+			delete(b.calls, key)
+		}
+		b.mu.Unlock()
+		if answered || cancelled {
+			return
+		}
+		if err == nil {
+			err = errEnded
+		}
+		b.writeError(id, -32603, err.Error())
+	})
+	<-written
+	b.mu.Lock()
+	c.sent = time.Now()
+	b.mu.Unlock()
+}
+
+// isReplyTo reports whether msg is the response to the request with id key.
+func isReplyTo(msg []byte, key string) bool {
+	var m envelope
+	return json.Unmarshal(msg, &m) == nil && m.Method == "" && hasID(m.ID) && idKey(m.ID) == key
+}
+
+func (b *Bridge) current() (session, version string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.session, b.version
+}
+
+// deliver posts msg on the current session; if Warden no longer knows the
+// session, it starts a new one and posts msg once more.
+func (b *Bridge) deliver(ctx context.Context, msg []byte, emit func([]byte), wrote func()) error {
+	session, version := b.current()
+	_, err := b.post(ctx, msg, session, version, emit, wrote)
+	if errors.Is(err, errSessionGone) {
+		if err = b.renew(ctx, session); err == nil {
+			session, version = b.current()
+			_, err = b.post(ctx, msg, session, version, emit, wrote)
+		}
 	}
-	if json.Unmarshal(msg, &m) != nil || len(m.ID) == 0 {
-		return
+	return err
+}
+
+// renew starts a new session after Warden answered 404 for session old (it
+// restarted or closed the session), as the MCP spec asks: it replays the
+// client's initialize, swallows the answer, and repeats
+// notifications/initialized if the client sent it. Callers that saw the same
+// old session share one renewal.
+func (b *Bridge) renew(ctx context.Context, old string) error {
+	b.renewMu.Lock()
+	defer b.renewMu.Unlock()
+	b.mu.Lock()
+	current, init, note := b.session, b.initReq, b.initNote
+	b.mu.Unlock()
+	if current != old {
+		return nil // renewed meanwhile
 	}
-	resp, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": m.ID,
-		"error": map[string]any{"code": -32603, "message": err.Error()}})
+	if init == nil {
+		return errSessionGone
+	}
+	var version string
+	session, err := b.post(ctx, init, "", "", func(m []byte) {
+		if v := protocolVersion(m); v != "" {
+			version = v
+		}
+	}, nil)
+	if err == nil && session == "" {
+		err = errors.New("warden answered initialize without a session")
+	}
+	if err == nil && note != nil {
+		_, err = b.post(ctx, note, session, version, func([]byte) {}, nil)
+	}
+	if err != nil {
+		return fmt.Errorf("starting a new session after warden lost the old one: %w", err)
+	}
+	b.mu.Lock()
+	b.session, b.version = session, version
+	b.mu.Unlock()
+	select { // the listener follows the new session at once
+	case b.renewed <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// post sends msg once on session and passes each message of the answer to
+// emit; it returns the session id an initialize answer carries. wrote, if
+// set, is called when the request has been written to the connection. While
+// Warden cannot be reached, a bridge that had a session retries for
+// reconnectFor (the daemon is restarting): nothing was sent yet.
+func (b *Bridge) post(ctx context.Context, msg []byte, session, version string, emit func([]byte), wrote func()) (string, error) {
+	if wrote != nil {
+		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { wrote() }})
+	}
+	var resp *http.Response
+	deadline := time.Now().Add(reconnectFor)
+	for delay := 50 * time.Millisecond; ; delay = min(2*delay, time.Second) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.URL, bytes.NewReader(msg))
+		if err != nil {
+			return "", err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		setHeaders(req.Header, session, version)
+		if resp, err = b.Client.Do(req); err == nil {
+			break
+		}
+		b.mu.Lock()
+		retry := b.established && unreachable(err) && time.Now().Add(delay).Before(deadline)
+		b.mu.Unlock()
+		if !retry {
+			return "", fmt.Errorf("cannot reach warden at %s (is \"warden serve\" running?): %w", b.URL, err)
+		}
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(delay):
+		}
+	}
+	defer resp.Body.Close()
+	newSession := resp.Header.Get("Mcp-Session-Id")
+	switch {
+	case resp.StatusCode == http.StatusNotFound && session != "":
+		return "", errSessionGone
+	case resp.StatusCode == http.StatusAccepted:
+		return newSession, nil
+	case resp.StatusCode >= 300:
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return "", fmt.Errorf("warden answered %s: %s", resp.Status, strings.TrimSpace(string(body)))
+	case strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream"):
+		if _, err := readEvents(resp.Body, emit); err != nil {
+			return newSession, fmt.Errorf("%w: %v", errEnded, err)
+		}
+		return newSession, nil
+	default:
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return newSession, fmt.Errorf("%w: %v", errEnded, err)
+		}
+		if body = bytes.TrimSpace(body); len(body) > 0 {
+			emit(body)
+		}
+		return newSession, nil
+	}
+}
+
+// unreachable reports whether err is a failure to connect, so nothing was sent.
+func unreachable(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}
+
+func setHeaders(h http.Header, session, version string) {
+	if session != "" {
+		h.Set("Mcp-Session-Id", session)
+	}
+	if version != "" {
+		h.Set("Mcp-Protocol-Version", version)
+	}
+}
+
+// write sends one message to the client as a line.
+func (b *Bridge) write(msg []byte) {
+	b.outMu.Lock()
+	defer b.outMu.Unlock()
+	b.out.Write(append(msg, '\n'))
+}
+
+// writeError answers request id with a JSON-RPC error.
+func (b *Bridge) writeError(id json.RawMessage, code int, message string) {
+	resp, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id,
+		"error": map[string]any{"code": code, "message": message}})
 	b.write(resp)
 }
 
 func (b *Bridge) end() {
-	b.mu.Lock()
-	session := b.session
-	b.mu.Unlock()
+	session, version := b.current()
 	if session == "" {
 		return
 	}
@@ -246,7 +427,7 @@ func (b *Bridge) end() {
 	if err != nil {
 		return
 	}
-	b.headers(req.Header)
+	setHeaders(req.Header, session, version)
 	if resp, err := b.Client.Do(req); err == nil {
 		resp.Body.Close()
 	}

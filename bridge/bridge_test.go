@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -69,22 +70,61 @@ func startUpstream(t *testing.T, jsonResponse bool) *upstream {
 // speaking stdio to it, and a channel with Run's result.
 func runBridge(t *testing.T, url string, opts *mcp.ClientOptions) (*mcp.ClientSession, <-chan error) {
 	t.Helper()
+	cs, done, _ := startBridge(t, &Bridge{URL: url}, opts)
+	return cs, done
+}
+
+// startBridge runs b on pipes and connects an SDK client to it over stdio.
+// It also returns what the bridge wrote to the client. The client and the
+// bridge are stopped when the test ends.
+func startBridge(t *testing.T, b *Bridge, opts *mcp.ClientOptions) (*mcp.ClientSession, <-chan error, *syncBuffer) {
+	t.Helper()
 	inR, inW := io.Pipe()   // client → bridge stdin
 	outR, outW := io.Pipe() // bridge stdout → client
 	done := make(chan error, 1)
+	stopped := make(chan struct{})
 	go func() {
-		err := (&Bridge{URL: url}).Run(context.Background(), inR, outW)
+		err := b.Run(context.Background(), inR, outW)
 		outW.Close()
 		done <- err
+		close(stopped)
 	}()
+	seen := &syncBuffer{}
 	c := mcp.NewClient(&mcp.Implementation{Name: "stdio-client", Version: "1"}, opts)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	cs, err := c.Connect(ctx, &mcp.IOTransport{Reader: outR, Writer: inW}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	cs, err := c.Connect(ctx, &mcp.IOTransport{Reader: io.NopCloser(io.TeeReader(outR, seen)), Writer: inW}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		t.Fatalf("connect through the bridge: %v", err)
 	}
-	return cs, done
+	t.Cleanup(func() {
+		cs.Close()
+		inW.Close()
+		select {
+		case <-stopped:
+		case <-time.After(10 * time.Second):
+			t.Error("the bridge did not stop after stdin closed")
+		}
+	})
+	return cs, done, seen
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent use.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 func text(res *mcp.CallToolResult) string {

@@ -1,0 +1,103 @@
+package e2e
+
+import (
+	"context"
+	"net"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/wardenmcp/warden/daemon"
+	"github.com/wardenmcp/warden/internal/fixture"
+	"github.com/wardenmcp/warden/internal/testenv"
+	"github.com/wardenmcp/warden/internal/wardentest"
+)
+
+// listenOn makes a restarted Warden listen on addr, where the running
+// `warden stdio` expects it (StartWith would pick a new port).
+func listenOn(t *testing.T, addr string) func(*daemon.Options) {
+	return func(o *daemon.Options) {
+		o.Listener.Close()
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			t.Fatalf("listen again on %s: %v", addr, err)
+		}
+		o.Listener = ln
+	}
+}
+
+// A client of `warden stdio` does not notice Warden restarting: a request
+// made while the daemon is down waits for it, later calls work on a new
+// session, and list changes reach the client again.
+func TestBridgeAcrossWardenRestart(t *testing.T) {
+	f := fixture.NewServer(fixture.Options{})
+	w := wardentest.Start(t, map[string]any{"up": map[string]any{"url": f.Serve(t), "trusted": true}})
+	w.WaitReady(t, "up")
+
+	changed := make(chan struct{}, 16)
+	c := mcp.NewClient(&mcp.Implementation{Name: "stdio-client", Version: "1"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
+	})
+	cmd := exec.Command(testenv.BuildBinary(t, "./cmd/warden"), "stdio", "--config", w.ConfigPath, "--state-dir", w.StateDir)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cs, err := c.Connect(ctx, &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatalf("connect through warden stdio: %v", err)
+	}
+	defer cs.Close() // ends warden stdio
+	if got := callText(t, cs, "up__echo", map[string]any{"n": 1}); got != `{"n":1}` {
+		t.Fatalf("echo answered %q", got)
+	}
+
+	addr := w.Addr
+	w.Stop()
+	pinged := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		pinged <- cs.Ping(ctx, nil)
+	}()
+	time.Sleep(300 * time.Millisecond)
+	select {
+	case err := <-pinged:
+		t.Fatalf("a ping while Warden was down ended at once: %v", err)
+	default:
+	}
+	w = wardentest.StartWith(t, w.ConfigPath, w.StateDir, listenOn(t, addr))
+	if err := <-pinged; err != nil {
+		t.Fatalf("a ping made while Warden restarted: %v\n%s", err, w.Logs)
+	}
+	w.WaitReady(t, "up")
+	wardentest.WaitFor(t, 10*time.Second, "up__echo listed again", func() bool { return slices.Contains(toolNames(t, cs), "up__echo") })
+	if got := callText(t, cs, "up__echo", map[string]any{"n": 2}); got != `{"n":2}` {
+		t.Fatalf("echo after the restart answered %q", got)
+	}
+
+	// Notifications come again: change the upstream's list until one reaches
+	// the client (a change is only sent to an open stream).
+	def, _ := f.Tool(fixture.ToolDelete)
+	deadline := time.Now().Add(15 * time.Second)
+	for i := 0; ; i++ {
+		if i%2 == 0 {
+			f.RemoveTools(fixture.ToolDelete)
+		} else {
+			f.AddTool(def)
+		}
+		select {
+		case <-changed:
+		case <-time.After(500 * time.Millisecond):
+			if time.Now().After(deadline) {
+				t.Fatal("no tools/list_changed reached the stdio client after the restart")
+			}
+			continue
+		}
+		break
+	}
+	if strings.Contains(w.Logs.String(), "duplicate initialized") {
+		t.Fatalf("the bridge sent notifications/initialized twice on the new session:\n%s", w.Logs)
+	}
+}
