@@ -113,25 +113,8 @@ func TestBridgeListenerFollowsNewSession(t *testing.T) {
 	echo(t, cs, 1)
 	f.HTTP().ForgetSessions()
 
-	// A change is only sent to a stream that is open; change the list until
-	// one notification comes through.
-	def, _ := f.Tool(fixture.ToolDelete)
-	deadline := time.Now().Add(10 * time.Second)
-	for i := 0; ; i++ {
-		if i%2 == 0 {
-			f.RemoveTools(fixture.ToolDelete)
-		} else {
-			f.AddTool(def)
-		}
-		select {
-		case <-changed:
-		case <-time.After(300 * time.Millisecond):
-			if time.Now().After(deadline) {
-				t.Fatal("no tools/list_changed reached the client after the session was lost")
-			}
-			continue
-		}
-		break
+	if !f.ChangeToolsUntil(changed, 10*time.Second) {
+		t.Fatal("no tools/list_changed reached the client after the session was lost")
 	}
 	echo(t, cs, 2)
 	if n := strings.Count(seen.String(), `"serverInfo"`); n != 1 {

@@ -77,25 +77,9 @@ func TestBridgeAcrossWardenRestart(t *testing.T) {
 		t.Fatalf("echo after the restart answered %q", got)
 	}
 
-	// Notifications come again: change the upstream's list until one reaches
-	// the client (a change is only sent to an open stream).
-	def, _ := f.Tool(fixture.ToolDelete)
-	deadline := time.Now().Add(15 * time.Second)
-	for i := 0; ; i++ {
-		if i%2 == 0 {
-			f.RemoveTools(fixture.ToolDelete)
-		} else {
-			f.AddTool(def)
-		}
-		select {
-		case <-changed:
-		case <-time.After(500 * time.Millisecond):
-			if time.Now().After(deadline) {
-				t.Fatal("no tools/list_changed reached the stdio client after the restart")
-			}
-			continue
-		}
-		break
+	// Notifications come again.
+	if !f.ChangeToolsUntil(changed, 15*time.Second) {
+		t.Fatal("no tools/list_changed reached the stdio client after the restart")
 	}
 	if strings.Contains(w.Logs.String(), "duplicate initialized") {
 		t.Fatalf("the bridge sent notifications/initialized twice on the new session:\n%s", w.Logs)
