@@ -124,21 +124,21 @@ func fastHeaders(r *http.Request) bool {
 	if mt, _, _ := strings.Cut(r.Header.Get("Content-Type"), ";"); !strings.EqualFold(strings.TrimSpace(mt), "application/json") {
 		return false
 	}
-	var json, sse bool
+	var jsonOK, sseOK bool
 	for _, v := range r.Header.Values("Accept") {
 		for part := range strings.SplitSeq(v, ",") {
 			mt, _, _ := strings.Cut(part, ";")
 			switch strings.ToLower(strings.TrimSpace(mt)) {
 			case "application/json", "application/*":
-				json = true
+				jsonOK = true
 			case "text/event-stream", "text/*":
-				sse = true
+				sseOK = true
 			case "*/*":
-				json, sse = true, true
+				jsonOK, sseOK = true, true
 			}
 		}
 	}
-	return json && sse && r.Header.Get("Last-Event-ID") == ""
+	return jsonOK && sseOK && r.Header.Get("Last-Event-ID") == ""
 }
 
 // readBody reads a request body of at most maxBody+1 bytes; a small one of
