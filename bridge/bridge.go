@@ -323,6 +323,10 @@ func (b *Bridge) renew(ctx context.Context, old string) error {
 	case b.renewed <- struct{}{}:
 	default:
 	}
+	// What the client listed may have changed while Warden was away.
+	for _, kind := range []string{"tools", "prompts", "resources"} {
+		b.write([]byte(`{"jsonrpc":"2.0","method":"notifications/` + kind + `/list_changed"}`))
+	}
 	return nil
 }
 

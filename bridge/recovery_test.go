@@ -86,6 +86,9 @@ func TestBridgeStartsNewSessionOn404(t *testing.T) {
 	if n := f.Initializes(); n != 2 {
 		t.Fatalf("the upstream saw %d initializes, want 2 (the client's and one replay)", n)
 	}
+	if !strings.Contains(seen.String(), `"notifications/tools/list_changed"`) {
+		t.Fatalf("the client was not told to list the tools again after the new session:\n%s", seen)
+	}
 	ids := f.HTTP().SessionIDs()
 	if len(ids) != 2 {
 		t.Fatalf("sessions %v, want the first and one new", ids)
@@ -113,6 +116,13 @@ func TestBridgeListenerFollowsNewSession(t *testing.T) {
 	echo(t, cs, 1)
 	f.HTTP().ForgetSessions()
 
+	// The bridge tells the client to list again once it has a new session;
+	// a list change after that must come through the new session's stream.
+	select {
+	case <-changed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the client was not told to list the tools again after the new session")
+	}
 	if !f.ChangeToolsUntil(changed, 10*time.Second) {
 		t.Fatal("no tools/list_changed reached the client after the session was lost")
 	}

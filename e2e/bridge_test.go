@@ -77,7 +77,16 @@ func TestBridgeAcrossWardenRestart(t *testing.T) {
 		t.Fatalf("echo after the restart answered %q", got)
 	}
 
-	// Notifications come again.
+	// The client was told to list again; after that, the upstream's list
+	// changes come through the new session's stream.
+	select {
+	case <-changed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the stdio client was not told to list the tools again after the restart")
+	}
+	for len(changed) > 0 { // list changes of the restart itself
+		<-changed
+	}
 	if !f.ChangeToolsUntil(changed, 15*time.Second) {
 		t.Fatal("no tools/list_changed reached the stdio client after the restart")
 	}
