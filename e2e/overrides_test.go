@@ -379,6 +379,8 @@ func TestAlteredNameNeverTakenOver(t *testing.T) {
 	}
 	ro := &mcp.ToolAnnotations{ReadOnlyHint: true}
 	f.Server.AddTool(&mcp.Tool{Name: "a.b", InputSchema: map[string]any{"type": "object"}, Annotations: ro}, answer("ran a.b"))
+	prompt := func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) { return &mcp.GetPromptResult{}, nil }
+	f.Server.AddPrompt(&mcp.Prompt{Name: "p.q"}, prompt)
 	w := wardentest.Start(t, map[string]any{"s": map[string]any{"url": f.Serve(t), "trusted": true}})
 	w.WaitReady(t, "s")
 	cs := w.Connect(t, "/mcp", nil)
@@ -387,6 +389,23 @@ func TestAlteredNameNeverTakenOver(t *testing.T) {
 	if got := resultText(callResult(t, cs, exposed, nil)); got != "ran a.b" {
 		t.Fatalf("%s = %q before the newcomer", exposed, got)
 	}
+
+	prompts := func() []string {
+		var names []string
+		for p, err := range cs.Prompts(ctxT(t, 10*time.Second), nil) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			names = append(names, p.Name)
+		}
+		return names
+	}
+	exposedPrompt := surface.Join("s", "p.q")
+	wardentest.WaitFor(t, 10*time.Second, exposedPrompt+" listed", func() bool { return slices.Contains(prompts(), exposedPrompt) })
+	f.Server.AddPrompt(&mcp.Prompt{Name: strings.TrimPrefix(exposedPrompt, "s__")}, prompt)
+	wardentest.WaitFor(t, 10*time.Second, exposedPrompt+" unlisted once a prompt's own name equals it", func() bool {
+		return !slices.Contains(prompts(), exposedPrompt)
+	})
 
 	twin := strings.TrimPrefix(exposed, "s__")
 	f.Server.AddTool(&mcp.Tool{Name: twin, InputSchema: map[string]any{"type": "object"}, Annotations: ro}, answer("ran the newcomer"))

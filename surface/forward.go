@@ -13,9 +13,14 @@ import (
 // Prompts, resources and completion: listed per server, forwarded as they are.
 
 func (v *view) syncPrompts(server string, old, now *exposed) {
+	prompts := v.g.Prompts(server)
+	claims := nameClaims(v, server, prompts, func(p *mcp.Prompt) string { return p.Name })
 	keep := map[string]bool{}
-	for _, p := range v.g.Prompts(server) {
+	for _, p := range prompts {
 		name := v.name(server, p.Name)
+		if claims[name] > 1 {
+			continue // two prompts would answer to one name: neither does
+		}
 		def := *p
 		def.Name = name
 		keep[name] = true

@@ -175,10 +175,7 @@ func (v *view) Changed(server string) {
 
 func (v *view) syncTools(server string, old, now *exposed) {
 	tools := v.g.Tools(server)
-	claims := map[string]int{}
-	for _, t := range tools {
-		claims[v.name(server, t.Name)]++
-	}
+	claims := nameClaims(v, server, tools, func(t gateway.Tool) string { return t.Name })
 	for _, name := range old.contested {
 		delete(v.contested, name)
 	}
@@ -231,6 +228,16 @@ func (v *view) syncTools(server string, old, now *exposed) {
 	if len(drop) > 0 {
 		v.srv.RemoveTools(drop...)
 	}
+}
+
+// nameClaims counts, per exposed name, the items of server whose upstream name
+// maps to it: an altered name can equal another's own.
+func nameClaims[T any](v *view, server string, items []T, upstreamName func(T) string) map[string]int {
+	n := map[string]int{}
+	for _, it := range items {
+		n[v.name(server, upstreamName(it))]++
+	}
+	return n
 }
 
 // addTool lists a tool; the SDK panics on a definition it cannot serve.
