@@ -379,7 +379,9 @@ func TestAlteredNameNeverTakenOver(t *testing.T) {
 	}
 	ro := &mcp.ToolAnnotations{ReadOnlyHint: true}
 	f.Server.AddTool(&mcp.Tool{Name: "a.b", InputSchema: map[string]any{"type": "object"}, Annotations: ro}, answer("ran a.b"))
-	prompt := func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) { return &mcp.GetPromptResult{}, nil }
+	prompt := func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		return &mcp.GetPromptResult{}, nil
+	}
 	f.Server.AddPrompt(&mcp.Prompt{Name: "p.q"}, prompt)
 	w := wardentest.Start(t, map[string]any{"s": map[string]any{"url": f.Serve(t), "trusted": true}})
 	w.WaitReady(t, "s")
