@@ -189,3 +189,28 @@ func TestFastPathClientGoneLatches(t *testing.T) {
 		})
 	}
 }
+
+// A cancellation that overtakes its call (they travel on different
+// connections) still cancels it: the call is not sent upstream.
+func TestFastPathCancelBeforeCall(t *testing.T) {
+	f := fixture.NewServer(fixture.Options{})
+	w := wardentest.Start(t, map[string]any{"s": map[string]any{"url": f.Serve(t), "trusted": true}})
+	s := fpOpen(t, w, "/mcp/s")
+	if code, body, _ := s.send("POST", `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":77}}`, nil); code != http.StatusAccepted {
+		t.Fatalf("cancel: %d %s", code, body)
+	}
+	_, body, _ := s.send("POST", `{"jsonrpc":"2.0","id":77,"method":"tools/call","params":{"name":"write_value","arguments":{"key":"k","value":"v"}}}`, nil)
+	if !strings.Contains(body, `"isError":true`) {
+		t.Fatalf("a call cancelled before it came: %s, want it refused", body)
+	}
+	if n := f.WriteDispatches(); n != 0 {
+		t.Fatalf("a call cancelled before it came reached the upstream (%d dispatches)", n)
+	}
+	_, body, _ = s.send("POST", `{"jsonrpc":"2.0","id":78,"method":"tools/call","params":{"name":"write_value","arguments":{"key":"k","value":"v"}}}`, nil)
+	if !strings.Contains(body, "stored") || f.WritesApplied() != 1 {
+		t.Fatalf("the next call: %s, want it stored", body)
+	}
+	if ls := wlLatches(t, w); len(ls) != 0 {
+		t.Fatalf("a call that was never sent latched: %+v", ls)
+	}
+}

@@ -25,11 +25,19 @@ type live struct {
 	mu      sync.Mutex
 	level   mcp.LoggingLevel
 	calls   map[string]context.CancelFunc   // JSON-RPC id of a fast call → cancel
+	early   map[string]time.Time            // ids cancelled before their call came → when
 	pending map[string]chan json.RawMessage // id of a request to the client → its answer
 }
 
+// A request and its cancellation travel on different connections, and the
+// cancellation can come first: it is kept for earlyFor, at most maxEarly.
+const (
+	earlyFor = 2 * time.Second
+	maxEarly = 64
+)
+
 func newLive() *live {
-	l := &live{calls: map[string]context.CancelFunc{}, pending: map[string]chan json.RawMessage{}}
+	l := &live{calls: map[string]context.CancelFunc{}, early: map[string]time.Time{}, pending: map[string]chan json.RawMessage{}}
 	l.seen.Store(time.Now().UnixNano())
 	return l
 }
@@ -165,6 +173,8 @@ func (l *live) deliver(id string, msg json.RawMessage) bool {
 }
 
 // begin records a fast call in flight, unless one with its id already is.
+// A call its client cancelled already is cancelled at once: nothing goes
+// upstream.
 func (l *live) begin(id string, cancel context.CancelFunc) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -172,6 +182,12 @@ func (l *live) begin(id string, cancel context.CancelFunc) bool {
 		return false
 	}
 	l.calls[id] = cancel
+	if at, ok := l.early[id]; ok {
+		delete(l.early, id)
+		if time.Since(at) < earlyFor {
+			cancel()
+		}
+	}
 	return true
 }
 
@@ -190,10 +206,22 @@ func (l *live) cancelAll() {
 	}
 }
 
-// cancel ends a fast call the client cancelled.
+// cancel ends a fast call the client cancelled, reporting whether there
+// was one; a cancellation of none is kept a moment, for a call still on
+// its way.
 func (l *live) cancel(id string) bool {
 	l.mu.Lock()
 	c, ok := l.calls[id]
+	if !ok {
+		for k, at := range l.early {
+			if time.Since(at) >= earlyFor {
+				delete(l.early, k)
+			}
+		}
+		if len(l.early) < maxEarly {
+			l.early[id] = time.Now()
+		}
+	}
 	l.mu.Unlock()
 	if ok {
 		c()
