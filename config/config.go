@@ -80,6 +80,11 @@ type Server struct {
 	Args    []string
 	Env     map[string]string
 	Cwd     string
+	// A stdio server gets a minimal environment (package sandbox), plus
+	// these names from Warden's, or all of Warden's with InheritAllEnv.
+	InheritEnv    []string
+	InheritAllEnv bool
+	Sandbox       Sandbox
 
 	// HTTP (streamable or SSE)
 	URL     string
@@ -100,6 +105,19 @@ type Server struct {
 	rawEnv     map[string]string
 	rawHeaders map[string]string
 	expanded   []string // values of its ${env:} references
+}
+
+// Sandbox is a stdio server's "sandbox": confinement beyond the default.
+type Sandbox struct {
+	NoNetwork bool     // "network": false
+	Paths     bool     // "paths" given: files only under Read, Write and the system dirs
+	Read      []string // "paths.read", resolved like stateDir
+	Write     []string // "paths.write"
+}
+
+// Equal reports whether s and o confine the same way.
+func (s Sandbox) Equal(o Sandbox) bool {
+	return s.NoNetwork == o.NoNetwork && s.Paths == o.Paths && slices.Equal(s.Read, o.Read) && slices.Equal(s.Write, o.Write)
 }
 
 // ToolOverride is the config's say over one upstream tool.

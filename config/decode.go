@@ -20,8 +20,10 @@ var (
 	topFields      = []string{"listen", "stateDir", "activity", "mcpServers"}
 	activityFields = []string{"maxEntries", "maxAge"}
 	serverFields   = []string{"command", "args", "env", "cwd", "url", "headers", "transport", "type",
-		"trusted", "disabled", "callTimeout", "confirmDestructive", "tools"}
-	toolFields = []string{"class", "hidden"}
+		"trusted", "disabled", "callTimeout", "confirmDestructive", "tools", "inheritEnv", "sandbox"}
+	toolFields    = []string{"class", "hidden"}
+	sandboxFields = []string{"network", "paths"}
+	pathsFields   = []string{"read", "write"}
 )
 
 // transportNames maps the ways other MCP hosts spell a transport to
@@ -369,6 +371,10 @@ func (d *decoder) server(name string, v *hujson.Value, path string) (*Server, er
 			s.CallTimeout, err = d.duration(v, p)
 		case "tools":
 			s.Tools, err = d.tools(v, p)
+		case "inheritEnv":
+			err = d.inheritEnv(v, p, s)
+		case "sandbox":
+			err = d.sandbox(v, p, &s.Sandbox)
 		}
 		return err
 	})
@@ -411,6 +417,68 @@ func (d *decoder) tools(v *hujson.Value, path string) (map[string]ToolOverride, 
 		return err
 	})
 	return tools, err
+}
+
+// inheritEnv reads true, false or a list of variable names.
+func (d *decoder) inheritEnv(v *hujson.Value, path string, s *Server) error {
+	if lit, ok := v.Value.(hujson.Literal); ok && (lit.Kind() == 't' || lit.Kind() == 'f') {
+		s.InheritAllEnv = lit.Bool()
+		return nil
+	}
+	arr, ok := v.Value.(*hujson.Array)
+	if !ok {
+		return d.typeErr(v, path, "a list of names or true", `write a list such as ["AWS_PROFILE"], or true to pass Warden's whole environment`)
+	}
+	for i := range arr.Elements {
+		e := &arr.Elements[i]
+		name, err := d.str(e, index(path, i))
+		if err != nil {
+			return err
+		}
+		if problem, fix := envKeyProblem(name); problem != "" {
+			return d.errAt(e, index(path, i), problem, fix)
+		}
+		s.InheritEnv = append(s.InheritEnv, name)
+	}
+	return nil
+}
+
+// sandbox reads {"network": false, "paths": {"read": [...], "write": [...]}}.
+func (d *decoder) sandbox(v *hujson.Value, path string, sb *Sandbox) error {
+	obj, err := d.object(v, path, `write an object such as {"network": false, "paths": {"read": ["/data"]}}`)
+	if err != nil {
+		return err
+	}
+	return d.fields(obj, path, sandboxFields, func(f string, v *hujson.Value, p string) error {
+		switch f {
+		case "network":
+			net, err := d.boolean(v, p)
+			sb.NoNetwork = !net
+			return err
+		case "paths":
+			pobj, err := d.object(v, p, `write an object such as {"read": ["/data"], "write": ["/tmp/out"]}`)
+			if err != nil {
+				return err
+			}
+			sb.Paths = true
+			return d.fields(pobj, p, pathsFields, func(f string, v *hujson.Value, fp string) error {
+				_, list, err := d.strList(v, fp)
+				for i, dir := range list {
+					if dir == "" {
+						return d.errAt(v, index(fp, i), "is empty", "write an absolute path, or one starting with ~/")
+					}
+					list[i] = resolveDir(dir, d.file)
+				}
+				if f == "read" {
+					sb.Read = list
+				} else {
+					sb.Write = list
+				}
+				return err
+			})
+		}
+		return nil
+	})
 }
 
 // resolveDir expands a leading "~/" and makes a relative directory relative

@@ -26,15 +26,16 @@ func (s *Server) Equal(o *Server) bool {
 }
 
 // SameConnection reports whether s and o connect to the upstream the same
-// way (command, args, env, cwd, url, headers, transport). When only policy
-// fields differ (trusted, tools, timeouts...) a reload can apply them
-// without restarting the upstream.
+// way (command, args, env, cwd, inheritEnv, sandbox, url, headers,
+// transport). When only policy fields differ (trusted, tools, timeouts...)
+// a reload can apply them without restarting the upstream.
 func (s *Server) SameConnection(o *Server) bool {
 	if s == nil || o == nil {
 		return s == o
 	}
 	return s.Transport == o.Transport && s.Command == o.Command &&
 		slices.Equal(s.Args, o.Args) && maps.Equal(s.Env, o.Env) && s.Cwd == o.Cwd &&
+		slices.Equal(s.InheritEnv, o.InheritEnv) && s.InheritAllEnv == o.InheritAllEnv && s.Sandbox.Equal(o.Sandbox) &&
 		s.URL == o.URL && maps.Equal(s.Headers, o.Headers)
 }
 

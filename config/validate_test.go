@@ -2,11 +2,14 @@ package config
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
 
-const serverKnown = "known fields are command, args, env, cwd, url, headers, transport, type, trusted, disabled, callTimeout, confirmDestructive, tools"
+const serverKnown = "known fields are command, args, env, cwd, url, headers, transport, type, trusted, disabled, callTimeout, confirmDestructive, tools, inheritEnv, sandbox"
 
 // TestErrors checks that each bad input gives the promised message: file,
 // field path, problem and fix.
@@ -147,5 +150,36 @@ func TestErrorLocatesField(t *testing.T) {
 	var e *Error
 	if !errors.As(err, &e) || e.Line != 3 || e.Column != 28 {
 		t.Fatalf("%v at %d:%d", err, e.Line, e.Column)
+	}
+}
+
+func TestIsolationFields(t *testing.T) {
+	cfg, err := Parse("/etc/w/config.json", []byte(`{"mcpServers": {
+		"a": {"command": "c", "inheritEnv": ["AWS_PROFILE", "GOPATH"], "sandbox": {"network": false, "paths": {"read": ["data", "/r"], "write": ["~/out"]}}},
+		"b": {"command": "c", "inheritEnv": true, "sandbox": {"network": true}}}}`), env())
+	if err != nil {
+		t.Fatal(err)
+	}
+	home, _ := os.UserHomeDir()
+	a, b := cfg.Servers["a"], cfg.Servers["b"]
+	want := Sandbox{NoNetwork: true, Paths: true, Read: []string{"/etc/w/data", "/r"}, Write: []string{filepath.Join(home, "out")}}
+	if !slices.Equal(a.InheritEnv, []string{"AWS_PROFILE", "GOPATH"}) || a.InheritAllEnv || !a.Sandbox.Equal(want) {
+		t.Errorf("a = %+v %v %+v", a.InheritEnv, a.InheritAllEnv, a.Sandbox)
+	}
+	if !b.InheritAllEnv || !b.Sandbox.Equal(Sandbox{}) {
+		t.Errorf("b = %v %+v", b.InheritAllEnv, b.Sandbox)
+	}
+	for _, tc := range []struct{ in, want string }{
+		{`{"url": "http://h/mcp", "sandbox": {"network": false}}`, `mcpServers.s.sandbox: "sandbox" is only for stdio servers`},
+		{`{"command": "c", "inheritEnv": "PATH"}`, `mcpServers.s.inheritEnv: is a string, not a list of names or true`},
+		{`{"command": "c", "inheritEnv": ["A=B"]}`, `mcpServers.s.inheritEnv[0]: is not a valid environment variable name`},
+		{`{"command": "c", "sandbox": {"paths": {"exec": []}}}`, `mcpServers.s.sandbox.paths.exec: unknown field`},
+		{`{"command": "c", "sandbox": {"network": "no"}}`, `mcpServers.s.sandbox.network: is a string, not true or false`},
+		{`{"command": "c", "sandbox": {"paths": {"read": [""]}}}`, `mcpServers.s.sandbox.paths.read[0]: is empty`},
+	} {
+		_, err := Parse("f", []byte(`{"mcpServers": {"s": `+tc.in+`}}`), env())
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got %v, want %q", tc.in, err, tc.want)
+		}
 	}
 }

@@ -1,0 +1,277 @@
+// Package sandbox confines the stdio servers Warden starts. An MCP server is
+// untrusted code: it must not reach Warden's state dir (operator token, store,
+// other servers' logs), its config file, Warden's memory or environment, or
+// the operator API, and it must not outlive Warden.
+//
+// Warden starts every stdio server through a copy of its own binary, the
+// launcher (Run), in new user, mount and PID namespaces. Before it execs the
+// server, the launcher
+//
+//  1. asks for SIGKILL when Warden dies and checks Warden's lifeline pipe;
+//  2. mounts an empty read-only tmpfs over the state dir and over the config
+//     file's directory (or /dev/null over the file itself when that directory
+//     holds what the server needs), and a /proc of its own PID namespace, so
+//     no process outside it is visible;
+//  3. applies a Landlock ruleset when the server's "sandbox" names paths;
+//  4. drops every capability and sets no_new_privs.
+//
+// The server becomes PID 1 of its namespace: when it exits, or when Warden's
+// death kills it, the kernel kills every process left in the namespace, so no
+// grandchild survives in any order of exits. No launcher stays resident.
+//
+// Where the kernel offers no user namespaces the launcher stays as a reaper
+// (a subreaper that kills its process group and every orphan it adopted when
+// the server exits or Warden dies); servers then can read Warden's files, and
+// NewLauncher says so.
+package sandbox
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// Mode is how servers are confined.
+type Mode int
+
+const (
+	// Off starts servers directly with Warden's whole environment (the
+	// behaviour before isolation; for diagnosis and tests only).
+	Off Mode = iota
+	// Reaper starts servers through a resident reaper, without namespaces.
+	Reaper
+	// Namespaces starts servers in their own user, mount and PID namespaces.
+	Namespaces
+)
+
+func (m Mode) String() string {
+	return [...]string{"off", "reaper", "namespaces"}[m]
+}
+
+// Spec is one stdio server to start.
+type Spec struct {
+	Command string
+	Args    []string
+	Env     []string // the whole environment (see Env)
+	Dir     string   // working directory; "" for Warden's
+
+	NoNetwork bool     // no network at all (own empty network namespace)
+	Paths     bool     // file access limited to Read, Write and the system dirs
+	Read      []string // read (and execute) access
+	Write     []string // read and write access
+}
+
+// launchEnv carries the launcher's instructions in its environment; the
+// launcher removes it before it execs the server.
+const launchEnv = "WARDEN_LAUNCH"
+
+// plan is what the launcher is told to do (JSON in launchEnv). It holds
+// paths, never secrets.
+type plan struct {
+	Namespaces bool     `json:"ns,omitempty"`
+	Hide       []string `json:"hide,omitempty"`
+	HideFiles  []string `json:"hideFiles,omitempty"`
+	Dir        string   `json:"dir,omitempty"`
+	NoNetwork  bool     `json:"noNetwork,omitempty"`
+	Paths      bool     `json:"paths,omitempty"`
+	Read       []string `json:"read,omitempty"`
+	Write      []string `json:"write,omitempty"`
+	Probe      bool     `json:"probe,omitempty"` // set up, then exit 0
+}
+
+// Launcher starts stdio servers confined as its Mode says.
+type Launcher struct {
+	Mode   Mode
+	self   string   // the binary whose main calls Run
+	hide   []string // Warden's private directories: the state dir
+	config string   // Warden's config file
+	// lifeline's write end stays open in Warden only (close-on-exec): a
+	// launcher that finds it closed knows Warden died before it could ask
+	// the kernel for a signal.
+	lifeline *os.File
+	life     *os.File
+}
+
+// NewLauncher returns a launcher that runs servers through self (a binary
+// whose main calls Run first thing) and hides stateDir and configPath from
+// them. It probes the kernel once; when namespaces are not available it
+// falls back to Reaper mode and returns why, for Warden to log as a warning.
+// With mode Off it starts servers directly and probes nothing.
+func NewLauncher(self, stateDir, configPath string, mode Mode) (*Launcher, error) {
+	l := &Launcher{Mode: mode, self: self, config: configPath}
+	if stateDir != "" {
+		l.hide = []string{stateDir}
+	}
+	if mode == Off || self == "" {
+		l.Mode = Off
+		return l, nil
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	l.lifeline, l.life = r, w
+	if mode == Namespaces {
+		if err := l.probe(); err != nil {
+			l.Mode = Reaper
+			return l, fmt.Errorf("stdio servers run without namespaces (%v): they can read Warden's state dir and config; "+
+				"enable unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1 or user.max_user_namespaces>0) to confine them", err)
+		}
+	}
+	return l, nil
+}
+
+// Close releases the lifeline; servers started later are not confined by it.
+func (l *Launcher) Close() {
+	if l.life != nil {
+		l.life.Close()
+		l.lifeline.Close()
+	}
+}
+
+// probe starts a launcher that sets up everything a server would get and
+// exits, so a kernel that refuses any of it is found at start, not at each
+// server's start.
+func (l *Launcher) probe() error {
+	cmd, err := l.command(Spec{Env: Env(os.Environ(), nil, false, nil)}, true)
+	if err != nil {
+		return err
+	}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		if msg := strings.TrimSpace(string(out)); msg != "" {
+			return errors.New(msg)
+		}
+		return err
+	}
+	return nil
+}
+
+// Command returns the command that starts spec as l's mode confines it.
+// The caller sets Stdin, Stdout and Stderr (not as files of Warden's state
+// dir) and starts it.
+func (l *Launcher) Command(spec Spec) (*exec.Cmd, error) {
+	return l.command(spec, false)
+}
+
+func (l *Launcher) command(spec Spec, probe bool) (*exec.Cmd, error) {
+	if l.Mode == Off {
+		if spec.NoNetwork || spec.Paths {
+			return nil, errors.New(`"sandbox" needs isolation, which is off (WARDEN_ISOLATION=off)`)
+		}
+		cmd := exec.Command(spec.Command, spec.Args...)
+		cmd.Env = spec.Env
+		cmd.Dir = spec.Dir
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+		return cmd, nil
+	}
+	p := plan{Namespaces: l.Mode == Namespaces, Dir: spec.Dir, NoNetwork: spec.NoNetwork,
+		Paths: spec.Paths, Read: spec.Read, Write: spec.Write, Probe: probe}
+	if p.NoNetwork && !p.Namespaces && landlockABI() < 4 {
+		return nil, errors.New(`"sandbox": {"network": false} needs user namespaces or Landlock ABI 4, and this kernel has neither`)
+	}
+	if p.Paths && landlockABI() < 1 {
+		return nil, errors.New(`"sandbox": {"paths": ...} needs Landlock, which this kernel does not offer`)
+	}
+	if p.Namespaces {
+		p.Hide, p.HideFiles = l.hidden(spec)
+	}
+	if spec.Dir != "" {
+		for _, h := range l.hide {
+			if within(spec.Dir, h) {
+				return nil, fmt.Errorf("cwd %s is inside Warden's %s, which servers may not see; choose another cwd", spec.Dir, h)
+			}
+		}
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(l.self, append([]string{spec.Command}, spec.Args...)...)
+	cmd.Env = append(slices.Clone(spec.Env), launchEnv+"="+string(b))
+	cmd.Dir = spec.Dir
+	cmd.ExtraFiles = []*os.File{l.lifeline}
+	// The launcher asks for its parent-death signal itself: Go's check
+	// after setting one compares the parent's PID, which reads 0 in a new
+	// PID namespace, and would kill the launcher at once.
+	attr := &syscall.SysProcAttr{Setpgid: true}
+	if p.Namespaces {
+		attr.Cloneflags = syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID
+		if spec.NoNetwork {
+			attr.Cloneflags |= syscall.CLONE_NEWNET
+		}
+		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getuid(), HostID: os.Getuid(), Size: 1}}
+		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getgid(), HostID: os.Getgid(), Size: 1}}
+	}
+	cmd.SysProcAttr = attr
+	return cmd, nil
+}
+
+// hidden picks what to hide from a server: the state dir, and the config
+// file's directory unless that directory holds what the server needs (its
+// cwd, HOME, TMPDIR, a path among its args or sandbox paths), in which case
+// only the file. A file is hidden by a mount on its name, which an edit that
+// replaces the file (rename) undoes for servers started before it; a
+// directory stays hidden.
+func (l *Launcher) hidden(spec Spec) (dirs, files []string) {
+	dirs = slices.Clone(l.hide)
+	if l.config == "" {
+		return dirs, nil
+	}
+	if _, err := os.Stat(l.config); err != nil {
+		return dirs, nil
+	}
+	cdir := filepath.Dir(l.config)
+	needed := []string{spec.Dir, envValue(spec.Env, "HOME"), envValue(spec.Env, "TMPDIR"), os.TempDir()}
+	needed = append(needed, spec.Read...)
+	needed = append(needed, spec.Write...)
+	for _, a := range append([]string{spec.Command}, spec.Args...) {
+		if i := strings.IndexByte(a, '='); i >= 0 && strings.HasPrefix(a, "-") {
+			a = a[i+1:] // --flag=/path
+		}
+		if filepath.IsAbs(a) {
+			needed = append(needed, a)
+		}
+	}
+	for _, n := range needed {
+		if n != "" && within(n, cdir) {
+			return dirs, []string{l.config}
+		}
+	}
+	for _, d := range dirs {
+		if within(cdir, d) {
+			return dirs, nil // already hidden with the state dir
+		}
+	}
+	return append(dirs, cdir), nil
+}
+
+// within reports whether path is dir or below it.
+func within(path, dir string) bool {
+	rel, err := filepath.Rel(filepath.Clean(dir), filepath.Clean(path))
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
+}
+
+func envValue(env []string, name string) string {
+	for _, kv := range slices.Backward(env) {
+		if v, ok := strings.CutPrefix(kv, name+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// ProtectSelf makes this process non-dumpable, so that processes of the same
+// user (a server that escaped, say) can't read its memory or
+// /proc/PID/environ, and it writes no core dump holding secrets.
+func ProtectSelf() error {
+	return unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
+}
