@@ -29,6 +29,9 @@ type Deps struct {
 	Events    *events.Broker
 	Config    func() ConfigInfo // the running config, for status and server lists
 	Sessions  func() any        // persisted upstream sessions, safe to show
+	// Caller, if set, refuses a request by what sent it (a process Warden
+	// spawned), whatever token it holds.
+	Caller func(*http.Request) error
 }
 
 // ConfigInfo is the part of the running config the API shows.
@@ -78,6 +81,12 @@ func (a *handler) auth(next http.Handler) http.Handler {
 		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(a.Token)) != 1 {
 			fail(w, http.StatusUnauthorized, "unauthorized", "send Authorization: Bearer <token>, with the token from the file api-token in Warden's state dir (the warden CLI does this for you)")
 			return
+		}
+		if a.Caller != nil {
+			if err := a.Caller(r); err != nil {
+				fail(w, http.StatusForbidden, "forbidden_caller", err.Error())
+				return
+			}
 		}
 		next.ServeHTTP(w, r)
 	})

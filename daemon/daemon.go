@@ -27,6 +27,7 @@ import (
 	"github.com/wardenmcp/warden/gateway"
 	"github.com/wardenmcp/warden/internal/state"
 	"github.com/wardenmcp/warden/metrics"
+	"github.com/wardenmcp/warden/sandbox"
 	"github.com/wardenmcp/warden/sessions"
 	"github.com/wardenmcp/warden/surface"
 	"github.com/wardenmcp/warden/upstream"
@@ -38,10 +39,13 @@ type Options struct {
 	ConfigPath string // "" means config.DefaultPath()
 	StateDir   string // flag value; "" to resolve the usual way
 	Version    string
-	Reaper     string       // binary that runs internal/reaper for stdio servers; "" for none
-	Logger     *slog.Logger // nil: text to stderr
-	Listener   net.Listener // optional pre-bound listener (tests); else the config's listen
-	Ready      func(*Daemon)
+	// Self is a binary whose main calls sandbox.MaybeRun (warden itself),
+	// to start stdio servers confined; "" starts them directly.
+	Self      string
+	Isolation sandbox.Mode // sandbox.Namespaces normally; sandbox.Off for diagnosis
+	Logger    *slog.Logger // nil: text to stderr
+	Listener  net.Listener // optional pre-bound listener (tests); else the config's listen
+	Ready     func(*Daemon)
 	// SessionIdle closes client sessions idle this long; 0 means
 	// surface.DefaultSessionIdle (tests shorten it).
 	SessionIdle time.Duration
@@ -62,6 +66,7 @@ type Daemon struct {
 	sessions  *sessions.Store
 	events    *events.Broker
 	gw        *gateway.Gateway
+	launcher  *sandbox.Launcher
 
 	mu          sync.Mutex
 	cfg         *config.Config
@@ -88,6 +93,10 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 	defer d.closeStore()
+	if d.launcher, err = d.newLauncher(cfg); err != nil {
+		return err
+	}
+	defer d.launcher.Close()
 
 	ln := opts.Listener
 	if ln == nil {
@@ -100,7 +109,7 @@ func Run(ctx context.Context, opts Options) error {
 	m := metrics.New()
 	d.gw = gateway.New(gateway.Deps{
 		Approvals: d.approvals, Writes: d.ledger, Activity: d.activity, Events: d.events, Metrics: m, Logger: log,
-		Upstream: upstream.Options{Reaper: opts.Reaper, Version: opts.Version, Stderr: d.stderrLog,
+		Upstream: upstream.Options{Launcher: d.launcher, Version: opts.Version, Stderr: d.stderrLog,
 			Sessions: d.sessions, SessionEvent: func(server, kind string) {
 				m.SessionEvent(server, kind)
 				d.events.Publish(events.Event{Type: "session", Server: server, Data: map[string]string{"event": kind}})
@@ -183,7 +192,7 @@ func (d *Daemon) routes(s *surface.Surfaces, m *metrics.Metrics) http.Handler {
 	mux.Handle("/v1/", api.Handler(api.Deps{
 		Version: d.opts.Version, Token: d.Token, Started: time.Now(), Gateway: d.gw,
 		Approvals: d.approvals, Writes: d.ledger, Activity: d.activity, Events: d.events,
-		Config: d.configInfo, Sessions: func() any { return d.sessions.List() },
+		Config: d.configInfo, Sessions: func() any { return d.sessions.List() }, Caller: d.refuseSpawned,
 	}))
 	mux.Handle("GET /metrics", m.Handler())
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })

@@ -29,6 +29,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -60,8 +61,11 @@ func (m Mode) String() string {
 type Spec struct {
 	Command string
 	Args    []string
-	Env     []string // the whole environment (see Env)
-	Dir     string   // working directory; "" for Warden's
+	Env     map[string]string // the server's configured env
+	Dir     string            // working directory; "" for Warden's
+
+	InheritEnv    []string // names passed on from Warden's environment (see Env)
+	InheritAllEnv bool
 
 	NoNetwork bool     // no network at all (own empty network namespace)
 	Paths     bool     // file access limited to Read, Write and the system dirs
@@ -141,7 +145,7 @@ func (l *Launcher) Close() {
 // exits, so a kernel that refuses any of it is found at start, not at each
 // server's start.
 func (l *Launcher) probe() error {
-	cmd, err := l.command(Spec{Env: Env(os.Environ(), nil, false, nil)}, true)
+	cmd, err := l.command(Spec{}, true)
 	if err != nil {
 		return err
 	}
@@ -162,17 +166,31 @@ func (l *Launcher) Command(spec Spec) (*exec.Cmd, error) {
 	return l.command(spec, false)
 }
 
+// Direct returns the command that starts spec without a launcher: with its
+// minimal environment and the parent-death signal, but nothing hidden and
+// no grandchild killed when Warden dies. For tests that run Warden in
+// their own process.
+func Direct(spec Spec) *exec.Cmd {
+	cmd := exec.Command(spec.Command, spec.Args...)
+	cmd.Env = Env(os.Environ(), spec.InheritEnv, spec.InheritAllEnv, spec.Env)
+	cmd.Dir = spec.Dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	return cmd
+}
+
 func (l *Launcher) command(spec Spec, probe bool) (*exec.Cmd, error) {
 	if l.Mode == Off {
 		if spec.NoNetwork || spec.Paths {
 			return nil, errors.New(`"sandbox" needs isolation, which is off (WARDEN_ISOLATION=off)`)
 		}
-		cmd := exec.Command(spec.Command, spec.Args...)
-		cmd.Env = spec.Env
-		cmd.Dir = spec.Dir
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+		cmd := Direct(spec)
+		cmd.Env = os.Environ()
+		for _, k := range slices.Sorted(maps.Keys(spec.Env)) {
+			cmd.Env = append(cmd.Env, k+"="+spec.Env[k])
+		}
 		return cmd, nil
 	}
+	env := Env(os.Environ(), spec.InheritEnv, spec.InheritAllEnv, spec.Env)
 	p := plan{Namespaces: l.Mode == Namespaces, Dir: spec.Dir, NoNetwork: spec.NoNetwork,
 		Paths: spec.Paths, Read: spec.Read, Write: spec.Write, Probe: probe}
 	if p.NoNetwork && !p.Namespaces && landlockABI() < 4 {
@@ -182,7 +200,7 @@ func (l *Launcher) command(spec Spec, probe bool) (*exec.Cmd, error) {
 		return nil, errors.New(`"sandbox": {"paths": ...} needs Landlock, which this kernel does not offer`)
 	}
 	if p.Namespaces {
-		p.Hide, p.HideFiles = l.hidden(spec)
+		p.Hide, p.HideFiles = l.hidden(spec, env)
 	}
 	if spec.Dir != "" {
 		for _, h := range l.hide {
@@ -196,7 +214,7 @@ func (l *Launcher) command(spec Spec, probe bool) (*exec.Cmd, error) {
 		return nil, err
 	}
 	cmd := exec.Command(l.self, append([]string{spec.Command}, spec.Args...)...)
-	cmd.Env = append(slices.Clone(spec.Env), launchEnv+"="+string(b))
+	cmd.Env = append(env, launchEnv+"="+string(b))
 	cmd.Dir = spec.Dir
 	cmd.ExtraFiles = []*os.File{l.lifeline}
 	// The launcher asks for its parent-death signal itself: Go's check
@@ -221,7 +239,7 @@ func (l *Launcher) command(spec Spec, probe bool) (*exec.Cmd, error) {
 // only the file. A file is hidden by a mount on its name, which an edit that
 // replaces the file (rename) undoes for servers started before it; a
 // directory stays hidden.
-func (l *Launcher) hidden(spec Spec) (dirs, files []string) {
+func (l *Launcher) hidden(spec Spec, env []string) (dirs, files []string) {
 	dirs = slices.Clone(l.hide)
 	if l.config == "" {
 		return dirs, nil
@@ -230,7 +248,7 @@ func (l *Launcher) hidden(spec Spec) (dirs, files []string) {
 		return dirs, nil
 	}
 	cdir := filepath.Dir(l.config)
-	needed := []string{spec.Dir, envValue(spec.Env, "HOME"), envValue(spec.Env, "TMPDIR"), os.TempDir()}
+	needed := []string{spec.Dir, envValue(env, "HOME"), envValue(env, "TMPDIR"), os.TempDir()}
 	needed = append(needed, spec.Read...)
 	needed = append(needed, spec.Write...)
 	for _, a := range append([]string{spec.Command}, spec.Args...) {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/wardenmcp/warden/config"
+	"github.com/wardenmcp/warden/sandbox"
 )
 
 // ProtocolVersion is what Warden asks upstreams for: the newest revision with
@@ -88,7 +89,7 @@ type Peer interface {
 type Options struct {
 	Peer          Peer
 	Logger        *slog.Logger
-	Reaper        string                        // binary that runs internal/reaper; "" to start stdio servers directly
+	Launcher      *sandbox.Launcher             // starts stdio servers confined; nil starts them directly
 	Stderr        func(server string) io.Writer // where a stdio server's stderr goes
 	MaxConcurrent int                           // calls in flight per server; default 32
 	Version       string                        // Warden's version, sent as client info
@@ -319,7 +320,7 @@ func (c *Conn) transport() (mcp.Transport, error) {
 		// Stdio writes mark the dispatch boundary here; HTTP requests mark
 		// it in their round tripper (wrapping an HTTP connection would hide
 		// it from the SDK, which needs to see its own type).
-		return markingTransport{&stdioTransport{cfg: c.Config(), reaper: c.opts.Reaper, stderr: stderr, graceTime: 2 * time.Second}}, nil
+		return markingTransport{&stdioTransport{cfg: c.Config(), launcher: c.opts.Launcher, stderr: stderr, graceTime: 2 * time.Second}}, nil
 	case "http":
 		return &mcp.StreamableClientTransport{Endpoint: c.Config().URL, HTTPClient: &http.Client{Transport: c.http}}, nil
 	case "sse":

@@ -12,35 +12,34 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/wardenmcp/warden/config"
-	"github.com/wardenmcp/warden/internal/reaper"
+	"github.com/wardenmcp/warden/sandbox"
 )
 
-// stdioTransport starts a stdio server in its own process group. Stopping
-// closes stdin, then sends SIGTERM, then SIGKILL to the whole group, so a
-// launcher's children (npx → node) go too. With a reaper binary the group also
-// dies when Warden is killed outright.
+// stdioTransport starts a stdio server in its own process group, confined
+// by the launcher (package sandbox). Stopping closes stdin, then sends
+// SIGTERM, then SIGKILL to the whole group, so a launcher's children (npx →
+// node) go too.
 type stdioTransport struct {
 	cfg       *config.Server
-	reaper    string    // path of a binary that runs internal/reaper, or ""
-	stderr    io.Writer // per-server log
+	launcher  *sandbox.Launcher // nil: started directly (tests that run Warden in-process)
+	stderr    io.Writer         // per-server log
 	graceTime time.Duration
 }
 
 func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	spec := sandbox.Spec{Command: t.cfg.Command, Args: t.cfg.Args, Env: t.cfg.Env, Dir: t.cfg.Cwd,
+		InheritEnv: t.cfg.InheritEnv, InheritAllEnv: t.cfg.InheritAllEnv,
+		NoNetwork: t.cfg.Sandbox.NoNetwork, Paths: t.cfg.Sandbox.Paths, Read: t.cfg.Sandbox.Read, Write: t.cfg.Sandbox.Write}
 	var cmd *exec.Cmd
-	if t.reaper != "" {
-		cmd = reaper.Command(t.reaper, t.cfg.Command, t.cfg.Args...)
+	if t.launcher != nil {
+		var err error
+		if cmd, err = t.launcher.Command(spec); err != nil {
+			return nil, err
+		}
 	} else {
-		cmd = exec.Command(t.cfg.Command, t.cfg.Args...)
-		cmd.Env = os.Environ()
+		cmd = sandbox.Direct(spec)
 	}
-	for k, v := range t.cfg.Env {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
-	cmd.Dir = t.cfg.Cwd
 	cmd.Stderr = t.stderr
-	// Pdeathsig covers the direct child when there is no reaper.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	// An os.Pipe end takes write deadlines (cmd.StdinPipe's does not): a
 	// server that stops reading must not hold a write, and the write gate
 	// with it, forever.

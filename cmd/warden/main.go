@@ -18,7 +18,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/wardenmcp/warden/client"
-	"github.com/wardenmcp/warden/internal/reaper"
+	"github.com/wardenmcp/warden/sandbox"
 )
 
 // Exit statuses.
@@ -33,7 +33,7 @@ const (
 var version = "dev"
 
 func main() {
-	reaper.MaybeRun()
+	sandbox.MaybeRun()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()

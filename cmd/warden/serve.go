@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -9,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wardenmcp/warden/daemon"
+	"github.com/wardenmcp/warden/sandbox"
 )
 
 func newServeCmd(g *globals) *cobra.Command {
@@ -27,10 +29,20 @@ func newServeCmd(g *globals) *cobra.Command {
 			defer stop()
 			self, err := os.Executable()
 			if err != nil {
-				self = "" // start stdio servers without the reaper
+				return fmt.Errorf("find warden's own binary, which starts stdio servers confined: %w", err)
+			}
+			isolation := sandbox.Namespaces
+			switch v := os.Getenv("WARDEN_ISOLATION"); v {
+			case "off": // diagnosis only; warned about at start
+				isolation = sandbox.Off
+			case "reaper": // what kernels without user namespaces get
+				isolation = sandbox.Reaper
+			case "":
+			default:
+				return fmt.Errorf("WARDEN_ISOLATION=%q: write off or reaper, or unset it for the default", v)
 			}
 			return daemon.Run(ctx, daemon.Options{
-				ConfigPath: g.configPath, StateDir: g.stateDir, Version: version, Reaper: self,
+				ConfigPath: g.configPath, StateDir: g.stateDir, Version: version, Self: self, Isolation: isolation,
 			})
 		},
 	}

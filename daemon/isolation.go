@@ -1,0 +1,57 @@
+package daemon
+
+import (
+	"errors"
+	"net"
+	"net/http"
+
+	"github.com/wardenmcp/warden/config"
+	"github.com/wardenmcp/warden/sandbox"
+)
+
+// newLauncher sets up how stdio servers are confined, and says so: a
+// fallback to weaker isolation is a warning the person must see.
+func (d *Daemon) newLauncher(cfg *config.Config) (*sandbox.Launcher, error) {
+	l, err := sandbox.NewLauncher(d.opts.Self, d.StateDir, cfg.Path, d.opts.Isolation)
+	if l == nil {
+		return nil, err
+	}
+	if err != nil {
+		d.log.Warn(err.Error())
+	}
+	switch l.Mode {
+	case sandbox.Off:
+		if d.opts.Self != "" {
+			d.log.Warn("isolation is off (WARDEN_ISOLATION=off): stdio servers get Warden's environment, can read its state dir and config, and can use the operator API")
+		}
+	default:
+		if err := sandbox.ProtectSelf(); err != nil {
+			d.log.Warn("could not make Warden's memory unreadable to other processes", "err", err)
+		}
+		d.log.Info("stdio servers confined", "mode", l.Mode.String())
+	}
+	return l, nil
+}
+
+// refuseSpawned refuses operator API requests from any process Warden
+// started (a stdio server or its children), even with the token: no server
+// may approve itself. Other programs of the same user are outside this
+// boundary (README, "Isolation").
+func (d *Daemon) refuseSpawned(r *http.Request) error {
+	if d.launcher.Mode == sandbox.Off {
+		return nil
+	}
+	local, _ := r.Context().Value(http.LocalAddrContextKey).(*net.TCPAddr)
+	remote, err := net.ResolveTCPAddr("tcp", r.RemoteAddr)
+	if local == nil || err != nil {
+		return errors.New("the operator API answers TCP clients only")
+	}
+	spawned, err := sandbox.FromDescendant(local, remote)
+	switch {
+	case err != nil:
+		return err
+	case spawned:
+		return errors.New("the operator API refuses processes Warden started (MCP servers and their children); run the warden CLI from your own shell")
+	}
+	return nil
+}

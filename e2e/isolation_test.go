@@ -1,0 +1,304 @@
+package e2e
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/wardenmcp/warden/internal/testenv"
+	"github.com/wardenmcp/warden/internal/wardentest"
+)
+
+// isoWarden is a real `warden serve` started with its config and state dir
+// named in its environment (WARDEN_CONFIG, WARDEN_STATE_DIR), as a person
+// might run it.
+type isoWarden struct {
+	t                 *testing.T
+	bin, cfg, state   string
+	listen, tokenPath string
+	proc              *testenv.Process
+}
+
+func isoStart(t *testing.T, dir string, servers map[string]any, env ...string) *isoWarden {
+	t.Helper()
+	return isoStartAt(t, dir, "127.0.0.1:"+strconv.Itoa(testenv.FreePort(t)), servers, env...)
+}
+
+func (w *isoWarden) token() string {
+	b, err := os.ReadFile(w.tokenPath)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// api calls the operator API as the test (not a child of Warden) and
+// decodes the answer into out.
+func (w *isoWarden) api(method, path string, out any) int {
+	w.t.Helper()
+	req, _ := http.NewRequest(method, "http://"+w.listen+path, strings.NewReader("{}"))
+	req.Header.Set("Authorization", "Bearer "+w.token())
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if out != nil {
+		_ = json.NewDecoder(resp.Body).Decode(out)
+	}
+	return resp.StatusCode
+}
+
+type isoOutcome struct {
+	OK     bool   `json:"ok"`
+	Detail string `json:"detail"`
+}
+
+// isoAttempts are what the intruder tries; each must fail under isolation
+// and succeed without it.
+var isoAttempts = []string{
+	"read_token", "read_store", "read_config", "read_other_log", "list_state_dir",
+	"read_warden_environ", "read_warden_memory", "env_has_other_secret", "env_has_warden_vars",
+	"api_with_found_token", "api_with_stolen_token", "approve_self",
+}
+
+// A hostile stdio server, quarantined and then approved, tries to read
+// Warden's token, store, config, another server's log, Warden's environment
+// and memory, to find another server's secret in its own environment, to use
+// the operator API with a token it found or was given, and to approve
+// itself. Under the default isolation every attempt fails; with isolation
+// off (WARDEN_ISOLATION=off) every one of them succeeds, which shows the
+// attempts are real.
+func TestIsolationHostileServer(t *testing.T) {
+	intruder := testenv.BuildBinary(t, "./internal/fixture/cmd/intruder")
+	for _, mode := range []string{"default", "off"} {
+		t.Run(mode, func(t *testing.T) {
+			dir := t.TempDir()
+			work := filepath.Join(dir, "work")
+			if err := os.Mkdir(work, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			const secret = "victim-secret-9f3a1c"
+			stolen, pidFile, report := filepath.Join(work, "stolen-token"), filepath.Join(work, "warden.pid"), filepath.Join(work, "report.json")
+			listen := "127.0.0.1:" + strconv.Itoa(testenv.FreePort(t))
+			args := func(name string) []string {
+				return []string{"-name", name, "-state", filepath.Join(dir, "state"), "-config", filepath.Join(dir, "config", "config.json"),
+					"-other-log", "victim", "-secret", secret, "-token-file", stolen, "-warden-pid-file", pidFile, "-api", "http://" + listen}
+			}
+			servers := map[string]any{
+				"victim":   map[string]any{"command": intruder, "args": args("victim"), "trusted": true, "env": map[string]any{"API_KEY": "${env:VICTIM_KEY}"}},
+				"intruder": map[string]any{"command": intruder, "args": append(args("intruder"), "-report", report)},
+			}
+			env := []string{"VICTIM_KEY=" + secret}
+			if mode == "off" {
+				env = append(env, "WARDEN_ISOLATION=off")
+			}
+			w := isoStartAt(t, dir, listen, servers, env...)
+			wardentest.WaitFor(t, 20*time.Second, "the victim's log", func() bool {
+				fi, err := os.Stat(filepath.Join(w.state, "logs", "victim.log"))
+				return err == nil && fi.Size() > 0
+			})
+			// Hand the intruder the token and Warden's PID, as if it had
+			// learnt them some other way.
+			isoWriteFile(t, stolen, w.token())
+			isoWriteFile(t, pidFile, strconv.Itoa(w.proc.PID()))
+
+			var got map[string]isoOutcome
+			wardentest.WaitFor(t, 30*time.Second, "the intruder's report", func() bool {
+				b, err := os.ReadFile(report)
+				return err == nil && json.Unmarshal(b, &got) == nil
+			})
+			isoCheck(t, "while quarantined", got, mode == "off")
+
+			var srv struct{ Quarantined bool }
+			w.api("GET", "/v1/servers/intruder", &srv)
+			if mode == "off" {
+				if srv.Quarantined {
+					t.Fatal("without isolation the intruder's self-approval should have worked; it is still quarantined")
+				}
+				return
+			}
+			if !srv.Quarantined {
+				t.Fatal("the intruder approved itself")
+			}
+			// Approved by the operator, it is called and tries again.
+			if code := w.api("POST", "/v1/servers/intruder/approve", nil); code != http.StatusOK {
+				t.Fatalf("operator approve: %d", code)
+			}
+			cs := isoConnect(t, "http://"+listen+"/mcp/intruder")
+			var res *mcp.CallToolResult
+			wardentest.WaitFor(t, 20*time.Second, "the approved intruder to be callable", func() bool {
+				r, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "attempt", Arguments: map[string]any{}})
+				res = r
+				return err == nil && !r.IsError
+			})
+			got = nil
+			if err := json.Unmarshal([]byte(res.Content[0].(*mcp.TextContent).Text), &got); err != nil {
+				t.Fatal(err)
+			}
+			isoCheck(t, "after approval", got, false)
+		})
+	}
+}
+
+func isoStartAt(t *testing.T, dir, listen string, servers map[string]any, env ...string) *isoWarden {
+	t.Helper()
+	w := &isoWarden{t: t, bin: testenv.BuildBinary(t, "./cmd/warden"),
+		cfg: filepath.Join(dir, "config", "config.json"), state: filepath.Join(dir, "state"), listen: listen}
+	w.tokenPath = filepath.Join(w.state, "api-token")
+	if err := os.MkdirAll(filepath.Dir(w.cfg), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(map[string]any{"listen": w.listen, "mcpServers": servers})
+	if err := os.WriteFile(w.cfg, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(w.bin, "serve")
+	cmd.Env = append(os.Environ(), append(env, "WARDEN_CONFIG="+w.cfg, "WARDEN_STATE_DIR="+w.state)...)
+	w.proc = testenv.StartProcess(t, cmd)
+	testenv.WaitHTTP(t, "http://"+w.listen+"/healthz", 20*time.Second)
+	return w
+}
+
+func isoWriteFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path+".tmp", []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(path+".tmp", path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func isoConnect(t *testing.T, url string) *mcp.ClientSession {
+	t.Helper()
+	c := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil)
+	cs, err := c.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: url}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// isoCheck wants every attempt to have failed, or with wantOK every one to
+// have worked.
+func isoCheck(t *testing.T, when string, got map[string]isoOutcome, wantOK bool) {
+	t.Helper()
+	for _, a := range isoAttempts {
+		o, ok := got[a]
+		if !ok {
+			t.Errorf("%s: no outcome for %s", when, a)
+			continue
+		}
+		if o.OK != wantOK {
+			t.Errorf("%s: %s worked=%v (%s), want worked=%v", when, a, o.OK, o.Detail, wantOK)
+		}
+	}
+	if len(got) != len(isoAttempts) {
+		t.Errorf("%s: outcomes %v, want exactly %v", when, got, isoAttempts)
+	}
+}
+
+// descendantsOf lists the live (not zombie) processes below pid, with their
+// command lines.
+func descendantsOf(pid int) map[int]string {
+	kids := map[int][]int{}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if pp, state := procParent(p); pp > 0 && state != "Z" {
+			kids[pp] = append(kids[pp], p)
+		}
+	}
+	out := map[int]string{}
+	queue := slices.Clone(kids[pid])
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p))
+		out[p] = strings.ReplaceAll(strings.TrimRight(string(cmd), "\x00"), "\x00", " ")
+		queue = append(queue, kids[p]...)
+	}
+	return out
+}
+
+// procParent reads a process's parent PID and state; 0 when it is gone.
+func procParent(pid int) (ppid int, state string) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, ""
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 2 {
+		return 0, ""
+	}
+	ppid, _ = strconv.Atoi(f[1])
+	return ppid, f[0]
+}
+
+
+// kill -9 of Warden leaves no stdio server, child or grandchild behind, in
+// any order of exits: servers that exit on EOF (their stdin closes when
+// Warden dies, racing the kill) and servers that ignore EOF and SIGTERM,
+// each with a grandchild; 100 trials with namespaces and 30 with the reaper
+// that replaces them where the kernel has no user namespaces.
+func TestKill9LeavesNoProcess(t *testing.T) {
+	servers := map[string]any{
+		"eof":    map[string]any{"command": "sh", "args": []string{"-c", "sleep 1001 & exec cat >/dev/null"}},
+		"ignore": map[string]any{"command": "sh", "args": []string{"-c", "trap '' TERM HUP; sleep 1002 & wait; sleep 1003"}},
+	}
+	for _, tc := range []struct {
+		isolation string
+		trials    int
+	}{{"", 100}, {"reaper", 30}} {
+		t.Run("isolation="+cmp.Or(tc.isolation, "default"), func(t *testing.T) {
+			for trial := range tc.trials {
+				dir := t.TempDir()
+				w := isoStart(t, dir, servers, "WARDEN_ISOLATION="+tc.isolation)
+				var tree map[int]string
+				wardentest.WaitFor(t, 20*time.Second, "both servers and their grandchildren", func() bool {
+					tree = descendantsOf(w.proc.PID())
+					var n int
+					for _, cmd := range tree {
+						if cmd == "sleep 1001" || cmd == "sleep 1002" {
+							n++
+						}
+					}
+					return n == 2
+				})
+				if err := w.proc.Signal(syscall.SIGKILL); err != nil {
+					t.Fatal(err)
+				}
+				<-w.proc.Done()
+				deadline := time.Now().Add(10 * time.Second)
+				for pid, cmd := range tree {
+					for alive(pid) && time.Now().Before(deadline) {
+						time.Sleep(10 * time.Millisecond)
+					}
+					if alive(pid) {
+						t.Fatalf("trial %d: %q (pid %d) outlived kill -9 of Warden", trial, cmd, pid)
+					}
+				}
+				w.proc.Stop()
+			}
+		})
+	}
+}
+
