@@ -253,7 +253,6 @@ func procParent(pid int) (ppid int, state string) {
 	return ppid, f[0]
 }
 
-
 // kill -9 of Warden leaves no stdio server, child or grandchild behind, in
 // any order of exits: servers that exit on EOF (their stdin closes when
 // Warden dies, racing the kill) and servers that ignore EOF and SIGTERM,
@@ -301,4 +300,3 @@ func TestKill9LeavesNoProcess(t *testing.T) {
 		})
 	}
 }
-
