@@ -300,3 +300,91 @@ func TestKill9LeavesNoProcess(t *testing.T) {
 		})
 	}
 }
+
+// The reference servers from npm work under the default isolation, and a
+// "sandbox" holds: the filesystem server, given two directories, reaches
+// only the one its sandbox's paths name (the same server without a sandbox
+// reaches both), and a server with "network": false can't connect to
+// anything, Warden included.
+func TestReferenceServersUnderIsolation(t *testing.T) {
+	dir := t.TempDir()
+	allowed, other := filepath.Join(dir, "allowed"), filepath.Join(dir, "other")
+	for _, d := range []string{allowed, other} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		isoWriteFile(t, filepath.Join(d, "note.txt"), "hello from "+filepath.Base(d))
+	}
+	node, nodeDir := testenv.Node22(t), testenv.NodeDir(t)
+	fs := func(sandbox map[string]any) map[string]any {
+		s := map[string]any{"command": node, "args": []string{testenv.NPMBin(t, "server-filesystem"), allowed, other}, "trusted": true}
+		if sandbox != nil {
+			s["sandbox"] = sandbox
+		}
+		return s
+	}
+	listen := "127.0.0.1:" + strconv.Itoa(testenv.FreePort(t))
+	isoStartAt(t, dir, listen, map[string]any{
+		"memory":     memoryServer(t),
+		"everything": map[string]any{"command": node, "args": []string{testenv.NPMBin(t, "server-everything")}, "trusted": true},
+		"fs":         fs(map[string]any{"paths": map[string]any{"read": []string{nodeDir}, "write": []string{allowed}}}),
+		"fsopen":     fs(nil),
+		"offline": map[string]any{"command": testenv.BuildBinary(t, "./internal/fixture/cmd/intruder"), "trusted": true,
+			"args": []string{"-api", "http://" + listen}, "sandbox": map[string]any{"network": false}},
+	})
+	call := func(server, tool string, args map[string]any) *mcp.CallToolResult {
+		t.Helper()
+		cs := isoConnect(t, "http://"+listen+"/mcp/"+server)
+		var res *mcp.CallToolResult
+		wardentest.WaitFor(t, 60*time.Second, server+" to answer "+tool, func() bool {
+			r, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: tool, Arguments: args})
+			if err == nil && r.IsError && strings.Contains(isoText(r), "UPSTREAM_UNAVAILABLE") {
+				return false // still starting
+			}
+			if err != nil {
+				t.Fatalf("%s %s: %v", server, tool, err)
+			}
+			res = r
+			return true
+		})
+		return res
+	}
+	if r := call("memory", "create_entities", map[string]any{"entities": []any{map[string]any{"name": "w", "entityType": "t", "observations": []string{"o"}}}}); r.IsError {
+		t.Fatalf("memory: %s", isoText(r))
+	}
+	if r := call("everything", "echo", map[string]any{"message": "hi"}); r.IsError || !strings.Contains(isoText(r), "hi") {
+		t.Fatalf("everything echo: %s", isoText(r))
+	}
+	read := func(server, path string) *mcp.CallToolResult {
+		return call(server, "read_text_file", map[string]any{"path": path})
+	}
+	if r := read("fs", filepath.Join(allowed, "note.txt")); r.IsError || !strings.Contains(isoText(r), "hello from allowed") {
+		t.Fatalf("fs, allowed dir: %s", isoText(r))
+	}
+	if r := call("fs", "write_file", map[string]any{"path": filepath.Join(allowed, "new.txt"), "content": "x"}); r.IsError {
+		t.Fatalf("fs, write in allowed dir: %s", isoText(r))
+	}
+	if r := read("fs", filepath.Join(other, "note.txt")); !r.IsError || strings.Contains(isoText(r), "hello") {
+		t.Fatalf("fs read outside its sandbox's paths: %s", isoText(r))
+	}
+	if r := read("fsopen", filepath.Join(other, "note.txt")); r.IsError || !strings.Contains(isoText(r), "hello from other") {
+		t.Fatalf("fsopen (no sandbox), other dir: %s", isoText(r))
+	}
+	var got map[string]isoOutcome
+	if err := json.Unmarshal([]byte(isoText(call("offline", "attempt", map[string]any{}))), &got); err != nil {
+		t.Fatal(err)
+	}
+	if o := got["api_with_stolen_token"]; o.OK || !strings.Contains(o.Detail, "connect") {
+		t.Fatalf("a server without network reached Warden: %+v", o)
+	}
+}
+
+func isoText(r *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range r.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
