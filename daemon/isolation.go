@@ -21,10 +21,8 @@ func (d *Daemon) newLauncher(cfg *config.Config) (*sandbox.Launcher, error) {
 	}
 	switch l.Mode {
 	case sandbox.Off:
-		if d.opts.Self != "" {
-			d.log.Warn("isolation is off (WARDEN_ISOLATION=off): stdio servers get Warden's environment, can read its state dir and config, and can use the operator API")
-		}
-	default:
+		d.log.Warn("isolation is off (WARDEN_ISOLATION=off): stdio servers get Warden's environment, can read its state dir and config, and can use the operator API")
+	case sandbox.Namespaces, sandbox.Reaper:
 		if err := sandbox.ProtectSelf(); err != nil {
 			d.log.Warn("could not make Warden's memory unreadable to other processes", "err", err)
 		}
@@ -38,7 +36,7 @@ func (d *Daemon) newLauncher(cfg *config.Config) (*sandbox.Launcher, error) {
 // may approve itself. Other programs of the same user are outside this
 // boundary (README, "Isolation").
 func (d *Daemon) refuseSpawned(r *http.Request) error {
-	if d.launcher.Mode == sandbox.Off {
+	if !d.launcher.Mode.Confines() {
 		return nil
 	}
 	local, _ := r.Context().Value(http.LocalAddrContextKey).(*net.TCPAddr)

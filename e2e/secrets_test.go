@@ -307,10 +307,20 @@ func TestSecretsNeverShown(t *testing.T) {
 		"proc": map[string]any{"command": testenv.BuildBinary(t, fixturePkg), "trusted": true,
 			"args": []string{"-stats", stats, "-apply", "set argkey ${env:SEC_STDIO_ARG}"},
 			"env":  map[string]string{"FIXTURE_TOKEN": "${env:SEC_STDIO_ENV}", "FIXTURE_LITERAL": secrets["literal stdio env value"]}},
+		// loud prints its environment, secrets included, to its stderr log.
+		"loud": map[string]any{"command": "sh", "trusted": true,
+			"args": []string{"-c", `env >&2; printf 'unfinished %s' "$LOUD_TOKEN" >&2; exec "$0"`, testenv.BuildBinary(t, fixturePkg)},
+			"env":  map[string]string{"LOUD_TOKEN": "${env:SEC_STDIO_ENV}", "LOUD_LITERAL": secrets["literal stdio env value"]}},
 	}
 	w := wardentest.Start(t, servers)
 	w.WaitReady(t, "hdr")
 	w.WaitReady(t, "proc")
+	w.WaitReady(t, "loud")
+	loudLog := filepath.Join(w.StateDir, "logs", "loud.log")
+	wardentest.WaitFor(t, 10*time.Second, "loud's environment in its log, masked", func() bool {
+		b, _ := os.ReadFile(loudLog)
+		return bytes.Contains(b, []byte("LOUD_TOKEN=***\n")) && bytes.Contains(b, []byte("LOUD_LITERAL=***\n"))
+	})
 	ev := secFollowEvents(t, w)
 
 	// The secrets did reach the upstreams (so the test looks at live values).

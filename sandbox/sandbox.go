@@ -44,18 +44,27 @@ import (
 type Mode int
 
 const (
-	// Off starts servers directly with Warden's whole environment (the
-	// behaviour before isolation; for diagnosis and tests only).
-	Off Mode = iota
+	// Namespaces starts servers in their own user, mount and PID namespaces.
+	Namespaces Mode = iota
 	// Reaper starts servers through a resident reaper, without namespaces.
 	Reaper
-	// Namespaces starts servers in their own user, mount and PID namespaces.
-	Namespaces
+	// Direct starts servers with their minimal environment and nothing
+	// else: what Warden does without a binary to launch them with (when it
+	// runs inside a test process).
+	Direct
+	// Off starts servers directly with Warden's whole environment (the
+	// behaviour before isolation; for diagnosis and tests only).
+	Off
 )
 
 func (m Mode) String() string {
-	return [...]string{"off", "reaper", "namespaces"}[m]
+	return [...]string{"namespaces", "reaper", "direct", "off"}[m]
 }
+
+// Confines reports whether m hides Warden's files from servers or keeps
+// their processes from outliving it: then Warden also guards its operator
+// API and memory against them.
+func (m Mode) Confines() bool { return m == Namespaces || m == Reaper }
 
 // Spec is one stdio server to start.
 type Spec struct {
@@ -114,8 +123,10 @@ func NewLauncher(self, stateDir, configPath string, mode Mode) (*Launcher, error
 	if stateDir != "" {
 		l.hide = []string{stateDir}
 	}
-	if mode == Off || self == "" {
-		l.Mode = Off
+	if self == "" && mode != Off {
+		l.Mode = Direct
+	}
+	if !l.Mode.Confines() {
 		return l, nil
 	}
 	r, w, err := os.Pipe()
@@ -159,18 +170,20 @@ func (l *Launcher) probe() error {
 	return nil
 }
 
-// Command returns the command that starts spec as l's mode confines it.
-// The caller sets Stdin, Stdout and Stderr (not as files of Warden's state
-// dir) and starts it.
+// Command returns the command that starts spec as l's mode confines it (a
+// nil l as Direct does). The caller sets Stdin, Stdout and Stderr (not as
+// files of Warden's state dir) and starts it.
 func (l *Launcher) Command(spec Spec) (*exec.Cmd, error) {
+	if l == nil {
+		l = &Launcher{Mode: Direct}
+	}
 	return l.command(spec, false)
 }
 
-// Direct returns the command that starts spec without a launcher: with its
-// minimal environment and the parent-death signal, but nothing hidden and
-// no grandchild killed when Warden dies. For tests that run Warden in
-// their own process.
-func Direct(spec Spec) *exec.Cmd {
+// startDirect returns the command that starts spec without a launcher:
+// with its minimal environment and the parent-death signal, but nothing
+// hidden and no grandchild killed when Warden dies.
+func startDirect(spec Spec) *exec.Cmd {
 	cmd := exec.Command(spec.Command, spec.Args...)
 	cmd.Env = Env(os.Environ(), spec.InheritEnv, spec.InheritAllEnv, spec.Env)
 	cmd.Dir = spec.Dir
@@ -179,14 +192,16 @@ func Direct(spec Spec) *exec.Cmd {
 }
 
 func (l *Launcher) command(spec Spec, probe bool) (*exec.Cmd, error) {
-	if l.Mode == Off {
+	if !l.Mode.Confines() {
 		if spec.NoNetwork || spec.Paths {
-			return nil, errors.New(`"sandbox" needs isolation, which is off (WARDEN_ISOLATION=off)`)
+			return nil, fmt.Errorf(`"sandbox" needs isolation, which is %s`, l.Mode)
 		}
-		cmd := Direct(spec)
-		cmd.Env = os.Environ()
-		for _, k := range slices.Sorted(maps.Keys(spec.Env)) {
-			cmd.Env = append(cmd.Env, k+"="+spec.Env[k])
+		cmd := startDirect(spec)
+		if l.Mode == Off {
+			cmd.Env = os.Environ()
+			for _, k := range slices.Sorted(maps.Keys(spec.Env)) {
+				cmd.Env = append(cmd.Env, k+"="+spec.Env[k])
+			}
 		}
 		return cmd, nil
 	}

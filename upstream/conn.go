@@ -89,7 +89,7 @@ type Peer interface {
 type Options struct {
 	Peer          Peer
 	Logger        *slog.Logger
-	Launcher      *sandbox.Launcher             // starts stdio servers confined; nil starts them directly
+	Launcher      *sandbox.Launcher             // starts stdio servers; nil: sandbox.Direct
 	Stderr        func(server string) io.Writer // where a stdio server's stderr goes
 	MaxConcurrent int                           // calls in flight per server; default 32
 	Version       string                        // Warden's version, sent as client info

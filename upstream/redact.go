@@ -1,9 +1,12 @@
 package upstream
 
 import (
+	"bytes"
+	"io"
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/wardenmcp/warden/config"
 )
@@ -76,4 +79,47 @@ func replaceEncoded(s, old, with string) string {
 		s = strings.ReplaceAll(s, form, with)
 	}
 	return s
+}
+
+// redactingWriter masks a server's configured secrets in what the server
+// writes to its stderr log (it may print its own environment). It masks
+// whole lines, so a secret is never split between two writes; a line longer
+// than maxLogLine is masked and written in pieces.
+type redactingWriter struct {
+	w   io.Writer
+	cfg *config.Server
+	mu  sync.Mutex
+	buf []byte
+}
+
+const maxLogLine = 64 << 10
+
+func (r *redactingWriter) Write(p []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.buf = append(r.buf, p...)
+	for {
+		i := bytes.IndexByte(r.buf, '\n')
+		if i < 0 && len(r.buf) < maxLogLine {
+			return len(p), nil
+		}
+		if i < 0 {
+			i = len(r.buf) - 1
+		}
+		line := r.buf[:i+1]
+		if _, err := io.WriteString(r.w, redactText(string(line), r.cfg)); err != nil {
+			return len(p), err
+		}
+		r.buf = r.buf[i+1:]
+	}
+}
+
+// Flush writes what is left of an unfinished last line.
+func (r *redactingWriter) Flush() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.buf) > 0 {
+		_, _ = io.WriteString(r.w, redactText(string(r.buf), r.cfg))
+		r.buf = nil
+	}
 }

@@ -21,8 +21,8 @@ import (
 // node) go too.
 type stdioTransport struct {
 	cfg       *config.Server
-	launcher  *sandbox.Launcher // nil: started directly (tests that run Warden in-process)
-	stderr    io.Writer         // per-server log
+	launcher  *sandbox.Launcher
+	stderr    io.Writer // per-server log
 	graceTime time.Duration
 }
 
@@ -30,16 +30,12 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	spec := sandbox.Spec{Command: t.cfg.Command, Args: t.cfg.Args, Env: t.cfg.Env, Dir: t.cfg.Cwd,
 		InheritEnv: t.cfg.InheritEnv, InheritAllEnv: t.cfg.InheritAllEnv,
 		NoNetwork: t.cfg.Sandbox.NoNetwork, Paths: t.cfg.Sandbox.Paths, Read: t.cfg.Sandbox.Read, Write: t.cfg.Sandbox.Write}
-	var cmd *exec.Cmd
-	if t.launcher != nil {
-		var err error
-		if cmd, err = t.launcher.Command(spec); err != nil {
-			return nil, err
-		}
-	} else {
-		cmd = sandbox.Direct(spec)
+	cmd, err := t.launcher.Command(spec)
+	if err != nil {
+		return nil, err
 	}
-	cmd.Stderr = t.stderr
+	stderr := &redactingWriter{w: t.stderr, cfg: t.cfg}
+	cmd.Stderr = stderr
 	// An os.Pipe end takes write deadlines (cmd.StdinPipe's does not): a
 	// server that stops reading must not hold a write, and the write gate
 	// with it, forever.
@@ -63,6 +59,7 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	p := &process{cmd: cmd, stdin: stdin, grace: t.graceTime, exited: make(chan struct{})}
 	go func() {
 		_ = cmd.Wait()
+		stderr.Flush()
 		close(p.exited)
 	}()
 	inner, err := (&mcp.IOTransport{Reader: stdout, Writer: p}).Connect(ctx)

@@ -1,0 +1,118 @@
+package sandbox
+
+import (
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+)
+
+func TestEnv(t *testing.T) {
+	own := []string{"PATH=/bin", "HOME=/h", "LC_ALL=C", "USER=u", "WARDEN_STATE_DIR=/s", "WARDEN_CONFIG=/c",
+		"OTHER_SECRET=x", "AWS_PROFILE=p", "TMPDIR=/t", "SHADOWED=old"}
+	got := Env(own, []string{"AWS_PROFILE", "WARDEN_CONFIG"}, false, map[string]string{"SHADOWED": "new", "B": "2", "A": "1"})
+	want := []string{"PATH=/bin", "HOME=/h", "LC_ALL=C", "USER=u", "AWS_PROFILE=p", "TMPDIR=/t", "A=1", "B=2", "SHADOWED=new"}
+	if !slices.Equal(got, want) {
+		t.Errorf("Env = %q\nwant  %q", got, want)
+	}
+	// Everything but Warden's own variables with inheritEnv: true.
+	got = Env(own, nil, true, nil)
+	want = []string{"PATH=/bin", "HOME=/h", "LC_ALL=C", "USER=u", "OTHER_SECRET=x", "AWS_PROFILE=p", "TMPDIR=/t", "SHADOWED=old"}
+	if !slices.Equal(got, want) {
+		t.Errorf("Env(all) = %q\nwant       %q", got, want)
+	}
+}
+
+func TestHidden(t *testing.T) {
+	dir := t.TempDir()
+	state, cfgDir := filepath.Join(dir, "state"), filepath.Join(dir, "cfg")
+	for _, d := range []string{state, cfgDir} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := filepath.Join(cfgDir, "config.json")
+	if err := os.WriteFile(cfg, []byte("{}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l := &Launcher{hide: []string{state}, config: cfg}
+	env := []string{"HOME=" + filepath.Join(dir, "home")}
+	for _, tc := range []struct {
+		name      string
+		spec      Spec
+		env       []string
+		dirs, fls []string
+	}{
+		{"a dedicated config dir is hidden whole", Spec{Command: "srv"}, env, []string{state, cfgDir}, nil},
+		{"a config dir that is the cwd: only the file", Spec{Command: "srv", Dir: cfgDir}, env, []string{state}, []string{cfg}},
+		{"a config dir holding HOME: only the file", Spec{Command: "srv"}, []string{"HOME=" + cfgDir + "/home"}, []string{state}, []string{cfg}},
+		{"a path in the args under the config dir: only the file", Spec{Command: "srv", Args: []string{"--data=" + cfgDir + "/d"}}, env, []string{state}, []string{cfg}},
+	} {
+		dirs, files := l.hidden(tc.spec, tc.env)
+		if !slices.Equal(dirs, tc.dirs) || !slices.Equal(files, tc.fls) {
+			t.Errorf("%s: hidden = %q %q, want %q %q", tc.name, dirs, files, tc.dirs, tc.fls)
+		}
+	}
+	if _, err := l.command(Spec{Command: "srv", Dir: filepath.Join(state, "x")}, false); err == nil {
+		t.Error("a cwd inside the state dir was accepted")
+	}
+}
+
+// FromDescendant tells a connection held by a child process (or its child)
+// from one held by another process, here this test's own.
+func TestFromDescendant(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	accept := func() net.Conn {
+		t.Helper()
+		ln.(*net.TCPListener).SetDeadline(time.Now().Add(10 * time.Second))
+		c, err := ln.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	check := func(c net.Conn) (bool, error) {
+		return FromDescendant(c.LocalAddr().(*net.TCPAddr), c.RemoteAddr().(*net.TCPAddr))
+	}
+
+	// This process's own connection.
+	own, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer own.Close()
+	if spawned, err := check(accept()); spawned || err != nil {
+		t.Errorf("own connection: spawned=%v err=%v", spawned, err)
+	}
+
+	// A grandchild's (bash opens it, in a subshell that is its child).
+	child := exec.Command("bash", "-c", "( exec 3<>/dev/tcp/127.0.0.1/"+port+"; sleep 30 ) & wait")
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { child.Process.Kill(); child.Wait() }()
+	if spawned, err := check(accept()); !spawned || err != nil {
+		t.Errorf("grandchild's connection: spawned=%v err=%v", spawned, err)
+	}
+
+	// One whose sender closed its end: nobody can be asked.
+	gone, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := accept()
+	gone.Close()
+	if spawned, err := check(c); spawned || err != ErrPeerUnknown {
+		t.Errorf("closed connection: spawned=%v err=%v, want ErrPeerUnknown", spawned, err)
+	}
+}
