@@ -123,6 +123,7 @@ func Run(ctx context.Context, opts Options) error {
 	if cfg.Missing {
 		log.Info("no config file yet; starting with no servers. Add one with: warden servers add NAME -- COMMAND ARGS... (or --url URL)", "config", cfg.Path)
 	}
+	d.warnInheritAll(cfg)
 	d.gw.Reconcile(cfg.Servers)
 	defer d.gw.Close()
 
@@ -271,6 +272,7 @@ func (d *Daemon) Reload() {
 	}
 	d.cfg, d.reloadError = cfg, ""
 	d.mu.Unlock()
+	d.warnInheritAll(cfg)
 	d.gw.Reconcile(cfg.Servers)
 	d.log.Info("config reloaded", "servers", len(cfg.Servers))
 	d.events.Publish(events.Event{Type: "config", Data: map[string]string{"result": "applied"}})

@@ -53,3 +53,13 @@ func (d *Daemon) refuseSpawned(r *http.Request) error {
 	}
 	return nil
 }
+
+// warnInheritAll names the servers that get Warden's whole environment:
+// every ${env:} secret of every other server is in it.
+func (d *Daemon) warnInheritAll(cfg *config.Config) {
+	for _, name := range sortedNames(cfg.Servers) {
+		if s := cfg.Servers[name]; s.InheritAllEnv && !s.Disabled {
+			d.log.Warn(`server gets Warden's whole environment ("inheritEnv": true), other servers' secrets included; list the names it needs instead`, "server", name)
+		}
+	}
+}
