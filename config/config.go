@@ -113,11 +113,14 @@ type Sandbox struct {
 	Paths     bool     // "paths" given: files only under Read, Write and the system dirs
 	Read      []string // "paths.read", resolved like stateDir
 	Write     []string // "paths.write"
+	Image     string   // "container.image": run the command in this image
+	Engine    string   // "container.engine": "docker", "podman" or "" (whichever is installed)
 }
 
 // Equal reports whether s and o confine the same way.
 func (s Sandbox) Equal(o Sandbox) bool {
-	return s.NoNetwork == o.NoNetwork && s.Paths == o.Paths && slices.Equal(s.Read, o.Read) && slices.Equal(s.Write, o.Write)
+	return s.NoNetwork == o.NoNetwork && s.Paths == o.Paths && slices.Equal(s.Read, o.Read) && slices.Equal(s.Write, o.Write) &&
+		s.Image == o.Image && s.Engine == o.Engine
 }
 
 // ToolOverride is the config's say over one upstream tool.

@@ -21,9 +21,10 @@ var (
 	activityFields = []string{"maxEntries", "maxAge"}
 	serverFields   = []string{"command", "args", "env", "cwd", "url", "headers", "transport", "type",
 		"trusted", "disabled", "callTimeout", "confirmDestructive", "tools", "inheritEnv", "sandbox"}
-	toolFields    = []string{"class", "hidden"}
-	sandboxFields = []string{"network", "paths"}
-	pathsFields   = []string{"read", "write"}
+	toolFields      = []string{"class", "hidden"}
+	sandboxFields   = []string{"network", "paths", "container"}
+	pathsFields     = []string{"read", "write"}
+	containerFields = []string{"image", "engine"}
 )
 
 // transportNames maps the ways other MCP hosts spell a transport to
@@ -455,6 +456,28 @@ func (d *decoder) sandbox(v *hujson.Value, path string, sb *Sandbox) error {
 			net, err := d.boolean(v, p)
 			sb.NoNetwork = !net
 			return err
+		case "container":
+			cobj, err := d.object(v, p, `write an object such as {"image": "node:22-slim"}`)
+			if err != nil {
+				return err
+			}
+			if err := d.fields(cobj, p, containerFields, func(f string, v *hujson.Value, fp string) (err error) {
+				switch f {
+				case "image":
+					sb.Image, err = d.str(v, fp)
+				case "engine":
+					if sb.Engine, err = d.str(v, fp); err == nil && sb.Engine != "docker" && sb.Engine != "podman" {
+						err = d.errAt(v, fp, strconv.Quote(sb.Engine)+" is not a container engine", `write "docker" or "podman", or leave it out for whichever is installed`)
+					}
+				}
+				return err
+			}); err != nil {
+				return err
+			}
+			if strings.TrimSpace(sb.Image) == "" {
+				return d.errAt(v, p, `has no "image"`, `write the image to run the command in, such as {"image": "node:22-slim"}`)
+			}
+			return nil
 		case "paths":
 			pobj, err := d.object(v, p, `write an object such as {"read": ["/data"], "write": ["/tmp/out"]}`)
 			if err != nil {

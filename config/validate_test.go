@@ -156,7 +156,8 @@ func TestErrorLocatesField(t *testing.T) {
 func TestIsolationFields(t *testing.T) {
 	cfg, err := Parse("/etc/w/config.json", []byte(`{"mcpServers": {
 		"a": {"command": "c", "inheritEnv": ["AWS_PROFILE", "GOPATH"], "sandbox": {"network": false, "paths": {"read": ["data", "/r"], "write": ["~/out"]}}},
-		"b": {"command": "c", "inheritEnv": true, "sandbox": {"network": true}}}}`), env())
+		"b": {"command": "c", "inheritEnv": true, "sandbox": {"network": true}},
+		"c": {"command": "node", "sandbox": {"container": {"image": "node:22-slim", "engine": "podman"}}}}}`), env())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,6 +170,9 @@ func TestIsolationFields(t *testing.T) {
 	if !b.InheritAllEnv || !b.Sandbox.Equal(Sandbox{}) {
 		t.Errorf("b = %v %+v", b.InheritAllEnv, b.Sandbox)
 	}
+	if c := cfg.Servers["c"].Sandbox; !c.Equal(Sandbox{Image: "node:22-slim", Engine: "podman"}) {
+		t.Errorf("c = %+v", c)
+	}
 	for _, tc := range []struct{ in, want string }{
 		{`{"url": "http://h/mcp", "sandbox": {"network": false}}`, `mcpServers.s.sandbox: "sandbox" is only for stdio servers`},
 		{`{"command": "c", "inheritEnv": "PATH"}`, `mcpServers.s.inheritEnv: is a string, not a list of names or true`},
@@ -176,6 +180,8 @@ func TestIsolationFields(t *testing.T) {
 		{`{"command": "c", "sandbox": {"paths": {"exec": []}}}`, `mcpServers.s.sandbox.paths.exec: unknown field`},
 		{`{"command": "c", "sandbox": {"network": "no"}}`, `mcpServers.s.sandbox.network: is a string, not true or false`},
 		{`{"command": "c", "sandbox": {"paths": {"read": [""]}}}`, `mcpServers.s.sandbox.paths.read[0]: is empty`},
+		{`{"command": "c", "sandbox": {"container": {"engine": "docker"}}}`, `mcpServers.s.sandbox.container: has no "image"`},
+		{`{"command": "c", "sandbox": {"container": {"image": "i", "engine": "lxc"}}}`, `mcpServers.s.sandbox.container.engine: "lxc" is not a container engine`},
 	} {
 		_, err := Parse("f", []byte(`{"mcpServers": {"s": `+tc.in+`}}`), env())
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/json"
 	"fmt"
@@ -387,4 +388,37 @@ func isoText(r *mcp.CallToolResult) string {
 		}
 	}
 	return b.String()
+}
+
+// A server in a container ("sandbox": {"container": ...}) answers through
+// Warden, sees only the paths its sandbox mounts, and has no network with
+// "network": false. It needs a running container engine and a local image
+// with a shell; where there is none the test says so and skips.
+func TestContainerSandbox(t *testing.T) {
+	const image = "busybox"
+	var engine string
+	for _, e := range []string{"docker", "podman"} {
+		if exec.Command(e, "image", "inspect", image).Run() == nil {
+			engine = e
+			break
+		}
+	}
+	if engine == "" {
+		out, _ := exec.Command("docker", "info").CombinedOutput()
+		t.Skipf("no container engine with the image %q runs on this machine (docker info: %s); "+
+			"sandbox.TestInContainer checks the engine's command line instead", image, bytes.TrimSpace(out))
+	}
+	bin := testenv.BuildBinary(t, fixturePkg, "-tags", "netgo,osusergo") // static: it runs in busybox
+	dir := t.TempDir()
+	listen := "127.0.0.1:" + strconv.Itoa(testenv.FreePort(t))
+	isoStartAt(t, dir, listen, map[string]any{
+		"boxed": map[string]any{"command": bin, "trusted": true,
+			"sandbox": map[string]any{"network": false, "container": map[string]any{"image": image, "engine": engine},
+				"paths": map[string]any{"read": []string{filepath.Dir(bin)}}}},
+	})
+	cs := isoConnect(t, "http://"+listen+"/mcp/boxed")
+	wardentest.WaitFor(t, 60*time.Second, "the boxed server to answer", func() bool {
+		r, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"x": 1}})
+		return err == nil && !r.IsError
+	})
 }

@@ -80,6 +80,7 @@ type Spec struct {
 	Paths     bool     // file access limited to Read, Write and the system dirs
 	Read      []string // read (and execute) access
 	Write     []string // read and write access
+	Container *Container
 }
 
 // launchEnv carries the launcher's instructions in its environment; the
@@ -192,6 +193,12 @@ func startDirect(spec Spec) *exec.Cmd {
 }
 
 func (l *Launcher) command(spec Spec, probe bool) (*exec.Cmd, error) {
+	if spec.Container != nil {
+		var err error
+		if spec, err = inContainer(spec, Env(os.Environ(), spec.InheritEnv, spec.InheritAllEnv, spec.Env)); err != nil {
+			return nil, err
+		}
+	}
 	if !l.Mode.Confines() {
 		if spec.NoNetwork || spec.Paths {
 			return nil, fmt.Errorf(`"sandbox" needs isolation, which is %s`, l.Mode)
@@ -250,8 +257,8 @@ func (l *Launcher) command(spec Spec, probe bool) (*exec.Cmd, error) {
 
 // hidden picks what to hide from a server: the state dir, and the config
 // file's directory unless that directory holds what the server needs (its
-// cwd, HOME, TMPDIR, a path among its args or sandbox paths), in which case
-// only the file. A file is hidden by a mount on its name, which an edit that
+// cwd, HOME, TMPDIR, its sandbox paths, a path its command or args name),
+// in which case only the file. A file is hidden by a mount on its name, which an edit that
 // replaces the file (rename) undoes for servers started before it; a
 // directory stays hidden.
 func (l *Launcher) hidden(spec Spec, env []string) (dirs, files []string) {
@@ -266,16 +273,14 @@ func (l *Launcher) hidden(spec Spec, env []string) (dirs, files []string) {
 	needed := []string{spec.Dir, envValue(env, "HOME"), envValue(env, "TMPDIR"), os.TempDir()}
 	needed = append(needed, spec.Read...)
 	needed = append(needed, spec.Write...)
-	for _, a := range append([]string{spec.Command}, spec.Args...) {
-		if i := strings.IndexByte(a, '='); i >= 0 && strings.HasPrefix(a, "-") {
-			a = a[i+1:] // --flag=/path
-		}
-		if filepath.IsAbs(a) {
-			needed = append(needed, a)
-		}
-	}
 	for _, n := range needed {
 		if n != "" && within(n, cdir) {
+			return dirs, []string{l.config}
+		}
+	}
+	// An arg that names a path there ("/d/x", "--data=/d/x", "sh -c '... /d/x'").
+	for _, a := range append([]string{spec.Command}, spec.Args...) {
+		if strings.Contains(a, cdir+"/") || strings.HasSuffix(a, cdir) {
 			return dirs, []string{l.config}
 		}
 	}

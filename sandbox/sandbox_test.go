@@ -51,6 +51,8 @@ func TestHidden(t *testing.T) {
 		{"a config dir that is the cwd: only the file", Spec{Command: "srv", Dir: cfgDir}, env, []string{state}, []string{cfg}},
 		{"a config dir holding HOME: only the file", Spec{Command: "srv"}, []string{"HOME=" + cfgDir + "/home"}, []string{state}, []string{cfg}},
 		{"a path in the args under the config dir: only the file", Spec{Command: "srv", Args: []string{"--data=" + cfgDir + "/d"}}, env, []string{state}, []string{cfg}},
+		{"a script naming a path there: only the file", Spec{Command: "sh", Args: []string{"-c", "srv " + cfgDir + "/d; exit 0"}}, env, []string{state}, []string{cfg}},
+		{"a sibling dir with the same prefix is not it", Spec{Command: "srv", Args: []string{cfgDir + "x/d"}}, env, []string{state, cfgDir}, nil},
 	} {
 		dirs, files := l.hidden(tc.spec, tc.env)
 		if !slices.Equal(dirs, tc.dirs) || !slices.Equal(files, tc.fls) {
@@ -114,5 +116,36 @@ func TestFromDescendant(t *testing.T) {
 	gone.Close()
 	if spawned, err := check(c); spawned || err != ErrPeerUnknown {
 		t.Errorf("closed connection: spawned=%v err=%v, want ErrPeerUnknown", spawned, err)
+	}
+}
+
+func TestInContainer(t *testing.T) {
+	dir := t.TempDir()
+	for _, e := range []string{"docker", "podman"} {
+		if err := os.WriteFile(filepath.Join(dir, e), []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	spec := Spec{Command: "node", Args: []string{"server.js"}, Env: map[string]string{"TOKEN": "s3cret", "A": "1"},
+		Dir: "/work", NoNetwork: true, Read: []string{"/data"}, Write: []string{"/out"},
+		Container: &Container{Image: "node:22-slim"}}
+	got, err := inContainer(spec, []string{"PATH=" + dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"run", "--rm", "-i", "--init", "--network", "none", "-e", "A", "-e", "TOKEN",
+		"-v", "/data:/data:ro", "-v", "/out:/out", "-w", "/work", "node:22-slim", "node", "server.js"}
+	if got.Command != "docker" || !slices.Equal(got.Args, want) {
+		t.Errorf("inContainer = %s %q\nwant docker %q", got.Command, got.Args, want)
+	}
+	if got.Env["TOKEN"] != "s3cret" || got.Paths || got.NoNetwork || got.Container != nil {
+		t.Errorf("the client's spec: %+v", got)
+	}
+	spec.Container.Engine = "podman"
+	if got, _ := inContainer(spec, []string{"PATH=" + dir}); got.Command != "podman" {
+		t.Errorf("engine podman: %s", got.Command)
+	}
+	if _, err := inContainer(spec, []string{"PATH=" + t.TempDir()}); err == nil {
+		t.Error("no engine installed, but no error")
 	}
 }

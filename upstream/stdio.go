@@ -30,6 +30,9 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	spec := sandbox.Spec{Command: t.cfg.Command, Args: t.cfg.Args, Env: t.cfg.Env, Dir: t.cfg.Cwd,
 		InheritEnv: t.cfg.InheritEnv, InheritAllEnv: t.cfg.InheritAllEnv,
 		NoNetwork: t.cfg.Sandbox.NoNetwork, Paths: t.cfg.Sandbox.Paths, Read: t.cfg.Sandbox.Read, Write: t.cfg.Sandbox.Write}
+	if t.cfg.Sandbox.Image != "" {
+		spec.Container = &sandbox.Container{Engine: t.cfg.Sandbox.Engine, Image: t.cfg.Sandbox.Image}
+	}
 	cmd, err := t.launcher.Command(spec)
 	if err != nil {
 		return nil, err
