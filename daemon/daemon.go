@@ -118,7 +118,7 @@ func Run(ctx context.Context, opts Options) error {
 	d.pruneSessions(cfg)
 	surfaces := surface.New(d.gw, log, opts.Version, opts.SessionIdle)
 	defer surfaces.Close()
-	srv := &http.Server{Handler: d.routes(surfaces, m), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: d.routes(surfaces, m), ReadHeaderTimeout: 10 * time.Second, ConnContext: withCallerCheck}
 
 	if cfg.Missing {
 		log.Info("no config file yet; starting with no servers. Add one with: warden servers add NAME -- COMMAND ARGS... (or --url URL)", "config", cfg.Path)

@@ -1,9 +1,11 @@
 package daemon
 
 import (
+	"context"
 	"errors"
 	"net"
 	"net/http"
+	"sync"
 
 	"github.com/wardenmcp/warden/config"
 	"github.com/wardenmcp/warden/sandbox"
@@ -31,6 +33,21 @@ func (d *Daemon) newLauncher(cfg *config.Config) (*sandbox.Launcher, error) {
 	return l, nil
 }
 
+// callerCheck is one connection's verdict of refuseSpawned: who holds a
+// connection's other end does not change, and finding out reads /proc.
+type callerCheck struct {
+	once sync.Once
+	err  error
+}
+
+type callerCheckKey struct{}
+
+// withCallerCheck gives each connection's requests a place for its verdict
+// (http.Server.ConnContext).
+func withCallerCheck(ctx context.Context, _ net.Conn) context.Context {
+	return context.WithValue(ctx, callerCheckKey{}, &callerCheck{})
+}
+
 // refuseSpawned refuses operator API requests from any process Warden
 // started (a stdio server or its children), even with the token: no server
 // may approve itself. Other programs of the same user are outside this
@@ -39,6 +56,15 @@ func (d *Daemon) refuseSpawned(r *http.Request) error {
 	if !d.launcher.Mode.Confines() {
 		return nil
 	}
+	c, ok := r.Context().Value(callerCheckKey{}).(*callerCheck)
+	if !ok {
+		return errors.New("the operator API could not tell who is calling")
+	}
+	c.once.Do(func() { c.err = spawnedCaller(r) })
+	return c.err
+}
+
+func spawnedCaller(r *http.Request) error {
 	local, _ := r.Context().Value(http.LocalAddrContextKey).(*net.TCPAddr)
 	remote, err := net.ResolveTCPAddr("tcp", r.RemoteAddr)
 	if local == nil || err != nil {

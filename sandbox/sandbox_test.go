@@ -149,3 +149,28 @@ func TestInContainer(t *testing.T) {
 		t.Error("no engine installed, but no error")
 	}
 }
+
+// BenchmarkFromDescendant is what the operator API's caller check costs per
+// request, with this machine's processes.
+func BenchmarkFromDescendant(b *testing.B) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ln.Close()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	s, err := ln.Accept()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	for b.Loop() {
+		if spawned, err := FromDescendant(s.LocalAddr().(*net.TCPAddr), s.RemoteAddr().(*net.TCPAddr)); spawned || err != nil {
+			b.Fatal(spawned, err)
+		}
+	}
+}
