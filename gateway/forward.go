@@ -57,8 +57,9 @@ func (g *Gateway) Unfollow(who any) {
 	}
 }
 
-// SetLogLevel asks every live upstream for log messages at level and above;
-// each downstream session still filters by its own level.
+// SetLogLevel asks every live upstream for log messages at level and above
+// (a quarantined one only once it is approved); each downstream session
+// still filters by its own level.
 func (g *Gateway) SetLogLevel(ctx context.Context, servers []string, level mcp.LoggingLevel) {
 	for _, s := range servers {
 		if c, ok := g.Conn(s); ok {

@@ -30,6 +30,8 @@ type View interface {
 	// resources, visibility); the view re-reads it from the gateway.
 	Changed(server string)
 	Log(server string, p *mcp.LoggingMessageParams)
+	// ResourceUpdated goes only to sessions that subscribed to the
+	// resource through server.
 	ResourceUpdated(server string, p *mcp.ResourceUpdatedNotificationParams)
 }
 
@@ -78,6 +80,9 @@ func New(deps Deps) *Gateway {
 	deps.Approvals.OnChange(func(c approval.Change) {
 		g.deps.Events.Publish(events.Event{Type: "tools", Server: c.Server, Data: c})
 		g.notifyViews(func(v View) { v.Changed(c.Server) })
+		if conn, ok := g.Conn(c.Server); ok && c.QuarantineChanged && !c.Quarantined {
+			conn.Expose() // now it gets the clients' log level and subscriptions
+		}
 	})
 	deps.Writes.OnChange(func(server string, latched bool) {
 		g.deps.Events.Publish(events.Event{Type: "writes", Server: server, Data: map[string]bool{"latched": latched}})

@@ -2,11 +2,10 @@ package gateway
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
-	"strconv"
 	"sync"
-	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -23,7 +22,6 @@ type inflight struct {
 
 // router tracks in-flight calls per server and per minted progress token.
 type router struct {
-	next     atomic.Uint64
 	mu       sync.Mutex
 	byServer map[string][]*inflight
 	byToken  map[string]*inflight
@@ -34,10 +32,12 @@ func newRouter() *router {
 }
 
 // add registers a call and returns the progress token to send upstream ("" if
-// the client asked for none) and the function that unregisters it.
+// the client asked for none) and the function that unregisters it. Tokens
+// are random (130 bits): a server that could guess another call's token
+// could speak into it (Progress checks the sender too).
 func (r *router) add(f *inflight) (upstreamToken string, done func()) {
 	if f.token != nil {
-		upstreamToken = "warden-" + strconv.FormatUint(r.next.Add(1), 36)
+		upstreamToken = "warden-" + rand.Text()
 	}
 	r.mu.Lock()
 	r.byServer[f.server] = append(r.byServer[f.server], f)
@@ -119,12 +119,34 @@ func relatedContext(f *inflight, upstream context.Context) (context.Context, con
 	return ctx, func() { stop(); cancel() }
 }
 
-// The upstream.Peer side of routing.
+// The upstream.Peer side of routing. What a server sends reaches only the
+// calls and sessions made to that server, and nothing of a server that is
+// quarantined, disabled or removed reaches any client: its requests are
+// answered with an error, its notifications dropped.
+
+// Exposed reports whether clients may hear from server (upstream.Peer).
+func (g *Gateway) Exposed(server string) bool {
+	_, live := g.Conn(server)
+	return live && !g.deps.Approvals.Quarantined(server)
+}
+
+var errNotExposed = errors.New("the server is quarantined or disabled in Warden, so it may not reach any client until an operator approves it")
+
+// askedBy is the call a server's request goes to, or why there is none.
+func (g *Gateway) askedBy(ctx context.Context, server, what string) (*inflight, error) {
+	if !g.Exposed(server) {
+		return nil, fmt.Errorf("%s from %q refused: %w", what, server, errNotExposed)
+	}
+	if f := g.router.callerFor(ctx, server); f != nil {
+		return f, nil
+	}
+	return nil, fmt.Errorf("%s from %q: %w", what, server, errNoCaller)
+}
 
 func (g *Gateway) CreateMessage(ctx context.Context, server string, p *mcp.CreateMessageWithToolsParams) (*mcp.CreateMessageWithToolsResult, error) {
-	f := g.router.callerFor(ctx, server)
-	if f == nil {
-		return nil, fmt.Errorf("sampling from %q: %w", server, errNoCaller)
+	f, err := g.askedBy(ctx, server, "sampling")
+	if err != nil {
+		return nil, err
 	}
 	rctx, cancel := relatedContext(f, ctx)
 	defer cancel()
@@ -132,9 +154,9 @@ func (g *Gateway) CreateMessage(ctx context.Context, server string, p *mcp.Creat
 }
 
 func (g *Gateway) Elicit(ctx context.Context, server string, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
-	f := g.router.callerFor(ctx, server)
-	if f == nil {
-		return nil, fmt.Errorf("elicitation from %q: %w", server, errNoCaller)
+	f, err := g.askedBy(ctx, server, "elicitation")
+	if err != nil {
+		return nil, err
 	}
 	rctx, cancel := relatedContext(f, ctx)
 	defer cancel()
@@ -142,18 +164,23 @@ func (g *Gateway) Elicit(ctx context.Context, server string, p *mcp.ElicitParams
 }
 
 func (g *Gateway) ListRoots(ctx context.Context, server string) (*mcp.ListRootsResult, error) {
-	f := g.router.callerFor(ctx, server)
-	if f == nil {
+	f, err := g.askedBy(ctx, server, "roots/list")
+	if errors.Is(err, errNoCaller) {
 		return &mcp.ListRootsResult{Roots: []*mcp.Root{}}, nil
+	}
+	if err != nil {
+		return nil, err
 	}
 	rctx, cancel := relatedContext(f, ctx)
 	defer cancel()
 	return f.client.ListRoots(rctx)
 }
 
+// Progress goes to the call its token was minted for, and only if server is
+// the one that call went to.
 func (g *Gateway) Progress(server string, p *mcp.ProgressNotificationParams) {
 	f := g.router.byProgressToken(p.ProgressToken)
-	if f == nil || f.client == nil {
+	if f == nil || f.server != server || f.client == nil || !g.Exposed(server) {
 		return
 	}
 	q := *p
@@ -164,6 +191,9 @@ func (g *Gateway) Progress(server string, p *mcp.ProgressNotificationParams) {
 // Log sends an upstream log message to the client whose call is in flight,
 // or, with none, to every client session of the surfaces that show server.
 func (g *Gateway) Log(ctx context.Context, server string, p *mcp.LoggingMessageParams) {
+	if !g.Exposed(server) {
+		return
+	}
 	if f := g.router.callerFor(ctx, server); f != nil {
 		f.client.Log(f.ctx, p)
 		return
@@ -171,6 +201,11 @@ func (g *Gateway) Log(ctx context.Context, server string, p *mcp.LoggingMessageP
 	g.notifyViews(func(v View) { v.Log(server, p) })
 }
 
+// ResourceUpdated passes an update on to the views, which send it only to
+// sessions that subscribed to the resource through server.
 func (g *Gateway) ResourceUpdated(server string, p *mcp.ResourceUpdatedNotificationParams) {
+	if !g.Exposed(server) {
+		return
+	}
 	g.notifyViews(func(v View) { v.ResourceUpdated(server, p) })
 }

@@ -3,10 +3,13 @@ package gateway
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/wardenmcp/warden/config"
 )
 
 // fakeClient records what the gateway routes to one downstream client.
@@ -56,7 +59,18 @@ func (c *fakeClient) Log(ctx context.Context, p *mcp.LoggingMessageParams) {
 	c.mu.Unlock()
 }
 
-func testGateway() *Gateway { return &Gateway{router: newRouter()} }
+// testGateway has three servers: "s" and "t", trusted, and "q", quarantined.
+func testGateway(t *testing.T) *Gateway {
+	g := newTestGateway(t)
+	server := func(name string, trusted bool) *config.Server {
+		return &config.Server{Name: name, URL: "http://127.0.0.1:1/mcp", Transport: "http", Trusted: trusted, CallTimeout: time.Second}
+	}
+	g.Reconcile(map[string]*config.Server{"s": g.conns["s"].Config(), "t": server("t", true), "q": server("q", false)})
+	if !g.Exposed("s") || !g.Exposed("t") || g.Exposed("q") {
+		t.Fatalf("exposed: s %v, t %v, q %v; want s and t", g.Exposed("s"), g.Exposed("t"), g.Exposed("q"))
+	}
+	return g
+}
 
 func TestRouterCallerIsNewestClientCall(t *testing.T) {
 	r := newRouter()
@@ -100,6 +114,12 @@ func TestRouterProgressTokens(t *testing.T) {
 	if t1 == "" || t2 == "" || t1 == t2 {
 		t.Fatalf("minted tokens %q and %q: want two distinct tokens", t1, t2)
 	}
+	// Unguessable: 26 random base32 characters (130 bits) after the prefix.
+	for _, tok := range []string{t1, t2} {
+		if rest, ok := strings.CutPrefix(tok, "warden-"); !ok || len(rest) != 26 {
+			t.Fatalf("minted token %q: want warden- and 26 random characters", tok)
+		}
+	}
 	if t3 != "" {
 		t.Fatalf("a call without a progress token got upstream token %q", t3)
 	}
@@ -116,7 +136,7 @@ func TestRouterProgressTokens(t *testing.T) {
 }
 
 func TestProgressGoesToItsCallerWithTheClientToken(t *testing.T) {
-	g := testGateway()
+	g := testGateway(t)
 	a, b := &fakeClient{name: "a"}, &fakeClient{name: "b"}
 	ta, doneA := g.router.add(&inflight{server: "s", client: a, ctx: context.Background(), token: "tok-a"})
 	defer doneA()
@@ -125,6 +145,8 @@ func TestProgressGoesToItsCallerWithTheClientToken(t *testing.T) {
 	g.Progress("s", &mcp.ProgressNotificationParams{ProgressToken: ta, Progress: 1})
 	g.Progress("s", &mcp.ProgressNotificationParams{ProgressToken: tb, Progress: 2})
 	g.Progress("s", &mcp.ProgressNotificationParams{ProgressToken: "unknown", Progress: 3})
+	// Another server that learned a's token cannot speak into a's call.
+	g.Progress("t", &mcp.ProgressNotificationParams{ProgressToken: ta, Progress: 4})
 	if len(a.progress) != 1 || a.progress[0].ProgressToken != "tok-a" || a.progress[0].Progress != 1 {
 		t.Fatalf("a got %+v, want its own progress with its own token", a.progress)
 	}
@@ -136,7 +158,7 @@ func TestProgressGoesToItsCallerWithTheClientToken(t *testing.T) {
 // A server-to-client request that came with a call (its context names the
 // call) goes to that call's client, whichever call is newest.
 func TestServerRequestsFollowTheirCall(t *testing.T) {
-	g := testGateway()
+	g := testGateway(t)
 	a, b := &fakeClient{name: "a"}, &fakeClient{name: "b"}
 	fa := &inflight{server: "s", client: a, ctx: context.Background()}
 	fb := &inflight{server: "s", client: b, ctx: context.Background()}
@@ -172,7 +194,7 @@ func TestServerRequestsFollowTheirCall(t *testing.T) {
 // An operator call (CLI, REST) has no client: a request that came with it is
 // refused rather than sent to some other session's client.
 func TestServerRequestOfOperatorCallIsNotSentToAnotherClient(t *testing.T) {
-	g := testGateway()
+	g := testGateway(t)
 	a := &fakeClient{name: "a"}
 	_, doneA := g.router.add(&inflight{server: "s", client: a, ctx: context.Background()})
 	defer doneA()
@@ -195,14 +217,14 @@ func TestServerRequestOfOperatorCallIsNotSentToAnotherClient(t *testing.T) {
 		t.Fatal("another session's client was asked on behalf of an operator call")
 	}
 	// With no caller at all, sampling fails clearly.
-	g2 := testGateway()
+	g2 := testGateway(t)
 	if _, err := g2.CreateMessage(context.Background(), "s", &mcp.CreateMessageWithToolsParams{}); !errors.Is(err, errNoCaller) {
 		t.Fatalf("sampling with nobody waiting: %v, want errNoCaller", err)
 	}
 }
 
 func TestLogGoesToTheCallerWhileACallIsInFlight(t *testing.T) {
-	g := testGateway()
+	g := testGateway(t)
 	a, b := &fakeClient{name: "a"}, &fakeClient{name: "b"}
 	fa := &inflight{server: "s", client: a, ctx: context.Background()}
 	_, doneA := g.router.add(fa)
@@ -241,4 +263,35 @@ func TestRelatedContext(t *testing.T) {
 	defer stop2()
 	cancelDown2()
 	<-ctx2.Done()
+}
+
+// A quarantined server reaches no client, not even through a call admitted
+// before it was quarantined: its notifications are dropped and its requests
+// answered with an error.
+func TestQuarantinedServerReachesNoClient(t *testing.T) {
+	g := testGateway(t)
+	a := &fakeClient{name: "a"}
+	f := &inflight{server: "q", client: a, ctx: context.Background(), token: "tok"}
+	tok, done := g.router.add(f)
+	defer done()
+	ctx := withInflight(context.Background(), f)
+
+	g.Progress("q", &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: 1})
+	g.Log(ctx, "q", &mcp.LoggingMessageParams{Level: "info", Data: "from q"})
+	g.Log(context.Background(), "q", &mcp.LoggingMessageParams{Level: "info", Data: "from q"})
+	if _, err := g.CreateMessage(ctx, "q", &mcp.CreateMessageWithToolsParams{}); !errors.Is(err, errNotExposed) {
+		t.Fatalf("sampling from a quarantined server: %v, want errNotExposed", err)
+	}
+	if _, err := g.Elicit(ctx, "q", &mcp.ElicitParams{}); !errors.Is(err, errNotExposed) {
+		t.Fatalf("elicitation from a quarantined server: %v, want errNotExposed", err)
+	}
+	if _, err := g.ListRoots(ctx, "q"); !errors.Is(err, errNotExposed) {
+		t.Fatalf("roots/list from a quarantined server: %v, want errNotExposed", err)
+	}
+	if _, err := g.ListRoots(context.Background(), "gone"); !errors.Is(err, errNotExposed) {
+		t.Fatalf("roots/list from a server not configured: %v, want errNotExposed", err)
+	}
+	if len(a.progress)+len(a.logs)+a.samples+a.elicits+a.roots != 0 {
+		t.Fatalf("a quarantined server reached a client: %+v", a)
+	}
 }

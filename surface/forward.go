@@ -218,9 +218,11 @@ func (v *view) Log(server string, p *mcp.LoggingMessageParams) {
 	}
 }
 
-// ResourceUpdated passes an upstream's update to subscribed sessions.
+// ResourceUpdated passes an upstream's update to the sessions subscribed to
+// the resource. They subscribed through the server that owns its URI here
+// (see subscribe), so an update from any other server is not theirs.
 func (v *view) ResourceUpdated(server string, p *mcp.ResourceUpdatedNotificationParams) {
-	if v.single != "" && v.single != server {
+	if owner, err := v.resourceOwner(p.URI); err != nil || owner != server {
 		return
 	}
 	_ = v.srv.ResourceUpdated(context.Background(), p)

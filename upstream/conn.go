@@ -83,6 +83,9 @@ type Peer interface {
 	Log(ctx context.Context, server string, p *mcp.LoggingMessageParams) // ctx names the call, if it came with one
 	Progress(server string, p *mcp.ProgressNotificationParams)
 	ResourceUpdated(server string, p *mcp.ResourceUpdatedNotificationParams)
+	// Exposed reports whether clients may hear from server; one that may
+	// not is asked for no log messages and no resource updates (see Expose).
+	Exposed(server string) bool
 }
 
 // Options are shared by all connections.
@@ -303,11 +306,34 @@ func (c *Conn) connect() (*mcp.ClientSession, error) {
 	c.mu.Lock()
 	level := c.logLevel
 	c.mu.Unlock()
-	if level != "" && cs.InitializeResult().Capabilities.Logging != nil {
-		_ = cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: level})
+	if level != "" && c.exposed() {
+		_ = setLevelOn(ctx, cs, level)
 	}
 	go c.resubscribe(cs)
 	return cs, nil
+}
+
+// exposed reports whether clients may hear from the server.
+func (c *Conn) exposed() bool { return c.opts.Peer == nil || c.opts.Peer.Exposed(c.Name) }
+
+// Expose asks the live session for what clients want of the server (their
+// log level, their resource subscriptions), now that they may hear from it;
+// a new session is asked when it connects.
+func (c *Conn) Expose() {
+	c.mu.Lock()
+	cs, level := c.session, c.logLevel
+	c.mu.Unlock()
+	if cs == nil {
+		return
+	}
+	go func() {
+		if level != "" && c.exposed() {
+			ctx, cancel := context.WithTimeout(c.ctx, c.Config().CallTimeout)
+			_ = setLevelOn(ctx, cs, level)
+			cancel()
+		}
+		c.resubscribe(cs)
+	}()
 }
 
 func (c *Conn) transport() (mcp.Transport, error) {
@@ -371,13 +397,21 @@ func (c *Conn) forwardServerRequests(next mcp.MethodHandler) mcp.MethodHandler {
 }
 
 // SetLogLevel asks the upstream for log messages at level and above, now and
-// after every reconnect.
+// after every reconnect; while clients may not hear from it (see
+// Peer.Exposed), only once they may.
 func (c *Conn) SetLogLevel(ctx context.Context, level mcp.LoggingLevel) error {
 	c.mu.Lock()
 	c.logLevel = level
 	cs := c.session
 	c.mu.Unlock()
-	if cs == nil || cs.InitializeResult().Capabilities.Logging == nil {
+	if cs == nil || !c.exposed() {
+		return nil
+	}
+	return setLevelOn(ctx, cs, level)
+}
+
+func setLevelOn(ctx context.Context, cs *mcp.ClientSession, level mcp.LoggingLevel) error {
+	if cs.InitializeResult().Capabilities.Logging == nil {
 		return nil
 	}
 	return cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: level})

@@ -132,10 +132,14 @@ func (c *Conn) Adopt(old *Conn) {
 }
 
 // resubscribe subscribes a new upstream session to what is followed, off
-// the path that makes the session available to calls.
+// the path that makes the session available to calls; not while clients may
+// not hear from the server (Expose does it then).
 func (c *Conn) resubscribe(cs *mcp.ClientSession) {
 	c.subOps.Lock()
 	defer c.subOps.Unlock()
+	if !c.exposed() {
+		return
+	}
 	c.mu.Lock()
 	uris := make([]string, 0, len(c.subs))
 	for uri := range c.subs {

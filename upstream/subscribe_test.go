@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -141,4 +143,69 @@ func TestSubscriptionsRecover(t *testing.T) {
 	defer next.Stop()
 	next.Adopt(c)
 	waitEvents(t, s, "+test://r", "!test://r", "+test://r", "+test://r")
+}
+
+// gatePeer is a Peer that says whether clients may hear from the server and
+// ignores the rest.
+type gatePeer struct {
+	Peer
+	exposed atomic.Bool
+}
+
+func (p *gatePeer) Exposed(string) bool                                    { return p.exposed.Load() }
+func (p *gatePeer) StateChanged(string, Status)                            {}
+func (p *gatePeer) Inventory(string, *Inventory)                           {}
+func (p *gatePeer) Log(context.Context, string, *mcp.LoggingMessageParams) {}
+
+// A server clients may not hear from (a quarantined one) is asked for no log
+// messages and no subscriptions, also on a new session; exposed again, it is
+// asked for the level and the resources clients want.
+func TestNotExposedIsAskedNothing(t *testing.T) {
+	s, url := startSubscribeServer(t)
+	s.srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if r, ok := req.(*mcp.ServerRequest[*mcp.SetLoggingLevelParams]); ok {
+				s.record("level " + string(r.Params.Level))
+			}
+			return next(ctx, method, req)
+		}
+	})
+	p := &gatePeer{}
+	p.exposed.Store(true)
+	c := Start(&config.Server{Name: "subs", URL: url, Transport: config.TransportHTTP, CallTimeout: 10 * time.Second}, Options{Peer: p})
+	defer c.Stop()
+	ctx := context.Background()
+	if err := c.Subscribe(ctx, "test://r", new(int)); err != nil {
+		t.Fatal(err)
+	}
+	waitEvents(t, s, "+test://r")
+
+	p.exposed.Store(false)
+	if err := c.SetLogLevel(ctx, "debug"); err != nil {
+		t.Fatal(err)
+	}
+	for ss := range s.srv.Sessions() { // a new session while hidden
+		ss.Close()
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for st := c.Status(); st.Reconnects == 0 || st.State != StateReady; st = c.Status() {
+		if time.Now().After(deadline) {
+			t.Fatalf("no new session in 20s: %+v", st)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	waitEvents(t, s, "+test://r")
+
+	p.exposed.Store(true)
+	c.Expose()
+	// The new session's own resubscription may have begun only now.
+	deadline = time.Now().Add(20 * time.Second)
+	for len(s.events()) < 3 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	got := s.events()
+	slices.Sort(got)
+	if !slices.Equal(got, []string{"+test://r", "+test://r", "level debug"}) {
+		t.Fatalf("once exposed, the upstream saw %v; want the level and the subscription on the new session", s.events())
+	}
 }
