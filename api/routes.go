@@ -1,7 +1,9 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -149,8 +151,21 @@ func (a *handler) call(w http.ResponseWriter, r *http.Request) {
 	if !ok || !decode(w, r, &req) {
 		return
 	}
+	if req.Tool == "" {
+		fail(w, http.StatusBadRequest, "bad_request", fmt.Sprintf(`the body names no tool: send {"tool": "NAME", "arguments": {...}}; see the tools with: warden tools %s`, sc.Name))
+		return
+	}
+	if args := bytes.TrimSpace(req.Arguments); len(args) > 0 && args[0] != '{' && string(args) != "null" {
+		fail(w, http.StatusBadRequest, "bad_request", fmt.Sprintf(`"arguments" must be a JSON object, not %s`, args))
+		return
+	}
 	res, err := a.Gateway.CallTool(r.Context(), gateway.Call{Server: sc.Name, Tool: req.Tool, Args: req.Arguments, Surface: "cli"})
-	if err != nil {
+	var unknown *gateway.UnknownToolError
+	switch {
+	case errors.As(err, &unknown):
+		fail(w, http.StatusNotFound, "unknown_tool", fmt.Sprintf("server %q has no tool %q that can be called; nothing was sent. See its tools with: warden tools %s", sc.Name, req.Tool, sc.Name))
+		return
+	case err != nil:
 		fail(w, http.StatusBadGateway, "upstream_error", err.Error())
 		return
 	}

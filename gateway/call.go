@@ -174,7 +174,7 @@ func (g *Gateway) admitTool(c *upstream.Conn, call Call) (Tool, error) {
 	o := c.Config().Tools[call.Tool]
 	switch {
 	case !known || def == nil || o.Hidden:
-		return Tool{}, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q on server %q", call.Tool, call.Server)}
+		return Tool{}, &UnknownToolError{Server: call.Server, Tool: call.Tool}
 	case st == approval.StatusPending:
 		return Tool{}, refuse(CodePending, "Tool %q of server %q is new and not approved yet. Review it with: warden review %s; approve it with: warden review approve %s %s", call.Tool, call.Server, call.Server, call.Server, call.Tool)
 	case st == approval.StatusChanged:
@@ -183,6 +183,20 @@ func (g *Gateway) admitTool(c *upstream.Conn, call Call) (Tool, error) {
 		return Tool{}, refuse(CodeBlocked, "Tool %q of server %q is blocked by an operator. To allow it again: warden review approve %s %s", call.Tool, call.Server, call.Server, call.Tool)
 	}
 	return Tool{Tool: def, Status: st, Class: writes.Classify(o.Class, def.Annotations), Visible: true}, nil
+}
+
+// UnknownToolError: the call names no tool of the server an agent may call
+// (none by that name, or hidden). Nothing was sent. On the wire it is an
+// invalid-params JSON-RPC error.
+type UnknownToolError struct{ Server, Tool string }
+
+func (e *UnknownToolError) Error() string {
+	return fmt.Sprintf("unknown tool %q on server %q", e.Tool, e.Server)
+}
+
+// Unwrap gives the JSON-RPC error to answer with.
+func (e *UnknownToolError) Unwrap() error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: e.Error()}
 }
 
 func unavailable(server string, err error) *Refusal {
