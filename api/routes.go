@@ -181,21 +181,21 @@ func (a *handler) writes(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *handler) clearWrites(w http.ResponseWriter, r *http.Request) {
-	l, ok, err := a.Writes.Clear(r.PathValue("s"))
+	ls, err := a.Writes.Clear(r.PathValue("s"))
 	if err != nil {
 		fail(w, http.StatusInternalServerError, "store_error", err.Error())
 		return
 	}
-	if !ok {
+	if len(ls) == 0 {
 		// A latch outlives its server's config entry; with neither, the
 		// name is most likely a typo.
 		if _, known := a.configured(w, r.PathValue("s")); !known {
 			return
 		}
 	}
-	res := Cleared{Cleared: ok}
-	if ok {
-		res.Latch = l
+	res := Cleared{Cleared: len(ls) > 0}
+	if res.Cleared {
+		res.Latch, res.Latches = ls[0], ls
 	}
 	reply(w, http.StatusOK, res)
 }

@@ -154,10 +154,8 @@ func (g *Gateway) callTool(ctx context.Context, call Call, entry *activity.Entry
 		return nil, unavailable(call.Server, err)
 	}
 	entry.Outcome = "unknown"
-	res, durable := g.unknownOutcome(ctx, call, tool, entry, err)
-	if !durable {
-		intent = nil // kept in the store: the server latches at the next start
-	}
+	res = g.unknownOutcome(ctx, call, tool, entry, intent, err)
+	intent = nil // struck off with the latch, or (not stored) kept: the server latches at the next start
 	return res, nil
 }
 
@@ -204,14 +202,14 @@ func unavailable(server string, err error) *Refusal {
 }
 
 func latchedRefusal(l *writes.Latch) *Refusal {
-	return refuse(CodeLatched, "Writes to server %q are latched: a call to %q at %s had an unknown outcome (%s), so it may or may not have happened. Check the server's state, then clear the latch with: warden writes clear %s",
+	return refuse(CodeLatched, "Writes to server %q are latched: a call to %q at %s had an unknown outcome (%s), so it may or may not have happened. See every call in doubt with: warden writes; check the server's state, then clear the latch with: warden writes clear %s",
 		l.Server, l.Tool, l.At.UTC().Format(time.RFC3339), l.Reason, l.Server)
 }
 
 // unknownOutcome handles a call that was sent but not answered: a non-read
-// call latches the server (exactly once, whatever else is in flight). It
-// reports false when the latch could not be stored.
-func (g *Gateway) unknownOutcome(ctx context.Context, call Call, tool Tool, entry *activity.Entry, err error) (*upstream.Result, bool) {
+// call latches the server, each such call once, and its intent goes with
+// the latch's commit.
+func (g *Gateway) unknownOutcome(ctx context.Context, call Call, tool Tool, entry *activity.Entry, intent *writes.Intent, err error) *upstream.Result {
 	reason := writes.ReasonUpstreamLost
 	switch {
 	case errors.Is(err, upstream.ErrTimeout):
@@ -223,20 +221,18 @@ func (g *Gateway) unknownOutcome(ctx context.Context, call Call, tool Tool, entr
 	if entry.ArgsSHA256 == "" {
 		entry.ArgsSHA256 = canon.ArgsSHA256(call.Args)
 	}
-	durable := true
 	if tool.Class != writes.ClassRead {
-		_, rerr := g.deps.Writes.Record(writes.Latch{
+		rerr := g.deps.Writes.Record(writes.Latch{
 			Server: call.Server, Tool: call.Tool, ArgsSHA256: entry.ArgsSHA256,
 			At: time.Now(), Reason: reason, Surface: call.Surface,
-		})
+		}, intent)
 		if rerr != nil {
 			g.log.Error("recording write latch failed", "server", call.Server, "err", rerr)
-			durable = false
 		}
 		text += fmt.Sprintf(" Further writes to %q are refused until an operator checks whether it happened and runs: warden writes clear %s", call.Server, call.Server)
 	}
 	return upstream.Decoded(&mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: text}},
-		Meta: mcp.Meta{"warden/outcome": "unknown"}}), durable
+		Meta: mcp.Meta{"warden/outcome": "unknown"}})
 }
 
 func cloneMeta(m mcp.Meta) mcp.Meta {
