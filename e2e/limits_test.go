@@ -233,6 +233,16 @@ func TestHealthzAnswersWhileMCPIsSaturated(t *testing.T) {
 	}
 }
 
+// limRow returns the fields after name in a /proc/PID/limits row.
+func limRow(limits, name string) []string {
+	for line := range strings.SplitSeq(limits, "\n") {
+		if rest, ok := strings.CutPrefix(line, name); ok {
+			return strings.Fields(rest)
+		}
+	}
+	return nil
+}
+
 // A real `warden serve` with few file descriptors and far more idle
 // connections than it has descriptors for never runs out of them: it
 // closes the connections idle longest, and /healthz answers.
@@ -244,9 +254,16 @@ func TestIdleConnectionsDoNotExhaustFileDescriptors(t *testing.T) {
 		t.Fatal(err)
 	}
 	bin := testenv.BuildBinary(t, "./cmd/warden")
-	p := testenv.StartProcess(t, exec.Command("sh", "-c", `ulimit -n 256 && exec "$0" serve --config "$1" --state-dir "$2"`,
+	p := testenv.StartProcess(t, exec.Command("sh", "-c", `ulimit -Sn 64 && ulimit -Hn 256 && exec "$0" serve --config "$1" --state-dir "$2"`,
 		bin, cfgPath, filepath.Join(dir, "state")))
 	testenv.WaitHTTP(t, "http://"+listen+"/healthz", 20*time.Second)
+	limits, err := os.ReadFile(fmt.Sprintf("/proc/%d/limits", p.PID()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := limRow(string(limits), "Max open files"); len(f) < 2 || f[0] != "256" || f[1] != "256" {
+		t.Fatalf("open-file limit of warden serve (soft, hard) = %q, want the soft limit raised to the hard 256", f)
+	}
 
 	const n = 1000
 	var conns []net.Conn
