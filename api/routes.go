@@ -1,7 +1,9 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -149,8 +151,21 @@ func (a *handler) call(w http.ResponseWriter, r *http.Request) {
 	if !ok || !decode(w, r, &req) {
 		return
 	}
+	if req.Tool == "" {
+		fail(w, http.StatusBadRequest, "bad_request", fmt.Sprintf(`the body names no tool: send {"tool": "NAME", "arguments": {...}}; see the tools with: warden tools %s`, sc.Name))
+		return
+	}
+	if args := bytes.TrimSpace(req.Arguments); len(args) > 0 && args[0] != '{' && string(args) != "null" {
+		fail(w, http.StatusBadRequest, "bad_request", fmt.Sprintf(`"arguments" must be a JSON object, not %s`, args))
+		return
+	}
 	res, err := a.Gateway.CallTool(r.Context(), gateway.Call{Server: sc.Name, Tool: req.Tool, Args: req.Arguments, Surface: "cli"})
-	if err != nil {
+	var unknown *gateway.UnknownToolError
+	switch {
+	case errors.As(err, &unknown):
+		fail(w, http.StatusNotFound, "unknown_tool", fmt.Sprintf("server %q has no tool %q that can be called; nothing was sent. See its tools with: warden tools %s", sc.Name, req.Tool, sc.Name))
+		return
+	case err != nil:
 		fail(w, http.StatusBadGateway, "upstream_error", err.Error())
 		return
 	}
@@ -166,21 +181,21 @@ func (a *handler) writes(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *handler) clearWrites(w http.ResponseWriter, r *http.Request) {
-	l, ok, err := a.Writes.Clear(r.PathValue("s"))
+	ls, err := a.Writes.Clear(r.PathValue("s"))
 	if err != nil {
 		fail(w, http.StatusInternalServerError, "store_error", err.Error())
 		return
 	}
-	if !ok {
+	if len(ls) == 0 {
 		// A latch outlives its server's config entry; with neither, the
 		// name is most likely a typo.
 		if _, known := a.configured(w, r.PathValue("s")); !known {
 			return
 		}
 	}
-	res := Cleared{Cleared: ok}
-	if ok {
-		res.Latch = l
+	res := Cleared{Cleared: len(ls) > 0}
+	if res.Cleared {
+		res.Latch, res.Latches = ls[0], ls
 	}
 	reply(w, http.StatusOK, res)
 }

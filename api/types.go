@@ -57,10 +57,12 @@ type CallRequest struct {
 	Arguments json.RawMessage `json:"arguments,omitempty"`
 }
 
-// Cleared answers DELETE /v1/writes/{s}.
+// Cleared answers DELETE /v1/writes/{s}: every latched call cleared, oldest
+// first, and the first again as latch (what earlier versions answered).
 type Cleared struct {
 	Cleared bool `json:"cleared"`
 	Latch   any  `json:"latch,omitempty"`
+	Latches any  `json:"latches,omitempty"`
 }
 
 // Error is every error answer: {"error":{"code":...,"message":...}}.

@@ -211,8 +211,9 @@ func (c *Client) Writes(ctx context.Context) ([]writes.Latch, error) {
 
 // Cleared answers ClearWrites; its JSON is that of api.Cleared.
 type Cleared struct {
-	Cleared bool          `json:"cleared"`
-	Latch   *writes.Latch `json:"latch,omitempty"`
+	Cleared bool           `json:"cleared"`
+	Latch   *writes.Latch  `json:"latch,omitempty"`
+	Latches []writes.Latch `json:"latches,omitempty"`
 }
 
 // ClearWrites clears a server's write latch (DELETE /v1/writes/{s}).

@@ -49,6 +49,7 @@ type Options struct {
 	// SessionIdle closes client sessions idle this long; 0 means
 	// surface.DefaultSessionIdle (tests shorten it).
 	SessionIdle time.Duration
+	Limits      Limits // on client connections and sessions
 }
 
 // Daemon is a running Warden.
@@ -98,6 +99,7 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	defer d.launcher.Close()
 
+	lim := opts.Limits.withDefaults(raiseNoFile(log))
 	ln := opts.Listener
 	if ln == nil {
 		if ln, err = net.Listen("tcp", cfg.Listen); err != nil {
@@ -105,6 +107,7 @@ func Run(ctx context.Context, opts Options) error {
 		}
 	}
 	d.Addr = ln.Addr().String()
+	conns := newConnLimit(ln, lim.MaxConns, log)
 
 	m := metrics.New()
 	d.gw = gateway.New(gateway.Deps{
@@ -116,9 +119,15 @@ func Run(ctx context.Context, opts Options) error {
 			}},
 	})
 	d.pruneSessions(cfg)
-	surfaces := surface.New(d.gw, log, opts.Version, opts.SessionIdle)
+	surfaces := surface.New(d.gw, log, opts.Version, opts.SessionIdle, lim.MaxSessions)
 	defer surfaces.Close()
-	srv := &http.Server{Handler: d.routes(surfaces, m), ReadHeaderTimeout: 10 * time.Second, ConnContext: withCallerCheck}
+	// No ReadTimeout or WriteTimeout: they would end event streams and long
+	// calls; the handler bounds the body and each write instead.
+	srv := &http.Server{Handler: conns.handler(lim, d.routes(surfaces, m)),
+		ReadHeaderTimeout: lim.ReadHeaderTimeout, IdleTimeout: lim.IdleTimeout, ConnState: conns.connState,
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			return withCallerCheck(conns.connContext(ctx, c), c)
+		}}
 
 	if cfg.Missing {
 		log.Info("no config file yet; starting with no servers. Add one with: warden servers add NAME -- COMMAND ARGS... (or --url URL)", "config", cfg.Path)
@@ -132,8 +141,8 @@ func Run(ctx context.Context, opts Options) error {
 	go d.watch(reloadCtx)
 
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	log.Info("warden listening", "addr", d.Addr, "config", cfg.Path, "state", d.StateDir, "servers", len(cfg.Servers))
+	go func() { errc <- srv.Serve(conns) }()
+	log.Info("warden listening", "addr", d.Addr, "config", cfg.Path, "state", d.StateDir, "servers", len(cfg.Servers), "max_conns", lim.MaxConns)
 	if opts.Ready != nil {
 		opts.Ready(d)
 	}

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"net"
+	"os"
 	"os/exec"
 	"slices"
 	"strings"
@@ -92,5 +93,30 @@ func TestBridgeAcrossWardenRestart(t *testing.T) {
 	}
 	if strings.Contains(w.Logs.String(), "duplicate initialized") {
 		t.Fatalf("the bridge sent notifications/initialized twice on the new session:\n%s", w.Logs)
+	}
+}
+
+// `warden stdio` needs only the daemon's address: a server's ${env:} that
+// the client's environment lacks (the daemon has it) does not stop it.
+func TestBridgeStartsWithoutTheDaemonsVariables(t *testing.T) {
+	const secretVar = "WARDEN_E2E_BRIDGE_ONLY_DAEMON_HAS_IT"
+	t.Setenv(secretVar, "daemon-side-value") // the in-process daemon's environment
+	f := fixture.NewServer(fixture.Options{})
+	w := wardentest.Start(t, map[string]any{"up": map[string]any{"url": f.Serve(t), "trusted": true,
+		"headers": map[string]string{"X-Token": "${env:" + secretVar + "}"}}})
+	w.WaitReady(t, "up")
+
+	cmd := exec.Command(testenv.BuildBinary(t, "./cmd/warden"), "stdio", "--config", w.ConfigPath, "--state-dir", w.StateDir)
+	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, secretVar+"=") })
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c := mcp.NewClient(&mcp.Implementation{Name: "stdio-client", Version: "1"}, nil)
+	cs, err := c.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("warden stdio without %s in its environment: %v", secretVar, err)
+	}
+	defer cs.Close()
+	if got := callText(t, cs, "up__echo", map[string]any{"n": 1}); got != `{"n":1}` {
+		t.Fatalf("echo answered %q", got)
 	}
 }

@@ -2,10 +2,12 @@ package e2e
 
 import (
 	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/wardenmcp/warden/api"
 	"github.com/wardenmcp/warden/internal/fixture"
 	"github.com/wardenmcp/warden/internal/wardentest"
 )
@@ -93,5 +95,48 @@ func TestCLICallGoesThroughPolicy(t *testing.T) {
 	code, out, _ = apCLI(t, w, "tools", "s")
 	if code != 0 || !strings.Contains(out, "echo") || !strings.Contains(out, "write_value") {
 		t.Fatalf("tools s: exit %d, %s", code, out)
+	}
+}
+
+// A call the operator API cannot make sense of is bad input, answered 400
+// (or 404 for a tool the server does not have) with the reason, not an
+// upstream error: nothing was sent.
+func TestAPICallBadInput(t *testing.T) {
+	up := fixture.NewServer(fixture.Options{})
+	w := wardentest.Start(t, map[string]any{"s": map[string]any{"url": up.Serve(t), "trusted": true,
+		"tools": map[string]any{fixture.ToolWrite: map[string]any{"hidden": true}}}})
+	w.WaitReady(t, "s")
+	for _, c := range []struct {
+		body        string
+		status      int
+		code, names string
+		help        bool // names `warden tools s`
+	}{
+		{`{}`, 400, "bad_request", `"tool"`, true},
+		{`null`, 400, "bad_request", `"tool"`, true},
+		{`{"tool": "echo", "arguments": [1]}`, 400, "bad_request", `"arguments" must be a JSON object`, false},
+		{`{"tool": "nosuch"}`, 404, "unknown_tool", `"nosuch"`, true},
+		{`{"tool": "` + fixture.ToolWrite + `", "arguments": {"key": "k", "value": "v"}}`, 404, "unknown_tool", fixture.ToolWrite, true},
+	} {
+		req, _ := http.NewRequest("POST", w.URL("/v1/servers/s/call"), strings.NewReader(c.body))
+		req.Header.Set("Authorization", "Bearer "+w.Token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var e api.Error
+		err = json.NewDecoder(resp.Body).Decode(&e)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != c.status || e.Error.Code != c.code ||
+			!strings.Contains(e.Error.Message, c.names) || c.help && !strings.Contains(e.Error.Message, "warden tools s") {
+			t.Errorf("POST /v1/servers/s/call %s: %d %+v (%v), want %d %s naming %s", c.body, resp.StatusCode, e, err, c.status, c.code, c.names)
+		}
+	}
+	if n := up.WriteDispatches(); n != 0 {
+		t.Fatalf("the hidden write reached the upstream %d times", n)
+	}
+	// The CLI says the same.
+	if code, _, stderr := apCLI(t, w, "call", "s", "nosuch"); code != 1 || !strings.Contains(stderr, "warden tools s") {
+		t.Fatalf("warden call s nosuch: exit %d, %s", code, stderr)
 	}
 }

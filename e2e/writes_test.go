@@ -1109,3 +1109,64 @@ func TestWriteRefusedByHTTPDoesNotLatch(t *testing.T) {
 		t.Fatalf("the refused write reached the tool %d times", n)
 	}
 }
+
+// Twenty writes in flight at once, all cancelled: each is in doubt, so each
+// is latched, listed by GET /v1/writes and `warden writes`, kept across a
+// restart, and answered by the one clear that lifts them all.
+func TestWriteLatchEveryConcurrentUnknownWrite(t *testing.T) {
+	u := wlNewUpstream(t, "http", nil)
+	d := wlNewDaemon(t, u)
+	cs := d.connect()
+	const n = 20
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	want := map[string]bool{} // args hashes
+	var wg sync.WaitGroup
+	for i := range n {
+		args := map[string]any{"key": fmt.Sprintf("k%02d", i), "value": "v", "sleep_ms": 20000}
+		want[wlArgsHash(t, args)] = true
+		wg.Go(func() { cs.CallTool(ctx, &mcp.CallToolParams{Name: fixture.ToolWrite, Arguments: args}) })
+	}
+	u.waitStats(t, "all writes to reach the upstream", func(s fixture.Stats) bool { return s.WriteDispatches == n })
+	cancel()
+	wg.Wait()
+	wardentest.WaitFor(t, 10*time.Second, "every write latched", func() bool { return len(d.latches()) >= n })
+
+	check := func(when string, ls []wlLatch) {
+		t.Helper()
+		got := map[string]bool{}
+		for _, l := range ls {
+			if l.Server != "s" || l.Tool != fixture.ToolWrite || l.Reason != "cancelled" {
+				t.Fatalf("%s: latch %+v", when, l)
+			}
+			got[l.ArgsSHA256] = true
+		}
+		if len(ls) != n || len(got) != n || !maps.Equal(got, want) {
+			t.Fatalf("%s: %d latches (%d distinct calls), want each of the %d writes once: %+v", when, len(ls), len(got), n, ls)
+		}
+	}
+	check("warden writes --json", d.latches())
+	if out := d.cli("writes"); strings.Count(out, fixture.ToolWrite) != n {
+		t.Fatalf("warden writes lists %d writes, want %d:\n%s", strings.Count(out, fixture.ToolWrite), n, out)
+	}
+
+	cs.Close()
+	d.proc.Stop()
+	d.serve()
+	check("after a restart", d.latches())
+	cs = d.connect()
+	wlWantRefusal(t, callResult(t, cs, fixture.ToolWrite, map[string]any{"key": "k", "value": "v"}), "WRITES_LATCHED", "warden writes clear s")
+
+	var cleared struct {
+		Cleared bool      `json:"cleared"`
+		Latches []wlLatch `json:"latches"`
+	}
+	if err := json.Unmarshal([]byte(d.cli("writes", "clear", "s", "--json")), &cleared); err != nil || !cleared.Cleared {
+		t.Fatalf("warden writes clear s --json: %+v, %v", cleared, err)
+	}
+	check("the clear's answer", cleared.Latches)
+	if ls := d.latches(); len(ls) != 0 {
+		t.Fatalf("after the clear: %+v", ls)
+	}
+	wlMustWrite(t, cs, map[string]any{"key": "k", "value": "after-clear"})
+}

@@ -154,10 +154,8 @@ func (g *Gateway) callTool(ctx context.Context, call Call, entry *activity.Entry
 		return nil, unavailable(call.Server, err)
 	}
 	entry.Outcome = "unknown"
-	res, durable := g.unknownOutcome(ctx, call, tool, entry, err)
-	if !durable {
-		intent = nil // kept in the store: the server latches at the next start
-	}
+	res = g.unknownOutcome(ctx, call, tool, entry, intent, err)
+	intent = nil // struck off with the latch, or (not stored) kept: the server latches at the next start
 	return res, nil
 }
 
@@ -174,7 +172,7 @@ func (g *Gateway) admitTool(c *upstream.Conn, call Call) (Tool, error) {
 	o := c.Config().Tools[call.Tool]
 	switch {
 	case !known || def == nil || o.Hidden:
-		return Tool{}, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q on server %q", call.Tool, call.Server)}
+		return Tool{}, &UnknownToolError{Server: call.Server, Tool: call.Tool}
 	case st == approval.StatusPending:
 		return Tool{}, refuse(CodePending, "Tool %q of server %q is new and not approved yet. Review it with: warden review %s; approve it with: warden review approve %s %s", call.Tool, call.Server, call.Server, call.Server, call.Tool)
 	case st == approval.StatusChanged:
@@ -185,19 +183,33 @@ func (g *Gateway) admitTool(c *upstream.Conn, call Call) (Tool, error) {
 	return Tool{Tool: def, Status: st, Class: writes.Classify(o.Class, def.Annotations), Visible: true}, nil
 }
 
+// UnknownToolError: the call names no tool of the server an agent may call
+// (none by that name, or hidden). Nothing was sent. On the wire it is an
+// invalid-params JSON-RPC error.
+type UnknownToolError struct{ Server, Tool string }
+
+func (e *UnknownToolError) Error() string {
+	return fmt.Sprintf("unknown tool %q on server %q", e.Tool, e.Server)
+}
+
+// Unwrap gives the JSON-RPC error to answer with.
+func (e *UnknownToolError) Unwrap() error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: e.Error()}
+}
+
 func unavailable(server string, err error) *Refusal {
 	return refuse(CodeUnavailable, "Server %q could not take the call: %v. Nothing was sent; it is safe to retry. Check the server with: warden servers list", server, err)
 }
 
 func latchedRefusal(l *writes.Latch) *Refusal {
-	return refuse(CodeLatched, "Writes to server %q are latched: a call to %q at %s had an unknown outcome (%s), so it may or may not have happened. Check the server's state, then clear the latch with: warden writes clear %s",
+	return refuse(CodeLatched, "Writes to server %q are latched: a call to %q at %s had an unknown outcome (%s), so it may or may not have happened. See every call in doubt with: warden writes; check the server's state, then clear the latch with: warden writes clear %s",
 		l.Server, l.Tool, l.At.UTC().Format(time.RFC3339), l.Reason, l.Server)
 }
 
 // unknownOutcome handles a call that was sent but not answered: a non-read
-// call latches the server (exactly once, whatever else is in flight). It
-// reports false when the latch could not be stored.
-func (g *Gateway) unknownOutcome(ctx context.Context, call Call, tool Tool, entry *activity.Entry, err error) (*upstream.Result, bool) {
+// call latches the server, each such call once, and its intent goes with
+// the latch's commit.
+func (g *Gateway) unknownOutcome(ctx context.Context, call Call, tool Tool, entry *activity.Entry, intent *writes.Intent, err error) *upstream.Result {
 	reason := writes.ReasonUpstreamLost
 	switch {
 	case errors.Is(err, upstream.ErrTimeout):
@@ -209,20 +221,18 @@ func (g *Gateway) unknownOutcome(ctx context.Context, call Call, tool Tool, entr
 	if entry.ArgsSHA256 == "" {
 		entry.ArgsSHA256 = canon.ArgsSHA256(call.Args)
 	}
-	durable := true
 	if tool.Class != writes.ClassRead {
-		_, rerr := g.deps.Writes.Record(writes.Latch{
+		rerr := g.deps.Writes.Record(writes.Latch{
 			Server: call.Server, Tool: call.Tool, ArgsSHA256: entry.ArgsSHA256,
 			At: time.Now(), Reason: reason, Surface: call.Surface,
-		})
+		}, intent)
 		if rerr != nil {
 			g.log.Error("recording write latch failed", "server", call.Server, "err", rerr)
-			durable = false
 		}
 		text += fmt.Sprintf(" Further writes to %q are refused until an operator checks whether it happened and runs: warden writes clear %s", call.Server, call.Server)
 	}
 	return upstream.Decoded(&mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: text}},
-		Meta: mcp.Meta{"warden/outcome": "unknown"}}), durable
+		Meta: mcp.Meta{"warden/outcome": "unknown"}})
 }
 
 func cloneMeta(m mcp.Meta) mcp.Meta {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -109,8 +110,8 @@ func answer(id json.RawMessage, res *upstream.Result, err error) []byte {
 	}
 	m := map[string]any{"jsonrpc": "2.0", "id": id}
 	if err != nil {
-		werr, ok := err.(*jsonrpc.Error)
-		if !ok {
+		var werr *jsonrpc.Error
+		if !errors.As(err, &werr) {
 			werr = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
 		}
 		m["error"] = werr

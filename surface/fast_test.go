@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/wardenmcp/warden/gateway"
 	"github.com/wardenmcp/warden/upstream"
 )
 
@@ -53,11 +54,19 @@ func TestFastAnswerPassesTheResultOn(t *testing.T) {
 	}
 }
 
+// A JSON-RPC error, also one wrapped (the gateway's unknown tool), goes out
+// with its code.
 func TestFastAnswerCarriesErrors(t *testing.T) {
-	b := answer(json.RawMessage(`"a"`), nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "unknown tool"})
-	var r response
-	if err := json.Unmarshal(b, &r); err != nil || string(r.ID) != `"a"` || r.Error == nil || r.Error.Code != jsonrpc.CodeInvalidParams || r.Result != nil {
-		t.Fatalf("answer %s (%v)", b, err)
+	for _, e := range []error{
+		&jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: `unknown tool "x" on server "s"`},
+		&gateway.UnknownToolError{Server: "s", Tool: "x"},
+	} {
+		b := answer(json.RawMessage(`"a"`), nil, e)
+		var r response
+		if err := json.Unmarshal(b, &r); err != nil || string(r.ID) != `"a"` || r.Error == nil || r.Error.Code != jsonrpc.CodeInvalidParams ||
+			r.Error.Message != `unknown tool "x" on server "s"` || r.Result != nil {
+			t.Fatalf("answer %s (%v)", b, err)
+		}
 	}
 }
 

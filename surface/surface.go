@@ -2,12 +2,15 @@ package surface
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -17,11 +20,14 @@ import (
 // Surfaces holds the aggregated view and one view per server, and serves them
 // under /mcp and /mcp/{server}.
 type Surfaces struct {
-	g       *gateway.Gateway
-	log     *slog.Logger
-	version string
-	agg     *view
-	aggH    http.Handler
+	g           *gateway.Gateway
+	log         *slog.Logger
+	version     string
+	maxSessions int
+	idle        time.Duration
+	refusedAt   atomic.Int64 // when a refused session was last logged (Unix ns)
+	agg         *view
+	aggH        http.Handler
 
 	mu    sync.Mutex
 	views map[string]*view
@@ -36,12 +42,16 @@ type Surfaces struct {
 // New builds the surfaces and registers them with the gateway.
 //
 // A client session with no request in progress for sessionIdle is closed
-// (0 means DefaultSessionIdle).
-func New(g *gateway.Gateway, log *slog.Logger, version string, sessionIdle time.Duration) *Surfaces {
+// (0 means DefaultSessionIdle); beyond maxSessions client sessions at once
+// (0 means DefaultMaxSessions) a new one is refused.
+func New(g *gateway.Gateway, log *slog.Logger, version string, sessionIdle time.Duration, maxSessions int) *Surfaces {
 	if sessionIdle <= 0 {
 		sessionIdle = DefaultSessionIdle
 	}
-	s := &Surfaces{g: g, log: log, version: version, views: map[string]*view{}, hs: map[string]http.Handler{},
+	if maxSessions <= 0 {
+		maxSessions = DefaultMaxSessions
+	}
+	s := &Surfaces{g: g, log: log, version: version, maxSessions: maxSessions, idle: sessionIdle, views: map[string]*view{}, hs: map[string]http.Handler{},
 		dirty: map[string]bool{}, wake: make(chan struct{}, 1), done: make(chan struct{})}
 	s.agg = newView(g, "", log, version)
 	s.aggH = newHandler(s.agg.srv)
@@ -55,6 +65,55 @@ func New(g *gateway.Gateway, log *slog.Logger, version string, sessionIdle time.
 // in progress (an open event stream is one) before Warden closes it.
 const DefaultSessionIdle = time.Hour
 
+// DefaultMaxSessions bounds the client sessions open at once over all
+// endpoints: each holds goroutines and memory until it ends or idles out.
+// Over it a new session is refused, not an idle one closed, so that no
+// client can push out another's session.
+const DefaultMaxSessions = 1000
+
+// allViews returns the aggregated view and each server's.
+func (s *Surfaces) allViews() []*view {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	views := []*view{s.agg}
+	for _, v := range s.views {
+		views = append(views, v)
+	}
+	return views
+}
+
+// sessionCount counts the client sessions over all endpoints: those the
+// SDK holds (a request the SDK names a session for and ends at once, such as
+// a probe for a newer protocol, is none).
+func (s *Surfaces) sessionCount() int {
+	n := 0
+	for _, v := range s.allViews() {
+		for range v.srv.Sessions() {
+			n++
+		}
+	}
+	return n
+}
+
+// refuseSession answers a request that would start a session (a POST
+// without one) when the sessions are at their limit. Requests racing in at
+// once can each pass: the limit is exact to within those in flight.
+func (s *Surfaces) refuseSession(w http.ResponseWriter, r *http.Request) bool {
+	if r.Method != http.MethodPost || r.Header.Get("Mcp-Session-Id") != "" || s.sessionCount() < s.maxSessions {
+		return false
+	}
+	msg := fmt.Sprintf("Warden has %d client sessions open, its limit: no new session now. Close sessions that are no longer used (a session without a request for %s is closed by itself), then retry.", s.maxSessions, s.idle)
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": -32000, "message": msg}})
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", "10")
+	w.WriteHeader(http.StatusServiceUnavailable)
+	w.Write(b)
+	if now, last := time.Now().UnixNano(), s.refusedAt.Load(); now-last > int64(time.Minute) && s.refusedAt.CompareAndSwap(last, now) {
+		s.log.Warn("client sessions refused: at the session limit (logged once a minute)", "limit", s.maxSessions)
+	}
+	return true
+}
+
 // closeIdle closes idle client sessions until Close.
 func (s *Surfaces) closeIdle(idle time.Duration) {
 	t := time.NewTicker(max(min(idle/4, time.Minute), 10*time.Millisecond))
@@ -65,13 +124,7 @@ func (s *Surfaces) closeIdle(idle time.Duration) {
 		case <-s.done:
 			return
 		}
-		s.mu.Lock()
-		views := []*view{s.agg}
-		for _, v := range s.views {
-			views = append(views, v)
-		}
-		s.mu.Unlock()
-		for _, v := range views {
+		for _, v := range s.allViews() {
 			v.closeIdle(idle, min(idle, 30*time.Second))
 		}
 	}
@@ -187,6 +240,9 @@ func (s *Surfaces) Server(server string) *mcp.Server {
 
 // ServeHTTP serves /mcp and /mcp/{server}.
 func (s *Surfaces) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.refuseSession(w, r) {
+		return
+	}
 	rest, _ := strings.CutPrefix(r.URL.Path, "/mcp")
 	server := strings.Trim(rest, "/")
 	if server == "" {

@@ -98,12 +98,14 @@ func (l *Ledger) Close() {
 }
 
 // recoverIntents latches the servers of the calls written down and never
-// struck off (in tx, while opening), and clears them.
-func recoverIntents(tx *bolt.Tx, latches *bolt.Bucket, m map[string]*serverGate) error {
+// struck off (in tx, while opening), each call a latch of its own, and
+// clears them.
+func recoverIntents(tx *bolt.Tx, latches *bolt.Bucket, m map[string][]Latch) error {
 	b := tx.Bucket(intentBucket)
 	if b == nil {
 		return nil
 	}
+	changed := map[string]bool{}
 	err := b.ForEach(func(k, v []byte) error {
 		server, _, found := bytes.Cut(k, []byte{0})
 		if !found || len(server) == 0 {
@@ -114,24 +116,18 @@ func recoverIntents(tx *bolt.Tx, latches *bolt.Bucket, m map[string]*serverGate)
 			lt = Latch{} // fail closed: the server is latched all the same
 		}
 		lt.Server = string(server)
-		if _, latched := m[lt.Server]; latched {
-			return nil // the first latch is kept
-		}
 		lt.Reason = ReasonInterrupted
-		stored, err := json.Marshal(lt)
-		if err != nil {
-			return err
-		}
-		if err := latches.Put([]byte(lt.Server), stored); err != nil {
-			return err
-		}
-		g := &serverGate{}
-		g.latch.Store(&lt)
-		m[lt.Server] = g
+		m[lt.Server] = append(m[lt.Server], lt)
+		changed[lt.Server] = true
 		return nil
 	})
 	if err != nil {
 		return err
+	}
+	for server := range changed {
+		if err := putLatches(latches, server, m[server]); err != nil {
+			return err
+		}
 	}
 	return tx.DeleteBucket(intentBucket)
 }

@@ -10,7 +10,8 @@ import (
 
 // A call written down and never struck off (Warden died mid-call) latches
 // its server at the next open, with the call's tool and argument hash; one
-// struck off leaves nothing; a server already latched keeps its first latch.
+// struck off leaves nothing; a server already latched gets the call as one
+// more latch.
 func TestIntentsLatchAfterACrash(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "w.db")
 	db := openDB(t, path)
@@ -26,7 +27,7 @@ func TestIntentsLatchAfterACrash(t *testing.T) {
 	if _, err := l.Begin(Latch{Server: "crashed", Tool: "w", ArgsSHA256: "bb", Surface: "mcp/crashed"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Record(Latch{Server: "latched", Tool: "first", Reason: ReasonTimeout}); err != nil {
+	if err := l.Record(Latch{Server: "latched", Tool: "first", Reason: ReasonTimeout}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := l.Begin(Latch{Server: "latched", Tool: "second"}); err != nil {
@@ -37,7 +38,7 @@ func TestIntentsLatchAfterACrash(t *testing.T) {
 	}
 	err = db.Update(func(tx *bolt.Tx) error { // a record that cannot be read back
 		b := tx.Bucket(intentBucket)
-		k, _ := b.Cursor().Last()
+		k, _ := b.Cursor().Seek([]byte("garbled\x00"))
 		return b.Put(k, []byte("not json"))
 	})
 	if err != nil {
@@ -56,8 +57,8 @@ func TestIntentsLatchAfterACrash(t *testing.T) {
 			t.Fatal(err)
 		}
 		got := l.List()
-		if len(got) != 3 {
-			t.Fatalf("latches %+v, want crashed, garbled and latched", got)
+		if len(got) != 4 {
+			t.Fatalf("latches %+v, want crashed, garbled and latched twice", got)
 		}
 		if c := got[0]; c.Server != "crashed" || c.Tool != "w" || c.ArgsSHA256 != "bb" || c.Reason != ReasonInterrupted ||
 			c.Surface != "mcp/crashed" || time.Since(c.At) > time.Minute {
@@ -68,6 +69,9 @@ func TestIntentsLatchAfterACrash(t *testing.T) {
 		}
 		if c := got[2]; c.Server != "latched" || c.Tool != "first" || c.Reason != ReasonTimeout {
 			t.Fatalf("latched: %+v", c)
+		}
+		if c := got[3]; c.Server != "latched" || c.Tool != "second" || c.Reason != ReasonInterrupted {
+			t.Fatalf("latched, second: %+v", c)
 		}
 		l.Close()
 		db.Close()
@@ -91,5 +95,35 @@ func BenchmarkBegin(b *testing.B) {
 			b.Fatal(err)
 		}
 		in.End()
+	}
+}
+
+// A call latched as unknown is struck off in the latch's own commit: a crash
+// right after Record (before End) does not latch it a second time.
+func TestRecordStrikesTheIntentOff(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "w.db")
+	db := openDB(t, path)
+	l, err := Open(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := Latch{Server: "s", Tool: "w", ArgsSHA256: "aa", Surface: "mcp"}
+	in, err := l.Begin(call)
+	if err != nil {
+		t.Fatal(err)
+	}
+	call.Reason = ReasonTimeout
+	if err := l.Record(call, in); err != nil {
+		t.Fatal(err)
+	}
+	db.Close() // "crash": End never ran
+
+	db = openDB(t, path)
+	defer db.Close()
+	if l, err = Open(db); err != nil {
+		t.Fatal(err)
+	}
+	if got := l.List(); len(got) != 1 || got[0].Reason != ReasonTimeout {
+		t.Fatalf("latches %+v, want the one timeout", got)
 	}
 }

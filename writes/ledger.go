@@ -16,21 +16,26 @@
 //	send the request upstream          // the dispatch boundary
 //	p.Release()                        // right after the bytes are written / body sent
 //	wait for the answer
-//	if outcome unknown && was dispatched { ledger.Record(latch) } // never while holding p
+//	if outcome unknown && was dispatched { ledger.Record(latch, in) } // never while holding p
 //
 // Record takes the gate's write side, so it waits for every admitted call to
 // reach its dispatch boundary, and calls that arrive meanwhile wait and then
 // see the latch. When Record returns, the record is committed and no new call
-// can dispatch. Release the permit promptly: it is held only across the
+// can dispatch. Calls admitted before the first Record may end unknown too:
+// each is recorded, since each may need checking upstream, and Clear lifts
+// them all. Release the permit promptly: it is held only across the
 // send, which the transport bounds, never across the wait for the answer,
 // and never while calling Record for the same server (that would deadlock).
 // Read calls never touch the gate, Check or Record.
 //
 // The latch is durable: Record commits (bbolt fsyncs unless the DB was opened
-// with NoSync, which Warden must not do) before it returns.
+// with NoSync, which Warden must not do) before it returns. The store holds
+// one key per latched server: the JSON object of its one latch (the format
+// of earlier versions, which still reads) or a JSON array of several.
 package writes
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -80,8 +85,15 @@ type Ledger struct {
 }
 
 type serverGate struct {
-	gate  sync.RWMutex          // read side: admitted calls until dispatch; write side: Record, Clear
-	latch atomic.Pointer[Latch] // nil when not latched; the pointee is never modified
+	gate    sync.RWMutex            // read side: admitted calls until dispatch; write side: Record, Clear
+	latches atomic.Pointer[[]Latch] // nil when not latched, else oldest first; the pointee is never modified
+}
+
+func (g *serverGate) first() *Latch {
+	if ls := g.latches.Load(); ls != nil {
+		return &(*ls)[0]
+	}
+	return nil
 }
 
 // Open loads the latches stored in db (bucket "write_latches", created if
@@ -89,33 +101,72 @@ type serverGate struct {
 // Calls written down (Begin) and never struck off latch their servers now.
 func Open(db *bolt.DB) (*Ledger, error) {
 	l := &Ledger{db: db}
-	m := map[string]*serverGate{}
+	latched := map[string][]Latch{}
 	err := db.Update(func(tx *bolt.Tx) error {
 		b, err := tx.CreateBucketIfNotExists(bucketName)
 		if err != nil {
 			return err
 		}
 		err = b.ForEach(func(k, v []byte) error {
-			lt := &Latch{}
-			if json.Unmarshal(v, lt) != nil {
-				lt = &Latch{} // fail closed: keep the server latched
-			}
-			lt.Server = string(k)
-			g := &serverGate{}
-			g.latch.Store(lt)
-			m[lt.Server] = g
+			latched[string(k)] = decodeLatches(string(k), v)
 			return nil
 		})
 		if err != nil {
 			return err
 		}
-		return recoverIntents(tx, b, m)
+		return recoverIntents(tx, b, latched)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("writes: open ledger: %w", err)
 	}
+	m := make(map[string]*serverGate, len(latched))
+	for server, ls := range latched {
+		g := &serverGate{}
+		g.latches.Store(&ls)
+		m[server] = g
+	}
 	l.servers.Store(&m)
 	return l, nil
+}
+
+// decodeLatches reads a server's stored latches: an array, or the single
+// object earlier versions wrote. What cannot be decoded still latches the
+// server (fail closed).
+func decodeLatches(server string, v []byte) []Latch {
+	var ls []Latch
+	if bytes.HasPrefix(bytes.TrimSpace(v), []byte("[")) {
+		if json.Unmarshal(v, &ls) != nil {
+			ls = nil
+		}
+	} else {
+		var lt Latch
+		if json.Unmarshal(v, &lt) == nil {
+			ls = []Latch{lt}
+		}
+	}
+	if len(ls) == 0 {
+		ls = []Latch{{}}
+	}
+	for i := range ls {
+		ls[i].Server = server
+	}
+	return ls
+}
+
+// putLatches stores a server's latches, one as the object earlier versions
+// read.
+func putLatches(b *bolt.Bucket, server string, ls []Latch) error {
+	var v []byte
+	var err error
+	if len(ls) == 1 {
+		v, err = json.Marshal(ls[0])
+	} else {
+		v, err = json.Marshal(ls)
+	}
+	if err != nil {
+		return err
+	}
+	return b.Put([]byte(server), v)
 }
 
 func (l *Ledger) lookup(server string) *serverGate {
@@ -142,11 +193,11 @@ func (l *Ledger) gateFor(server string) *serverGate {
 	return g
 }
 
-// Check reports the server's latch. It reads memory only: no locks, no I/O,
+// Check reports the server's first latch. It reads memory only: no locks, no I/O,
 // no allocation. It is a snapshot; to dispatch a non-read call use Admit.
 func (l *Ledger) Check(server string) (Latch, bool) {
 	if g := l.lookup(server); g != nil {
-		if lt := g.latch.Load(); lt != nil {
+		if lt := g.first(); lt != nil {
 			return *lt, true
 		}
 	}
@@ -170,13 +221,13 @@ func (p *Permit) Release() {
 }
 
 // Admit gates a non-read call. If the server is latched it returns a zero
-// Permit and a copy of the latch (refuse the call). Otherwise it returns a
+// Permit and a copy of its first latch (refuse the call). Otherwise it returns a
 // Permit that holds the server's gate until Release; while it is held, no
 // Record for that server can complete. See the package doc for the sequence.
 func (l *Ledger) Admit(server string) (Permit, *Latch) {
 	g := l.gateFor(server)
 	g.gate.RLock()
-	if lt := g.latch.Load(); lt != nil {
+	if lt := g.first(); lt != nil {
 		g.gate.RUnlock()
 		c := *lt
 		return Permit{}, &c
@@ -184,17 +235,20 @@ func (l *Ledger) Admit(server string) (Permit, *Latch) {
 	return Permit{g: g}, nil
 }
 
-// Record latches lt.Server. It waits for admitted calls to reach their
-// dispatch boundary, commits the record, and only then returns; calls
-// admitted afterwards are refused. If the server is already latched the first
-// record is kept and Record returns false. A zero lt.At is set to now.
+// Record latches lt.Server with one more call of unknown outcome (a server
+// already latched keeps its earlier ones too). It waits for admitted calls to
+// reach their dispatch boundary, commits the record, and only then returns;
+// calls admitted afterwards are refused. A zero lt.At is set to now.
+//
+// The call's intent (in, nil for none) is struck off in the same commit, so
+// that a crash cannot latch the call a second time at the next start.
 //
 // If the commit fails the server is latched in memory anyway (fail closed)
-// and Record returns true with the error, which the caller must report.
-// Never call Record while holding a Permit for the same server.
-func (l *Ledger) Record(lt Latch) (recorded bool, err error) {
+// and Record returns the error, which the caller must report. Never call
+// Record while holding a Permit for the same server.
+func (l *Ledger) Record(lt Latch, in *Intent) error {
 	if lt.Server == "" {
-		return false, errors.New("writes: record: empty server")
+		return errors.New("writes: record: empty server")
 	}
 	if lt.At.IsZero() {
 		lt.At = time.Now()
@@ -202,42 +256,46 @@ func (l *Ledger) Record(lt Latch) (recorded bool, err error) {
 	lt.At = lt.At.Round(0) // drop the monotonic reading; stored and loaded values compare equal
 	g := l.gateFor(lt.Server)
 	g.gate.Lock()
-	if g.latch.Load() != nil {
-		g.gate.Unlock()
-		return false, nil
+	var ls []Latch
+	if old := g.latches.Load(); old != nil {
+		ls = append(ls, *old...)
 	}
-	v, err := json.Marshal(lt)
-	if err == nil {
-		err = l.db.Update(func(tx *bolt.Tx) error {
-			b, err := tx.CreateBucketIfNotExists(bucketName)
-			if err != nil {
-				return err
-			}
-			return b.Put([]byte(lt.Server), v)
-		})
-	}
-	g.latch.Store(&lt)
+	ls = append(ls, lt)
+	err := l.db.Update(func(tx *bolt.Tx) error {
+		b, err := tx.CreateBucketIfNotExists(bucketName)
+		if err != nil {
+			return err
+		}
+		if err := putLatches(b, lt.Server, ls); err != nil {
+			return err
+		}
+		if ib := tx.Bucket(intentBucket); in != nil && ib != nil {
+			return ib.Delete(in.key)
+		}
+		return nil
+	})
+	g.latches.Store(&ls)
 	g.gate.Unlock()
 	l.notify(lt.Server, true)
 	if err != nil {
-		return true, fmt.Errorf("writes: record latch for %q (latched in memory only): %w", lt.Server, err)
+		return fmt.Errorf("writes: record latch for %q (latched in memory only): %w", lt.Server, err)
 	}
-	return true, nil
+	return nil
 }
 
-// Clear removes the server's latch and answers what was cleared (false when
-// the server was not latched). The deletion is committed before the latch is
-// lifted; if the commit fails the server stays latched.
-func (l *Ledger) Clear(server string) (Latch, bool, error) {
+// Clear removes the server's latches and answers them, oldest first (none
+// when the server was not latched). The deletion is committed before the
+// latch is lifted; if the commit fails the server stays latched.
+func (l *Ledger) Clear(server string) ([]Latch, error) {
 	g := l.lookup(server)
 	if g == nil {
-		return Latch{}, false, nil
+		return nil, nil
 	}
 	g.gate.Lock()
-	lt := g.latch.Load()
-	if lt == nil {
+	ls := g.latches.Load()
+	if ls == nil {
 		g.gate.Unlock()
-		return Latch{}, false, nil
+		return nil, nil
 	}
 	err := l.db.Update(func(tx *bolt.Tx) error {
 		b, err := tx.CreateBucketIfNotExists(bucketName)
@@ -248,24 +306,24 @@ func (l *Ledger) Clear(server string) (Latch, bool, error) {
 	})
 	if err != nil {
 		g.gate.Unlock()
-		return Latch{}, false, fmt.Errorf("writes: clear latch for %q: %w", server, err)
+		return nil, fmt.Errorf("writes: clear latch for %q: %w", server, err)
 	}
-	g.latch.Store(nil)
+	g.latches.Store(nil)
 	g.gate.Unlock()
 	l.notify(server, false)
-	return *lt, true, nil
+	return *ls, nil
 }
 
-// List returns the latches, sorted by server.
+// List returns every latched call: by server, each server's oldest first.
 func (l *Ledger) List() []Latch {
 	m := *l.servers.Load()
 	out := make([]Latch, 0, 4)
 	for _, g := range m {
-		if lt := g.latch.Load(); lt != nil {
-			out = append(out, *lt)
+		if ls := g.latches.Load(); ls != nil {
+			out = append(out, *ls...)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Server < out[j].Server })
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Server < out[j].Server })
 	return out
 }
 

@@ -96,7 +96,9 @@ func TestArgsHash(t *testing.T) {
 	}
 }
 
-func TestRecordDurableFirstKeptClear(t *testing.T) {
+// Every call recorded latches its server, each kept (and durable) until a
+// Clear lifts them all.
+func TestRecordDurableEachKeptClear(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.db")
 	db := openDB(t, path)
 	l, err := Open(db)
@@ -112,29 +114,29 @@ func TestRecordDurableFirstKeptClear(t *testing.T) {
 	}
 	first := Latch{Server: "fs", Tool: "move_file", ArgsSHA256: canon.ArgsSHA256(json.RawMessage(`{"a":1}`)),
 		At: time.Now(), Reason: ReasonTimeout, Surface: "/mcp"}
-	if ok, err := l.Record(first); !ok || err != nil {
-		t.Fatalf("Record = %v, %v", ok, err)
+	if err := l.Record(first, nil); err != nil {
+		t.Fatalf("Record: %v", err)
 	}
 	second := first
-	second.Tool, second.Reason = "write_file", ReasonCancelled
-	if ok, err := l.Record(second); ok || err != nil {
-		t.Fatalf("second Record = %v, %v; want false, nil", ok, err)
+	second.Tool, second.Reason, second.At = "write_file", ReasonCancelled, first.At.Add(time.Millisecond)
+	if err := l.Record(second, nil); err != nil {
+		t.Fatalf("second Record: %v", err)
 	}
-	if ok, _ := l.Record(Latch{Server: "other", Reason: ReasonUpstreamLost}); !ok {
+	if err := l.Record(Latch{Server: "other", Reason: ReasonUpstreamLost}, nil); err != nil {
 		t.Fatal("record other")
 	}
-	if got := l.List(); len(got) != 2 || got[0].Server != "fs" || got[1].Server != "other" {
+	if got := l.List(); len(got) != 3 || got[0].Tool != "move_file" || got[1].Tool != "write_file" || got[2].Server != "other" {
 		t.Fatalf("List = %+v", got)
 	}
 	db.Close()
 
-	// Reopen: the first record survived, the second did not replace it.
+	// Reopen: both records of fs survived, the first is what Check answers.
 	db = openDB(t, path)
 	l, err = Open(db)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "fs+ other+"; fmtEvents(events) != want {
+	if want := "fs+ fs+ other+"; fmtEvents(events) != want {
 		t.Fatalf("events %q, want %q", fmtEvents(events), want)
 	}
 	events = nil
@@ -151,14 +153,15 @@ func TestRecordDurableFirstKeptClear(t *testing.T) {
 		t.Fatalf("Admit on latched server = %+v", lt)
 	}
 
-	cleared, ok, err := l.Clear("fs")
-	if err != nil || !ok || cleared.Tool != "move_file" || !cleared.At.Equal(first.At) {
-		t.Fatalf("Clear = %+v, %v, %v", cleared, ok, err)
+	cleared, err := l.Clear("fs")
+	if err != nil || len(cleared) != 2 || cleared[0].Tool != "move_file" || !cleared[0].At.Equal(first.At) ||
+		cleared[1].Tool != "write_file" || cleared[1].Reason != ReasonCancelled || !cleared[1].At.Equal(second.At) {
+		t.Fatalf("Clear = %+v, %v", cleared, err)
 	}
-	if _, ok, _ := l.Clear("fs"); ok {
+	if ls, _ := l.Clear("fs"); len(ls) != 0 {
 		t.Fatal("second Clear reported a latch")
 	}
-	if _, ok, _ := l.Clear("never-seen"); ok {
+	if ls, _ := l.Clear("never-seen"); len(ls) != 0 {
 		t.Fatal("Clear of unknown server reported a latch")
 	}
 	p, lt := l.Admit("fs")
@@ -206,7 +209,7 @@ func TestStoreNeverHoldsArguments(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := canon.ArgsSHA256(json.RawMessage(`{"path":"/tmp/x","content":"` + marker + `"}`))
-	if _, err := l.Record(Latch{Server: "fs", Tool: "write_file", ArgsSHA256: h, Reason: ReasonTimeout, Surface: "/mcp"}); err != nil {
+	if err := l.Record(Latch{Server: "fs", Tool: "write_file", ArgsSHA256: h, Reason: ReasonTimeout, Surface: "/mcp"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()
@@ -224,8 +227,8 @@ func TestStoreNeverHoldsArguments(t *testing.T) {
 
 // TestGate: 50 concurrent writers keep calling one server; one of them has a
 // call that times out after dispatch and records a latch (as do a few others
-// whose calls also "fail" afterwards). Exactly one record is kept, and no call
-// is dispatched after Record returned.
+// whose calls also "fail" afterwards). Each record is kept, and no call is
+// dispatched after the first Record returned.
 func TestGate(t *testing.T) {
 	l, _ := newLedger(t)
 	const workers = 50
@@ -233,7 +236,7 @@ func TestGate(t *testing.T) {
 		clock      atomic.Int64 // logical time: every dispatch and the Record return take a tick
 		dispatches atomic.Int64
 		lastDisp   atomic.Int64 // highest dispatch tick
-		recordedAt atomic.Int64 // tick taken right after the winning Record returned
+		recordedAt atomic.Int64 // tick taken right after the first Record returned
 		records    atomic.Int64
 		refused    atomic.Int64
 		start      = make(chan struct{})
@@ -262,28 +265,28 @@ func TestGate(t *testing.T) {
 					}
 				}
 				p.Release()
-				// Worker 7's 20th call times out; a few others' calls also
-				// end unknown later (they must not add records).
+				// Worker 7's 20th call times out; a few others' calls,
+				// dispatched too, also end unknown.
 				if (w == 7 && i == 20) || (w%10 == 3 && i == 25) {
-					ok, err := l.Record(Latch{Server: "fs", Tool: "t", Reason: ReasonTimeout, Surface: "/mcp"})
-					if err != nil {
+					if err := l.Record(Latch{Server: "fs", Tool: "t", Reason: ReasonTimeout, Surface: "/mcp"}, nil); err != nil {
 						t.Error(err)
 					}
-					if ok {
-						recordedAt.Store(clock.Add(1))
-						records.Add(1)
+					tick := clock.Add(1)
+					for {
+						old := recordedAt.Load()
+						if tick >= old || recordedAt.CompareAndSwap(old, tick) {
+							break
+						}
 					}
+					records.Add(1)
 				}
 			}
 		}()
 	}
 	close(start)
 	wg.Wait()
-	if n := records.Load(); n != 1 {
-		t.Fatalf("%d records, want exactly 1", n)
-	}
-	if got := l.List(); len(got) != 1 {
-		t.Fatalf("List = %+v", got)
+	if got := l.List(); len(got) != int(records.Load()) || len(got) == 0 {
+		t.Fatalf("%d records, List = %+v", records.Load(), got)
 	}
 	if last, rec := lastDisp.Load(), recordedAt.Load(); last > rec {
 		t.Fatalf("a call was dispatched (tick %d) after Record returned (tick %d)", last, rec)
@@ -300,7 +303,7 @@ func BenchmarkCheck(b *testing.B) {
 		p, _ := l.Admit("server" + string(rune('a'+i)))
 		p.Release()
 	}
-	if _, err := l.Record(Latch{Server: "latched", Reason: ReasonTimeout}); err != nil {
+	if err := l.Record(Latch{Server: "latched", Reason: ReasonTimeout}, nil); err != nil {
 		b.Fatal(err)
 	}
 	b.Run("unlatched", func(b *testing.B) {
@@ -351,7 +354,54 @@ func TestReleaseConcurrent(t *testing.T) {
 	}
 	// Every permit is released exactly once, so Record does not wait forever
 	// and does not find the gate over-released.
-	if ok, err := l.Record(Latch{Server: "fs", Reason: ReasonCancelled}); !ok || err != nil {
-		t.Fatalf("Record = %v, %v", ok, err)
+	if err := l.Record(Latch{Server: "fs", Reason: ReasonCancelled}, nil); err != nil {
+		t.Fatalf("Record: %v", err)
+	}
+}
+
+// Stores written by earlier versions hold one latch per server as a JSON
+// object: it still latches, and a further call adds to it.
+func TestOldSingleLatchStillReads(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	db := openDB(t, path)
+	old := Latch{Server: "fs", Tool: "move_file", ArgsSHA256: "aa", At: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), Reason: ReasonTimeout, Surface: "mcp"}
+	err := db.Update(func(tx *bolt.Tx) error {
+		b, err := tx.CreateBucket(bucketName)
+		if err != nil {
+			return err
+		}
+		v, _ := json.Marshal(old)
+		if err := b.Put([]byte("fs"), v); err != nil {
+			return err
+		}
+		return b.Put([]byte("garbled"), []byte("{not json"))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := Open(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := l.Check("fs"); !ok || !got.At.Equal(old.At) || got.Tool != old.Tool {
+		t.Fatalf("Check = %+v, %v; want %+v", got, ok, old)
+	}
+	if _, ok := l.Check("garbled"); !ok {
+		t.Fatal("an undecodable record did not latch its server")
+	}
+	next := Latch{Server: "fs", Tool: "write_file", Reason: ReasonCancelled}
+	if err := l.Record(next, nil); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	db = openDB(t, path)
+	defer db.Close()
+	if l, err = Open(db); err != nil {
+		t.Fatal(err)
+	}
+	got := l.List()
+	if len(got) != 3 || got[0].Tool != "move_file" || !got[0].At.Equal(old.At) || got[1].Tool != "write_file" || got[2].Server != "garbled" {
+		t.Fatalf("List = %+v", got)
 	}
 }

@@ -15,11 +15,13 @@ func newStdioCmd(g *globals) *cobra.Command {
 		Short: "Speak MCP on stdin/stdout, bridged to the running daemon (for clients that can only launch a command)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := g.loadConfig()
+			// Only the daemon's address is needed: a server's ${env:} that
+			// this client's environment lacks is the daemon's business.
+			listen, _, err := g.endpoint()
 			if err != nil {
 				return err
 			}
-			url := baseURL(cfg.Listen) + "/mcp"
+			url := baseURL(listen) + "/mcp"
 			if server != "" {
 				url += "/" + server
 			}

@@ -21,8 +21,8 @@ func newWritesCmd(g *globals) *cobra.Command {
 				t.row(l.Server, l.Tool, string(l.Reason), l.Surface, stamp(l.At), shortHash(l.ArgsSHA256))
 			}
 			t.flush()
-			fmt.Fprintln(g.stdout, "\nwrites to these servers are refused: the outcome of the call above is unknown.")
-			fmt.Fprintln(g.stdout, "check upstream whether it happened, then allow writes again with: warden writes clear SERVER")
+			fmt.Fprintln(g.stdout, "\nwrites to these servers are refused: the outcome of each call above is unknown.")
+			fmt.Fprintln(g.stdout, "check upstream whether each happened, then allow writes again with: warden writes clear SERVER")
 			return nil
 		})
 	}
@@ -44,9 +44,14 @@ func newWritesCmd(g *globals) *cobra.Command {
 						fmt.Fprintf(g.stdout, "%s had no latched writes; nothing to clear\n", args[0])
 						return nil
 					}
-					l := res.Latch
-					fmt.Fprintf(g.stdout, "cleared %s: the latch from %s (%s, %s via %s) is gone; writes are allowed again\n",
-						args[0], l.Tool, l.Reason, stamp(l.At), l.Surface)
+					ls := res.Latches
+					if len(ls) == 0 { // a daemon of an earlier version answers the first only
+						ls = []writes.Latch{*res.Latch}
+					}
+					fmt.Fprintf(g.stdout, "cleared %s: writes are allowed again; the latch of %d call(s) of unknown outcome is gone:\n", args[0], len(ls))
+					for _, l := range ls {
+						fmt.Fprintf(g.stdout, "  %s (%s, %s via %s, args %s)\n", l.Tool, l.Reason, stamp(l.At), l.Surface, shortHash(l.ArgsSHA256))
+					}
 					return nil
 				})
 			},
