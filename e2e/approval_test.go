@@ -973,7 +973,7 @@ func TestApprovalReviewShowsDiff(t *testing.T) {
 		"== s: 3 tool(s) to review (1 pending, 2 changed)",
 		"changed  echo", "changed: description",
 		"changed  read_value", "changed: annotations (removed)",
-		"pending  fresh", "new, never approved",
+		"pending  fresh", "new: A brand new tool.",
 		"warden review s --diff",
 	} {
 		if !strings.Contains(out, want) {

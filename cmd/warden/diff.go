@@ -134,18 +134,21 @@ func fieldChanges(a, b map[string][]string) []fieldChange {
 }
 
 // changeSummary says in a few words how a definition changed: the fields
-// that differ, or "new" for one never approved.
+// that differ, or for one never approved, the start of its description.
 func changeSummary(approved, current json.RawMessage) (string, error) {
 	a, err := definitionFields(approved)
 	if err != nil {
 		return "", fmt.Errorf("approved definition: %w", err)
 	}
-	if len(a) == 0 {
-		return "new, never approved", nil
-	}
 	b, err := definitionFields(current)
 	if err != nil {
 		return "", fmt.Errorf("current definition: %w", err)
+	}
+	if len(a) == 0 {
+		if d := b["description"]; len(d) > 0 {
+			return "new: " + truncate(d[0], 60), nil
+		}
+		return "new", nil
 	}
 	var labels []string
 	for _, c := range fieldChanges(a, b) {

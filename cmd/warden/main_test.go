@@ -348,7 +348,7 @@ func TestReviewSummaryAndDiff(t *testing.T) {
 	t.Logf("warden review fs:\n%s", out)
 	for _, want := range []string{"== fs: 2 tool(s) to review (1 pending, 1 changed)",
 		"   changed  read_file  read   changed: description\n",
-		"   pending  write      write  new, never approved\n",
+		"   pending  write      write  new: Does write.\n",
 		"warden review fs --diff", "warden review approve fs --all"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("summary lacks %q:\n%s", want, out)
@@ -515,12 +515,13 @@ func TestServersApproveShowsAndAsks(t *testing.T) {
 		t.Logf("warden servers approve srv --block bravo:\n%s", out)
 		for _, want := range []string{"about to admit srv and approve 2 tool(s)", "alpha", "write",
 			"delete_all  destructive (no annotations: MCP default)", "to block: bravo",
-			"left held, as held back earlier: get-env (to approve one, name it: warden review approve srv TOOL)"} {
+			"left held, as held back earlier: get-env (to approve one, name it: warden review approve srv TOOL)",
+			"left held, changed since approved: xray (see what changed: warden review srv)"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("plan lacks %q:\n%s", want, out)
 			}
 		}
-		if strings.Contains(out, "  pending  bravo") || strings.Contains(out, "  pending  get-env") || strings.Contains(out, "xray") {
+		if strings.Contains(out, "  pending  bravo") || strings.Contains(out, "  pending  get-env") || strings.Contains(out, "changed  xray") {
 			t.Errorf("plan would approve a blocked, held-back or changed tool:\n%s", out)
 		}
 	}

@@ -258,10 +258,12 @@ the list. Exits 3 when tools are still pending or changed.`,
 			if unknown := missing(byName, block); len(unknown) > 0 {
 				return fmt.Errorf("%s has no tool %s; nothing was changed; list its tools with \"warden tools %s\"", name, strings.Join(unknown, ", "), name)
 			}
-			var sel, left []api.Tool
+			var sel, left, changed []api.Tool
 			for _, t := range heldTools(tools) {
 				switch {
-				case slices.Contains(block, t.Name) || t.Status != approval.StatusPending:
+				case slices.Contains(block, t.Name):
+				case t.Status == approval.StatusChanged:
+					changed = append(changed, t)
 				case t.HeldBack:
 					left = append(left, t)
 				default:
@@ -277,6 +279,9 @@ the list. Exits 3 when tools are still pending or changed.`,
 				fmt.Fprintf(plan, "to block: %s\n", strings.Join(dedupe(block), ", "))
 			}
 			writeLeft(plan, name, left)
+			if len(changed) > 0 {
+				fmt.Fprintf(plan, "left held, changed since approved: %s (see what changed: warden review %s)\n", strings.Join(names(changed), ", "), name)
+			}
 			if err := g.confirmPlan(yes, fmt.Sprintf("Admit %s and approve %d tool(s) as shown?", name, len(sel))); err != nil {
 				return err
 			}
