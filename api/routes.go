@@ -80,7 +80,7 @@ func (a *handler) tools(w http.ResponseWriter, r *http.Request) {
 		if class == "" {
 			class = string(writes.Classify("", rec.Annotations))
 		}
-		out = append(out, Tool{Name: rec.Name, Class: class, Status: rec.Status, Present: rec.Present, Hidden: sc.Hidden[rec.Name],
+		out = append(out, Tool{Name: rec.Name, Class: class, Status: rec.Status, Present: rec.Present, Hidden: sc.Hidden[rec.Name], HeldBack: rec.HeldBack,
 			ApprovedHash: rec.ApprovedHash, CurrentHash: rec.CurrentHash, Annotations: rec.Annotations,
 			ApprovedBy: rec.ApprovedBy, ApprovedAt: rec.ApprovedAt, Current: rec.Current, Approved: rec.Approved})
 	}
@@ -205,10 +205,18 @@ func (a *handler) sessions(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *handler) activity(w http.ResponseWriter, r *http.Request) {
-	entries, err := a.Activity.Query(r.URL.Query().Get("server"), queryInt(r, "limit", 100))
+	server := r.URL.Query().Get("server")
+	entries, err := a.Activity.Query(server, queryInt(r, "limit", 100))
 	if err != nil {
 		fail(w, http.StatusInternalServerError, "store_error", err.Error())
 		return
+	}
+	if server != "" && len(entries) == 0 {
+		// Calls outlive their server's config entry; with neither, the
+		// name is most likely a typo.
+		if _, known := a.configured(w, server); !known {
+			return
+		}
 	}
 	reply(w, http.StatusOK, entries)
 }

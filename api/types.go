@@ -42,6 +42,7 @@ type Tool struct {
 	Status       approval.Status      `json:"status"`
 	Present      bool                 `json:"present"`
 	Hidden       bool                 `json:"hidden"`
+	HeldBack     bool                 `json:"held_back,omitempty"` // left out of an approval of all tools; approved only by name
 	ApprovedHash string               `json:"approved_hash,omitempty"`
 	CurrentHash  string               `json:"current_hash"`
 	Annotations  *mcp.ToolAnnotations `json:"annotations,omitempty"`

@@ -71,7 +71,8 @@ func (r *Registry) Quarantine(server string) error {
 // ApproveServer admits a server in one transaction under its lock: expected
 // hashes are re-checked against the current ones (any mismatch: nothing
 // written, *HashMismatchError), the reviewed pending tools are approved (those
-// in ExpectedHashes, else all present pending ones), the Block tools blocked,
+// in ExpectedHashes, else all present pending ones not held back), the Block
+// tools blocked,
 // the quarantine lifted and the baseline decision stored. A tool that appeared
 // after the review stays pending; changed tools stay changed (ApproveTools).
 func (r *Registry) ApproveServer(server string, req ServerApproval) (Answer, error) {
@@ -102,7 +103,7 @@ func (r *Registry) approveServerLocked(s *server, req ServerApproval) (Answer, *
 		}
 	} else {
 		for name, rec := range s.tools {
-			if _, b := blocked[name]; !b && rec.Present && rec.Status == StatusPending {
+			if _, b := blocked[name]; !b && rec.Present && rec.Status == StatusPending && !rec.HeldBack {
 				targets = append(targets, name)
 			}
 		}
@@ -131,8 +132,11 @@ func (r *Registry) approveServerLocked(s *server, req ServerApproval) (Answer, *
 
 // ApproveTools approves tools by name, or all pending and changed present
 // tools except some, pinning their current definitions. Naming a blocked
-// tool unblocks it; All never does. Unknown names in Tools or Except are an
-// error (a mistyped exception must not approve the tool it meant to spare).
+// tool unblocks it; All never does. The Except tools of All are marked held
+// back, and All passes over tools held back earlier: the person said no to
+// them, so only naming them approves them. Unknown names in Tools or Except
+// are an error (a mistyped exception must not approve the tool it meant to
+// spare).
 func (r *Registry) ApproveTools(server string, req ToolApproval) (Answer, error) {
 	switch {
 	case req.All && len(req.Tools) > 0:
@@ -156,14 +160,20 @@ func (r *Registry) approveToolsLocked(s *server, req ToolApproval) (Answer, *Cha
 	if err := s.known(append(slices.Clone(req.Tools), req.Except...)); err != nil {
 		return Answer{}, nil, err
 	}
-	var targets []string
+	var targets, holdBack []string
 	if req.All {
 		except := set(req.Except)
 		for name, rec := range s.tools {
-			if _, x := except[name]; x || !rec.Present {
+			if !rec.Present || (rec.Status != StatusPending && rec.Status != StatusChanged) {
 				continue
 			}
-			if rec.Status != StatusPending && rec.Status != StatusChanged {
+			if _, x := except[name]; x {
+				if !rec.HeldBack {
+					holdBack = append(holdBack, name)
+				}
+				continue
+			}
+			if rec.HeldBack {
 				continue
 			}
 			if _, reviewed := req.ExpectedHashes[name]; req.ExpectedHashes != nil && !reviewed {
@@ -189,6 +199,11 @@ func (r *Registry) approveToolsLocked(s *server, req ToolApproval) (Answer, *Cha
 		}
 		rec := *old
 		approve(&rec, ApprovedByOperator, now)
+		out = append(out, &rec)
+	}
+	for _, name := range holdBack {
+		rec := *s.tools[name]
+		rec.HeldBack = true
 		out = append(out, &rec)
 	}
 	ch, err := r.commit(s, nil, out, "approve")
@@ -295,7 +310,7 @@ func (s *server) blockRecords(names []string) []*ToolRecord {
 	for _, name := range dedupe(names) {
 		if old := s.tools[name]; old.Status != StatusBlocked {
 			rec := *old
-			rec.Status = StatusBlocked
+			rec.Status, rec.HeldBack = StatusBlocked, false
 			out = append(out, &rec)
 		}
 	}

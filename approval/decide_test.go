@@ -244,3 +244,43 @@ func TestHeldToolsAreCapped(t *testing.T) {
 		t.Fatalf("answer %+v", ans)
 	}
 }
+
+// A tool left out of an approval of all tools (except) stays held through
+// later approvals of everything, a server approval without a list and a
+// restart; only naming it approves it (issue 12: admitting the server used
+// to approve what the person had just held back).
+func TestHeldBackStaysHeld(t *testing.T) {
+	ts := newStore(t)
+	r := ts.r
+	must[error](t)(nil, r.EnsureServer("everything", false))
+	inv := inventory(4, "t")
+	must[ApplyResult](t)(r.Apply("everything", false, 1, inv))
+	must[Answer](t)(r.ApproveTools("everything", ToolApproval{All: true, Except: []string{"t_0003"}}))
+	heldBack := func(r *Registry) bool {
+		for _, rec := range r.Tools("everything") {
+			if rec.Name == "t_0003" {
+				return rec.HeldBack
+			}
+		}
+		return false
+	}
+	if !heldBack(r) {
+		t.Fatal("the excepted tool is not marked held back")
+	}
+	r = ts.reopen()
+	if !heldBack(r) {
+		t.Fatal("held back lost in a restart")
+	}
+	ans := must[Answer](t)(r.ApproveServer("everything", ServerApproval{}))
+	if r.Quarantined("everything") || status(t, r, "everything", "t_0003") != StatusPending || ans.StillPending != 1 {
+		t.Fatalf("server approval: answer %+v, t_0003 %s", ans, status(t, r, "everything", "t_0003"))
+	}
+	must[Answer](t)(r.ApproveTools("everything", ToolApproval{All: true}))
+	if status(t, r, "everything", "t_0003") != StatusPending {
+		t.Fatal("an approval of all tools approved a tool held back earlier")
+	}
+	ans = must[Answer](t)(r.ApproveTools("everything", ToolApproval{Tools: []string{"t_0003"}}))
+	if ans.ApprovedCount != 1 || status(t, r, "everything", "t_0003") != StatusApproved || heldBack(r) {
+		t.Fatalf("naming the tool: answer %+v, held back %v", ans, heldBack(r))
+	}
+}

@@ -54,6 +54,10 @@ type ToolRecord struct {
 	ApprovedBy   string          `json:"approved_by,omitempty"`
 	ApprovedAt   time.Time       `json:"approved_at,omitzero"`
 	FirstSeen    time.Time       `json:"first_seen,omitzero"`
+	// HeldBack marks a pending or changed tool an operator left out of an
+	// approval of all tools by name (ToolApproval.Except): approvals of
+	// "everything" pass it over, so only naming it approves it.
+	HeldBack bool `json:"held_back,omitempty"`
 	// LastSeen is the last pass that saw the tool. It is stored only with
 	// another change (unchanged records are not rewritten); the Registry
 	// reports the latest pass of this process for present tools.
@@ -71,7 +75,7 @@ func (t *ToolRecord) visible(quarantined bool) bool {
 func sameState(a, b *ToolRecord) bool {
 	return a.Status == b.Status && a.Present == b.Present &&
 		a.CurrentHash == b.CurrentHash && a.ApprovedHash == b.ApprovedHash &&
-		a.ApprovedBy == b.ApprovedBy && a.ApprovedAt.Equal(b.ApprovedAt)
+		a.ApprovedBy == b.ApprovedBy && a.ApprovedAt.Equal(b.ApprovedAt) && a.HeldBack == b.HeldBack
 }
 
 // clone returns a deep copy, so callers cannot reach the registry's records.

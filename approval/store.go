@@ -34,6 +34,7 @@ type storedRecord struct {
 	ApprovedAt   time.Time       `json:"approved_at,omitzero"`
 	FirstSeen    time.Time       `json:"first_seen,omitzero"`
 	LastSeen     time.Time       `json:"last_seen,omitzero"`
+	HeldBack     bool            `json:"held_back,omitempty"`
 }
 
 // encodeRecord writes rec as storedRecord JSON by hand: encoding/json would
@@ -70,6 +71,9 @@ func encodeRecord(rec *ToolRecord) []byte {
 			b = append(f.t.AppendFormat(b, time.RFC3339Nano), '"')
 		}
 	}
+	if rec.HeldBack {
+		b = append(b, `,"held_back":true`...)
+	}
 	return append(b, '}')
 }
 
@@ -84,7 +88,7 @@ func decodeRecord(server, name string, v []byte) (*ToolRecord, error) {
 	}
 	rec := &ToolRecord{Server: server, Name: name, Status: s.Status, Present: s.Present,
 		ApprovedHash: s.ApprovedHash, CurrentHash: s.CurrentHash, Current: s.Current, Approved: s.Approved,
-		ApprovedBy: s.ApprovedBy, ApprovedAt: s.ApprovedAt, FirstSeen: s.FirstSeen, LastSeen: s.LastSeen}
+		ApprovedBy: s.ApprovedBy, ApprovedAt: s.ApprovedAt, FirstSeen: s.FirstSeen, LastSeen: s.LastSeen, HeldBack: s.HeldBack}
 	if rec.Approved == nil && rec.ApprovedHash != "" && rec.ApprovedHash == rec.CurrentHash {
 		rec.Approved = rec.Current
 	}

@@ -940,8 +940,9 @@ func apRawRequest(t *testing.T, addr, method, target, body string) int {
 
 // ---- 7. warden review shows a diff ----
 
-// `warden review` shows a changed tool's description and annotations as a
-// readable diff, and a pending tool in full.
+// `warden review` names each held tool and what changed, one line each;
+// `--diff` shows a changed tool's description and annotations as a readable
+// diff, and a pending tool in full.
 func TestApprovalReviewShowsDiff(t *testing.T) {
 	f := fixture.NewServer(fixture.Options{})
 	w := wardentest.Start(t, map[string]any{"s": map[string]any{"url": f.Serve(t), "trusted": true}})
@@ -965,8 +966,23 @@ func TestApprovalReviewShowsDiff(t *testing.T) {
 	apWaitTool(t, w, "s", "fresh", "pending", apStatusIs(approval.StatusPending))
 
 	code, out, errOut := apCLI(t, w, "review", "s")
-	if code != 0 {
-		t.Fatalf("warden review s: exit %d\n%s\n%s", code, out, errOut)
+	if code != 3 {
+		t.Fatalf("warden review s: exit %d, want 3 (tools held)\n%s\n%s", code, out, errOut)
+	}
+	for _, want := range []string{
+		"== s: 3 tool(s) to review (1 pending, 2 changed)",
+		"changed  echo", "changed: description",
+		"changed  read_value", "changed: annotations (removed)",
+		"pending  fresh", "new: A brand new tool.",
+		"warden review s --diff",
+	} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("warden review s lacks %q:\n%s", want, out)
+		}
+	}
+	code, out, errOut = apCLI(t, w, "review", "s", "--diff")
+	if code != 3 {
+		t.Fatalf("warden review s --diff: exit %d, want 3\n%s\n%s", code, out, errOut)
 	}
 	for _, want := range []string{
 		"changed  s/echo",
@@ -1103,7 +1119,7 @@ func TestApprovalSurvivesKill9(t *testing.T) {
 		}
 		return n == 4
 	})
-	d.cli("servers", "approve", "s", "--block", fixture.ToolDelete)
+	d.cli("servers", "approve", "s", "--block", fixture.ToolDelete, "--yes")
 	d.kill9()
 	d.serve()
 

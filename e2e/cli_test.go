@@ -1,14 +1,22 @@
 package e2e
 
 import (
+	"bytes"
+	"debug/buildinfo"
 	"encoding/json"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/wardenmcp/warden/api"
+	"github.com/wardenmcp/warden/approval"
 	"github.com/wardenmcp/warden/internal/fixture"
+	"github.com/wardenmcp/warden/internal/testenv"
 	"github.com/wardenmcp/warden/internal/wardentest"
 )
 
@@ -139,4 +147,159 @@ func TestAPICallBadInput(t *testing.T) {
 	if code, _, stderr := apCLI(t, w, "call", "s", "nosuch"); code != 1 || !strings.Contains(stderr, "warden tools s") {
 		t.Fatalf("warden call s nosuch: exit %d, %s", code, stderr)
 	}
+}
+
+// Issue 12, item 1: a tool held back with --except stays held when the
+// server is admitted by the command the hint names; that command shows what
+// it will approve, with each tool's class, and asks.
+func TestCLIAdmitKeepsException(t *testing.T) {
+	w := cliStartQuarantined(t, "everything", fixture.NewServer(fixture.Options{}), fixture.ToolEcho)
+
+	code, out, stderr := apCLI(t, w, "review", "approve", "everything", "--all", "--except", fixture.ToolEcho, "--yes")
+	if code != 3 {
+		t.Fatalf("review approve --except: exit %d, want 3\n%s\n%s", code, out, stderr)
+	}
+	_, hint, ok := strings.Cut(out, "admit it with: ")
+	hint, _, _ = strings.Cut(hint, " (")
+	if !ok || !strings.Contains(out, fixture.ToolEcho+" stays held") {
+		t.Fatalf("no hint that keeps the exception:\n%s", out)
+	}
+	args := strings.Fields(hint)
+	if len(args) < 3 || args[0] != "warden" {
+		t.Fatalf("hint %q is not a warden command", hint)
+	}
+
+	// Without an answer (a script that forgot --yes): nothing changes.
+	code, out, stderr = apCLI(t, w, args[1:]...)
+	if code != 1 || !strings.Contains(stderr, "[y/N]") || !strings.Contains(stderr, "--yes") {
+		t.Fatalf("%s without an answer: exit %d\n%s\n%s", hint, code, out, stderr)
+	}
+	for _, want := range []string{"about to admit everything and approve 0 tool(s)",
+		"left held, as held back earlier: " + fixture.ToolEcho} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("%s: the plan lacks %q:\n%s", hint, want, out)
+		}
+	}
+	if !apServer(t, w, "everything").Quarantined {
+		t.Fatal("an unconfirmed admission admitted the server")
+	}
+
+	code, out, stderr = apCLI(t, w, append(args[1:], "--yes")...)
+	if code != 3 || !strings.Contains(out, "admitted everything") || !strings.Contains(stderr, fixture.ToolEcho) {
+		t.Fatalf("%s --yes: exit %d, want 3\n%s\n%s", hint, code, out, stderr)
+	}
+	tools := apTools(t, w, "everything")
+	if apServer(t, w, "everything").Quarantined || tools[fixture.ToolEcho].Status != approval.StatusPending || !tools[fixture.ToolEcho].HeldBack {
+		t.Fatalf("after the admission: echo %+v", tools[fixture.ToolEcho])
+	}
+	if got := apByStatus(tools)[approval.StatusApproved]; len(got) != len(tools)-1 {
+		t.Fatalf("approved %v of %d tools", got, len(tools))
+	}
+	// Naming it approves it.
+	if code, out, stderr := apCLI(t, w, "review", "approve", "everything", fixture.ToolEcho, "--yes"); code != 0 {
+		t.Fatalf("approving echo by name: exit %d\n%s\n%s", code, out, stderr)
+	}
+	if st := apTools(t, w, "everything")[fixture.ToolEcho]; st.Status != approval.StatusApproved || st.HeldBack {
+		t.Fatalf("echo after approval by name: %+v", st)
+	}
+}
+
+// A new server's admission shows each tool with its class before asking.
+func TestCLIAdmitShowsClasses(t *testing.T) {
+	f := fixture.NewServer(fixture.Options{})
+	f.AddTool(&mcp.Tool{Name: "bare", Description: "No annotations."})
+	w := cliStartQuarantined(t, "memory", f, "bare")
+	code, out, stderr := apCLI(t, w, "servers", "approve", "memory")
+	if code != 1 || !apServer(t, w, "memory").Quarantined {
+		t.Fatalf("servers approve without an answer: exit %d\n%s\n%s", code, out, stderr)
+	}
+	for _, want := range []string{"about to admit memory and approve 5 tool(s)", "read_value", "read",
+		"destructive (no annotations: MCP default)"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("plan lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// Exit status 3 for read commands that show something held; the binary
+// reports its build; completion works in a bash without the
+// bash-completion package, with names from the running daemon.
+func TestCLIHeldExitVersionCompletion(t *testing.T) {
+	w := cliStartQuarantined(t, "held", fixture.NewServer(fixture.Options{}), fixture.ToolEcho)
+	for _, args := range [][]string{{"tools", "held"}, {"tools", "held", "--json"}, {"review"}, {"review", "held", "--json"}} {
+		if code, out, stderr := apCLI(t, w, args...); code != 3 {
+			t.Errorf("warden %s: exit %d, want 3\n%s\n%s", strings.Join(args, " "), code, out, stderr)
+		}
+	}
+	if code, _, stderr := apCLI(t, w, "activity", "--server", "nosuch"); code != 1 || !strings.Contains(stderr, `no server "nosuch"`) {
+		t.Errorf("activity --server nosuch: exit %d, %s", code, stderr)
+	}
+
+	// The version and commit the binary's build info holds (as "go version
+	// -m" reads them), or "dev" when it holds neither.
+	bin := testenv.BuildBinary(t, "./cmd/warden")
+	info, err := buildinfo.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "dev"
+	if info.Main.Version != "" && info.Main.Version != "(devel)" {
+		want = info.Main.Version
+	}
+	for _, s := range info.Settings {
+		if s.Key == "vcs.revision" {
+			want = s.Value
+		}
+	}
+	for _, args := range [][]string{{"version"}, {"--version"}} {
+		out, err := exec.Command(bin, args...).Output()
+		if err != nil || !strings.HasPrefix(string(out), "warden ") || !strings.Contains(string(out), want) {
+			t.Errorf("warden %s: %v, %q, want it to name %s", args[0], err, out, want)
+		}
+	}
+	path := t.TempDir()
+	if err := os.Symlink(bin, filepath.Join(path, "warden")); err != nil {
+		t.Fatal(err)
+	}
+
+	// bash --norc loads no bash-completion package. compopt works only
+	// while bash itself runs a completion, so it is stubbed out here.
+	script := `source <(warden completion bash) || exit 1
+compopt() { :; }
+complete_line() {
+    COMP_LINE=$1; COMP_POINT=${#COMP_LINE}
+    read -ra COMP_WORDS <<<"$COMP_LINE"
+    [[ $COMP_LINE == *" " ]] && COMP_WORDS+=("")
+    COMP_CWORD=$((${#COMP_WORDS[@]} - 1))
+    COMPREPLY=()
+    __start_warden warden "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD-1]}"
+    echo "${COMPREPLY[*]}"
+}
+complete_line "warden tools "
+complete_line "warden review approve held e"
+complete_line "warden vers"
+`
+	cmd := exec.Command("bash", "--norc", "--noprofile", "-c", script)
+	cmd.Env = append(os.Environ(), "PATH="+path+":"+os.Getenv("PATH"),
+		"WARDEN_CONFIG="+w.ConfigPath, "WARDEN_STATE_DIR="+w.StateDir)
+	cmd.Dir = t.TempDir()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("bash: %v\n%s", err, stderr.String())
+	}
+	if got, want := string(out), "held\necho\nversion\n"; got != want || stderr.Len() > 0 {
+		t.Fatalf("completions:\n%s\nwant:\n%s\nstderr: %s", got, want, stderr.String())
+	}
+}
+
+// cliStartQuarantined starts Warden with f as the untrusted (quarantined)
+// server name, and waits until f's tool is recorded pending.
+func cliStartQuarantined(t *testing.T, name string, f *fixture.Fixture, tool string) *wardentest.Warden {
+	t.Helper()
+	w := wardentest.Start(t, map[string]any{name: map[string]any{"url": f.Serve(t)}})
+	w.WaitReady(t, name)
+	apWaitTool(t, w, name, tool, "pending", apStatusIs(approval.StatusPending))
+	return w
 }

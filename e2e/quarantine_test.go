@@ -132,7 +132,7 @@ func qtEmergencyStop(t *testing.T, quarantine func(w *wardentest.Warden)) {
 	agg = w.Connect(t, "/mcp", aggNotes.options())
 	oneNotes.quiet()
 	aggNotes.quiet()
-	code, stdout, stderr := apCLI(t, w, "servers", "approve", "s")
+	code, stdout, stderr := apCLI(t, w, "servers", "approve", "s", "--yes")
 	if code != 0 {
 		t.Fatalf("warden servers approve s: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}

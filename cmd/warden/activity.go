@@ -43,6 +43,7 @@ func newActivityCmd(g *globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&server, "server", "", "only calls to this server")
+	_ = cmd.RegisterFlagCompletionFunc("server", g.completeServerFlag)
 	cmd.Flags().IntVar(&limit, "limit", 0, "at most this many calls (default: the daemon's, 100)")
 	return cmd
 }

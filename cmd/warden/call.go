@@ -63,6 +63,7 @@ latched...) prints why and the command that resolves it, and exits 1.`,
 		},
 	}
 	cmd.Flags().StringVar(&argsJSON, "args", "", "the tool's arguments, a JSON object")
+	cmd.ValidArgsFunction = g.completeArgs(1, presentTool)
 	return cmd
 }
 

@@ -90,14 +90,37 @@ func writeDefinitionDiff(w io.Writer, approved, current json.RawMessage) (int, e
 	if err != nil {
 		return 0, fmt.Errorf("current definition: %w", err)
 	}
-	changed := 0
+	changes := fieldChanges(a, b)
+	for _, c := range changes {
+		la, inA := a[c.field]
+		lb, inB := b[c.field]
+		ops := lineDiff(la, lb)
+		if !inA || !inB {
+			fmt.Fprintf(w, "@@ %s @@\n", c.label)
+			writeOps(w, ops)
+			continue
+		}
+		for _, h := range hunks(ops, diffContext) {
+			fmt.Fprintf(w, "@@ %s @@\n", c.label)
+			writeOps(w, h)
+		}
+	}
+	return len(changes), nil
+}
+
+// fieldChange is a field that differs between two definitions; its label
+// says when it was added or removed.
+type fieldChange struct{ field, label string }
+
+// fieldChanges lists the fields of a and b that differ, in display order.
+func fieldChanges(a, b map[string][]string) []fieldChange {
+	var out []fieldChange
 	for _, f := range fieldNames(a, b) {
 		la, inA := a[f]
 		lb, inB := b[f]
 		if inA && inB && slices.Equal(la, lb) {
 			continue
 		}
-		changed++
 		label := f
 		switch {
 		case !inA && len(a) > 0:
@@ -105,18 +128,36 @@ func writeDefinitionDiff(w io.Writer, approved, current json.RawMessage) (int, e
 		case !inB:
 			label += " (removed)"
 		}
-		ops := lineDiff(la, lb)
-		if !inA || !inB {
-			fmt.Fprintf(w, "@@ %s @@\n", label)
-			writeOps(w, ops)
-			continue
-		}
-		for _, h := range hunks(ops, diffContext) {
-			fmt.Fprintf(w, "@@ %s @@\n", label)
-			writeOps(w, h)
-		}
+		out = append(out, fieldChange{f, label})
 	}
-	return changed, nil
+	return out
+}
+
+// changeSummary says in a few words how a definition changed: the fields
+// that differ, or for one never approved, the start of its description.
+func changeSummary(approved, current json.RawMessage) (string, error) {
+	a, err := definitionFields(approved)
+	if err != nil {
+		return "", fmt.Errorf("approved definition: %w", err)
+	}
+	b, err := definitionFields(current)
+	if err != nil {
+		return "", fmt.Errorf("current definition: %w", err)
+	}
+	if len(a) == 0 {
+		if d := b["description"]; len(d) > 0 {
+			return "new: " + truncate(d[0], 60), nil
+		}
+		return "new", nil
+	}
+	var labels []string
+	for _, c := range fieldChanges(a, b) {
+		labels = append(labels, c.label)
+	}
+	if len(b) == 0 || len(labels) == 0 {
+		return "changed (the daemon sent no definition to compare)", nil
+	}
+	return "changed: " + strings.Join(labels, ", "), nil
 }
 
 func writeOps(w io.Writer, ops []diffOp) {

@@ -3,7 +3,7 @@
 // daemon's REST API.
 //
 // Exit status: 0 done, 1 error, 2 usage, 3 done but something is still held
-// (for example tools left pending).
+// (tools pending or changed, writes latched).
 package main
 
 import (
@@ -29,8 +29,9 @@ const (
 	exitHeld    = 3
 )
 
-// version is the build's version, set with -ldflags "-X main.version=...".
-var version = "dev"
+// version is the build's version when set with -ldflags "-X
+// main.version=..."; otherwise the build info tells (see build).
+var version string
 
 func main() {
 	sandbox.MaybeRun()

@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"testing"
@@ -329,7 +330,9 @@ func TestHunksSplitFarChanges(t *testing.T) {
 	}
 }
 
-func TestReviewShowsDiff(t *testing.T) {
+// warden review prints one line per held tool by default, the full
+// definitions as diffs with --diff, and exits 3: something is held.
+func TestReviewSummaryAndDiff(t *testing.T) {
 	f := newFakeAPI(t)
 	changed := api.Tool{Name: "read_file", Class: "read", Status: approval.StatusChanged, Present: true,
 		ApprovedHash: "sha256:" + strings.Repeat("a", 64), CurrentHash: "sha256:" + strings.Repeat("b", 64),
@@ -337,11 +340,28 @@ func TestReviewShowsDiff(t *testing.T) {
 	ok := api.Tool{Name: "list", Class: "read", Status: approval.StatusApproved, Present: true, CurrentHash: "sha256:" + strings.Repeat("c", 64)}
 	f.handle("GET /v1/servers/fs", 200, api.Server{Name: "fs", Quarantined: false})
 	f.handle("GET /v1/servers/fs/tools", 200, []api.Tool{ok, changed, pendingTool("write")})
+
 	code, out, stderr := f.run("", "review", "fs")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr)
+	if code != exitHeld {
+		t.Fatalf("exit %d, want 3: %s", code, stderr)
 	}
 	t.Logf("warden review fs:\n%s", out)
+	for _, want := range []string{"== fs: 2 tool(s) to review (1 pending, 1 changed)",
+		"   changed  read_file  read   changed: description\n",
+		"   pending  write      write  new: Does write.\n",
+		"warden review fs --diff", "warden review approve fs --all"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "Reads a file") || strings.Contains(out, "list") {
+		t.Errorf("summary shows definitions or an approved tool:\n%s", out)
+	}
+
+	code, out, stderr = f.run("", "review", "fs", "--diff")
+	if code != exitHeld {
+		t.Fatalf("--diff: exit %d, want 3: %s", code, stderr)
+	}
 	for _, want := range []string{"2 tool(s) to review", "changed  fs/read_file", "-Reads a file.", "+Reads a file and more.",
 		"pending  fs/write", "never approved", "warden review approve fs --all"} {
 		if !strings.Contains(out, want) {
@@ -354,7 +374,7 @@ func TestReviewShowsDiff(t *testing.T) {
 
 	code, out, _ = f.run("", "--json", "review", "fs")
 	var got []api.Tool
-	if code != 0 || json.Unmarshal([]byte(out), &got) != nil || len(got) != 2 {
+	if code != exitHeld || json.Unmarshal([]byte(out), &got) != nil || len(got) != 2 {
 		t.Errorf("--json review: exit %d, %s", code, out)
 	}
 }
@@ -468,22 +488,93 @@ func TestReviewApproveHashMismatch(t *testing.T) {
 	}
 }
 
-func TestServersApprove(t *testing.T) {
+// warden servers approve shows what it will approve, with each tool's class,
+// and asks (or takes --yes); a tool held back earlier stays held, and so
+// does a changed one.
+func TestServersApproveShowsAndAsks(t *testing.T) {
 	f := newFakeAPI(t)
 	approved := api.Tool{Name: "old", Status: approval.StatusApproved, Present: true, CurrentHash: "sha256:0"}
-	f.handle("GET /v1/servers/srv/tools", 200, []api.Tool{pendingTool("alpha"), pendingTool("bravo"), approved})
-	f.handle("POST /v1/servers/srv/approve", 200, approval.Answer{ApprovedCount: 1, BlockedCount: 1, StillPending: 1,
-		HeldTools: []string{"zulu"}, NotApproved: []string{}})
-	code, out, stderr := f.run("", "servers", "approve", "srv", "--block", "bravo")
-	if code != exitHeld || !strings.Contains(out, "admitted srv") || !strings.Contains(stderr, "zulu") {
+	unannotated := pendingTool("delete_all")
+	unannotated.Class = "destructive"
+	heldBack := pendingTool("get-env")
+	heldBack.HeldBack = true
+	changed := pendingTool("xray")
+	changed.Status = approval.StatusChanged
+	f.handle("GET /v1/servers/srv/tools", 200, []api.Tool{pendingTool("alpha"), pendingTool("bravo"), unannotated, heldBack, changed, approved})
+	f.handle("POST /v1/servers/srv/approve", 200, approval.Answer{ApprovedCount: 2, BlockedCount: 1, StillPending: 1, StillChanged: 1,
+		HeldTools: []string{"get-env", "xray"}, NotApproved: []string{}})
+
+	for _, in := range []string{"", "n\n"} {
+		code, out, stderr := f.run(in, "servers", "approve", "srv", "--block", "bravo")
+		if code != 1 || !strings.Contains(stderr, "[y/N]") || !strings.Contains(stderr, "nothing was approved") || !strings.Contains(stderr, "--yes") {
+			t.Fatalf("answer %q: exit %d\nstdout: %s\nstderr: %s", in, code, out, stderr)
+		}
+		if f.called("POST /v1/servers/srv/approve") {
+			t.Fatalf("answer %q admitted the server", in)
+		}
+		t.Logf("warden servers approve srv --block bravo:\n%s", out)
+		for _, want := range []string{"about to admit srv and approve 2 tool(s)", "alpha", "write",
+			"delete_all  destructive (no annotations: MCP default)", "to block: bravo",
+			"left held, as held back earlier: get-env (to approve one, name it: warden review approve srv TOOL)",
+			"left held, changed since approved: xray (see what changed: warden review srv)"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("plan lacks %q:\n%s", want, out)
+			}
+		}
+		if strings.Contains(out, "  pending  bravo") || strings.Contains(out, "  pending  get-env") || strings.Contains(out, "changed  xray") {
+			t.Errorf("plan would approve a blocked, held-back or changed tool:\n%s", out)
+		}
+	}
+
+	code, out, stderr := f.run("y\n", "servers", "approve", "srv", "--block", "bravo")
+	if code != exitHeld || !strings.Contains(out, "admitted srv") || !strings.Contains(stderr, "get-env, xray") {
 		t.Errorf("exit %d\nstdout: %s\nstderr: %s", code, out, stderr)
 	}
 	var req approval.ServerApproval
 	if err := json.Unmarshal(f.lastBody("POST /v1/servers/srv/approve"), &req); err != nil {
 		t.Fatal(err)
 	}
-	if len(req.ExpectedHashes) != 1 || req.ExpectedHashes["alpha"] == "" || fmt.Sprint(req.Block) != "[bravo]" {
-		t.Errorf("request = %+v", req)
+	if len(req.ExpectedHashes) != 2 || req.ExpectedHashes["alpha"] == "" || req.ExpectedHashes["delete_all"] == "" || fmt.Sprint(req.Block) != "[bravo]" {
+		t.Errorf("request = %+v, want alpha and delete_all reviewed, bravo blocked", req)
+	}
+
+	// --yes: no question, for scripts.
+	if code, _, stderr := f.run("", "servers", "approve", "srv", "--yes"); code != exitHeld || strings.Contains(stderr, "[y/N]") {
+		t.Errorf("--yes: exit %d, stderr %s", code, stderr)
+	}
+	// A mistyped --block changes nothing.
+	if code, _, stderr := f.run("", "servers", "approve", "srv", "--block", "brav", "--yes"); code != 1 || !strings.Contains(stderr, "has no tool brav") {
+		t.Errorf("--block typo: exit %d, stderr %s", code, stderr)
+	}
+}
+
+// After review approve --all --except on a quarantined server, the hint
+// names the command that admits it and says the exception stays held;
+// held-back tools are left out of a later --all.
+func TestReviewApproveExceptHint(t *testing.T) {
+	f := newFakeAPI(t)
+	heldBack := pendingTool("echo")
+	heldBack.HeldBack = true
+	f.handle("GET /v1/servers/srv/tools", 200, []api.Tool{pendingTool("alpha"), pendingTool("get-env"), heldBack})
+	f.handle("GET /v1/servers/srv", 200, api.Server{Name: "srv", Quarantined: true})
+	f.handle("POST /v1/servers/srv/tools/approve", 200, approval.Answer{ApprovedCount: 1, StillPending: 2,
+		HeldTools: []string{"echo", "get-env"}, NotApproved: []string{}})
+	code, out, stderr := f.run("", "review", "approve", "srv", "--all", "--except", "get-env", "--yes")
+	if code != exitHeld {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, out, stderr)
+	}
+	for _, want := range []string{"about to approve 1 tool(s) of srv", "left held: get-env\n", "left held, as held back earlier: echo",
+		"note: srv is quarantined; its tools stay hidden until you admit it with: warden servers approve srv (echo, get-env stay held)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	var req approval.ToolApproval
+	if err := json.Unmarshal(f.lastBody("POST /v1/servers/srv/tools/approve"), &req); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(req.ExpectedHashes) != fmt.Sprint(map[string]string{"alpha": pendingTool("alpha").CurrentHash}) {
+		t.Errorf("request = %+v, want only alpha reviewed", req)
 	}
 }
 
@@ -608,10 +699,11 @@ func TestWritesAndActivity(t *testing.T) {
 		reply(w, 200, []map[string]any{{"at": at, "surface": "cli", "server": "fs", "tool": "read_file", "class": "read",
 			"outcome": "refused", "code": "TOOL_PENDING", "latency_micros": 42}})
 	})
-	f.handle("GET /v1/sessions", 200, []map[string]any{{"server": "remote", "session_id": "abc", "protocol_version": "2025-11-25"}})
+	f.handle("GET /v1/sessions", 200, []map[string]any{{"server": "remote", "session_id_prefix": "abcdef01…", "protocol_version": "2025-11-25",
+		"created": at, "age_seconds": 120.152438919, "mode": "resumed"}})
 
 	code, out, _ := f.run("", "writes", "list")
-	if code != 0 || !strings.Contains(out, "move_file") || !strings.Contains(out, "timeout") || !strings.Contains(out, "warden writes clear") {
+	if code != exitHeld || !strings.Contains(out, "move_file") || !strings.Contains(out, "timeout") || !strings.Contains(out, "warden writes clear") {
 		t.Errorf("writes: exit %d\n%s", code, out)
 	}
 	code, out, _ = f.run("", "writes", "clear", "fs")
@@ -623,11 +715,12 @@ func TestWritesAndActivity(t *testing.T) {
 		t.Errorf("activity: exit %d\n%s\n%s", code, out, stderr)
 	}
 	code, out, _ = f.run("", "sessions")
-	if code != 0 || !strings.Contains(out, "SERVER") || !strings.Contains(out, "remote") || !strings.Contains(out, "SESSION_ID") {
-		t.Errorf("sessions: exit %d\n%s", code, out)
+	if code != 0 || !strings.Contains(out, "remote") || !strings.Contains(out, "abcdef01…") || !strings.Contains(out, " AGE") ||
+		!strings.Contains(out, " 2m0s") || strings.Contains(out, "120.15") {
+		t.Errorf("sessions: exit %d, want a human age (2m0s)\n%s", code, out)
 	}
 	code, out, _ = f.run("", "sessions", "--json")
-	if code != 0 || !strings.Contains(out, `"session_id": "abc"`) {
+	if code != 0 || !strings.Contains(out, `"age_seconds": 120.152438919`) {
 		t.Errorf("sessions --json: exit %d\n%s", code, out)
 	}
 }
@@ -686,5 +779,124 @@ func TestUsageHints(t *testing.T) {
 	code, _, stderr = runCLI(t, "", "--config", cfg, "activity", "--limit", "-1")
 	if code != exitUsage || !strings.Contains(stderr, "0 (no limit) or more") {
 		t.Errorf("--limit -1: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// warden tools exits 3 when tools are held (as text and with --json), and
+// says why an unannotated tool is destructive.
+func TestToolsHeldExit3AndClassReason(t *testing.T) {
+	f := newFakeAPI(t)
+	f2 := newFakeAPI(t)
+	unannotated := api.Tool{Name: "delete_all", Class: "destructive", Status: approval.StatusApproved, Present: true, CurrentHash: "sha256:1"}
+	noHint := unannotated
+	noHint.Name, noHint.Annotations = "drop", &mcp.ToolAnnotations{Title: "Drop"}
+	said := unannotated
+	yes := true
+	said.Name, said.Annotations = "erase", &mcp.ToolAnnotations{DestructiveHint: &yes}
+	f.handle("GET /v1/servers/srv/tools", 200, []api.Tool{unannotated, noHint, said, pendingTool("alpha")})
+	f2.handle("GET /v1/servers/srv/tools", 200, []api.Tool{unannotated})
+	for _, args := range [][]string{{"tools", "srv"}, {"tools", "srv", "--json"}} {
+		if code, _, stderr := f.run("", args...); code != exitHeld {
+			t.Errorf("%v with a pending tool: exit %d, want 3: %s", args, code, stderr)
+		}
+		if code, _, stderr := f2.run("", args...); code != 0 {
+			t.Errorf("%v with nothing held: exit %d, want 0: %s", args, code, stderr)
+		}
+	}
+	_, out, _ := f.run("", "tools", "srv")
+	for _, want := range []string{"delete_all  destructive (no annotations: MCP default)", "drop        destructive (no destructiveHint: MCP default)",
+		"erase       destructive  "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("tools lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// warden review and warden writes exit 0 when nothing is held.
+func TestNothingHeldExits0(t *testing.T) {
+	f := newFakeAPI(t)
+	f.handle("GET /v1/servers", 200, []api.Server{{Name: "fs"}})
+	f.handle("GET /v1/writes", 200, []any{})
+	for _, args := range [][]string{{"review"}, {"review", "--json"}, {"writes"}, {"writes", "--json"}} {
+		if code, out, stderr := f.run("", args...); code != 0 {
+			t.Errorf("%v: exit %d\n%s%s", args, code, out, stderr)
+		}
+	}
+}
+
+func TestVersion(t *testing.T) {
+	vcs := func(settings ...string) []debug.BuildSetting {
+		var out []debug.BuildSetting
+		for i := 0; i < len(settings); i += 2 {
+			out = append(out, debug.BuildSetting{Key: settings[i], Value: settings[i+1]})
+		}
+		return out
+	}
+	rev := "003a732a86ca9617c4f773f153bd0f1abbce5c04"
+	for _, c := range []struct {
+		name, stamped string
+		info          *debug.BuildInfo
+		want          string
+	}{
+		{"nothing known", "", nil, "dev"},
+		{"go test", "", &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "(devel)"}}, "dev (go1.26.8)"},
+		{"go install @tag", "", &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v1.2.3"}}, "v1.2.3 (go1.26.8)"},
+		{"go build in a clone", "", &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v0.0.0-20261201044843-003a732a86ca+dirty"},
+			Settings: vcs("vcs.revision", rev, "vcs.time", "2026-12-01T04:48:43Z", "vcs.modified", "true")},
+			"v0.0.0-20261201044843-003a732a86ca+dirty (commit " + rev + ", 2026-12-01T04:48:43Z, modified, go1.26.8)"},
+		{"commit without a module version", "", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"},
+			Settings: vcs("vcs.revision", rev, "vcs.time", "2026-12-01T04:48:43Z", "vcs.modified", "false")},
+			"v0.0.0-20261201044843-003a732a86ca (commit " + rev + ", 2026-12-01T04:48:43Z)"},
+		{"ldflags", "v2.0.0", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}, "v2.0.0"},
+	} {
+		if got := readBuildVersion(c.stamped, c.info, c.info != nil).String(); got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+	for _, args := range [][]string{{"version"}, {"--version"}} {
+		code, out, stderr := runCLI(t, "", args...)
+		if code != 0 || out != "warden "+build.String()+"\n" {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, out, stderr)
+		}
+	}
+	code, out, _ := runCLI(t, "", "version", "--json")
+	var got buildVersion
+	if code != 0 || json.Unmarshal([]byte(out), &got) != nil || got.Version != build.Version {
+		t.Errorf("version --json: exit %d, %s", code, out)
+	}
+}
+
+// Completion offers the running daemon's server names, then the tools that
+// fit the command.
+func TestCompletionFromDaemon(t *testing.T) {
+	f := newFakeAPI(t)
+	f.handle("GET /v1/servers", 200, []api.Server{{Name: "everything"}, {Name: "memory"}})
+	approved := api.Tool{Name: "echo", Status: approval.StatusApproved, Present: true}
+	f.handle("GET /v1/servers/everything/tools", 200, []api.Tool{approved, pendingTool("get-env"), pendingTool("add")})
+	complete := func(args ...string) []string {
+		t.Helper()
+		code, out, stderr := f.run("", append([]string{"__complete"}, args...)...)
+		if code != 0 {
+			t.Fatalf("__complete %v: exit %d: %s", args, code, stderr)
+		}
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		return lines[:len(lines)-1] // the last is the directive
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"tools", ""}, "[everything memory]"},
+		{[]string{"servers", "approve", ""}, "[everything memory]"},
+		{[]string{"activity", "--server", ""}, "[everything memory]"},
+		{[]string{"review", "approve", "everything", ""}, "[add get-env]"},
+		{[]string{"review", "approve", "everything", "add", ""}, "[get-env]"},
+		{[]string{"review", "approve", "everything", "--all", "--except", "add,"}, "[add,get-env]"},
+		{[]string{"call", "everything", ""}, "[add echo get-env]"},
+		{[]string{"call", "everything", "echo", ""}, "[]"},
+	} {
+		if got := fmt.Sprint(complete(c.args...)); got != c.want {
+			t.Errorf("complete %v = %s, want %s", c.args, got, c.want)
+		}
 	}
 }

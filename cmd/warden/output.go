@@ -7,7 +7,9 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/wardenmcp/warden/api"
 	"github.com/wardenmcp/warden/approval"
+	"github.com/wardenmcp/warden/writes"
 )
 
 // table writes aligned columns; call flush when done.
@@ -57,6 +59,22 @@ func toolCounts(c approval.Counts) string {
 		return "none"
 	}
 	return strings.Join(parts, ", ")
+}
+
+// classLabel is a tool's class, saying why when a destructive class comes
+// from the MCP defaults (a tool that does not say it is safe is taken as
+// destructive) rather than from the tool's own annotations.
+func classLabel(t api.Tool) string {
+	if t.Class != string(writes.ClassDestructive) || writes.Classify("", t.Annotations) != writes.ClassDestructive {
+		return t.Class
+	}
+	switch {
+	case t.Annotations == nil:
+		return t.Class + " (no annotations: MCP default)"
+	case t.Annotations.DestructiveHint == nil:
+		return t.Class + " (no destructiveHint: MCP default)"
+	}
+	return t.Class
 }
 
 // truncate shortens s to at most n runes.

@@ -2,10 +2,12 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strings"
 
@@ -16,22 +18,27 @@ import (
 )
 
 func newReviewCmd(g *globals) *cobra.Command {
+	var diff bool
 	cmd := &cobra.Command{
-		Use:   "review [SERVER]",
-		Short: "Show pending and changed tools, with what changed since the approval",
-		Long: `Show every pending or changed tool (of SERVER, or of every server) with a
-diff of its approved definition against the current one: description,
-inputSchema, annotations. Approve with "warden review approve", block with
-"warden review block".`,
+		Use:               "review [SERVER] [--diff]",
+		ValidArgsFunction: g.completeArgs(0, nil),
+		Short:             "Show pending and changed tools and what changed since the approval",
+		Long: `Show every pending or changed tool (of SERVER, or of every server), one line
+each: its class and which fields of its definition changed since it was
+approved. With --diff, show each definition in full as a diff of the approved
+one against the current one: description, inputSchema, annotations. Approve
+with "warden review approve", block with "warden review block". Exits 3 when
+there is something to review.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := g.client()
 			if err != nil {
 				return err
 			}
-			return g.review(cmd.Context(), c, args)
+			return g.review(cmd.Context(), c, args, diff)
 		},
 	}
+	cmd.Flags().BoolVar(&diff, "diff", false, "show each tool's definition as a diff against the approved one")
 	cmd.AddCommand(newReviewApproveCmd(g), newReviewBlockCmd(g))
 	return cmd
 }
@@ -52,7 +59,7 @@ func heldTools(tools []api.Tool) []api.Tool {
 	return out
 }
 
-func (g *globals) review(ctx context.Context, c *client.Client, args []string) error {
+func (g *globals) review(ctx context.Context, c *client.Client, args []string, diff bool) error {
 	var names []string
 	quarantined := map[string]bool{}
 	if len(args) == 1 {
@@ -83,11 +90,18 @@ func (g *globals) review(ctx context.Context, c *client.Client, args []string) e
 			all[name] = h
 		}
 	}
+	var held error
+	if len(all) > 0 {
+		held = errHeld
+	}
 	if g.jsonOut {
+		var err error
 		if len(args) == 1 {
-			return g.printJSON(append([]api.Tool{}, all[args[0]]...))
+			err = g.printJSON(append([]api.Tool{}, all[args[0]]...))
+		} else {
+			err = g.printJSON(all)
 		}
-		return g.printJSON(all)
+		return cmp.Or(err, held)
 	}
 	if len(all) == 0 {
 		if len(args) == 1 {
@@ -97,31 +111,80 @@ func (g *globals) review(ctx context.Context, c *client.Client, args []string) e
 		}
 		return nil
 	}
+	if len(all) > 1 {
+		n := 0
+		for _, tools := range all {
+			n += len(tools)
+		}
+		fmt.Fprintf(g.stdout, "%d tool(s) to review on %d servers\n\n", n, len(all))
+	}
 	for _, name := range names {
 		tools := all[name]
 		if len(tools) == 0 {
 			continue
 		}
-		fmt.Fprintf(g.stdout, "== %s: %d tool(s) to review\n", name, len(tools))
+		counts := approval.Counts{}
+		for _, t := range tools {
+			if t.Status == approval.StatusChanged {
+				counts.Changed++
+			} else {
+				counts.Pending++
+			}
+		}
+		fmt.Fprintf(g.stdout, "== %s: %d tool(s) to review (%s)\n", name, len(tools), toolCounts(counts))
 		if quarantined[name] {
 			fmt.Fprintf(g.stdout, "   the server is quarantined: after reviewing, admit it with \"warden servers approve %s\"\n", name)
 		}
-		for _, t := range tools {
-			fmt.Fprintln(g.stdout)
-			if err := writeToolReview(g.stdout, name, t); err != nil {
-				return err
-			}
+		var err error
+		if diff {
+			err = g.writeServerDiff(name, tools)
+		} else {
+			err = g.writeServerSummary(name, tools)
 		}
-		fmt.Fprintln(g.stdout)
+		if err != nil {
+			return err
+		}
 		fmt.Fprintf(g.stdout, "approve: warden review approve %s --all   (or name the tools; --except T,... leaves some held)\n", name)
 		fmt.Fprintf(g.stdout, "block:   warden review block %s TOOL...\n\n", name)
 	}
+	return held
+}
+
+// writeServerSummary writes one line per held tool of a server: status,
+// name, class and what changed.
+func (g *globals) writeServerSummary(server string, tools []api.Tool) error {
+	tab := newTable(g.stdout)
+	for _, t := range tools {
+		what, err := changeSummary(t.Approved, t.Current)
+		if err != nil {
+			return fmt.Errorf("%s/%s: %w", server, t.Name, err)
+		}
+		if t.HeldBack {
+			what += "; held back earlier"
+		}
+		tab.row("   "+string(t.Status), t.Name, classLabel(t), what)
+	}
+	tab.flush()
+	fmt.Fprintf(g.stdout, "\nthe definitions and what changed in them: warden review %s --diff\n", server)
+	return nil
+}
+
+// writeServerDiff writes every held tool of a server with its definition
+// diff.
+func (g *globals) writeServerDiff(server string, tools []api.Tool) error {
+	for _, t := range tools {
+		fmt.Fprintln(g.stdout)
+		if err := writeToolReview(g.stdout, server, t); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintln(g.stdout)
 	return nil
 }
 
 // writeToolReview writes one held tool's header and definition diff.
 func writeToolReview(w io.Writer, server string, t api.Tool) error {
-	fmt.Fprintf(w, "%s  %s/%s  class %s\n", t.Status, server, t.Name, t.Class)
+	fmt.Fprintf(w, "%s  %s/%s  class %s\n", t.Status, server, t.Name, classLabel(t))
 	if t.Status == approval.StatusChanged && len(t.Approved) > 0 {
 		by := t.ApprovedBy
 		if !t.ApprovedAt.IsZero() {
@@ -185,7 +248,7 @@ when tools of SERVER are still pending or changed.`,
 			var sel, left []api.Tool
 			if all {
 				for _, t := range heldTools(tools) {
-					if slices.Contains(except, t.Name) {
+					if slices.Contains(except, t.Name) || t.HeldBack {
 						left = append(left, t)
 					} else {
 						sel = append(sel, t)
@@ -204,15 +267,10 @@ when tools of SERVER are still pending or changed.`,
 				fmt.Fprintf(plan, "%s: nothing to approve\n", server)
 				return g.warnHeld(server, &approval.Answer{StillPending: len(left), HeldTools: names(left)})
 			}
-			writePlan(plan, server, sel, left)
-			if !yes {
-				ok, err := confirm(g.stdin, g.stderr, fmt.Sprintf("Approve %d tool(s) of %s as shown? [y/N] ", len(sel), server))
-				if err != nil {
-					return err
-				}
-				if !ok {
-					return errors.New("not confirmed; nothing was approved (to approve without the question, as in a script: add --yes)")
-				}
+			writePlan(plan, fmt.Sprintf("about to approve %d tool(s) of %s:", len(sel), server), sel)
+			writeLeft(plan, server, left)
+			if err := g.confirmPlan(yes, fmt.Sprintf("Approve %d tool(s) of %s as shown?", len(sel), server)); err != nil {
+				return err
 			}
 			req := approval.ToolApproval{All: all, Except: except}
 			if !all {
@@ -230,7 +288,15 @@ when tools of SERVER are still pending or changed.`,
 			}
 			herr := g.reportAnswer(server, ans)
 			if s, err := c.Server(ctx, server); err == nil && s.Quarantined && !g.jsonOut {
-				fmt.Fprintf(g.stdout, "note: %s is quarantined; its tools stay hidden until: warden servers approve %s\n", server, server)
+				fmt.Fprintf(g.stdout, "note: %s is quarantined; its tools stay hidden until you admit it with: warden servers approve %s", server, server)
+				switch len(left) {
+				case 0:
+				case 1:
+					fmt.Fprintf(g.stdout, " (%s stays held)", left[0].Name)
+				default:
+					fmt.Fprintf(g.stdout, " (%s stay held)", strings.Join(names(left), ", "))
+				}
+				fmt.Fprintln(g.stdout)
 			}
 			return herr
 		},
@@ -240,12 +306,17 @@ when tools of SERVER are still pending or changed.`,
 	f.StringSliceVar(&except, "except", nil, "with --all: tools to leave held (comma-separated)")
 	f.BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation")
 	f.BoolVar(&force, "force", false, "approve even definitions that changed after they were shown")
+	cmd.ValidArgsFunction = g.completeArgs(math.MaxInt, held)
+	_ = cmd.RegisterFlagCompletionFunc("except", g.completeFlagTools(held))
 	return cmd
 }
 
-// writePlan shows what an approval will do.
-func writePlan(w io.Writer, server string, sel, left []api.Tool) {
-	fmt.Fprintf(w, "about to approve %d tool(s) of %s:\n", len(sel), server)
+// writePlan shows, under header, the tools an approval will approve.
+func writePlan(w io.Writer, header string, sel []api.Tool) {
+	fmt.Fprintln(w, header)
+	if len(sel) == 0 {
+		return
+	}
 	t := newTable(w, "  STATUS", "TOOL", "CLASS", "HASH")
 	for _, tool := range sel {
 		status := string(tool.Status)
@@ -256,13 +327,48 @@ func writePlan(w io.Writer, server string, sel, left []api.Tool) {
 			status += " (already)"
 		case !tool.Present:
 			status += " (absent)"
+		case tool.HeldBack:
+			status += " (held back earlier)"
 		}
-		t.row("  "+status, tool.Name, tool.Class, shortHash(tool.CurrentHash))
+		t.row("  "+status, tool.Name, classLabel(tool), shortHash(tool.CurrentHash))
 	}
 	t.flush()
-	if len(left) > 0 {
-		fmt.Fprintf(w, "left held: %s\n", strings.Join(names(left), ", "))
+}
+
+// writeLeft names the tools an approval leaves held: those excepted now,
+// and those held back earlier, which only naming them approves.
+func writeLeft(w io.Writer, server string, left []api.Tool) {
+	var now, earlier []string
+	for _, t := range left {
+		if t.HeldBack {
+			earlier = append(earlier, t.Name)
+		} else {
+			now = append(now, t.Name)
+		}
 	}
+	if len(now) > 0 {
+		fmt.Fprintf(w, "left held: %s\n", strings.Join(now, ", "))
+	}
+	if len(earlier) > 0 {
+		fmt.Fprintf(w, "left held, as held back earlier: %s (to approve one, name it: warden review approve %s TOOL)\n",
+			strings.Join(earlier, ", "), server)
+	}
+}
+
+// confirmPlan asks whether to go ahead with the plan just shown, unless
+// yes (--yes).
+func (g *globals) confirmPlan(yes bool, question string) error {
+	if yes {
+		return nil
+	}
+	ok, err := confirm(g.stdin, g.stderr, question+" [y/N] ")
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return errors.New("not confirmed; nothing was approved (to approve without the question, as in a script: add --yes)")
+	}
+	return nil
 }
 
 // confirm asks a yes/no question; only "y" or "yes" is yes.
@@ -310,9 +416,10 @@ func (g *globals) mismatchErr(server string, err error) error {
 
 func newReviewBlockCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
-		Use:   "block SERVER TOOL...",
-		Short: "Block tools: hidden and refused whatever their definition, until approved by name",
-		Args:  cobra.MinimumNArgs(2),
+		Use:               "block SERVER TOOL...",
+		ValidArgsFunction: g.completeArgs(math.MaxInt, presentTool),
+		Short:             "Block tools: hidden and refused whatever their definition, until approved by name",
+		Args:              cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := g.client()
 			if err != nil {

@@ -48,7 +48,10 @@ func newRootCmd(g *globals) *cobra.Command {
 one endpoint, and holds anything a human has not approved in its current form.
 
 Start the daemon with "warden serve"; the other commands talk to it.
-Exit status: 0 done, 1 error, 2 usage, 3 done but something is still held.`,
+Exit status: 0 done, 1 error, 2 usage, 3 done but something is still held
+(review and tools: tools pending or changed; writes: writes latched;
+approvals that leave tools held).`,
+		Version:       build.String(),
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -80,7 +83,10 @@ Exit status: 0 done, 1 error, 2 usage, 3 done but something is still held.`,
 		newSessionsCmd(g),
 		newCallCmd(g),
 		newActivityCmd(g),
+		newVersionCmd(g),
 	)
+	root.SetVersionTemplate("warden {{.Version}}\n")
+	completeBashWithoutPackage(root)
 	for _, c := range root.Commands() {
 		strictArgs(c)
 	}
@@ -219,6 +225,13 @@ func (g *globals) client() (*client.Client, error) {
 // ask sends one request to the daemon and prints its answer: as JSON with
 // --json, else as text writes it.
 func ask[T any](g *globals, req func(*client.Client) (T, error), text func(T) error) error {
+	return askHeld(g, req, text, nil)
+}
+
+// askHeld is ask for an answer that can show something held (tools waiting
+// for review, latched writes): then it ends with exit status 3, whatever
+// the output format, so scripts can tell.
+func askHeld[T any](g *globals, req func(*client.Client) (T, error), text func(T) error, held func(T) bool) error {
 	c, err := g.client()
 	if err != nil {
 		return err
@@ -228,9 +241,14 @@ func ask[T any](g *globals, req func(*client.Client) (T, error), text func(T) er
 		return g.apiErr(err)
 	}
 	if g.jsonOut {
-		return g.printJSON(v)
+		err = g.printJSON(v)
+	} else {
+		err = text(v)
 	}
-	return text(v)
+	if err == nil && held != nil && held(v) {
+		return errHeld
+	}
+	return err
 }
 
 // baseURL is the URL that reaches a daemon listening on listen: a wildcard

@@ -42,7 +42,7 @@ func newServeCmd(g *globals) *cobra.Command {
 				return fmt.Errorf("WARDEN_ISOLATION=%q: write off or reaper, or unset it for the default", v)
 			}
 			return daemon.Run(ctx, daemon.Options{
-				ConfigPath: g.configPath, StateDir: g.stateDir, Version: version, Self: self, Isolation: isolation,
+				ConfigPath: g.configPath, StateDir: g.stateDir, Version: build.Version, Self: self, Isolation: isolation,
 			})
 		},
 	}

@@ -210,9 +210,10 @@ func sortedKeys(m map[string]string) []string {
 
 func newServersRemoveCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
-		Use:   "remove NAME",
-		Short: "Remove a server from the config file (comments are kept)",
-		Args:  cobra.ExactArgs(1),
+		Use:               "remove NAME",
+		ValidArgsFunction: g.completeArgs(0, nil),
+		Short:             "Remove a server from the config file (comments are kept)",
+		Args:              cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			path := g.configFile()
 			if err := config.RemoveServer(path, args[0]); err != nil {
@@ -226,14 +227,19 @@ func newServersRemoveCmd(g *globals) *cobra.Command {
 }
 
 func newServersApproveCmd(g *globals) *cobra.Command {
-	var block []string
+	var (
+		block []string
+		yes   bool
+	)
 	cmd := &cobra.Command{
-		Use:   "approve NAME [--block TOOL,...]",
-		Short: "Admit a quarantined server: approve its pending tools (review them first) and lift the quarantine",
-		Long: `Admit a quarantined server. Its pending tools are approved as they are now
-(see them with "warden review NAME"), the --block tools are blocked, and the
-quarantine is lifted. A tool that appears after this command read the list
-stays pending. Exits 3 when tools are still pending or changed.`,
+		Use:   "approve NAME [--block TOOL,...] [--yes]",
+		Short: "Admit a quarantined server: approve its pending tools as shown and lift the quarantine",
+		Long: `Admit a quarantined server. Shows the pending tools it will approve, with
+their class, and asks for confirmation unless --yes. Those tools are approved
+as they are now, the --block tools are blocked, and the quarantine is lifted.
+Tools held back earlier ("warden review approve NAME --all --except T") stay
+held, as do changed tools and any tool that appears after this command read
+the list. Exits 3 when tools are still pending or changed.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
@@ -245,11 +251,43 @@ stays pending. Exits 3 when tools are still pending or changed.`,
 			if err != nil {
 				return g.apiErr(err)
 			}
-			expected := map[string]string{}
+			byName := map[string]api.Tool{}
 			for _, t := range tools {
-				if t.Present && t.Status == approval.StatusPending && !slices.Contains(block, t.Name) {
-					expected[t.Name] = t.CurrentHash
+				byName[t.Name] = t
+			}
+			if unknown := missing(byName, block); len(unknown) > 0 {
+				return fmt.Errorf("%s has no tool %s; nothing was changed; list its tools with \"warden tools %s\"", name, strings.Join(unknown, ", "), name)
+			}
+			var sel, left, changed []api.Tool
+			for _, t := range heldTools(tools) {
+				switch {
+				case slices.Contains(block, t.Name):
+				case t.Status == approval.StatusChanged:
+					changed = append(changed, t)
+				case t.HeldBack:
+					left = append(left, t)
+				default:
+					sel = append(sel, t)
 				}
+			}
+			plan := g.stdout
+			if g.jsonOut {
+				plan = g.stderr
+			}
+			writePlan(plan, fmt.Sprintf("about to admit %s and approve %d tool(s):", name, len(sel)), sel)
+			if len(block) > 0 {
+				fmt.Fprintf(plan, "to block: %s\n", strings.Join(dedupe(block), ", "))
+			}
+			writeLeft(plan, name, left)
+			if len(changed) > 0 {
+				fmt.Fprintf(plan, "left held, changed since approved: %s (see what changed: warden review %s)\n", strings.Join(names(changed), ", "), name)
+			}
+			if err := g.confirmPlan(yes, fmt.Sprintf("Admit %s and approve %d tool(s) as shown?", name, len(sel))); err != nil {
+				return err
+			}
+			expected := map[string]string{}
+			for _, t := range sel {
+				expected[t.Name] = t.CurrentHash
 			}
 			ans, err := c.ApproveServer(cmd.Context(), name, approval.ServerApproval{ExpectedHashes: expected, Block: block})
 			if err != nil {
@@ -261,15 +299,20 @@ stays pending. Exits 3 when tools are still pending or changed.`,
 			return g.reportAnswer(name, ans)
 		},
 	}
-	cmd.Flags().StringSliceVar(&block, "block", nil, "tools to block instead of approving (comma-separated)")
+	f := cmd.Flags()
+	f.StringSliceVar(&block, "block", nil, "tools to block instead of approving (comma-separated)")
+	f.BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation")
+	cmd.ValidArgsFunction = g.completeArgs(0, nil)
+	_ = cmd.RegisterFlagCompletionFunc("block", g.completeFlagTools(held))
 	return cmd
 }
 
 func newServersQuarantineCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
-		Use:   "quarantine NAME",
-		Short: "Quarantine a server: hide and refuse all of its tools until it is approved again",
-		Args:  cobra.ExactArgs(1),
+		Use:               "quarantine NAME",
+		ValidArgsFunction: g.completeArgs(0, nil),
+		Short:             "Quarantine a server: hide and refuse all of its tools until it is approved again",
+		Args:              cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			quarantine := func(c *client.Client) (*api.Server, error) { return c.Quarantine(cmd.Context(), args[0]) }
 			return ask(g, quarantine, func(s *api.Server) error {

@@ -29,5 +29,6 @@ func newStdioCmd(g *globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&server, "server", "", "bridge to one server's endpoint (/mcp/NAME, names unchanged) instead of the aggregated /mcp")
+	_ = cmd.RegisterFlagCompletionFunc("server", g.completeServerFlag)
 	return cmd
 }

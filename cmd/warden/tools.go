@@ -13,19 +13,21 @@ import (
 
 func newToolsCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
-		Use:   "tools SERVER",
-		Short: "List a server's tools: class, review status and pinned hash",
-		Args:  cobra.ExactArgs(1),
+		Use:               "tools SERVER",
+		ValidArgsFunction: g.completeArgs(0, nil),
+		Short:             "List a server's tools: class, review status and pinned hash",
+		Long: `List a server's tools: class, review status and pinned hash. Exits 3 when
+tools are pending or changed (held until reviewed).`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			listed := func(c *client.Client) ([]api.Tool, error) { return c.Tools(cmd.Context(), args[0]) }
-			return ask(g, listed, func(tools []api.Tool) error {
+			return askHeld(g, listed, func(tools []api.Tool) error {
 				if len(tools) == 0 {
 					fmt.Fprintf(g.stdout, "%s has no tools (yet: see \"warden servers\" for its connection state)\n", args[0])
 					return nil
 				}
 				sortTools(tools)
 				t := newTable(g.stdout, "NAME", "CLASS", "STATUS", "HASH", "NOTE")
-				held := 0
 				for _, tool := range tools {
 					var notes []string
 					if tool.Status == approval.StatusChanged {
@@ -33,20 +35,21 @@ func newToolsCmd(g *globals) *cobra.Command {
 					}
 					if !tool.Present {
 						notes = append(notes, "absent")
-					} else if tool.Status == approval.StatusPending || tool.Status == approval.StatusChanged {
-						held++
+					}
+					if tool.HeldBack {
+						notes = append(notes, "held back")
 					}
 					if tool.Hidden {
 						notes = append(notes, "hidden by config")
 					}
-					t.row(tool.Name, tool.Class, string(tool.Status), shortHash(tool.CurrentHash), strings.Join(notes, ", "))
+					t.row(tool.Name, classLabel(tool), string(tool.Status), shortHash(tool.CurrentHash), strings.Join(notes, ", "))
 				}
 				t.flush()
-				if held > 0 {
-					fmt.Fprintf(g.stdout, "\n%d tool(s) held; see what changed with: warden review %s\n", held, args[0])
+				if n := len(heldTools(tools)); n > 0 {
+					fmt.Fprintf(g.stdout, "\n%d tool(s) held; see what changed with: warden review %s\n", n, args[0])
 				}
 				return nil
-			})
+			}, func(tools []api.Tool) bool { return len(heldTools(tools)) > 0 })
 		},
 	}
 }

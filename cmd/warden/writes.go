@@ -11,7 +11,7 @@ import (
 func newWritesCmd(g *globals) *cobra.Command {
 	list := func(cmd *cobra.Command, _ []string) error {
 		latched := func(c *client.Client) ([]writes.Latch, error) { return c.Writes(cmd.Context()) }
-		return ask(g, latched, func(latches []writes.Latch) error {
+		return askHeld(g, latched, func(latches []writes.Latch) error {
 			if len(latches) == 0 {
 				fmt.Fprintln(g.stdout, "no latched writes")
 				return nil
@@ -24,19 +24,22 @@ func newWritesCmd(g *globals) *cobra.Command {
 			fmt.Fprintln(g.stdout, "\nwrites to these servers are refused: the outcome of each call above is unknown.")
 			fmt.Fprintln(g.stdout, "check upstream whether each happened, then allow writes again with: warden writes clear SERVER")
 			return nil
-		})
+		}, func(latches []writes.Latch) bool { return len(latches) > 0 })
 	}
 	cmd := &cobra.Command{
 		Use:   "writes",
 		Short: "List servers whose writes are latched after a call with an unknown outcome; clear a latch",
-		RunE:  list,
+		Long: `List servers whose writes are latched after a call with an unknown outcome
+(exit status 3 when any is), or clear a server's latch.`,
+		RunE: list,
 	}
 	cmd.AddCommand(
-		&cobra.Command{Use: "list", Short: "List latched servers", Args: cobra.NoArgs, RunE: list},
+		&cobra.Command{Use: "list", Short: "List latched servers (exit status 3 when any is)", Args: cobra.NoArgs, RunE: list},
 		&cobra.Command{
-			Use:   "clear SERVER",
-			Short: "Allow writes to SERVER again (check upstream first whether the latched call happened)",
-			Args:  cobra.ExactArgs(1),
+			Use:               "clear SERVER",
+			ValidArgsFunction: g.completeArgs(0, nil),
+			Short:             "Allow writes to SERVER again (check upstream first whether the latched call happened)",
+			Args:              cobra.ExactArgs(1),
 			RunE: func(cmd *cobra.Command, args []string) error {
 				clear := func(c *client.Client) (*client.Cleared, error) { return c.ClearWrites(cmd.Context(), args[0]) }
 				return ask(g, clear, func(res *client.Cleared) error {
