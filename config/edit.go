@@ -42,8 +42,9 @@ func AddServer(path, name string, s *Server) error {
 	if s == nil {
 		return &Error{File: path, Field: field, Problem: "no server given"}
 	}
-	return edit(path, func(e *editor) error {
-		servers, err := e.servers(true)
+	return edit(path, true, func(e *editor) error {
+		e.added = name
+		servers, err := e.servers(e.serversKey(), true)
 		if err != nil {
 			return err
 		}
@@ -65,8 +66,8 @@ func AddServer(path, name string, s *Server) error {
 // it go with it. It fails, naming the known servers, when there is no such
 // server.
 func RemoveServer(path, name string) error {
-	return edit(path, func(e *editor) error {
-		servers, err := e.servers(false)
+	return edit(path, true, func(e *editor) error {
+		servers, err := e.servers(e.serversKey(), false)
 		if err != nil {
 			return err
 		}
@@ -90,15 +91,57 @@ func RemoveServer(path, name string) error {
 	})
 }
 
-// editor changes a parsed file in place.
-type editor struct {
-	file string
-	root *hujson.Object
-	nl   string // line ending used by the file
-	unit string // one level of indentation used by the file
+// AddHostEntry adds entry as name under the object key (created when
+// missing) of another MCP host's config file, keeping the rest of the file
+// as AddServer does. The file is not checked as a Warden config, only as
+// JSON with comments. It fails with ErrServerExists when name is taken.
+func AddHostEntry(path, key, name string, entry any) error {
+	return edit(path, false, func(e *editor) error {
+		obj, err := e.servers(key, true)
+		if err != nil {
+			return err
+		}
+		if find(obj, name) >= 0 {
+			return &Error{File: path, Field: join(key, name), Problem: "already exists", err: ErrServerExists,
+				Fix: "remove or rename it in " + path + " first"}
+		}
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		enc.SetIndent(e.indentOf(obj, e.serversIndent()), e.unit)
+		if err := enc.Encode(entry); err != nil {
+			return err
+		}
+		val, err := hujson.Parse(b.Bytes())
+		if err != nil {
+			return err
+		}
+		e.appendMember(obj, e.serversIndent(), name, val.Value)
+		return nil
+	})
 }
 
-func edit(path string, change func(*editor) error) error {
+// editor changes a parsed file in place.
+type editor struct {
+	file  string
+	root  *hujson.Object
+	nl    string // line ending used by the file
+	unit  string // one level of indentation used by the file
+	added string // the server AddServer adds, which must load
+}
+
+// serversKey is the key of the file's servers map: VS Code's "servers"
+// in a file that has it and no "mcpServers".
+func (e *editor) serversKey() string {
+	if find(e.root, "mcpServers") < 0 && find(e.root, "servers") >= 0 {
+		return "servers"
+	}
+	return "mcpServers"
+}
+
+// edit changes the file at path, checking the result as a Warden config
+// when warden is set, else only as JSON with comments.
+func edit(path string, warden bool, change func(*editor) error) error {
 	if path == "" {
 		path = DefaultPath()
 	}
@@ -159,7 +202,17 @@ func edit(path string, change func(*editor) error) error {
 		return err
 	}
 	out := root.Pack()
-	if _, err := parse(path, out, os.LookupEnv, true); err != nil {
+	if warden {
+		// Other entries that cannot be loaded are not this edit's doing:
+		// they stay as they were, and only the added one must load.
+		cfg, err := parse(path, out, os.LookupEnv, true, true)
+		if err != nil {
+			return err
+		}
+		if err := cfg.Broken[e.added]; err != nil {
+			return err
+		}
+	} else if _, err := hujson.Parse(out); err != nil {
 		return err
 	}
 	if bom {
@@ -185,16 +238,16 @@ func lockDir(dir string) (unlock func(), err error) {
 	return func() { d.Close() }, nil // closing releases the lock
 }
 
-// servers returns the "mcpServers" object, creating it when create is set;
-// nil when absent and not created.
-func (e *editor) servers(create bool) (*hujson.Object, error) {
-	k := find(e.root, "mcpServers")
+// servers returns the object under key ("mcpServers"), creating it when
+// create is set; nil when absent and not created.
+func (e *editor) servers(key string, create bool) (*hujson.Object, error) {
+	k := find(e.root, key)
 	if k < 0 {
 		if !create {
 			return nil, nil
 		}
 		obj := &hujson.Object{}
-		e.appendMember(e.root, "", "mcpServers", obj)
+		e.appendMember(e.root, "", key, obj)
 		return obj, nil
 	}
 	v := &e.root.Members[k].Value
@@ -211,11 +264,11 @@ func (e *editor) servers(create bool) (*hujson.Object, error) {
 			return obj, nil
 		}
 	}
-	return nil, &Error{File: e.file, Field: "mcpServers", Problem: "is " + kindName(v) + ", not an object",
+	return nil, &Error{File: e.file, Field: key, Problem: "is " + kindName(v) + ", not an object",
 		Fix: `write an object of servers such as {"memory": {"command": "mcp-memory"}}`}
 }
 
-// serversIndent is the indentation of the line holding "mcpServers".
+// serversIndent is the indentation of the top-level members.
 func (e *editor) serversIndent() string { return e.indentOf(e.root, "") }
 
 // indentOf is the indentation of obj's members: that of its first member
