@@ -14,7 +14,7 @@ import (
 
 func (a *handler) serverInfo(sc ServerConfig) Server {
 	s := Server{Name: sc.Name, Transport: sc.Transport, Target: sc.Target, Trusted: sc.Trusted, Disabled: sc.Disabled,
-		State: upstream.Status{State: upstream.StateStopped}}
+		State: upstream.Status{State: upstream.StateStopped}, ConfigError: sc.ConfigError}
 	if c, ok := a.Gateway.Conn(sc.Name); ok {
 		s.State = c.Status()
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/wardenmcp/warden/api"
 	"github.com/wardenmcp/warden/approval"
+	"github.com/wardenmcp/warden/internal/state"
 	"github.com/wardenmcp/warden/upstream"
 )
 
@@ -206,6 +207,7 @@ const commentedConfig = `// my servers
 `
 
 func TestServersAddRemoveKeepComments(t *testing.T) {
+	t.Setenv("WARDEN_STATE_DIR", t.TempDir()) // no daemon has run there
 	path := filepath.Join(t.TempDir(), "config.json")
 	if err := os.WriteFile(path, []byte(commentedConfig), 0o600); err != nil {
 		t.Fatal(err)
@@ -215,7 +217,7 @@ func TestServersAddRemoveKeepComments(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("add: exit %d: %s", code, stderr)
 	}
-	if !strings.Contains(out, "picks the change up by itself") || !strings.Contains(out, "warden review remote") {
+	if !strings.Contains(out, "not checked whether a running warden took the change: no operator token") || !strings.Contains(out, "warden review remote") {
 		t.Errorf("add output:\n%s", out)
 	}
 	code, _, stderr = runCLI(t, "", "--config", path, "servers", "add", "fs", "--trusted", "--env", "ROOT=/tmp", "--", "mcp-fs", "--read-only", "/tmp")
@@ -236,7 +238,7 @@ func TestServersAddRemoveKeepComments(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("remove: exit %d: %s", code, stderr)
 	}
-	if !strings.Contains(out, "picks the change up by itself") {
+	if !strings.Contains(out, "removed server memory") {
 		t.Errorf("remove output:\n%s", out)
 	}
 	data, _ = os.ReadFile(path)
@@ -686,5 +688,36 @@ func TestUsageHints(t *testing.T) {
 	code, _, stderr = runCLI(t, "", "--config", cfg, "activity", "--limit", "-1")
 	if code != exitUsage || !strings.Contains(stderr, "0 (no limit) or more") {
 		t.Errorf("--limit -1: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// The CLI finds the daemon a config file names from that file alone,
+// through the record the daemon keeps beside it (serve --listen and
+// --state-dir included); while the file has a syntax error, status and
+// servers still reach it and show why the reload was refused.
+func TestFindsDaemonThroughItsRecord(t *testing.T) {
+	f := newFakeAPI(t)
+	t.Setenv("WARDEN_STATE_DIR", t.TempDir()) // not the daemon's
+	if err := state.WriteRecord(f.config, state.Record{Listen: strings.TrimPrefix(f.srv.URL, "http://"), StateDir: f.state}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(f.config, []byte(`{"listen": "127.0.0.1:1", "mcpServers": {`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	refused := "config " + f.config + ": line 1, column 42: invalid JSON: the file ends before the JSON does"
+	servers := []api.Server{{Name: "memory", Transport: "stdio", State: upstream.Status{State: upstream.StateReady}},
+		{Name: "remote", ConfigError: "config " + f.config + ": mcpServers.remote.url: is not an http:// or https:// URL"}}
+	f.handle("GET /v1/status", 200, api.Status{Version: "1", ConfigPath: f.config, ReloadError: refused, Servers: servers})
+	for _, cmd := range []string{"status", "servers"} {
+		code, out, stderr := runCLI(t, "", "--config", f.config, cmd)
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", cmd, code, stderr)
+		}
+		for _, want := range []string{"last reload refused, still running the previous config: " + refused, "memory", "ready",
+			"remote  ", "not loaded", "remote: config " + f.config + ": mcpServers.remote.url"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("%s lacks %q:\n%s", cmd, want, out)
+			}
+		}
 	}
 }

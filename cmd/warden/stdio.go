@@ -15,11 +15,8 @@ func newStdioCmd(g *globals) *cobra.Command {
 		Short: "Speak MCP on stdin/stdout, bridged to the running daemon (for clients that can only launch a command)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := g.loadConfig()
-			if err != nil {
-				return err
-			}
-			url := baseURL(cfg.Listen) + "/mcp"
+			listen, _ := g.endpoint()
+			url := baseURL(listen) + "/mcp"
 			if server != "" {
 				url += "/" + server
 			}
