@@ -35,28 +35,38 @@ var ErrServerExists = errors.New("server exists")
 // caller's. The file is replaced atomically (temporary file and rename)
 // keeping its mode; a symlink is followed and its target replaced.
 func AddServer(path, name string, s *Server) error {
-	field := join("mcpServers", name)
-	if p, fix := nameProblem(name); p != "" {
-		return &Error{File: path, Field: field, Problem: p, Fix: fix}
-	}
-	if s == nil {
-		return &Error{File: path, Field: field, Problem: "no server given"}
+	return AddServers(path, []string{name}, []*Server{s})
+}
+
+// AddServers adds servers[i] as names[i], in one edit, as AddServer does
+// for one: when any of them cannot be added, nothing is written.
+func AddServers(path string, names []string, servers []*Server) error {
+	for i, name := range names {
+		field := join("mcpServers", name)
+		if p, fix := nameProblem(name); p != "" {
+			return &Error{File: path, Field: field, Problem: p, Fix: fix}
+		}
+		if servers[i] == nil {
+			return &Error{File: path, Field: field, Problem: "no server given"}
+		}
 	}
 	return edit(path, true, func(e *editor) error {
-		e.added = name
-		servers, err := e.servers(e.serversKey(), true)
+		e.added = names
+		obj, err := e.servers(e.serversKey(), true)
 		if err != nil {
 			return err
 		}
-		if find(servers, name) >= 0 {
-			return &Error{File: path, Field: field, Problem: "a server with this name already exists",
-				Fix: "choose another name, or remove it first with: warden servers remove " + name, err: ErrServerExists}
+		for i, name := range names {
+			if find(obj, name) >= 0 {
+				return &Error{File: path, Field: join("mcpServers", name), Problem: "a server with this name already exists",
+					Fix: "choose another name, or remove it first with: warden servers remove " + name, err: ErrServerExists}
+			}
+			val, err := hujson.Parse([]byte(e.encodeServer(servers[i], e.indentOf(obj, e.serversIndent()))))
+			if err != nil { // cannot happen: we wrote it
+				return err
+			}
+			e.appendMember(obj, e.serversIndent(), name, val.Value)
 		}
-		val, err := hujson.Parse([]byte(e.encodeServer(s, e.indentOf(servers, e.serversIndent()))))
-		if err != nil { // cannot happen: we wrote it
-			return err
-		}
-		e.appendMember(servers, e.serversIndent(), name, val.Value)
 		return nil
 	})
 }
@@ -125,9 +135,9 @@ func AddHostEntry(path, key, name string, entry any) error {
 type editor struct {
 	file  string
 	root  *hujson.Object
-	nl    string // line ending used by the file
-	unit  string // one level of indentation used by the file
-	added string // the server AddServer adds, which must load
+	nl    string   // line ending used by the file
+	unit  string   // one level of indentation used by the file
+	added []string // the servers AddServers adds, which must load
 }
 
 // serversKey is the key of the file's servers map: VS Code's "servers"
@@ -209,8 +219,10 @@ func edit(path string, warden bool, change func(*editor) error) error {
 		if err != nil {
 			return err
 		}
-		if err := cfg.Broken[e.added]; err != nil {
-			return err
+		for _, name := range e.added {
+			if err := cfg.Broken[name]; err != nil {
+				return err
+			}
 		}
 	} else if _, err := hujson.Parse(out); err != nil {
 		return err
@@ -409,17 +421,18 @@ func (e *editor) encodeServer(s *Server, ind string) string {
 		add("command", quote(s.Command))
 	}
 	if len(args) > 0 {
-		q := make([]string, len(args))
-		for i, a := range args {
-			q[i] = quote(a)
-		}
-		add("args", "["+strings.Join(q, ", ")+"]")
+		add("args", quoteList(args))
 	}
 	if len(env) > 0 {
 		add("env", strMap(env))
 	}
 	if s.Cwd != "" {
 		add("cwd", quote(s.Cwd))
+	}
+	if s.InheritAllEnv {
+		add("inheritEnv", "true")
+	} else if len(s.InheritEnv) > 0 {
+		add("inheritEnv", quoteList(s.InheritEnv))
 	}
 	if url != "" {
 		add("url", quote(url))
@@ -464,6 +477,15 @@ func (e *editor) encodeServer(s *Server, ind string) string {
 		return "{}"
 	}
 	return "{" + e.nl + strings.Join(lines, ","+e.nl) + e.nl + ind + "}"
+}
+
+// quoteList writes l as a JSON list on one line.
+func quoteList(l []string) string {
+	q := make([]string, len(l))
+	for i, a := range l {
+		q[i] = quote(a)
+	}
+	return "[" + strings.Join(q, ", ") + "]"
 }
 
 // quote writes s as a JSON string, leaving <, > and & readable.

@@ -142,3 +142,86 @@ func TestParseAllKeepsGoodServers(t *testing.T) {
 		}
 	}
 }
+
+func TestParseHostForImport(t *testing.T) {
+	// Claude Code's ~/.claude.json: much besides the servers.
+	cfg, err := ParseHost("/h/.claude.json", []byte(`{"numStartups": 3, "projects": {"/p": {"mcpServers": {}}},
+		"mcpServers": {"api": {"type": "http", "url": "https://${env:API_HOST}/mcp", "headers": {"Authorization": "Bearer ${env:API_TOKEN}"}},
+		               "vs": {"command": "x", "env": {"K": "${input:key}"}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := cfg.Servers["api"]
+	if api == nil || api.Transport != TransportHTTP {
+		t.Fatalf("api: %v", api)
+	}
+	if url, _, _, h := api.written(); url != "https://${env:API_HOST}/mcp" || h["Authorization"] != "Bearer ${env:API_TOKEN}" {
+		t.Errorf("api is written as %q %v; want the references as they were", url, h)
+	}
+	if e := cfg.Broken["vs"]; e == nil || !strings.Contains(e.Error(), "${input:key} asks VS Code to prompt") {
+		t.Errorf("vs: %v", e)
+	}
+	if _, err := ParseHost("/h/x.json", []byte(`{"other": 1}`)); err == nil || !strings.Contains(err.Error(), `has no "mcpServers"`) {
+		t.Errorf("no servers: %v", err)
+	}
+}
+
+const codexConfig = `# Codex's config
+model = "o3"
+approval_policy = "on-request"
+
+[mcp_servers.docs]
+command = "npx"
+args = ["-y", "mcp-docs", # the package
+        '--root=C:\tmp']
+env = { "DOCS_KEY" = "${env:DOCS_KEY}", MODE = "ro" }
+env_vars = ["HOME_PROFILE"]
+startup_timeout_sec = 20
+tool_timeout_sec = 90.5
+
+[mcp_servers.remote]
+url = "https://r.test/mcp"
+bearer_token_env_var = "REMOTE_TOKEN"
+enabled = false
+
+[mcp_servers.remote.env_http_headers]
+"X-Team" = "TEAM_ID"
+
+[mcp_servers.bad]
+command = "x"
+tool_timeout = 5
+
+[profiles.fast]
+model = """multi
+line"""
+`
+
+func TestParseCodex(t *testing.T) {
+	cfg, err := ParseCodex("/h/.codex/config.toml", []byte(codexConfig))
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs, remote := cfg.Servers["docs"], cfg.Servers["remote"]
+	if docs == nil || remote == nil {
+		t.Fatalf("servers: %v", cfg)
+	}
+	_, args, env, _ := docs.written()
+	if docs.Command != "npx" || strings.Join(args, " ") != `-y mcp-docs --root=C:\tmp` || env["DOCS_KEY"] != "${env:DOCS_KEY}" || env["MODE"] != "ro" ||
+		strings.Join(docs.InheritEnv, ",") != "HOME_PROFILE" || docs.CallTimeout != 90500*time.Millisecond {
+		t.Errorf("docs: %v %q %v %v %v", docs, args, env, docs.InheritEnv, docs.CallTimeout)
+	}
+	_, _, _, h := remote.written()
+	if !remote.Disabled || h["Authorization"] != "Bearer ${env:REMOTE_TOKEN}" || h["X-Team"] != "${env:TEAM_ID}" {
+		t.Errorf("remote: disabled %v, headers %v", remote.Disabled, h)
+	}
+	if e := cfg.Broken["bad"]; e == nil || !strings.Contains(e.Error(), "mcpServers.bad.tool_timeout: unknown field") {
+		t.Errorf("bad: %v", e)
+	}
+	wantNotes(t, cfg, "mcp_servers.docs.startup_timeout_sec: ignored: Codex's own setting")
+
+	for _, bad := range []string{"[mcp_servers.x\ncommand = 1", "a = \"open", "a = [1, 2", "a = nope", "a = 1\na = 2"} {
+		if _, err := ParseCodex("/c.toml", []byte(bad)); err == nil || !strings.Contains(err.Error(), "invalid TOML: line ") {
+			t.Errorf("%q: %v", bad, err)
+		}
+	}
+}
