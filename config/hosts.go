@@ -38,6 +38,9 @@ func ParseHost(path string, data []byte) (*Config, error) {
 		return nil, &Error{File: path, Problem: `has no "mcpServers" (or VS Code's "servers"): no servers to import`,
 			Fix: "name the file where the host keeps its MCP servers"}
 	}
+	if i := find(obj, "inputs"); i >= 0 {
+		d.ignore(&obj.Members[i].Value, "inputs", "inputs")
+	}
 	m := &obj.Members[k]
 	if err := d.servers(&m.Value, m.Name.Value.(hujson.Literal).String(), cfg.Servers); err != nil {
 		return nil, err

@@ -273,7 +273,7 @@ func (p *tomlParser) value() (any, error) {
 	return nil, p.errorf("%q is not a TOML value (strings need quotes)", word)
 }
 
-// str reads a basic ("...", """...""") or literal ('...', ”'...”') string.
+// str reads a basic or literal string, on one line or (tripled quotes) several.
 func (p *tomlParser) str() (string, error) {
 	q := p.src[p.pos : p.pos+1]
 	multi := strings.HasPrefix(p.src[p.pos:], q+q+q)

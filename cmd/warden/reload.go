@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/wardenmcp/warden/client"
@@ -17,9 +18,9 @@ const reloadWait = 10 * time.Second
 // afterReload runs edit, a change to the config file, and says whether the
 // running daemon took it. It subscribes to the daemon's events before the
 // edit, so the reload the edit causes cannot be missed. It returns edit's
-// error; when the daemon refused the file, or did not load server (if
-// given), it calls refused with an error saying why.
-func (g *globals) afterReload(ctx context.Context, server string, edit func() error, refused func(error)) error {
+// error; when the daemon refused the file, or did not load one of servers,
+// it calls refused with an error saying why.
+func (g *globals) afterReload(ctx context.Context, servers []string, edit func() error, refused func(error)) error {
 	ctx, cancel := context.WithTimeout(ctx, reloadWait)
 	defer cancel()
 	c, err := g.client()
@@ -60,8 +61,14 @@ func (g *globals) afterReload(ctx context.Context, server string, edit func() er
 			refused(fmt.Errorf("the running warden refused the file and keeps its previous config: %v", data["error"]))
 			return nil
 		}
-		if msg, ok := data["error."+server].(string); ok && server != "" {
-			refused(fmt.Errorf("the running warden did not load %s: %s\nfix the entry in %s, or remove it with: warden servers remove %s", server, msg, g.configFile(), server))
+		var why []string
+		for _, server := range servers {
+			if msg, ok := data["error."+server].(string); ok {
+				why = append(why, fmt.Sprintf("the running warden did not load %s: %s\nfix the entry in %s, or remove it with: warden servers remove %s", server, msg, g.configFile(), server))
+			}
+		}
+		if len(why) > 0 {
+			refused(errors.New(strings.Join(why, "\n")))
 			return nil
 		}
 		fmt.Fprintln(g.stdout, "the running warden loaded the change")

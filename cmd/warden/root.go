@@ -78,6 +78,8 @@ Exit status: 0 done, 1 error, 2 usage, 3 done but something is still held.`,
 		newSessionsCmd(g),
 		newCallCmd(g),
 		newActivityCmd(g),
+		newImportCmd(g),
+		newConnectCmd(g),
 	)
 	for _, c := range root.Commands() {
 		strictArgs(c)
@@ -164,6 +166,13 @@ func (g *globals) readEndpoint() *endpoint {
 		ep.stateDir = d
 	}
 	return ep
+}
+
+// same reports whether a and b name the same file.
+func same(a, b string) bool {
+	fa, err1 := os.Stat(a)
+	fb, err2 := os.Stat(b)
+	return err1 == nil && err2 == nil && os.SameFile(fa, fb)
 }
 
 // resolveStateDir resolves the state dir: --state-dir, the running

@@ -138,7 +138,7 @@ func newServersAddCmd(g *globals) *cobra.Command {
 			}
 			path := g.configFile()
 			var loaded error
-			err = g.afterReload(cmd.Context(), name, func() error {
+			err = g.afterReload(cmd.Context(), []string{name}, func() error {
 				if err := config.AddServer(path, name, s); err != nil {
 					return err
 				}
@@ -247,7 +247,7 @@ func newServersRemoveCmd(g *globals) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			path := g.configFile()
 			var refused error
-			err := g.afterReload(cmd.Context(), "", func() error {
+			err := g.afterReload(cmd.Context(), nil, func() error {
 				if err := config.RemoveServer(path, args[0]); err != nil {
 					return err
 				}
