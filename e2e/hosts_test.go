@@ -145,3 +145,62 @@ func TestBadEntriesAffectOnlyThemselves(t *testing.T) {
 		wait("the refused reload shown", args, "last reload refused, still running the previous config", "invalid JSON", "good")
 	}
 }
+
+// Item 2 of issue 12, with the real binary: VS Code's own file serves as
+// Warden's config as it is (its "inputs" ignored with a logged note), and
+// `warden import` copies a Cline file's servers into it, which the running
+// daemon loads.
+func TestHostFilesWorkAsTheyAre(t *testing.T) {
+	bin := testenv.BuildBinary(t, "./cmd/warden")
+	fixtureBin := testenv.BuildBinary(t, fixturePkg)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, ".vscode", "mcp.json")
+	if err := os.MkdirAll(filepath.Dir(cfg), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	listen := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
+	vscode := fmt.Sprintf(`{
+  "inputs": [{"type": "promptString", "id": "key", "description": "API key", "password": true}],
+  "servers": {
+    "fx": {"type": "stdio", "command": %q, "args": ["-name", "fx"], "trusted": true}
+  }
+}
+`, fixtureBin)
+	cline := filepath.Join(dir, "cline_mcp_settings.json")
+	clineText := fmt.Sprintf(`{"mcpServers": {"cl": {"command": %q, "args": ["-name", "cl"], "autoApprove": ["echo"], "timeout": 30, "disabled": false}}}`, fixtureBin)
+	if err := os.WriteFile(cfg, []byte(vscode), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cline, []byte(clineText), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := cliEnv(t)
+	var log lockedBuffer
+	serve := exec.Command(bin, "serve", "--config", cfg, "--state-dir", filepath.Join(dir, "state"), "--listen", listen)
+	serve.Env, serve.Stderr = env, &log
+	testenv.StartProcess(t, serve)
+	testenv.WaitHTTP(t, "http://"+listen+"/healthz", 20*time.Second)
+	if want := "note: config " + cfg + `: inputs (line 2): ignored: VS Code's prompts for ${input:...} values, which Warden cannot show`; !strings.Contains(log.String(), want) {
+		t.Errorf("the log lacks %q:\n%s", want, log.String())
+	}
+
+	code, out, stderr := runWarden(t, bin, env, "--config", cfg, "import", cline)
+	if code != 0 || !strings.Contains(out, "imported cl from "+cline) || !strings.Contains(out, "the running warden loaded the change") ||
+		!strings.Contains(stderr, "mcpServers.cl.autoApprove (line 1): ignored: Cline's list of tools it calls without asking") {
+		t.Fatalf("import: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		code, out, stderr = runWarden(t, bin, env, "--config", cfg, "servers")
+		if code == 0 && strings.Count(out, "ready") == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("servers: exit %d\n%s\n%s\n%s", code, out, stderr, log.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if data, _ := os.ReadFile(cfg); !strings.Contains(string(data), `"cl": {`) || strings.Contains(string(data), "mcpServers") {
+		t.Fatalf("the import did not go into VS Code's \"servers\":\n%s", data)
+	}
+}
