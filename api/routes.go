@@ -39,6 +39,18 @@ func (a *handler) configured(w http.ResponseWriter, name string) (ServerConfig, 
 	return ServerConfig{}, false
 }
 
+// decidable is configured for the routes that decide about a server's
+// tools, which need the server loaded: one whose entry never loaded has no
+// tools to decide about yet.
+func (a *handler) decidable(w http.ResponseWriter, name string) (ServerConfig, bool) {
+	sc, ok := a.configured(w, name)
+	if ok && sc.ConfigError != "" && sc.Transport == "" {
+		fail(w, http.StatusConflict, "server_not_loaded", fmt.Sprintf("server %q is in the config file but its entry cannot be loaded: %s", name, sc.ConfigError))
+		return sc, false
+	}
+	return sc, ok
+}
+
 func (a *handler) status(w http.ResponseWriter, r *http.Request) {
 	cfg := a.Config()
 	st := Status{Version: a.Version, UptimeSeconds: time.Since(a.Started).Seconds(), ConfigPath: cfg.Path,
@@ -86,7 +98,7 @@ func (a *handler) tools(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *handler) approveServer(w http.ResponseWriter, r *http.Request) {
-	sc, ok := a.configured(w, r.PathValue("s"))
+	sc, ok := a.decidable(w, r.PathValue("s"))
 	var req approval.ServerApproval
 	if !ok || !decode(w, r, &req) {
 		return
@@ -100,7 +112,7 @@ func (a *handler) approveServer(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *handler) quarantine(w http.ResponseWriter, r *http.Request) {
-	sc, ok := a.configured(w, r.PathValue("s"))
+	sc, ok := a.decidable(w, r.PathValue("s"))
 	if !ok {
 		return
 	}
@@ -112,7 +124,7 @@ func (a *handler) quarantine(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *handler) approveTools(w http.ResponseWriter, r *http.Request) {
-	sc, ok := a.configured(w, r.PathValue("s"))
+	sc, ok := a.decidable(w, r.PathValue("s"))
 	var req approval.ToolApproval
 	if !ok || !decode(w, r, &req) {
 		return
@@ -126,7 +138,7 @@ func (a *handler) approveTools(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *handler) block(w http.ResponseWriter, r *http.Request) {
-	sc, ok := a.configured(w, r.PathValue("s"))
+	sc, ok := a.decidable(w, r.PathValue("s"))
 	var req struct {
 		Tools []string `json:"tools"`
 	}

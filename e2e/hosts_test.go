@@ -132,8 +132,12 @@ func TestBadEntriesAffectOnlyThemselves(t *testing.T) {
 		t.Fatalf("servers --json: exit %d\n%s", code, out)
 	}
 	code, out, stderr = cli("review", "remote")
-	if code != 0 || strings.Contains(stderr, "no server") {
+	if code != 0 || !strings.Contains(out, "remote: config "+cfg+": mcpServers.remote.headers.Authorization") {
 		t.Fatalf("review remote (in the file, not loaded): exit %d\n%s\n%s", code, out, stderr)
+	}
+	code, _, stderr = cli("servers", "approve", "remote")
+	if code != 1 || !strings.Contains(stderr, `server "remote" is in the config file but its entry cannot be loaded: config `+cfg) {
+		t.Fatalf("servers approve remote (not loaded): exit %d\n%s", code, stderr)
 	}
 
 	// A syntax error keeps the running config; read commands still reach
