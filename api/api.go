@@ -45,6 +45,7 @@ type ServerConfig struct {
 	Name, Transport, Target string
 	Trusted, Disabled       bool
 	Hidden                  map[string]bool
+	ConfigError             string // why its entry in the file cannot be loaded
 }
 
 // Handler serves /v1/.

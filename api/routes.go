@@ -16,7 +16,7 @@ import (
 
 func (a *handler) serverInfo(sc ServerConfig) Server {
 	s := Server{Name: sc.Name, Transport: sc.Transport, Target: sc.Target, Trusted: sc.Trusted, Disabled: sc.Disabled,
-		State: upstream.Status{State: upstream.StateStopped}}
+		State: upstream.Status{State: upstream.StateStopped}, ConfigError: sc.ConfigError}
 	if c, ok := a.Gateway.Conn(sc.Name); ok {
 		s.State = c.Status()
 	}
@@ -39,6 +39,18 @@ func (a *handler) configured(w http.ResponseWriter, name string) (ServerConfig, 
 	}
 	fail(w, http.StatusNotFound, "unknown_server", fmt.Sprintf("no server %q in %s (configured: %v); add one with: warden servers add", name, cfg.Path, names))
 	return ServerConfig{}, false
+}
+
+// decidable is configured for the routes that decide about a server's
+// tools, which need the server loaded: one whose entry never loaded has no
+// tools to decide about yet.
+func (a *handler) decidable(w http.ResponseWriter, name string) (ServerConfig, bool) {
+	sc, ok := a.configured(w, name)
+	if ok && sc.ConfigError != "" && sc.Transport == "" {
+		fail(w, http.StatusConflict, "server_not_loaded", fmt.Sprintf("server %q is in the config file but its entry cannot be loaded: %s", name, sc.ConfigError))
+		return sc, false
+	}
+	return sc, ok
 }
 
 func (a *handler) status(w http.ResponseWriter, r *http.Request) {
@@ -88,7 +100,7 @@ func (a *handler) tools(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *handler) approveServer(w http.ResponseWriter, r *http.Request) {
-	sc, ok := a.configured(w, r.PathValue("s"))
+	sc, ok := a.decidable(w, r.PathValue("s"))
 	var req approval.ServerApproval
 	if !ok || !decode(w, r, &req) {
 		return
@@ -102,7 +114,7 @@ func (a *handler) approveServer(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *handler) quarantine(w http.ResponseWriter, r *http.Request) {
-	sc, ok := a.configured(w, r.PathValue("s"))
+	sc, ok := a.decidable(w, r.PathValue("s"))
 	if !ok {
 		return
 	}
@@ -114,7 +126,7 @@ func (a *handler) quarantine(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *handler) approveTools(w http.ResponseWriter, r *http.Request) {
-	sc, ok := a.configured(w, r.PathValue("s"))
+	sc, ok := a.decidable(w, r.PathValue("s"))
 	var req approval.ToolApproval
 	if !ok || !decode(w, r, &req) {
 		return
@@ -128,7 +140,7 @@ func (a *handler) approveTools(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *handler) block(w http.ResponseWriter, r *http.Request) {
-	sc, ok := a.configured(w, r.PathValue("s"))
+	sc, ok := a.decidable(w, r.PathValue("s"))
 	var req struct {
 		Tools []string `json:"tools"`
 	}

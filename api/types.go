@@ -33,6 +33,9 @@ type Server struct {
 	Disabled    bool            `json:"disabled"`
 	State       upstream.Status `json:"connection"`
 	Tools       approval.Counts `json:"tools"`
+	// ConfigError says why the server's entry in the config file cannot be
+	// loaded; a server that ran before keeps its previous entry.
+	ConfigError string `json:"config_error,omitempty"`
 }
 
 // Tool is one entry of GET /v1/servers/{s}/tools.

@@ -289,9 +289,8 @@ func (c *Client) exchange(ctx context.Context, limit time.Duration, method, path
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return ctxErr
 		}
-		var op *net.OpError
-		if errors.As(err, &op) && op.Op == "dial" {
-			return &ConnError{URL: c.base, Err: err}
+		if ce := connErr(c.base, err); ce != err {
+			return ce
 		}
 		return fmt.Errorf("warden at %s: %s %s: %w", c.base, method, path, err)
 	}
@@ -310,6 +309,16 @@ func (c *Client) exchange(ctx context.Context, limit time.Duration, method, path
 		return fmt.Errorf("warden at %s: the answer to %s %s is not what this CLI expects (%v); is the daemon the same version as the CLI?", c.base, method, path, err)
 	}
 	return nil
+}
+
+// connErr makes a failure to dial the daemon a *ConnError; other errors
+// are returned as they are.
+func connErr(base string, err error) error {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return &ConnError{URL: base, Err: err}
+	}
+	return err
 }
 
 func apiError(status int, data []byte) *APIError {

@@ -57,6 +57,13 @@ type Config struct {
 	// A caller reloading on change may prefer to keep its running config
 	// when a file it had read goes missing (editors briefly remove files).
 	Missing bool
+
+	// Broken holds, by name, the server entries that cannot be loaded
+	// (LoadAll and ParseAll only; Load and Parse fail instead): the rest
+	// of the file loads without them.
+	Broken map[string]*Error
+	// Notes name the fields of other MCP hosts that were ignored.
+	Notes []string
 }
 
 // Activity bounds the activity log: entries beyond MaxEntries or older
@@ -160,6 +167,17 @@ func defaults(path string) *Config {
 // Missing set, so a first run works without a file. Any other problem is an
 // *Error.
 func Load(path string) (*Config, error) {
+	return load(path, false)
+}
+
+// LoadAll is Load, except that a server entry that cannot be loaded leaves
+// out only that server, with its problem in Broken. A problem with the
+// file as a whole (its syntax, a top-level field) is still an error.
+func LoadAll(path string) (*Config, error) {
+	return load(path, true)
+}
+
+func load(path string, all bool) (*Config, error) {
 	if path == "" {
 		path = DefaultPath()
 	}
@@ -176,7 +194,7 @@ func Load(path string) (*Config, error) {
 		return nil, &Error{File: path, Problem: "cannot read the file: " + pathErr(err),
 			Fix: "check that it is a readable file", err: err}
 	}
-	return Parse(path, data, os.LookupEnv)
+	return parse(path, data, os.LookupEnv, false, all)
 }
 
 // Parse parses and validates config file contents. path is only used in
@@ -188,21 +206,37 @@ func Parse(path string, data []byte, lookupEnv func(string) (string, bool)) (*Co
 	if lookupEnv == nil {
 		lookupEnv = os.LookupEnv
 	}
-	return parse(path, data, lookupEnv, false)
+	return parse(path, data, lookupEnv, false, false)
+}
+
+// ParseAll is Parse in the way of LoadAll.
+func ParseAll(path string, data []byte, lookupEnv func(string) (string, bool)) (*Config, error) {
+	if lookupEnv == nil {
+		lookupEnv = os.LookupEnv
+	}
+	return parse(path, data, lookupEnv, false, true)
 }
 
 // parse is Parse with a lenient mode for editing: an unset variable is then
 // left unexpanded instead of being an error, because the daemon that will
-// read the file may have an environment the editing CLI lacks.
-func parse(path string, data []byte, lookupEnv func(string) (string, bool), lenient bool) (*Config, error) {
+// read the file may have an environment the editing CLI lacks. With all, a
+// server entry that cannot be loaded goes to Broken.
+func parse(path string, data []byte, lookupEnv func(string) (string, bool), lenient, all bool) (*Config, error) {
 	data = bytes.TrimPrefix(data, utf8BOM)
 	cfg := defaults(path)
 	if len(bytes.TrimSpace(data)) == 0 {
 		return cfg, nil
 	}
 	d := &decoder{file: path, data: data, lookupEnv: lookupEnv, lenient: lenient}
+	if all {
+		d.broken = map[string]*Error{}
+	}
 	if err := d.decode(cfg); err != nil {
 		return nil, err
+	}
+	cfg.Notes = d.notes
+	if len(d.broken) > 0 {
+		cfg.Broken = d.broken
 	}
 	return cfg, nil
 }

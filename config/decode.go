@@ -21,11 +21,24 @@ var (
 	activityFields = []string{"maxEntries", "maxAge"}
 	serverFields   = []string{"command", "args", "env", "cwd", "url", "headers", "transport", "type",
 		"trusted", "disabled", "callTimeout", "confirmDestructive", "tools", "inheritEnv", "sandbox"}
-	toolFields      = []string{"class", "hidden"}
-	sandboxFields   = []string{"network", "paths", "container"}
-	pathsFields     = []string{"read", "write"}
-	containerFields = []string{"image", "engine"}
+	// Fields other MCP hosts write, read or ignored (foreignFields) but
+	// not offered in messages.
+	hostTopFields    = []string{"servers", "inputs"}
+	hostServerFields = []string{"serverUrl", "transportType", "timeout", "autoApprove", "alwaysAllow", "dev"}
+	toolFields       = []string{"class", "hidden"}
+	sandboxFields    = []string{"network", "paths", "container"}
+	pathsFields      = []string{"read", "write"}
+	containerFields  = []string{"image", "engine"}
 )
+
+// foreignFields are fields other MCP hosts use for their own purposes:
+// Warden ignores them, with a note saying so and what does the job here.
+var foreignFields = map[string]string{
+	"inputs":      "VS Code's prompts for ${input:...} values, which Warden cannot show; use ${env:NAME}",
+	"autoApprove": "Cline's list of tools it calls without asking; Warden approves tools with warden review",
+	"alwaysAllow": "Roo Code's list of tools it calls without asking; Warden approves tools with warden review",
+	"dev":         "VS Code's settings for debugging a server it develops",
+}
 
 // transportNames maps the ways other MCP hosts spell a transport to
 // Warden's names.
@@ -43,6 +56,27 @@ type decoder struct {
 	lookupEnv func(string) (string, bool)
 	lenient   bool     // leave unset ${env:} references unexpanded (editing)
 	expanded  []string // values of the ${env:} references expanded so far
+	// broken, when set, collects a server entry that cannot be loaded
+	// instead of failing the whole file (ParseAll).
+	broken map[string]*Error
+	notes  []string // fields ignored, see foreignFields
+}
+
+// ignore notes that the field at v is another host's and ignored.
+func (d *decoder) ignore(v *hujson.Value, path, field string) {
+	line, _ := lineCol(d.data, v.StartOffset)
+	d.notes = append(d.notes, fmt.Sprintf("config %s: %s (line %d): ignored: %s", d.file, path, line, foreignFields[field]))
+}
+
+// serverFailed records the problem of one server entry: in ParseAll mode
+// only that server is left out; otherwise the whole file fails.
+func (d *decoder) serverFailed(name string, err error) error {
+	var ce *Error
+	if d.broken == nil || !errors.As(err, &ce) {
+		return err
+	}
+	d.broken[name] = ce
+	return nil
 }
 
 func (d *decoder) errAt(v *hujson.Value, field, problem, fix string) *Error {
@@ -70,7 +104,7 @@ func (d *decoder) decode(cfg *Config) error {
 		return d.errAt(&root, "", "the file holds "+kindName(&root)+", not an object",
 			`write an object such as {"mcpServers": {}}`)
 	}
-	return d.fields(obj, "", topFields, func(name string, v *hujson.Value, path string) error {
+	return d.hostFields(obj, "", topFields, hostTopFields, func(name string, v *hujson.Value, path string) error {
 		switch name {
 		case "listen":
 			s, err := d.str(v, path)
@@ -89,8 +123,13 @@ func (d *decoder) decode(cfg *Config) error {
 			cfg.StateDir = resolveDir(s, d.file)
 		case "activity":
 			return d.activity(v, path, &cfg.Activity)
-		case "mcpServers":
+		case "mcpServers", "servers": // "servers" as VS Code writes it
+			if other := map[string]string{"mcpServers": "servers", "servers": "mcpServers"}[name]; find(obj, other) >= 0 {
+				return d.errAt(v, path, `the file has both "mcpServers" and "servers"`, `keep one, "mcpServers"`)
+			}
 			return d.servers(v, path, cfg.Servers)
+		case "inputs":
+			d.ignore(v, path, name)
 		}
 		return nil
 	})
@@ -120,8 +159,14 @@ func (d *decoder) syntaxError(err error) error {
 // fields calls fn for each non-null member of obj, rejecting duplicate and
 // unknown names.
 func (d *decoder) fields(obj *hujson.Object, path string, known []string, fn func(name string, v *hujson.Value, path string) error) error {
+	return d.hostFields(obj, path, known, nil, fn)
+}
+
+// hostFields is fields that also takes the names in host, without naming
+// them in messages.
+func (d *decoder) hostFields(obj *hujson.Object, path string, known, host []string, fn func(name string, v *hujson.Value, path string) error) error {
 	return d.each(obj, path, func(name string, m *hujson.ObjectMember, fp string) error {
-		if !slices.Contains(known, name) {
+		if !slices.Contains(known, name) && !slices.Contains(host, name) {
 			fix := "known fields are " + strings.Join(known, ", ")
 			if s := suggest(name, known); s != "" {
 				fix += fmt.Sprintf(" (did you mean %q?)", s)
@@ -218,6 +263,19 @@ func (d *decoder) duration(v *hujson.Value, path string) (time.Duration, error) 
 	return dur, nil
 }
 
+// seconds reads a positive number of seconds, as Cline writes "timeout".
+func (d *decoder) seconds(v *hujson.Value, path string) (time.Duration, error) {
+	lit, ok := v.Value.(hujson.Literal)
+	if !ok || lit.Kind() != '0' {
+		return 0, d.typeErr(v, path, "a number of seconds", `write seconds such as 60, or "callTimeout": "60s"`)
+	}
+	n, err := strconv.ParseFloat(string(lit), 64)
+	if err != nil || n <= 0 || n > 1e6 {
+		return 0, d.errAt(v, path, "is not a number of seconds above zero", `write seconds such as 60, or "callTimeout": "60s"`)
+	}
+	return time.Duration(n * float64(time.Second)), nil
+}
+
 // strList reads a list of strings, expanding ${env:} references in each.
 func (d *decoder) strList(v *hujson.Value, path string) (raw, expanded []string, err error) {
 	arr, ok := v.Value.(*hujson.Array)
@@ -306,11 +364,11 @@ func (d *decoder) servers(v *hujson.Value, path string, into map[string]*Server)
 	}
 	return d.each(obj, path, func(name string, m *hujson.ObjectMember, p string) error {
 		if problem, fix := nameProblem(name); problem != "" {
-			return d.errAt(&m.Name, p, problem, fix)
+			return d.serverFailed(name, d.errAt(&m.Name, p, problem, fix))
 		}
 		s, err := d.server(name, &m.Value, p)
 		if err != nil {
-			return err
+			return d.serverFailed(name, err)
 		}
 		into[name] = s
 		return nil
@@ -327,7 +385,7 @@ func (d *decoder) server(name string, v *hujson.Value, path string) (*Server, er
 	defer func() { s.expanded = slices.Clone(d.expanded[first:]) }()
 	at := map[string]*hujson.Value{} // where each field was, for cross-field errors
 	urlUnresolved := false
-	err = d.fields(obj, path, serverFields, func(f string, v *hujson.Value, p string) (err error) {
+	err = d.hostFields(obj, path, serverFields, hostServerFields, func(f string, v *hujson.Value, p string) (err error) {
 		at[f] = v
 		switch f {
 		case "command":
@@ -340,13 +398,17 @@ func (d *decoder) server(name string, v *hujson.Value, path string) (*Server, er
 			s.rawEnv, s.Env, err = d.strMap(v, p, envKeyProblem, envValueProblem)
 		case "cwd":
 			s.Cwd, err = d.str(v, p)
-		case "url":
+		case "url", "serverUrl": // "serverUrl" as Windsurf writes it
+			if at["url"] != nil && at["serverUrl"] != nil {
+				return d.errAt(v, p, `the server has both "url" and "serverUrl"`, `keep one, "url"`)
+			}
+			at["url"] = v
 			if s.rawURL, err = d.str(v, p); err == nil {
 				s.URL, urlUnresolved, err = d.expand(s.rawURL, v, p)
 			}
 		case "headers":
 			s.rawHeaders, s.Headers, err = d.strMap(v, p, headerKeyProblem, headerValueProblem)
-		case "transport", "type": // "type" as Claude Code, VS Code and others write it
+		case "transport", "type", "transportType": // "type" as Claude Code, VS Code and others write it, "transportType" as older Cline
 			var t string
 			if t, err = d.str(v, p); err != nil {
 				return err
@@ -369,7 +431,17 @@ func (d *decoder) server(name string, v *hujson.Value, path string) (*Server, er
 		case "confirmDestructive":
 			s.ConfirmDestructive, err = d.boolean(v, p)
 		case "callTimeout":
+			if at["timeout"] != nil {
+				return d.errAt(v, p, `the server has both "callTimeout" and "timeout"`, `keep one, "callTimeout"`)
+			}
 			s.CallTimeout, err = d.duration(v, p)
+		case "timeout": // Cline's: seconds
+			if at["callTimeout"] != nil {
+				return d.errAt(v, p, `the server has both "callTimeout" and "timeout"`, `keep one, "callTimeout"`)
+			}
+			s.CallTimeout, err = d.seconds(v, p)
+		case "autoApprove", "alwaysAllow", "dev":
+			d.ignore(v, p, f)
 		case "tools":
 			s.Tools, err = d.tools(v, p)
 		case "inheritEnv":

@@ -35,27 +35,38 @@ var ErrServerExists = errors.New("server exists")
 // caller's. The file is replaced atomically (temporary file and rename)
 // keeping its mode; a symlink is followed and its target replaced.
 func AddServer(path, name string, s *Server) error {
-	field := join("mcpServers", name)
-	if p, fix := nameProblem(name); p != "" {
-		return &Error{File: path, Field: field, Problem: p, Fix: fix}
+	return AddServers(path, []string{name}, []*Server{s})
+}
+
+// AddServers adds servers[i] as names[i], in one edit, as AddServer does
+// for one: when any of them cannot be added, nothing is written.
+func AddServers(path string, names []string, servers []*Server) error {
+	for i, name := range names {
+		field := join("mcpServers", name)
+		if p, fix := nameProblem(name); p != "" {
+			return &Error{File: path, Field: field, Problem: p, Fix: fix}
+		}
+		if servers[i] == nil {
+			return &Error{File: path, Field: field, Problem: "no server given"}
+		}
 	}
-	if s == nil {
-		return &Error{File: path, Field: field, Problem: "no server given"}
-	}
-	return edit(path, func(e *editor) error {
-		servers, err := e.servers(true)
+	return edit(path, true, func(e *editor) error {
+		e.added = names
+		obj, err := e.servers(e.serversKey(), true)
 		if err != nil {
 			return err
 		}
-		if find(servers, name) >= 0 {
-			return &Error{File: path, Field: field, Problem: "a server with this name already exists",
-				Fix: "choose another name, or remove it first with: warden servers remove " + name, err: ErrServerExists}
+		for i, name := range names {
+			if find(obj, name) >= 0 {
+				return &Error{File: path, Field: join("mcpServers", name), Problem: "a server with this name already exists",
+					Fix: "choose another name, or remove it first with: warden servers remove " + name, err: ErrServerExists}
+			}
+			val, err := hujson.Parse([]byte(e.encodeServer(servers[i], e.indentOf(obj, e.serversIndent()))))
+			if err != nil { // cannot happen: we wrote it
+				return err
+			}
+			e.appendMember(obj, e.serversIndent(), name, val.Value)
 		}
-		val, err := hujson.Parse([]byte(e.encodeServer(s, e.indentOf(servers, e.serversIndent()))))
-		if err != nil { // cannot happen: we wrote it
-			return err
-		}
-		e.appendMember(servers, e.serversIndent(), name, val.Value)
 		return nil
 	})
 }
@@ -65,8 +76,8 @@ func AddServer(path, name string, s *Server) error {
 // it go with it. It fails, naming the known servers, when there is no such
 // server.
 func RemoveServer(path, name string) error {
-	return edit(path, func(e *editor) error {
-		servers, err := e.servers(false)
+	return edit(path, true, func(e *editor) error {
+		servers, err := e.servers(e.serversKey(), false)
 		if err != nil {
 			return err
 		}
@@ -90,15 +101,57 @@ func RemoveServer(path, name string) error {
 	})
 }
 
-// editor changes a parsed file in place.
-type editor struct {
-	file string
-	root *hujson.Object
-	nl   string // line ending used by the file
-	unit string // one level of indentation used by the file
+// AddHostEntry adds entry as name under the object key (created when
+// missing) of another MCP host's config file, keeping the rest of the file
+// as AddServer does. The file is not checked as a Warden config, only as
+// JSON with comments. It fails with ErrServerExists when name is taken.
+func AddHostEntry(path, key, name string, entry any) error {
+	return edit(path, false, func(e *editor) error {
+		obj, err := e.servers(key, true)
+		if err != nil {
+			return err
+		}
+		if find(obj, name) >= 0 {
+			return &Error{File: path, Field: join(key, name), Problem: "already exists", err: ErrServerExists,
+				Fix: "remove or rename it in " + path + " first"}
+		}
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		enc.SetIndent(e.indentOf(obj, e.serversIndent()), e.unit)
+		if err := enc.Encode(entry); err != nil {
+			return err
+		}
+		val, err := hujson.Parse(b.Bytes())
+		if err != nil {
+			return err
+		}
+		e.appendMember(obj, e.serversIndent(), name, val.Value)
+		return nil
+	})
 }
 
-func edit(path string, change func(*editor) error) error {
+// editor changes a parsed file in place.
+type editor struct {
+	file  string
+	root  *hujson.Object
+	nl    string   // line ending used by the file
+	unit  string   // one level of indentation used by the file
+	added []string // the servers AddServers adds, which must load
+}
+
+// serversKey is the key of the file's servers map: VS Code's "servers"
+// in a file that has it and no "mcpServers".
+func (e *editor) serversKey() string {
+	if find(e.root, "mcpServers") < 0 && find(e.root, "servers") >= 0 {
+		return "servers"
+	}
+	return "mcpServers"
+}
+
+// edit changes the file at path, checking the result as a Warden config
+// when warden is set, else only as JSON with comments.
+func edit(path string, warden bool, change func(*editor) error) error {
 	if path == "" {
 		path = DefaultPath()
 	}
@@ -159,7 +212,19 @@ func edit(path string, change func(*editor) error) error {
 		return err
 	}
 	out := root.Pack()
-	if _, err := parse(path, out, os.LookupEnv, true); err != nil {
+	if warden {
+		// Other entries that cannot be loaded are not this edit's doing:
+		// they stay as they were, and only the added one must load.
+		cfg, err := parse(path, out, os.LookupEnv, true, true)
+		if err != nil {
+			return err
+		}
+		for _, name := range e.added {
+			if err := cfg.Broken[name]; err != nil {
+				return err
+			}
+		}
+	} else if _, err := hujson.Parse(out); err != nil {
 		return err
 	}
 	if bom {
@@ -185,16 +250,16 @@ func lockDir(dir string) (unlock func(), err error) {
 	return func() { d.Close() }, nil // closing releases the lock
 }
 
-// servers returns the "mcpServers" object, creating it when create is set;
-// nil when absent and not created.
-func (e *editor) servers(create bool) (*hujson.Object, error) {
-	k := find(e.root, "mcpServers")
+// servers returns the object under key ("mcpServers"), creating it when
+// create is set; nil when absent and not created.
+func (e *editor) servers(key string, create bool) (*hujson.Object, error) {
+	k := find(e.root, key)
 	if k < 0 {
 		if !create {
 			return nil, nil
 		}
 		obj := &hujson.Object{}
-		e.appendMember(e.root, "", "mcpServers", obj)
+		e.appendMember(e.root, "", key, obj)
 		return obj, nil
 	}
 	v := &e.root.Members[k].Value
@@ -211,11 +276,11 @@ func (e *editor) servers(create bool) (*hujson.Object, error) {
 			return obj, nil
 		}
 	}
-	return nil, &Error{File: e.file, Field: "mcpServers", Problem: "is " + kindName(v) + ", not an object",
+	return nil, &Error{File: e.file, Field: key, Problem: "is " + kindName(v) + ", not an object",
 		Fix: `write an object of servers such as {"memory": {"command": "mcp-memory"}}`}
 }
 
-// serversIndent is the indentation of the line holding "mcpServers".
+// serversIndent is the indentation of the top-level members.
 func (e *editor) serversIndent() string { return e.indentOf(e.root, "") }
 
 // indentOf is the indentation of obj's members: that of its first member
@@ -356,17 +421,18 @@ func (e *editor) encodeServer(s *Server, ind string) string {
 		add("command", quote(s.Command))
 	}
 	if len(args) > 0 {
-		q := make([]string, len(args))
-		for i, a := range args {
-			q[i] = quote(a)
-		}
-		add("args", "["+strings.Join(q, ", ")+"]")
+		add("args", quoteList(args))
 	}
 	if len(env) > 0 {
 		add("env", strMap(env))
 	}
 	if s.Cwd != "" {
 		add("cwd", quote(s.Cwd))
+	}
+	if s.InheritAllEnv {
+		add("inheritEnv", "true")
+	} else if len(s.InheritEnv) > 0 {
+		add("inheritEnv", quoteList(s.InheritEnv))
 	}
 	if url != "" {
 		add("url", quote(url))
@@ -411,6 +477,15 @@ func (e *editor) encodeServer(s *Server, ind string) string {
 		return "{}"
 	}
 	return "{" + e.nl + strings.Join(lines, ","+e.nl) + e.nl + ind + "}"
+}
+
+// quoteList writes l as a JSON list on one line.
+func quoteList(l []string) string {
+	q := make([]string, len(l))
+	for i, a := range l {
+		q[i] = quote(a)
+	}
+	return "[" + strings.Join(q, ", ") + "]"
 }
 
 // quote writes s as a JSON string, leaving <, > and & readable.

@@ -215,12 +215,21 @@ func TestEditErrors(t *testing.T) {
 	}
 }
 
-// A bad server elsewhere blocks adding but not removing it.
-func TestRemoveFixesFile(t *testing.T) {
+// A bad server elsewhere blocks neither adding nor removing it; a server
+// added that cannot load is refused.
+func TestBadServerBlocksNoEdit(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "config.json")
 	write(t, path, `{"mcpServers": {"ok": {"command": "x"}, "bad": {"comand": "x"}}}`, 0o600)
-	if err := AddServer(path, "c", &Server{Command: "y"}); err == nil || !strings.Contains(err.Error(), "mcpServers.bad.comand") {
-		t.Errorf("add: %v", err)
+	if err := AddServer(path, "c", &Server{Command: "y"}); err != nil {
+		t.Errorf("add beside a bad server: %v", err)
+	}
+	cfg, err := LoadAll(path)
+	if err != nil || cfg.Servers["c"] == nil || cfg.Broken["bad"] == nil || !strings.Contains(cfg.Broken["bad"].Error(), "mcpServers.bad.comand") {
+		t.Fatalf("LoadAll after the add: %v, %v", cfg, err)
+	}
+	if err := AddServer(path, "d", &Server{URL: "https://x.test/mcp", Headers: map[string]string{"A": "${input:tok}"}}); err == nil ||
+		!strings.Contains(err.Error(), "mcpServers.d.headers.A") {
+		t.Errorf("adding a server that cannot load: %v", err)
 	}
 	if err := RemoveServer(path, "bad"); err != nil {
 		t.Fatal(err)

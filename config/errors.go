@@ -76,8 +76,6 @@ func index(path string, i int) string {
 
 // aliases maps field names that other MCP hosts or habits use to Warden's.
 var aliases = map[string]string{
-	"servers":     "mcpServers",
-	"timeout":     "callTimeout",
 	"environment": "env",
 	"cmd":         "command",
 	"endpoint":    "url",

@@ -50,6 +50,9 @@ func (d *decoder) expand(s string, v *hujson.Value, path string) (out string, un
 		case isEnv:
 			return "", false, d.errAt(v, path, "${env:"+name+"} does not name a variable",
 				"write ${env:NAME} with a name of letters, digits and \"_\"")
+		case strings.HasPrefix(inner, "input:"):
+			return "", false, d.errAt(v, path, "${"+inner+"} asks VS Code to prompt for a value, which Warden cannot do",
+				"write ${env:NAME} instead and set NAME in the environment Warden runs in")
 		case shellStyle.MatchString(inner):
 			n := shellStyle.FindStringSubmatch(inner)[1]
 			return "", false, d.errAt(v, path, "${"+n+"...} is not expanded by Warden",

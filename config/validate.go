@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"net"
 	"net/url"
 	"strconv"
@@ -36,6 +37,14 @@ func nameProblem(name string) (problem, fix string) {
 			`drop the trailing "_" or end the name with a letter or digit`
 	}
 	return "", ""
+}
+
+// CheckListen checks a host:port listen address given on a command line.
+func CheckListen(addr string) error {
+	if p := listenProblem(addr); p != "" {
+		return fmt.Errorf("%s; write host:port such as \"127.0.0.1:7373\"", p)
+	}
+	return nil
 }
 
 // listenProblem checks a host:port listen address.

@@ -8,11 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -38,6 +40,7 @@ import (
 type Options struct {
 	ConfigPath string // "" means config.DefaultPath()
 	StateDir   string // flag value; "" to resolve the usual way
+	Listen     string // overrides the config's listen when set (serve --listen)
 	Version    string
 	// Self is a binary whose main calls sandbox.MaybeRun (warden itself),
 	// to start stdio servers confined; "" starts them directly.
@@ -70,16 +73,19 @@ type Daemon struct {
 	launcher  *sandbox.Launcher
 
 	mu          sync.Mutex
-	cfg         *config.Config
+	cfg         *config.Config // as running: Servers includes entries kept from before (see keepBroken)
 	reloadError string
 }
 
 // Run starts Warden and serves until ctx is done. A bad config returns its
 // *config.Error before anything starts.
 func Run(ctx context.Context, opts Options) error {
-	cfg, err := config.Load(opts.ConfigPath)
+	cfg, err := config.LoadAll(opts.ConfigPath)
 	if err != nil {
 		return err
+	}
+	if opts.Listen != "" {
+		cfg.Listen = opts.Listen
 	}
 	log := opts.Logger
 	if log == nil {
@@ -103,10 +109,18 @@ func Run(ctx context.Context, opts Options) error {
 	ln := opts.Listener
 	if ln == nil {
 		if ln, err = net.Listen("tcp", cfg.Listen); err != nil {
+			if opts.Listen != "" {
+				return fmt.Errorf("listen on %s (--listen): %w; stop the other program or give another address", cfg.Listen, err)
+			}
 			return fmt.Errorf("listen on %s (config %s, field listen): %w; stop the other program or set another \"listen\"", cfg.Listen, cfg.Path, err)
 		}
 	}
 	d.Addr = ln.Addr().String()
+	if err := state.WriteRecord(cfg.Path, state.Record{Listen: d.Addr, StateDir: d.StateDir}); err != nil {
+		log.Warn("cannot record where this daemon listens; the CLI needs --state-dir and the config's listen to find it", "err", err)
+	} else {
+		defer state.RemoveRecord(cfg.Path)
+	}
 	conns := newConnLimit(ln, lim.MaxConns, log)
 
 	m := metrics.New()
@@ -132,7 +146,7 @@ func Run(ctx context.Context, opts Options) error {
 	if cfg.Missing {
 		log.Info("no config file yet; starting with no servers. Add one with: warden servers add NAME -- COMMAND ARGS... (or --url URL)", "config", cfg.Path)
 	}
-	d.warnInheritAll(cfg)
+	d.reportConfig(cfg)
 	d.gw.Reconcile(cfg.Servers)
 	defer d.gw.Close()
 
@@ -215,8 +229,23 @@ func (d *Daemon) configInfo() api.ConfigInfo {
 	cfg, reloadErr := d.cfg, d.reloadError
 	d.mu.Unlock()
 	info := api.ConfigInfo{Path: cfg.Path, Listen: d.Addr, ReloadError: reloadErr}
-	for _, name := range sortedNames(cfg.Servers) {
+	names := sortedNames(cfg.Servers)
+	for name := range cfg.Broken {
+		if cfg.Servers[name] == nil {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	for _, name := range names {
 		s := cfg.Servers[name]
+		if s == nil { // a broken entry that never loaded
+			info.Servers = append(info.Servers, api.ServerConfig{Name: name, ConfigError: cfg.Broken[name].Error()})
+			continue
+		}
+		var configErr string
+		if e := cfg.Broken[name]; e != nil {
+			configErr = e.Error() + " (still running the entry it had before)"
+		}
 		target := s.DisplayURL()
 		if s.Transport == config.TransportStdio {
 			target = s.Command
@@ -228,7 +257,7 @@ func (d *Daemon) configInfo() api.ConfigInfo {
 			}
 		}
 		info.Servers = append(info.Servers, api.ServerConfig{Name: name, Transport: s.Transport, Target: target,
-			Trusted: s.Trusted, Disabled: s.Disabled, Hidden: hidden})
+			Trusted: s.Trusted, Disabled: s.Disabled, Hidden: hidden, ConfigError: configErr})
 	}
 	return info
 }
@@ -261,13 +290,15 @@ func (d *Daemon) watch(ctx context.Context) {
 	}
 }
 
-// Reload reads the config again and applies it. A config that fails
-// validation is refused: the running one stays and the reason is reported.
+// Reload reads the config again and applies it. A file that fails as a
+// whole is refused: the running config stays and the reason is reported.
+// A server entry that cannot be loaded affects only that server: it keeps
+// the entry it was running with, if any, and shows the problem.
 func (d *Daemon) Reload() {
 	d.mu.Lock()
-	path := d.cfg.Path
+	path, running := d.cfg.Path, d.cfg.Servers
 	d.mu.Unlock()
-	cfg, err := config.Load(path)
+	cfg, err := config.LoadAll(path)
 	if err == nil && cfg.Missing {
 		err = fmt.Errorf("config %s: the file is gone; keeping the running config (recreate the file, or remove servers with warden servers remove)", path)
 	}
@@ -279,12 +310,32 @@ func (d *Daemon) Reload() {
 		d.events.Publish(events.Event{Type: "config", Data: map[string]string{"result": "refused", "error": err.Error()}})
 		return
 	}
+	for name := range cfg.Broken {
+		if s := running[name]; s != nil {
+			cfg.Servers[name] = s
+		}
+	}
 	d.cfg, d.reloadError = cfg, ""
 	d.mu.Unlock()
-	d.warnInheritAll(cfg)
+	d.reportConfig(cfg)
 	d.gw.Reconcile(cfg.Servers)
 	d.log.Info("config reloaded", "servers", len(cfg.Servers))
-	d.events.Publish(events.Event{Type: "config", Data: map[string]string{"result": "applied"}})
+	data := map[string]string{"result": "applied"}
+	for name, e := range cfg.Broken {
+		data["error."+name] = e.Error()
+	}
+	d.events.Publish(events.Event{Type: "config", Data: data})
+}
+
+// reportConfig logs what a loaded config leaves out or ignores.
+func (d *Daemon) reportConfig(cfg *config.Config) {
+	for _, n := range cfg.Notes {
+		d.log.Info("note: " + n)
+	}
+	for _, name := range slices.Sorted(maps.Keys(cfg.Broken)) {
+		d.log.Error("server entry not loaded; the others are", "server", name, "err", cfg.Broken[name].Error())
+	}
+	d.warnInheritAll(cfg)
 }
 
 // Gateway is the running gateway (for tests and embedding).

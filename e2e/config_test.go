@@ -44,30 +44,28 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-// Rule 1: `warden serve` refuses a bad config with exit status 1 and a
-// message naming the file, the field and the fix (not a usage dump).
+// Rule 1: `warden serve` refuses a config file that is bad as a whole with
+// exit status 1 and a message naming the file, the field and the fix (not
+// a usage dump). A bad server entry only leaves that server out
+// (TestBadEntriesAffectOnlyThemselves).
 func TestServeRejectsBadConfig(t *testing.T) {
 	bin := testenv.BuildBinary(t, "./cmd/warden")
 	cases := []struct {
 		name, config string
 		want         []string // besides the file name
 	}{
-		{"unknown server field", `{
+		{"syntax error", `{
   // a comment, as JSONC allows
-  "mcpServers": {"a": {"command": "x", "bogus": 1,}},
-}`, []string{"mcpServers.a.bogus", "unknown field", "known fields are", "command"}},
+  "mcpServers": {"a": {"command": "x",}},
+`, []string{"invalid JSON", "fix the JSON syntax there"}},
 		{"unknown top-level field", `{"listne": "127.0.0.1:1", "mcpServers": {}}`,
 			[]string{"listne", "unknown field", `did you mean "listen"`}},
-		{"misspelt field with an alias", `{"mcpServers": {"a": {"command": "x", "timeout": "5s"}}}`,
-			[]string{"mcpServers.a.timeout", "callTimeout"}},
-		{"missing command and url", `{"mcpServers": {"a": {"args": ["x"]}}}`,
-			[]string{"mcpServers.a", `neither "command" nor "url"`, `add "command"`, `"url"`}},
-		{"http transport without url", `{"mcpServers": {"a": {"transport": "http", "headers": {"X": "y"}}}}`,
-			[]string{"mcpServers.a", `"url"`}},
-		{"bad duration", `{"mcpServers": {"a": {"command": "x", "callTimeout": "5 parsecs"}}}`,
-			[]string{"mcpServers.a.callTimeout", "5 parsecs", "not a duration", `"30s"`}},
-		{"bad transport", `{"mcpServers": {"a": {"command": "x", "transport": "websocket"}}}`,
-			[]string{"mcpServers.a.transport", "websocket", `"stdio", "http" or "sse"`}},
+		{"bad listen", `{"listen": "localhost", "mcpServers": {}}`,
+			[]string{"listen", "is not a host:port address", `"127.0.0.1:7373"`}},
+		{"servers not an object", `{"mcpServers": ["a"]}`,
+			[]string{"mcpServers", "is a list, not an object"}},
+		{"servers twice", `{"mcpServers": {}, "servers": {}}`,
+			[]string{`the file has both "mcpServers" and "servers"`, "keep one"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -342,19 +340,39 @@ func TestHotReload(t *testing.T) {
 		}
 	}
 
-	// A bad file is refused: the running servers keep serving.
-	bad := []byte(fmt.Sprintf(`{"listen": %q, "mcpServers": {"keep": {"command": %q, "callTimeout": "soon"}}}`, w.Addr, bin))
+	// A bad entry affects only its server, which keeps the entry it had.
+	badKeep := map[string]any{}
+	for k, v := range next {
+		badKeep[k] = v
+	}
+	badKeep["keep"] = map[string]any{"command": bin, "callTimeout": "soon"}
+	writeServers(t, w, badKeep)
+	applied := ev.waitConfig(t, "applied", 10*time.Second)
+	if e, _ := applied["error.keep"].(string); !strings.Contains(e, "mcpServers.keep.callTimeout") || !strings.Contains(e, w.ConfigPath) {
+		t.Fatalf("config event does not name the file and field of the bad entry: %v", applied)
+	}
+	var one struct {
+		ConfigError string `json:"config_error"`
+	}
+	w.API(t, "GET", "/v1/servers/keep", nil, &one)
+	if !strings.Contains(one.ConfigError, "mcpServers.keep.callTimeout") || !strings.Contains(one.ConfigError, "still running the entry it had before") {
+		t.Fatalf("/v1/servers/keep config_error = %q", one.ConfigError)
+	}
+	assertUntouched("after a bad entry")
+
+	// A file bad as a whole is refused: the running servers keep serving.
+	bad := []byte(fmt.Sprintf(`{"listen": %q, "mcpServers": {"keep": {"command": %q}`, w.Addr, bin))
 	writeConfigAtomic(t, w.ConfigPath, bad)
 	refused := ev.waitConfig(t, "refused", 10*time.Second)
-	if e, _ := refused["error"].(string); !strings.Contains(e, "mcpServers.keep.callTimeout") || !strings.Contains(e, w.ConfigPath) {
-		t.Fatalf("refused event does not name the file and field: %v", refused)
+	if e, _ := refused["error"].(string); !strings.Contains(e, "invalid JSON") || !strings.Contains(e, w.ConfigPath) {
+		t.Fatalf("refused event does not name the file and problem: %v", refused)
 	}
 	var st struct {
 		ReloadError string `json:"reload_error"`
 		Servers     []struct{ Name string }
 	}
 	w.API(t, "GET", "/v1/status", nil, &st)
-	if !strings.Contains(st.ReloadError, "mcpServers.keep.callTimeout") || !strings.Contains(st.ReloadError, "soon") {
+	if !strings.Contains(st.ReloadError, "invalid JSON") {
 		t.Fatalf("/v1/status reload_error = %q, want the problem named", st.ReloadError)
 	}
 	if len(st.Servers) != 3 {

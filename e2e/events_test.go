@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -120,7 +121,13 @@ func TestEventsForOperators(t *testing.T) {
 	apEditConfig(t, w.ConfigPath, func(servers map[string]any) {
 		servers["broken"] = map[string]any{"trusted": true} // neither command nor url
 	})
+	awaitEvent(t, events, "config", "the reload applied, saying why broken was not loaded", func(_ string, data json.RawMessage) bool {
+		return strings.Contains(string(data), `"applied"`) && strings.Contains(string(data), `"error.broken":"config `)
+	})
+	if err := os.WriteFile(w.ConfigPath, []byte(`{"mcpServers": {`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	awaitEvent(t, events, "config", "the reload refused, saying why", func(_ string, data json.RawMessage) bool {
-		return strings.Contains(string(data), `"refused"`) && strings.Contains(string(data), "broken")
+		return strings.Contains(string(data), `"refused"`) && strings.Contains(string(data), "invalid JSON")
 	})
 }

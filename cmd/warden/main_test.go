@@ -20,6 +20,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/wardenmcp/warden/api"
 	"github.com/wardenmcp/warden/approval"
+	"github.com/wardenmcp/warden/config"
+	"github.com/wardenmcp/warden/internal/state"
 	"github.com/wardenmcp/warden/upstream"
 )
 
@@ -207,6 +209,7 @@ const commentedConfig = `// my servers
 `
 
 func TestServersAddRemoveKeepComments(t *testing.T) {
+	t.Setenv("WARDEN_STATE_DIR", t.TempDir()) // no daemon has run there
 	path := filepath.Join(t.TempDir(), "config.json")
 	if err := os.WriteFile(path, []byte(commentedConfig), 0o600); err != nil {
 		t.Fatal(err)
@@ -216,7 +219,7 @@ func TestServersAddRemoveKeepComments(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("add: exit %d: %s", code, stderr)
 	}
-	if !strings.Contains(out, "picks the change up by itself") || !strings.Contains(out, "warden review remote") {
+	if !strings.Contains(out, "not checked whether a running warden took the change: no operator token") || !strings.Contains(out, "warden review remote") {
 		t.Errorf("add output:\n%s", out)
 	}
 	code, _, stderr = runCLI(t, "", "--config", path, "servers", "add", "fs", "--trusted", "--env", "ROOT=/tmp", "--", "mcp-fs", "--read-only", "/tmp")
@@ -237,7 +240,7 @@ func TestServersAddRemoveKeepComments(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("remove: exit %d: %s", code, stderr)
 	}
-	if !strings.Contains(out, "picks the change up by itself") {
+	if !strings.Contains(out, "removed server memory") {
 		t.Errorf("remove output:\n%s", out)
 	}
 	data, _ = os.ReadFile(path)
@@ -899,4 +902,160 @@ func TestCompletionFromDaemon(t *testing.T) {
 			t.Errorf("complete %v = %s, want %s", c.args, got, c.want)
 		}
 	}
+}
+// The CLI finds the daemon a config file names from that file alone,
+// through the record the daemon keeps beside it (serve --listen and
+// --state-dir included); while the file has a syntax error, status and
+// servers still reach it and show why the reload was refused.
+func TestFindsDaemonThroughItsRecord(t *testing.T) {
+	f := newFakeAPI(t)
+	t.Setenv("WARDEN_STATE_DIR", t.TempDir()) // not the daemon's
+	if err := state.WriteRecord(f.config, state.Record{Listen: strings.TrimPrefix(f.srv.URL, "http://"), StateDir: f.state}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(f.config, []byte(`{"listen": "127.0.0.1:1", "mcpServers": {`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	refused := "config " + f.config + ": line 1, column 42: invalid JSON: the file ends before the JSON does"
+	servers := []api.Server{{Name: "memory", Transport: "stdio", State: upstream.Status{State: upstream.StateReady}},
+		{Name: "remote", ConfigError: "config " + f.config + ": mcpServers.remote.url: is not an http:// or https:// URL"}}
+	f.handle("GET /v1/status", 200, api.Status{Version: "1", ConfigPath: f.config, ReloadError: refused, Servers: servers})
+	for _, cmd := range []string{"status", "servers"} {
+		code, out, stderr := runCLI(t, "", "--config", f.config, cmd)
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", cmd, code, stderr)
+		}
+		for _, want := range []string{"last reload refused, still running the previous config: " + refused, "memory", "ready",
+			"remote  ", "not loaded", "remote: config " + f.config + ": mcpServers.remote.url"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("%s lacks %q:\n%s", cmd, want, out)
+			}
+		}
+	}
+}
+
+// hostHome makes a temporary home with other hosts' config files where
+// they keep them on Linux.
+func hostHome(t *testing.T, files map[string]string) string {
+	t.Helper()
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CONFIG_HOME", "")
+	t.Setenv("CODEX_HOME", "")
+	t.Setenv("WARDEN_CONFIG", "")
+	t.Setenv("WARDEN_STATE_DIR", filepath.Join(home, "state")) // no daemon has run there
+	for rel, text := range files {
+		path := filepath.Join(home, rel)
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return home
+}
+
+func TestImport(t *testing.T) {
+	home := hostHome(t, map[string]string{
+		".config/Code/User/mcp.json": `{
+  // VS Code's user file
+  "inputs": [{"type": "promptString", "id": "key", "password": true}],
+  "servers": {
+    "github": {"type": "http", "url": "https://api.github.test/mcp/", "headers": {"Authorization": "Bearer ${env:GH_TOKEN}"}},
+    "perp": {"type": "stdio", "command": "npx", "args": ["-y", "server-perplexity-ask"], "env": {"KEY": "${input:key}"}},
+    "mem": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory"], "dev": {"watch": "src"}}
+  }
+}`,
+		".codex/config.toml": "model = \"o3\"\n[mcp_servers.docs]\ncommand = \"npx\"\nargs = [\"-y\", \"mcp-docs\"]\ntool_timeout_sec = 30\n",
+		".claude.json":       `{"numStartups": 4, "mcpServers": {"mem": {"type": "stdio", "command": "other"}}}`,
+	})
+	warden := filepath.Join(home, ".config", "warden", "config.json")
+	os.MkdirAll(filepath.Dir(warden), 0o700)
+	os.WriteFile(warden, []byte("{\n  // mine\n  \"mcpServers\": {}\n}\n"), 0o600)
+
+	code, out, stderr := runCLI(t, "", "import", "--from", "vscode")
+	if code != 1 || !strings.Contains(out, "imported github, mem from "+filepath.Join(home, ".config/Code/User/mcp.json")+" into "+warden) ||
+		!strings.Contains(out, "perp: not imported: config "+filepath.Join(home, ".config/Code/User/mcp.json")+": servers.perp.env.KEY: ${input:key} asks VS Code to prompt for a value, which Warden cannot do") ||
+		!strings.Contains(stderr, "servers.mem.dev (line 7): ignored: VS Code's settings") ||
+		!strings.Contains(stderr, "inputs (line 3): ignored") {
+		t.Fatalf("import --from vscode: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
+	}
+	code, out, stderr = runCLI(t, "", "import", "--from", "codex")
+	if code != 0 || !strings.Contains(out, "imported docs") {
+		t.Fatalf("import --from codex: exit %d\n%s\n%s", code, out, stderr)
+	}
+	code, out, _ = runCLI(t, "", "import", filepath.Join(home, ".claude.json"))
+	if code != 0 || !strings.Contains(out, "mem: not imported: "+warden+" has a server mem already") || !strings.Contains(out, "nothing imported") {
+		t.Fatalf("import of a clashing name: exit %d\n%s", code, out)
+	}
+	t.Setenv("GH_TOKEN", "tok")
+	cfg, err := config.Load(warden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(warden)
+	if len(cfg.Servers) != 3 || cfg.Servers["mem"].Command != "npx" || cfg.Servers["docs"].CallTimeout != 30*time.Second ||
+		!strings.Contains(string(data), "// mine") || !strings.Contains(string(data), `"Authorization": "Bearer ${env:GH_TOKEN}"`) {
+		t.Fatalf("Warden's config after the imports:\n%s", data)
+	}
+	if code, _, stderr := runCLI(t, "", "import"); code != 2 || !strings.Contains(stderr, "--from HOST") {
+		t.Errorf("import with nothing: exit %d, %s", code, stderr)
+	}
+	if code, _, stderr := runCLI(t, "", "import", "--from", "emacs"); code != 2 || !strings.Contains(stderr, "known hosts are claude-desktop, claude-code, cursor, vscode, cline, windsurf, codex") {
+		t.Errorf("import from an unknown host: exit %d, %s", code, stderr)
+	}
+}
+
+func TestConnect(t *testing.T) {
+	cline := ".config/Code/User/globalStorage/saoudrizwan.claude-dev/settings/cline_mcp_settings.json"
+	clineText := "{\n  \"mcpServers\": {\n    // mine\n    \"x\": {\"command\": \"y\", \"autoApprove\": []}\n  }\n}\n"
+	home := hostHome(t, map[string]string{cline: clineText, ".codex/config.toml": "model = \"o3\"\n"})
+	os.WriteFile(filepath.Join(home, "warden.json"), []byte(`{"listen": "127.0.0.1:7444"}`), 0o600)
+
+	code, out, _ := runCLI(t, "", "--config", filepath.Join(home, "warden.json"), "connect", "cline")
+	if code != 0 || !strings.Contains(out, filepath.Join(home, cline)) || !strings.Contains(out, `"type": "streamableHttp"`) ||
+		!strings.Contains(out, `"url": "http://127.0.0.1:7444/mcp"`) {
+		t.Fatalf("connect cline: exit %d\n%s", code, out)
+	}
+	if data, _ := os.ReadFile(filepath.Join(home, cline)); string(data) != clineText {
+		t.Fatalf("connect without --write changed the file:\n%s", data)
+	}
+	code, out, stderr := runCLI(t, "", "--config", filepath.Join(home, "warden.json"), "connect", "cline", "--write")
+	if code != 0 || !strings.Contains(out, "kept a copy") {
+		t.Fatalf("connect cline --write: exit %d\n%s\n%s", code, out, stderr)
+	}
+	if data, _ := os.ReadFile(filepath.Join(home, cline+".warden-backup")); string(data) != clineText {
+		t.Fatalf("backup:\n%s", data)
+	}
+	cfg, err := config.ParseHost("cline.json", mustRead(t, filepath.Join(home, cline)))
+	if w := cfg.Servers["warden"]; err != nil || w == nil || w.URL != "http://127.0.0.1:7444/mcp" || w.Transport != "http" ||
+		!strings.Contains(string(mustRead(t, filepath.Join(home, cline))), "// mine") {
+		t.Fatalf("cline's file after --write (%v):\n%s", err, mustRead(t, filepath.Join(home, cline)))
+	}
+	if code, _, stderr := runCLI(t, "", "connect", "cline", "--write"); code != 1 || !strings.Contains(stderr, "has a server named warden already") {
+		t.Errorf("second connect --write: exit %d, %s", code, stderr)
+	}
+
+	// Codex launches commands: it gets warden stdio, in TOML.
+	if code, out, stderr := runCLI(t, "", "connect", "codex", "--write"); code != 0 {
+		t.Fatalf("connect codex --write: exit %d\n%s\n%s", code, out, stderr)
+	}
+	cfg, err = config.ParseCodex("config.toml", mustRead(t, filepath.Join(home, ".codex", "config.toml")))
+	if w := cfg.Servers["warden"]; err != nil || w == nil || len(w.Args) != 1 || w.Args[0] != "stdio" {
+		t.Fatalf("codex's file after --write (%v):\n%s", err, mustRead(t, filepath.Join(home, ".codex", "config.toml")))
+	}
+	code, out, _ = runCLI(t, "", "connect", "claude-desktop")
+	if code != 0 || !strings.Contains(out, filepath.Join(home, ".config/Claude/claude_desktop_config.json")) || !strings.Contains(out, `"stdio"`) {
+		t.Errorf("connect claude-desktop: exit %d\n%s", code, out)
+	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -68,6 +68,9 @@ func (g *globals) review(ctx context.Context, c *client.Client, args []string, d
 			return g.apiErr(err)
 		}
 		names, quarantined[s.Name] = []string{s.Name}, s.Quarantined
+		if s.ConfigError != "" && !g.jsonOut {
+			fmt.Fprintf(g.stdout, "%s: %s\n", s.Name, s.ConfigError)
+		}
 	} else {
 		servers, err := c.Servers(ctx)
 		if err != nil {

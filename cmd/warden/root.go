@@ -29,15 +29,13 @@ type globals struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 
-	cfg    *config.Config // loaded by config()
-	cfgErr error
-	ep     *endpoint // read by endpoint()
+	ep *endpoint // read by endpoint()
 }
 
-// endpoint is where the daemon is, as the config says.
+// endpoint is where the daemon is.
 type endpoint struct {
 	listen, stateDir string
-	err              error
+	recorded         bool // from the running daemon's record
 }
 
 func newRootCmd(g *globals) *cobra.Command {
@@ -84,6 +82,8 @@ approvals that leave tools held).`,
 		newCallCmd(g),
 		newActivityCmd(g),
 		newVersionCmd(g),
+		newImportCmd(g),
+		newConnectCmd(g),
 	)
 	root.SetVersionTemplate("warden {{.Version}}\n")
 	completeBashWithoutPackage(root)
@@ -111,57 +111,56 @@ func strictArgs(c *cobra.Command) {
 	}
 }
 
-// configFile is the config file the CLI uses.
+// configFile is the config file the CLI uses, absolute.
 func (g *globals) configFile() string {
-	if g.configPath != "" {
-		return g.configPath
+	path := g.configPath
+	if path == "" {
+		path = config.DefaultPath()
 	}
-	return config.DefaultPath()
+	if abs, err := filepath.Abs(path); err == nil {
+		return abs
+	}
+	return path
 }
 
-// loadConfig loads the config file (once), strictly.
-func (g *globals) loadConfig() (*config.Config, error) {
-	if g.cfg == nil && g.cfgErr == nil {
-		g.cfg, g.cfgErr = config.Load(g.configPath)
+// endpoint returns where the daemon the config file names listens and the
+// state dir holding its token ("" when only the usual resolution knows).
+// It is read once, so that a warning is printed once.
+func (g *globals) endpoint() (listen, stateDir string) {
+	if g.ep == nil {
+		g.ep = g.readEndpoint()
 	}
-	return g.cfg, g.cfgErr
+	return g.ep.listen, g.ep.stateDir
 }
 
-// endpoint returns the daemon's listen address and configured state dir.
-// A config that fails validation (a server's ${env:} variable not set in
-// this shell, an edit in progress) still tells the CLI where the daemon is,
-// and the daemon keeps its running config anyway, so that is not fatal here.
-func (g *globals) endpoint() (listen, stateDir string, err error) {
-	if g.ep == nil { // once: a warning is printed once
-		g.ep = &endpoint{}
-		g.ep.listen, g.ep.stateDir, g.ep.err = g.readEndpoint()
-	}
-	return g.ep.listen, g.ep.stateDir, g.ep.err
-}
-
-func (g *globals) readEndpoint() (listen, stateDir string, err error) {
-	cfg, err := g.loadConfig()
-	if err == nil {
-		return cfg.Listen, cfg.StateDir, nil
-	}
+// readEndpoint asks first the record a running daemon keeps beside its
+// config file (it knows `serve --listen` and `--state-dir`), then the
+// file's listen and stateDir. A file that cannot be read as a whole (a
+// syntax error mid-edit) does not stop the CLI: the running daemon keeps
+// its config and shows the error, so the default address is tried.
+func (g *globals) readEndpoint() *endpoint {
 	path := g.configFile()
-	data, rerr := os.ReadFile(path)
-	if rerr != nil {
-		return "", "", err
+	if r, ok := state.ReadRecord(path); ok {
+		return &endpoint{listen: r.Listen, stateDir: r.StateDir, recorded: true}
 	}
-	std, serr := hujson.Standardize(data)
+	cfg, err := config.LoadAll(path)
+	if err == nil {
+		return &endpoint{listen: cfg.Listen, stateDir: cfg.StateDir}
+	}
+	ep := &endpoint{listen: config.DefaultListen}
 	var min struct {
 		Listen   string `json:"listen"`
 		StateDir string `json:"stateDir"`
 	}
+	data, _ := os.ReadFile(path)
+	std, serr := hujson.Standardize(data)
 	if serr != nil || json.Unmarshal(std, &min) != nil {
-		return "", "", err
+		fmt.Fprintf(g.stderr, "warning: %v\nwarning: looking for the daemon at the default address %s\n", err, ep.listen)
+		return ep
 	}
-	if !strings.Contains(err.Error(), "which is not set") {
-		fmt.Fprintf(g.stderr, "warning: %v\n", err)
-	}
-	if min.Listen == "" {
-		min.Listen = config.DefaultListen
+	fmt.Fprintf(g.stderr, "warning: %v\n", err)
+	if min.Listen != "" {
+		ep.listen = min.Listen
 	}
 	if d := min.StateDir; d != "" {
 		if rest, ok := strings.CutPrefix(d, "~/"); ok {
@@ -170,30 +169,34 @@ func (g *globals) readEndpoint() (listen, stateDir string, err error) {
 		} else if !filepath.IsAbs(d) {
 			d = filepath.Join(filepath.Dir(path), d)
 		}
-		min.StateDir = d
+		ep.stateDir = d
 	}
-	return min.Listen, min.StateDir, nil
+	return ep
 }
 
-// resolveStateDir resolves the state dir: --state-dir, $WARDEN_STATE_DIR,
-// the config's stateDir, the XDG default.
-func (g *globals) resolveStateDir() (string, error) {
+// same reports whether a and b name the same file.
+func same(a, b string) bool {
+	fa, err1 := os.Stat(a)
+	fb, err2 := os.Stat(b)
+	return err1 == nil && err2 == nil && os.SameFile(fa, fb)
+}
+
+// resolveStateDir resolves the state dir: --state-dir, the running
+// daemon's, $WARDEN_STATE_DIR, the config's stateDir, the XDG default.
+func (g *globals) resolveStateDir() string {
 	if g.stateDir != "" {
-		return g.stateDir, nil
+		return g.stateDir
 	}
-	_, dir, err := g.endpoint()
-	if err != nil && os.Getenv("WARDEN_STATE_DIR") == "" {
-		return "", err
+	_, dir := g.endpoint()
+	if g.ep.recorded {
+		return dir
 	}
-	return state.Dir("", dir), nil
+	return state.Dir("", dir)
 }
 
 // token reads the operator token from the state dir.
 func (g *globals) token() (string, error) {
-	dir, err := g.resolveStateDir()
-	if err != nil {
-		return "", err
-	}
+	dir := g.resolveStateDir()
 	tok, err := state.ReadToken(dir)
 	if err == nil {
 		return tok, nil
@@ -211,10 +214,7 @@ func (g *globals) token() (string, error) {
 
 // client returns an API client for the daemon the config names.
 func (g *globals) client() (*client.Client, error) {
-	listen, _, err := g.endpoint()
-	if err != nil {
-		return nil, err
-	}
+	listen, _ := g.endpoint()
 	tok, err := g.token()
 	if err != nil {
 		return nil, err
@@ -271,7 +271,7 @@ func baseURL(listen string) string {
 func (g *globals) apiErr(err error) error {
 	var ae *client.APIError
 	if errors.As(err, &ae) && ae.Code == "unauthorized" {
-		dir, _ := g.resolveStateDir()
+		dir := g.resolveStateDir()
 		return fmt.Errorf("the daemon refused the token in %s: is it running with another state dir? Use the same --state-dir or $WARDEN_STATE_DIR as \"warden serve\"", filepath.Join(dir, state.TokenFile))
 	}
 	return err

@@ -9,12 +9,14 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/wardenmcp/warden/config"
 	"github.com/wardenmcp/warden/daemon"
 	"github.com/wardenmcp/warden/sandbox"
 )
 
 func newServeCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
+	var listen string
+	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the Warden daemon (the gateway, the operator API and the metrics) until stopped",
 		Args:  cobra.NoArgs,
@@ -41,9 +43,16 @@ func newServeCmd(g *globals) *cobra.Command {
 			default:
 				return fmt.Errorf("WARDEN_ISOLATION=%q: write off or reaper, or unset it for the default", v)
 			}
+			if listen != "" {
+				if err := config.CheckListen(listen); err != nil {
+					return usageErrorf("--listen: %v", err)
+				}
+			}
 			return daemon.Run(ctx, daemon.Options{
-				ConfigPath: g.configPath, StateDir: g.stateDir, Version: build.Version, Self: self, Isolation: isolation,
+				ConfigPath: g.configPath, StateDir: g.stateDir, Listen: listen, Version: build.Version, Self: self, Isolation: isolation,
 			})
 		},
 	}
+	cmd.Flags().StringVar(&listen, "listen", "", "`host:port` to listen on instead of the config's listen (the CLI finds it by itself)")
+	return cmd
 }

@@ -18,15 +18,24 @@ import (
 
 func newServersCmd(g *globals) *cobra.Command {
 	list := func(cmd *cobra.Command, _ []string) error {
-		configured := func(c *client.Client) ([]api.Server, error) { return c.Servers(cmd.Context()) }
-		return ask(g, configured, func(servers []api.Server) error {
-			if len(servers) == 0 {
-				fmt.Fprintln(g.stdout, "no servers; add one with: warden servers add NAME --url URL  (or: -- COMMAND ARGS...)")
-				return nil
-			}
-			printServers(g, servers)
+		c, err := g.client()
+		if err != nil {
+			return err
+		}
+		st, err := c.Status(cmd.Context()) // the servers, and why a reload was refused
+		if err != nil {
+			return g.apiErr(err)
+		}
+		if g.jsonOut {
+			return g.printJSON(st.Servers)
+		}
+		printReloadError(g, st.ReloadError)
+		if len(st.Servers) == 0 {
+			fmt.Fprintln(g.stdout, "no servers; add one with: warden servers add NAME --url URL  (or: -- COMMAND ARGS...)")
 			return nil
-		})
+		}
+		printServers(g, st.Servers)
+		return nil
 	}
 	cmd := &cobra.Command{
 		Use:   "servers",
@@ -43,12 +52,22 @@ func newServersCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-// printServers writes the servers table, then each server's connection error.
+// printReloadError says that the daemon refused the file as it is now.
+func printReloadError(g *globals, reloadErr string) {
+	if reloadErr != "" {
+		fmt.Fprintf(g.stdout, "last reload refused, still running the previous config: %s\n\n", reloadErr)
+	}
+}
+
+// printServers writes the servers table, then each server's config or
+// connection error.
 func printServers(g *globals, servers []api.Server) {
 	t := newTable(g.stdout, "NAME", "TRANSPORT", "STATE", "ACCESS", "TOOLS", "TARGET")
 	for _, s := range servers {
 		access := "admitted"
 		switch {
+		case s.ConfigError != "" && s.Transport == "":
+			access = "not loaded"
 		case s.Disabled:
 			access = "disabled"
 		case s.Quarantined:
@@ -60,6 +79,9 @@ func printServers(g *globals, servers []api.Server) {
 	}
 	t.flush()
 	for _, s := range servers {
+		if s.ConfigError != "" {
+			fmt.Fprintf(g.stdout, "%s: %s\n", s.Name, s.ConfigError)
+		}
 		if s.State.Error != "" {
 			fmt.Fprintf(g.stdout, "%s: %s\n", s.Name, s.State.Error)
 		}
@@ -115,19 +137,28 @@ func newServersAddCmd(g *globals) *cobra.Command {
 				return err
 			}
 			path := g.configFile()
-			if err := config.AddServer(path, name, s); err != nil {
+			var loaded error
+			err = g.afterReload(cmd.Context(), []string{name}, func() error {
+				if err := config.AddServer(path, name, s); err != nil {
+					return err
+				}
+				fmt.Fprintf(g.stdout, "added server %s to %s\n", name, path)
+				return nil
+			}, func(err error) { loaded = err })
+			if err != nil {
 				var ce *config.Error
 				if errors.As(err, &ce) && ownField(ce.Field, name) && !errors.Is(err, config.ErrServerExists) {
 					return usageError(err) // the command line's mistake, not the file's
 				}
 				return err
 			}
-			fmt.Fprintf(g.stdout, "added server %s to %s\n", name, path)
-			fmt.Fprintln(g.stdout, "a running warden picks the change up by itself")
+			g.noteLiterals(path, s)
+			if loaded != nil {
+				return loaded
+			}
 			if !trusted {
 				fmt.Fprintf(g.stdout, "it starts quarantined: review its tools with \"warden review %s\", then admit it with \"warden servers approve %s\"\n", name, name)
 			}
-			g.noteLiterals(path, s)
 			return nil
 		},
 	}
@@ -214,14 +245,20 @@ func newServersRemoveCmd(g *globals) *cobra.Command {
 		ValidArgsFunction: g.completeArgs(0, nil),
 		Short:             "Remove a server from the config file (comments are kept)",
 		Args:              cobra.ExactArgs(1),
-		RunE: func(_ *cobra.Command, args []string) error {
+		RunE: func(cmd *cobra.Command, args []string) error {
 			path := g.configFile()
-			if err := config.RemoveServer(path, args[0]); err != nil {
+			var refused error
+			err := g.afterReload(cmd.Context(), nil, func() error {
+				if err := config.RemoveServer(path, args[0]); err != nil {
+					return err
+				}
+				fmt.Fprintf(g.stdout, "removed server %s from %s\n", args[0], path)
+				return nil
+			}, func(err error) { refused = err })
+			if err != nil {
 				return err
 			}
-			fmt.Fprintf(g.stdout, "removed server %s from %s\n", args[0], path)
-			fmt.Fprintln(g.stdout, "a running warden picks the change up by itself: it stops the server and ends its session")
-			return nil
+			return refused
 		},
 	}
 }

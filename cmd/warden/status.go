@@ -27,9 +27,7 @@ func newStatusCmd(g *globals) *cobra.Command {
 			up := time.Duration(st.UptimeSeconds * float64(time.Second))
 			fmt.Fprintf(g.stdout, "warden %s at %s, up %s\n", st.Version, c.BaseURL(), ago(up))
 			fmt.Fprintf(g.stdout, "config %s\n", st.ConfigPath)
-			if st.ReloadError != "" {
-				fmt.Fprintf(g.stdout, "last reload refused, still running the previous config: %s\n", st.ReloadError)
-			}
+			printReloadError(g, st.ReloadError)
 			if len(st.Servers) == 0 {
 				fmt.Fprintln(g.stdout, "no servers; add one with: warden servers add NAME --url URL  (or: -- COMMAND ARGS...)")
 				return nil

@@ -17,10 +17,7 @@ func newStdioCmd(g *globals) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			// Only the daemon's address is needed: a server's ${env:} that
 			// this client's environment lacks is the daemon's business.
-			listen, _, err := g.endpoint()
-			if err != nil {
-				return err
-			}
+			listen, _ := g.endpoint()
 			url := baseURL(listen) + "/mcp"
 			if server != "" {
 				url += "/" + server

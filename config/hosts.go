@@ -1,0 +1,140 @@
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/tailscale/hujson"
+)
+
+// ParseHost reads the servers of another MCP host's JSON config file, for
+// import: its "mcpServers" (or VS Code's "servers") only, since the rest of
+// such a file is the host's own (Claude Code's ~/.claude.json holds much
+// else). ${env:} references are kept as written, never expanded, so that no
+// secret is copied. A server entry that cannot be loaded is in Broken, with
+// why; fields the host keeps for itself are in Notes.
+func ParseHost(path string, data []byte) (*Config, error) {
+	data = bytes.TrimPrefix(data, utf8BOM)
+	cfg := defaults(path)
+	d := &decoder{file: path, data: data, lookupEnv: func(string) (string, bool) { return "", false },
+		lenient: true, broken: map[string]*Error{}}
+	root, err := hujson.Parse(data)
+	if err != nil {
+		return nil, d.syntaxError(err)
+	}
+	obj, ok := root.Value.(*hujson.Object)
+	if !ok {
+		return nil, d.errAt(&root, "", "the file holds "+kindName(&root)+", not an object", `an MCP host's file is an object with "mcpServers"`)
+	}
+	k := find(obj, "mcpServers")
+	if k < 0 {
+		k = find(obj, "servers")
+	}
+	if k < 0 {
+		return nil, &Error{File: path, Problem: `has no "mcpServers" (or VS Code's "servers"): no servers to import`,
+			Fix: "name the file where the host keeps its MCP servers"}
+	}
+	if i := find(obj, "inputs"); i >= 0 {
+		d.ignore(&obj.Members[i].Value, "inputs", "inputs")
+	}
+	m := &obj.Members[k]
+	if err := d.servers(&m.Value, m.Name.Value.(hujson.Literal).String(), cfg.Servers); err != nil {
+		return nil, err
+	}
+	cfg.Notes = d.notes
+	if len(d.broken) > 0 {
+		cfg.Broken = d.broken
+	}
+	return cfg, nil
+}
+
+// codexFields maps the fields of Codex's [mcp_servers.NAME] tables to
+// Warden's; those mapped to "" are Codex's own, ignored with a note.
+var codexFields = map[string]string{
+	"command": "command", "args": "args", "env": "env", "cwd": "cwd", "url": "url",
+	"http_headers": "headers", "env_vars": "inheritEnv",
+	"enabled": "", "tool_timeout_sec": "", "bearer_token_env_var": "", "env_http_headers": "", // converted below
+	"startup_timeout_sec": "", "startup_timeout_ms": "", "enabled_tools": "", "disabled_tools": "",
+}
+
+// ParseCodex reads the [mcp_servers.NAME] tables of Codex's config.toml
+// (~/.codex/config.toml), for import, like ParseHost. Field paths in
+// messages are Warden's, under "mcpServers".
+func ParseCodex(path string, data []byte) (*Config, error) {
+	doc, err := parseTOML(string(data))
+	if err != nil {
+		return nil, &Error{File: path, Problem: "invalid TOML: " + err.Error(), Fix: "fix the TOML syntax there"}
+	}
+	servers, ok := doc["mcp_servers"].(map[string]any)
+	if !ok {
+		return nil, &Error{File: path, Problem: "has no [mcp_servers.NAME] tables: no servers to import"}
+	}
+	out := map[string]any{}
+	var notes []string
+	for _, name := range slices.Sorted(maps.Keys(servers)) {
+		t, ok := servers[name].(map[string]any)
+		if !ok {
+			out[name] = servers[name] // the decoder says what is wrong with it
+			continue
+		}
+		s := map[string]any{}
+		headers := map[string]any{}
+		if h, ok := t["http_headers"].(map[string]any); ok {
+			headers = h
+		}
+		for _, f := range slices.Sorted(maps.Keys(t)) {
+			v := t[f]
+			to, known := codexFields[f]
+			switch {
+			case !known:
+				s[f] = v // unknown: the decoder names it
+			case to != "":
+				s[to] = v
+			case f == "enabled":
+				if b, ok := v.(bool); ok {
+					s["disabled"] = !b
+				} else {
+					s["disabled"] = v
+				}
+			case f == "tool_timeout_sec":
+				if n, ok := v.(int64); ok {
+					s["callTimeout"] = fmt.Sprintf("%ds", n)
+				} else if x, ok := v.(float64); ok {
+					s["callTimeout"] = fmt.Sprintf("%gs", x)
+				} else {
+					s["callTimeout"] = v
+				}
+			case f == "bearer_token_env_var":
+				headers["Authorization"] = fmt.Sprintf("Bearer ${env:%v}", v)
+			case f == "env_http_headers":
+				m, _ := v.(map[string]any)
+				for h, env := range m {
+					headers[h] = fmt.Sprintf("${env:%v}", env)
+				}
+			default:
+				notes = append(notes, fmt.Sprintf("config %s: mcp_servers.%s.%s: ignored: Codex's own setting", path, name, f))
+			}
+		}
+		if len(headers) > 0 {
+			s["headers"] = headers
+		}
+		out[name] = s
+	}
+	b, err := json.MarshalIndent(map[string]any{"mcpServers": out}, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := ParseHost(path, b)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Notes = append(notes, cfg.Notes...)
+	return cfg, nil
+}
+
+// IsTOML reports whether path names a TOML file (Codex's config.toml).
+func IsTOML(path string) bool { return strings.HasSuffix(strings.ToLower(path), ".toml") }

@@ -1,0 +1,227 @@
+package config
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// Files as other MCP hosts write them load as they are; fields those hosts
+// keep for themselves are ignored with a note naming the field.
+func TestOtherHostsFiles(t *testing.T) {
+	for _, tc := range []struct {
+		host, file string
+		check      func(t *testing.T, cfg *Config)
+	}{
+		{"Claude Desktop", `{"mcpServers": {"fs": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"], "env": {}}}}`,
+			func(t *testing.T, cfg *Config) {
+				if s := cfg.Servers["fs"]; s == nil || s.Transport != TransportStdio || len(s.Args) != 3 {
+					t.Errorf("fs: %v", s)
+				}
+			}},
+		{"Claude Code", `{"mcpServers": {
+			"api": {"type": "http", "url": "https://api.test/mcp", "headers": {"Authorization": "Bearer ${env:TOK}"}},
+			"old": {"type": "sse", "url": "https://api.test/events"},
+			"local": {"type": "stdio", "command": "mcp-local", "args": [], "env": {"K": "v"}}}}`,
+			func(t *testing.T, cfg *Config) {
+				if cfg.Servers["api"].Transport != TransportHTTP || cfg.Servers["api"].Headers["Authorization"] != "Bearer tok" ||
+					cfg.Servers["old"].Transport != TransportSSE || cfg.Servers["local"].Transport != TransportStdio {
+					t.Errorf("servers: %v", cfg.Servers)
+				}
+			}},
+		{"Cursor", `{"mcpServers": {"r": {"url": "https://r.test/mcp", "headers": {"X-Key": "${env:TOK}"}}, "l": {"command": "mcp-l", "env": {"A": "b"}}}}`,
+			func(t *testing.T, cfg *Config) {
+				if cfg.Servers["r"].Transport != TransportHTTP || cfg.Servers["l"].Transport != TransportStdio {
+					t.Errorf("servers: %v", cfg.Servers)
+				}
+			}},
+		{"VS Code", `{
+			"inputs": [{"type": "promptString", "id": "api-key", "description": "API key", "password": true}],
+			"servers": {
+				"github": {"type": "http", "url": "https://api.githubcopilot.test/mcp/"},
+				"local": {"type": "stdio", "command": "mcp-local", "dev": {"watch": "src/**/*.ts"}}
+			}}`,
+			func(t *testing.T, cfg *Config) {
+				if cfg.Servers["github"].Transport != TransportHTTP || cfg.Servers["local"].Transport != TransportStdio {
+					t.Errorf("servers: %v", cfg.Servers)
+				}
+				wantNotes(t, cfg, "inputs (line 2): ignored: VS Code's prompts", "servers.local.dev (line 5): ignored: VS Code's")
+			}},
+		{"Cline", `{"mcpServers": {
+			"local": {"command": "node", "args": ["/srv/server.js"], "env": {"API_KEY": "k"},
+			          "autoApprove": ["read"], "disabled": false, "timeout": 120},
+			"remote": {"type": "streamableHttp", "url": "https://r.test/mcp", "disabled": true, "autoApprove": []},
+			"old": {"transportType": "sse", "url": "https://r.test/sse"}}}`,
+			func(t *testing.T, cfg *Config) {
+				l, r := cfg.Servers["local"], cfg.Servers["remote"]
+				if l.CallTimeout != 120*time.Second || l.Disabled || !r.Disabled || r.Transport != TransportHTTP ||
+					cfg.Servers["old"].Transport != TransportSSE {
+					t.Errorf("local %v %v, remote %v %v", l.CallTimeout, l.Disabled, r.Transport, r.Disabled)
+				}
+				wantNotes(t, cfg, "mcpServers.local.autoApprove (line 3): ignored: Cline's list of tools it calls without asking; Warden approves tools with warden review",
+					"mcpServers.remote.autoApprove")
+			}},
+		{"Windsurf", `{"mcpServers": {"r": {"serverUrl": "https://r.test/mcp", "headers": {"Authorization": "Bearer ${env:TOK}"}}}}`,
+			func(t *testing.T, cfg *Config) {
+				if s := cfg.Servers["r"]; s.URL != "https://r.test/mcp" || s.Transport != TransportHTTP || s.DisplayURL() != "https://r.test/mcp" {
+					t.Errorf("r: %v", s)
+				}
+			}},
+	} {
+		t.Run(tc.host, func(t *testing.T) {
+			cfg, err := Parse("/x/host.json", []byte(tc.file), env("TOK", "tok"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.check(t, cfg)
+		})
+	}
+}
+
+func wantNotes(t *testing.T, cfg *Config, want ...string) {
+	t.Helper()
+	all := strings.Join(cfg.Notes, "\n")
+	for _, w := range want {
+		if !strings.Contains(all, w) {
+			t.Errorf("notes lack %q:\n%s", w, all)
+		}
+	}
+	if len(cfg.Notes) != len(want) {
+		t.Errorf("%d notes, want %d:\n%s", len(cfg.Notes), len(want), all)
+	}
+}
+
+func TestHostFieldConflicts(t *testing.T) {
+	for _, tc := range []struct{ file, want string }{
+		{`{"mcpServers": {}, "servers": {}}`, `mcpServers: the file has both "mcpServers" and "servers"; keep one, "mcpServers"`},
+		{`{"mcpServers": {"a": {"url": "https://a.test", "serverUrl": "https://b.test"}}}`, `mcpServers.a.serverUrl: the server has both "url" and "serverUrl"`},
+		{`{"mcpServers": {"a": {"serverUrl": "https://b.test", "url": "https://a.test"}}}`, `mcpServers.a.url: the server has both "url" and "serverUrl"`},
+		{`{"mcpServers": {"a": {"command": "x", "timeout": 5, "callTimeout": "5s"}}}`, `mcpServers.a.callTimeout: the server has both "callTimeout" and "timeout"`},
+		{`{"mcpServers": {"a": {"command": "x", "timeout": "5s"}}}`, `mcpServers.a.timeout: is a string, not a number of seconds`},
+		{`{"mcpServers": {"a": {"command": "x", "env": {"K": "${input:api-key}"}}}}`,
+			`mcpServers.a.env.K: ${input:api-key} asks VS Code to prompt for a value, which Warden cannot do; write ${env:NAME} instead`},
+		{`{"mcpServers": {"a": {"command": "x", "autoAprove": []}}}`, `known fields are command, args, env, cwd, url, headers, transport, type, trusted, disabled, callTimeout, confirmDestructive, tools, inheritEnv, sandbox`},
+	} {
+		_, err := Parse("/x/c.json", []byte(tc.file), env())
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s:\n got %v\nwant %s", tc.file, err, tc.want)
+		}
+	}
+}
+
+// ParseAll leaves out only the server entries that cannot be loaded; a
+// problem with the whole file is still an error.
+func TestParseAllKeepsGoodServers(t *testing.T) {
+	cfg, err := ParseAll("/x/c.json", []byte(`{"mcpServers": {
+		"a": {"command": "x"},
+		"remote": {"url": "https://r.test/mcp", "headers": {"Authorization": "Bearer ${env:REMOTE_TOKEN}"}},
+		"bad name": {"command": "x"},
+		"typo": {"comand": "x"},
+		"z": {"url": "https://z.test/mcp"}}}`), env())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Servers["a"] == nil || cfg.Servers["z"] == nil || len(cfg.Servers) != 2 {
+		t.Errorf("loaded: %v", cfg)
+	}
+	for name, want := range map[string]string{
+		"remote":   "mcpServers.remote.headers.Authorization: ${env:REMOTE_TOKEN} refers to REMOTE_TOKEN, which is not set",
+		"bad name": "is not a valid server name",
+		"typo":     `mcpServers.typo.comand: unknown field`,
+	} {
+		if e := cfg.Broken[name]; e == nil || !strings.Contains(e.Error(), want) {
+			t.Errorf("%s: %v, want %s", name, e, want)
+		}
+	}
+	if _, err := Parse("/x/c.json", []byte(`{"mcpServers": {"a": {"command": "x"}, "typo": {"comand": "x"}}}`), env()); err == nil {
+		t.Error("Parse took a broken server")
+	}
+	for _, file := range []string{`{"mcpServers": {"a": {"command": "x"}`, `{"listen": "nope", "mcpServers": {}}`, `{"mcpServers": []}`} {
+		if _, err := ParseAll("/x/c.json", []byte(file), env()); err == nil {
+			t.Errorf("ParseAll took %s", file)
+		}
+	}
+}
+
+func TestParseHostForImport(t *testing.T) {
+	// Claude Code's ~/.claude.json: much besides the servers.
+	cfg, err := ParseHost("/h/.claude.json", []byte(`{"numStartups": 3, "projects": {"/p": {"mcpServers": {}}},
+		"mcpServers": {"api": {"type": "http", "url": "https://${env:API_HOST}/mcp", "headers": {"Authorization": "Bearer ${env:API_TOKEN}"}},
+		               "vs": {"command": "x", "env": {"K": "${input:key}"}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := cfg.Servers["api"]
+	if api == nil || api.Transport != TransportHTTP {
+		t.Fatalf("api: %v", api)
+	}
+	if url, _, _, h := api.written(); url != "https://${env:API_HOST}/mcp" || h["Authorization"] != "Bearer ${env:API_TOKEN}" {
+		t.Errorf("api is written as %q %v; want the references as they were", url, h)
+	}
+	if e := cfg.Broken["vs"]; e == nil || !strings.Contains(e.Error(), "${input:key} asks VS Code to prompt") {
+		t.Errorf("vs: %v", e)
+	}
+	if _, err := ParseHost("/h/x.json", []byte(`{"other": 1}`)); err == nil || !strings.Contains(err.Error(), `has no "mcpServers"`) {
+		t.Errorf("no servers: %v", err)
+	}
+}
+
+const codexConfig = `# Codex's config
+model = "o3"
+approval_policy = "on-request"
+
+[mcp_servers.docs]
+command = "npx"
+args = ["-y", "mcp-docs", # the package
+        '--root=C:\tmp']
+env = { "DOCS_KEY" = "${env:DOCS_KEY}", MODE = "ro" }
+env_vars = ["HOME_PROFILE"]
+startup_timeout_sec = 20
+tool_timeout_sec = 90.5
+
+[mcp_servers.remote]
+url = "https://r.test/mcp"
+bearer_token_env_var = "REMOTE_TOKEN"
+enabled = false
+
+[mcp_servers.remote.env_http_headers]
+"X-Team" = "TEAM_ID"
+
+[mcp_servers.bad]
+command = "x"
+tool_timeout = 5
+
+[profiles.fast]
+model = """multi
+line"""
+`
+
+func TestParseCodex(t *testing.T) {
+	cfg, err := ParseCodex("/h/.codex/config.toml", []byte(codexConfig))
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs, remote := cfg.Servers["docs"], cfg.Servers["remote"]
+	if docs == nil || remote == nil {
+		t.Fatalf("servers: %v", cfg)
+	}
+	_, args, env, _ := docs.written()
+	if docs.Command != "npx" || strings.Join(args, " ") != `-y mcp-docs --root=C:\tmp` || env["DOCS_KEY"] != "${env:DOCS_KEY}" || env["MODE"] != "ro" ||
+		strings.Join(docs.InheritEnv, ",") != "HOME_PROFILE" || docs.CallTimeout != 90500*time.Millisecond {
+		t.Errorf("docs: %v %q %v %v %v", docs, args, env, docs.InheritEnv, docs.CallTimeout)
+	}
+	_, _, _, h := remote.written()
+	if !remote.Disabled || h["Authorization"] != "Bearer ${env:REMOTE_TOKEN}" || h["X-Team"] != "${env:TEAM_ID}" {
+		t.Errorf("remote: disabled %v, headers %v", remote.Disabled, h)
+	}
+	if e := cfg.Broken["bad"]; e == nil || !strings.Contains(e.Error(), "mcpServers.bad.tool_timeout: unknown field") {
+		t.Errorf("bad: %v", e)
+	}
+	wantNotes(t, cfg, "mcp_servers.docs.startup_timeout_sec: ignored: Codex's own setting")
+
+	for _, bad := range []string{"[mcp_servers.x\ncommand = 1", "a = \"open", "a = [1, 2", "a = nope", "a = 1\na = 2"} {
+		if _, err := ParseCodex("/c.toml", []byte(bad)); err == nil || !strings.Contains(err.Error(), "invalid TOML: line ") {
+			t.Errorf("%q: %v", bad, err)
+		}
+	}
+}

@@ -1,0 +1,210 @@
+package e2e
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wardenmcp/warden/internal/testenv"
+)
+
+// cliEnv is the environment of a CLI run that is told nothing about the
+// daemon but its config file: no state dir variable, and default dirs in a
+// temporary home, so the daemon's own state dir is not found by chance.
+func cliEnv(t *testing.T) []string {
+	home := t.TempDir()
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "WARDEN_") && !strings.HasPrefix(kv, "XDG_") && !strings.HasPrefix(kv, "HOME=") {
+			env = append(env, kv)
+		}
+	}
+	return append(env, "HOME="+home)
+}
+
+// runWarden runs the warden binary with env and returns its exit status
+// and output.
+func runWarden(t *testing.T, bin string, env []string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = env
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatalf("warden %s: %v", strings.Join(args, " "), err)
+	}
+	return cmd.ProcessState.ExitCode(), o.String(), e.String()
+}
+
+// Items 3, 7 and 9 of issue 12, with the real binary:
+//   - serve --listen and --state-dir: the CLI finds that daemon and its
+//     token from the config file alone;
+//   - server entries that cannot be loaded affect only themselves: the rest
+//     loads and each shows its problem in status, servers and /v1/servers;
+//   - servers add says whether the running daemon loaded the server;
+//   - while the file has a syntax error, status and servers still work and
+//     show the reload error.
+func TestBadEntriesAffectOnlyThemselves(t *testing.T) {
+	bin := testenv.BuildBinary(t, "./cmd/warden")
+	fixtureBin := testenv.BuildBinary(t, fixturePkg)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.json")
+	state := filepath.Join(dir, "elsewhere")
+	listen := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
+	file := fmt.Sprintf(`{
+  // no "listen": the daemon is told on its command line
+  "mcpServers": {
+    "good": {"command": %q, "trusted": true},
+    "typo": {"comand": "x"},
+    "timing": {"command": "x", "callTimeout": "soon"},
+    "vscode": {"command": "x", "env": {"KEY": "${input:api-key}"}}
+  }
+}
+`, fixtureBin)
+	if err := os.WriteFile(cfg, []byte(file), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := cliEnv(t)
+	serve := exec.Command(bin, "serve", "--config", cfg, "--state-dir", state, "--listen", listen)
+	serve.Env = env
+	testenv.StartProcess(t, serve)
+	testenv.WaitHTTP(t, "http://"+listen+"/healthz", 20*time.Second)
+
+	cli := func(args ...string) (int, string, string) {
+		t.Helper()
+		return runWarden(t, bin, env, append([]string{"--config", cfg}, args...)...)
+	}
+	var out string
+	wait := func(what string, args []string, want ...string) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			var code int
+			var stderr string
+			code, out, stderr = cli(args...)
+			ok := code == 0
+			for _, w := range want {
+				ok = ok && strings.Contains(out, w)
+			}
+			if ok {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: warden %s: exit %d\nstdout:\n%s\nstderr:\n%s", what, strings.Join(args, " "), code, out, stderr)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	wait("status without --state-dir, the good server ready", []string{"status"}, "good", "ready")
+	for _, want := range []string{
+		"typo: config " + cfg + ": mcpServers.typo.comand: unknown field",
+		`timing: config ` + cfg + `: mcpServers.timing.callTimeout: "soon" is not a duration`,
+		"vscode: config " + cfg + ": mcpServers.vscode.env.KEY: ${input:api-key} asks VS Code to prompt for a value, which Warden cannot do",
+		"not loaded",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("status lacks %q:\n%s", want, out)
+		}
+	}
+
+	// A server added with a variable the daemon lacks is reported as not
+	// loaded; one added after it loads.
+	code, out, stderr := cli("servers", "add", "remote", "--url", "https://example.test/mcp", "--header", "Authorization=Bearer ${env:REMOTE_TOKEN}")
+	if code != 1 || !strings.Contains(out, "added server remote") ||
+		!strings.Contains(stderr, "the running warden did not load remote: config "+cfg+": mcpServers.remote.headers.Authorization: ${env:REMOTE_TOKEN} refers to REMOTE_TOKEN, which is not set") {
+		t.Fatalf("servers add remote: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
+	}
+	code, out, stderr = cli("servers", "add", "later", "--trusted", "--", fixtureBin, "-name", "later")
+	if code != 0 || !strings.Contains(out, "the running warden loaded the change") {
+		t.Fatalf("servers add later: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
+	}
+	wait("the server added after the bad one ready", []string{"servers"}, "later", "remote: config")
+	code, out, _ = cli("servers", "--json")
+	if code != 0 || !strings.Contains(out, `"config_error": "config `+cfg+`: mcpServers.remote.headers.Authorization`) {
+		t.Fatalf("servers --json: exit %d\n%s", code, out)
+	}
+	code, out, stderr = cli("review", "remote")
+	if code != 0 || !strings.Contains(out, "remote: config "+cfg+": mcpServers.remote.headers.Authorization") {
+		t.Fatalf("review remote (in the file, not loaded): exit %d\n%s\n%s", code, out, stderr)
+	}
+	code, _, stderr = cli("servers", "approve", "remote")
+	if code != 1 || !strings.Contains(stderr, `server "remote" is in the config file but its entry cannot be loaded: config `+cfg) {
+		t.Fatalf("servers approve remote (not loaded): exit %d\n%s", code, stderr)
+	}
+
+	// A syntax error keeps the running config; read commands still reach
+	// the daemon and show why the file was refused.
+	if err := os.WriteFile(cfg, []byte(file[:len(file)-4]), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"status"}, {"servers"}} {
+		wait("the refused reload shown", args, "last reload refused, still running the previous config", "invalid JSON", "good")
+	}
+}
+
+// Item 2 of issue 12, with the real binary: VS Code's own file serves as
+// Warden's config as it is (its "inputs" ignored with a logged note), and
+// `warden import` copies a Cline file's servers into it, which the running
+// daemon loads.
+func TestHostFilesWorkAsTheyAre(t *testing.T) {
+	bin := testenv.BuildBinary(t, "./cmd/warden")
+	fixtureBin := testenv.BuildBinary(t, fixturePkg)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, ".vscode", "mcp.json")
+	if err := os.MkdirAll(filepath.Dir(cfg), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	listen := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
+	vscode := fmt.Sprintf(`{
+  "inputs": [{"type": "promptString", "id": "key", "description": "API key", "password": true}],
+  "servers": {
+    "fx": {"type": "stdio", "command": %q, "args": ["-name", "fx"], "trusted": true}
+  }
+}
+`, fixtureBin)
+	cline := filepath.Join(dir, "cline_mcp_settings.json")
+	clineText := fmt.Sprintf(`{"mcpServers": {"cl": {"command": %q, "args": ["-name", "cl"], "autoApprove": ["echo"], "timeout": 30, "disabled": false}}}`, fixtureBin)
+	if err := os.WriteFile(cfg, []byte(vscode), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cline, []byte(clineText), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := cliEnv(t)
+	var log lockedBuffer
+	serve := exec.Command(bin, "serve", "--config", cfg, "--state-dir", filepath.Join(dir, "state"), "--listen", listen)
+	serve.Env, serve.Stderr = env, &log
+	testenv.StartProcess(t, serve)
+	testenv.WaitHTTP(t, "http://"+listen+"/healthz", 20*time.Second)
+	if want := "note: config " + cfg + `: inputs (line 2): ignored: VS Code's prompts for ${input:...} values, which Warden cannot show`; !strings.Contains(log.String(), want) {
+		t.Errorf("the log lacks %q:\n%s", want, log.String())
+	}
+
+	code, out, stderr := runWarden(t, bin, env, "--config", cfg, "import", cline)
+	if code != 0 || !strings.Contains(out, "imported cl from "+cline) || !strings.Contains(out, "the running warden loaded the change") ||
+		!strings.Contains(stderr, "mcpServers.cl.autoApprove (line 1): ignored: Cline's list of tools it calls without asking") {
+		t.Fatalf("import: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		code, out, stderr = runWarden(t, bin, env, "--config", cfg, "servers")
+		if code == 0 && strings.Count(out, "ready") == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("servers: exit %d\n%s\n%s\n%s", code, out, stderr, log.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if data, _ := os.ReadFile(cfg); !strings.Contains(string(data), `"cl": {`) || strings.Contains(string(data), "mcpServers") {
+		t.Fatalf("the import did not go into VS Code's \"servers\":\n%s", data)
+	}
+}
