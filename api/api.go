@@ -1,10 +1,12 @@
 package api
 
 import (
+	"context"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -27,11 +29,19 @@ type Deps struct {
 	Writes    *writes.Ledger
 	Activity  *activity.Log
 	Events    *events.Broker
-	Config    func() ConfigInfo // the running config, for status and server lists
-	Sessions  func() any        // persisted upstream sessions, safe to show
+	Config    func() ConfigInfo                    // the running config, for status and server lists
+	Sessions  func() any                           // persisted upstream sessions, safe to show
+	Logs      func(server string) (LogFile, error) // a stdio server's stderr log
 	// Caller, if set, refuses a request by what sent it (a process Warden
 	// spawned), whatever token it holds.
 	Caller func(*http.Request) error
+}
+
+// LogFile is a stdio server's stderr log (secrets already masked).
+type LogFile interface {
+	// Copy writes the last lines (all when lines <= 0), then with follow
+	// what is written after, until ctx is done; flush runs after each piece.
+	Copy(ctx context.Context, w io.Writer, lines int, follow bool, flush func()) error
 }
 
 // ConfigInfo is the part of the running config the API shows.
@@ -57,6 +67,7 @@ func Handler(d Deps) http.Handler {
 	mux.HandleFunc("POST /v1/servers/{s}/approve", a.approveServer)
 	mux.HandleFunc("POST /v1/servers/{s}/quarantine", a.quarantine)
 	mux.HandleFunc("GET /v1/servers/{s}/tools", a.tools)
+	mux.HandleFunc("GET /v1/servers/{s}/logs", a.logs)
 	mux.HandleFunc("POST /v1/servers/{s}/tools/approve", a.approveTools)
 	mux.HandleFunc("POST /v1/servers/{s}/tools/block", a.block)
 	mux.HandleFunc("POST /v1/servers/{s}/call", a.call)

@@ -67,6 +67,7 @@ type Daemon struct {
 	events    *events.Broker
 	gw        *gateway.Gateway
 	launcher  *sandbox.Launcher
+	logs      *serverLogs
 
 	mu          sync.Mutex
 	cfg         *config.Config
@@ -86,6 +87,7 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	d := &Daemon{opts: opts, log: log, cfg: cfg, events: events.New()}
 	d.StateDir = state.Dir(opts.StateDir, cfg.StateDir)
+	d.logs = &serverLogs{dir: filepath.Join(d.StateDir, "logs")}
 	if d.Token, err = state.EnsureToken(d.StateDir); err != nil {
 		return err
 	}
@@ -93,6 +95,7 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 	defer d.closeStore()
+	defer d.logs.close()
 	if d.launcher, err = d.newLauncher(cfg); err != nil {
 		return err
 	}
@@ -109,7 +112,7 @@ func Run(ctx context.Context, opts Options) error {
 	m := metrics.New()
 	d.gw = gateway.New(gateway.Deps{
 		Approvals: d.approvals, Writes: d.ledger, Activity: d.activity, Events: d.events, Metrics: m, Logger: log,
-		Upstream: upstream.Options{Launcher: d.launcher, Version: opts.Version, Stderr: d.stderrLog,
+		Upstream: upstream.Options{Launcher: d.launcher, Version: opts.Version, Stderr: d.logs.writer,
 			Sessions: d.sessions, SessionEvent: func(server, kind string) {
 				m.SessionEvent(server, kind)
 				d.events.Publish(events.Event{Type: "session", Server: server, Data: map[string]string{"event": kind}})
@@ -194,6 +197,7 @@ func (d *Daemon) routes(s *surface.Surfaces, m *metrics.Metrics) http.Handler {
 		Version: d.opts.Version, Token: d.Token, Started: time.Now(), Gateway: d.gw,
 		Approvals: d.approvals, Writes: d.ledger, Activity: d.activity, Events: d.events,
 		Config: d.configInfo, Sessions: func() any { return d.sessions.List() }, Caller: d.refuseSpawned,
+		Logs: func(server string) (api.LogFile, error) { return d.logs.file(server) },
 	}))
 	mux.Handle("GET /metrics", m.Handler())
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
