@@ -91,6 +91,12 @@ func Run(ctx context.Context, opts Options) error {
 	if d.Token, err = state.EnsureToken(d.StateDir); err != nil {
 		return err
 	}
+	listening := false
+	defer func() {
+		if listening {
+			log.Info("warden stopped")
+		}
+	}()
 	if err := d.openStore(cfg); err != nil {
 		return err
 	}
@@ -136,13 +142,16 @@ func Run(ctx context.Context, opts Options) error {
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
+	listening = true
 	log.Info("warden listening", "addr", d.Addr, "config", cfg.Path, "state", d.StateDir, "servers", len(cfg.Servers))
 	if opts.Ready != nil {
 		opts.Ready(d)
 	}
 	select {
 	case <-ctx.Done():
+		log.Info("stopping warden: closing client connections, then the upstream servers")
 	case err := <-errc:
+		log.Error("stopping warden: serving failed", "err", err)
 		return err
 	}
 	// Clients' open event streams would hold a graceful shutdown: give

@@ -196,6 +196,7 @@ func (c *Conn) stop(forget bool) {
 	}
 	c.cancel()
 	<-c.done
+	c.log.Info("upstream stopped")
 	if c.http != nil {
 		c.http.CloseIdleConnections()
 	}
