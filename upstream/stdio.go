@@ -88,9 +88,9 @@ var stdinTimeout = 10 * time.Second // a variable for tests
 
 // process is the write side of a stdio server; closing it stops the server.
 type process struct {
-	cmd    *exec.Cmd
-	stdin  *os.File
-	grace  time.Duration
+	cmd     *exec.Cmd
+	stdin   *os.File
+	grace   time.Duration
 	exited  chan struct{}
 	waitErr error // how it exited, once exited is closed
 	once    sync.Once
