@@ -128,9 +128,7 @@ func (a *handler) approveTools(w http.ResponseWriter, r *http.Request) {
 
 func (a *handler) block(w http.ResponseWriter, r *http.Request) {
 	sc, ok := a.configured(w, r.PathValue("s"))
-	var req struct {
-		Tools []string `json:"tools"`
-	}
+	var req BlockRequest
 	if !ok || !decode(w, r, &req) {
 		return
 	}
