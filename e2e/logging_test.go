@@ -30,7 +30,6 @@ func TestLogNamesWhoAndStaysQuiet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cs.Close()
 
 	stop := make(chan struct{})
 	changed := make(chan bool, 1)
@@ -40,6 +39,10 @@ func TestLogNamesWhoAndStaysQuiet(t *testing.T) {
 	})
 	close(stop)
 	<-changed
+	cs.Close()
+	wardentest.WaitFor(t, 10*time.Second, "a line that the client's session ended", func() bool {
+		return strings.Contains(w.Logs.String(), `level=INFO msg="client session ended" endpoint=/mcp session=`+cs.ID()+` client="quiet-client 2.1"`)
+	})
 
 	w.Stop()
 	logs := w.Logs.String()
@@ -49,6 +52,7 @@ func TestLogNamesWhoAndStaysQuiet(t *testing.T) {
 		switch {
 		case strings.Contains(l, "calling notifications/") && !strings.Contains(l, "level=DEBUG"),
 			strings.Contains(l, `msg="server connecting"`) && !strings.Contains(l, "level=DEBUG"),
+			strings.Contains(l, `msg="server session connected"`) && !strings.Contains(l, "level=DEBUG"),
 			strings.Contains(l, `msg="session initialized"`) && !strings.Contains(l, "level=DEBUG"):
 			t.Errorf("a line that should be at debug: %s", l)
 		case strings.Contains(l, `msg="client session initialized"`) && strings.Contains(l, "quiet-client"):

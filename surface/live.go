@@ -77,7 +77,7 @@ func (v *view) track(ss *mcp.ServerSession) {
 	v.log.Info("client session initialized", "session", id, "client", client, "protocol", protocol)
 	go func() {
 		_ = ss.Wait()
-		v.log.Debug("client session ended", "session", id, "client", client)
+		v.log.Info("client session ended", "session", id, "client", client)
 		v.sessMu.Lock()
 		delete(v.sessions, id)
 		v.sessMu.Unlock()

@@ -7,12 +7,13 @@ import (
 )
 
 // sdkLog is the logger the SDK's servers get: it names the endpoint, and
-// moves to debug what the SDK logs for every client and so says nothing to
-// an operator. "server connecting" (each new HTTP session) and "session
-// initialized" name no client (Warden logs its own line, see track), and
-// "calling notifications/...: ..." warns for each notification a client
-// could not be sent: a client without an open event stream is normal, and
-// every list change would warn once per such client.
+// moves to debug what the SDK logs per session or per message, which names
+// no client ("server connecting", "session initialized", "server session
+// connected" for every HTTP request without a session, "resource updated
+// notification sent"...; Warden logs its own line per client session, see
+// track), and its "calling notifications/...: ..." warning for each
+// notification a client could not be sent: a client without an open event
+// stream is normal, and every list change would warn once per such client.
 func sdkLog(log *slog.Logger, endpoint string) *slog.Logger {
 	return slog.New(quietHandler{log.Handler()}).With("endpoint", endpoint)
 }
@@ -20,7 +21,7 @@ func sdkLog(log *slog.Logger, endpoint string) *slog.Logger {
 type quietHandler struct{ slog.Handler }
 
 func (h quietHandler) Handle(ctx context.Context, r slog.Record) error {
-	if r.Message == "server connecting" || r.Message == "session initialized" || strings.HasPrefix(r.Message, "calling notifications/") {
+	if r.Level == slog.LevelInfo || r.Level == slog.LevelWarn && strings.HasPrefix(r.Message, "calling notifications/") {
 		if !h.Handler.Enabled(ctx, slog.LevelDebug) {
 			return nil
 		}
