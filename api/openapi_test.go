@@ -15,8 +15,8 @@ import (
 )
 
 // Every route the API serves is in GET /v1/openapi.json, with a summary, its
-// parameters and its answer's schema, and the document needs no token;
-// routes are registered only from the table the document is built from.
+// parameters and its answer's schema, and in the README's list; the
+// document needs no token.
 func TestOpenAPI(t *testing.T) {
 	h := Handler(Deps{Version: "test", Token: "tok", Config: func() ConfigInfo { return ConfigInfo{} }})
 	srv := httptest.NewServer(h)
@@ -50,6 +50,10 @@ func TestOpenAPI(t *testing.T) {
 		t.Fatalf("openapi %q, version %q", doc.OpenAPI, doc.Info.Version)
 	}
 
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
 	a := &handler{}
 	public, private := a.muxes()
 	ids := map[string]bool{}
@@ -80,6 +84,9 @@ func TestOpenAPI(t *testing.T) {
 				if !found {
 					t.Errorf("%s: path parameter %s undocumented", what, p[1])
 				}
+			}
+			if !strings.Contains(string(readme), "`"+what+"`") {
+				t.Errorf("%s is not in the README's list of routes", what)
 			}
 			// Served where documented, with or without the token as said.
 			mux := private
