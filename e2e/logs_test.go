@@ -39,6 +39,7 @@ func TestFailedStartShowsItsCause(t *testing.T) {
 	servers := map[string]any{
 		"missing": map[string]any{"command": "no-such-command-7f3a", "trusted": true},
 		"s":       server("ok", "first"),
+		"remote":  map[string]any{"url": "http://127.0.0.1:1/mcp", "disabled": true},
 	}
 	w := isoStart(t, t.TempDir(), servers, "LOGS_TOKEN="+logsSecret)
 	cli := func(args ...string) (int, string, string) {
@@ -86,7 +87,8 @@ func TestFailedStartShowsItsCause(t *testing.T) {
 	// A server that worked and then fails to start again: the call is
 	// refused with the cause.
 	wardentest.WaitFor(t, 30*time.Second, "s ready", func() bool { return server1("s").State == "ready" })
-	logsRewrite(t, w, map[string]any{"missing": servers["missing"], "s": server("broken", "second")})
+	servers["s"] = server("broken", "second")
+	logsRewrite(t, w, servers)
 	wardentest.WaitFor(t, 30*time.Second, "s to fail with its stderr", func() bool {
 		c := server1("s")
 		return c.State == "backoff" && len(c.Stderr) == 2
@@ -118,13 +120,17 @@ func TestFailedStartShowsItsCause(t *testing.T) {
 	if strings.Count(followed.String(), "\n") != 1 {
 		t.Fatalf("logs -f -n 1 printed more than one line first:\n%s", followed)
 	}
-	logsRewrite(t, w, map[string]any{"missing": servers["missing"], "s": server("broken", "third")})
+	servers["s"] = server("broken", "third")
+	logsRewrite(t, w, servers)
 	wardentest.WaitFor(t, 20*time.Second, "logs -f to show the next start's stderr", func() bool {
 		return strings.Contains(followed.String(), "npm error 404 (third) token=***\n")
 	})
 	noSecret("warden logs -f", followed.String())
 	if code, _, errOut := cli("logs", "nosuch"); code != 1 || !strings.Contains(errOut, `no server "nosuch"`) {
 		t.Fatalf("warden logs nosuch: exit %d, %s", code, errOut)
+	}
+	if code, _, errOut := cli("logs", "remote"); code != 1 || !strings.Contains(errOut, "has no stderr log") {
+		t.Fatalf("warden logs of an HTTP server: exit %d, %s", code, errOut)
 	}
 }
 
