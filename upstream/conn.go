@@ -228,7 +228,7 @@ func (c *Conn) run() {
 			c.mu.Unlock()
 			c.setStatus(StateBackoff, err)
 			args := []any{"err", err, "attempt", failures}
-			if ee := (*ExitError)(nil); errors.As(err, &ee) && len(ee.Stderr) > 0 {
+			if ee := (*exitError)(nil); errors.As(err, &ee) && len(ee.Stderr) > 0 {
 				args = append(args, "stderr", ee.Stderr[len(ee.Stderr)-1])
 			}
 			c.log.Warn("upstream connect failed", args...)
@@ -287,7 +287,7 @@ func (c *Conn) setStatus(st State, err error) {
 	if err != nil {
 		c.status.Error = err.Error()
 	}
-	if ee := (*ExitError)(nil); errors.As(err, &ee) {
+	if ee := (*exitError)(nil); errors.As(err, &ee) {
 		c.status.Stderr = ee.Stderr
 	}
 	s := c.status

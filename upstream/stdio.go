@@ -96,16 +96,16 @@ type process struct {
 	once    sync.Once
 }
 
-// ExitError is a failed start of a stdio server whose process had exited:
+// exitError is a failed start of a stdio server whose process had exited:
 // the last lines of its stderr (secrets masked) usually say why.
-type ExitError struct {
+type exitError struct {
 	Err    error
 	Exit   string   // "exit status 127"
 	Stderr []string // its last stderr lines
 }
 
-func (e *ExitError) Error() string { return fmt.Sprintf("%v (the server exited: %s)", e.Err, e.Exit) }
-func (e *ExitError) Unwrap() error { return e.Err }
+func (e *exitError) Error() string { return fmt.Sprintf("%v (the server exited: %s)", e.Err, e.Exit) }
+func (e *exitError) Unwrap() error { return e.Err }
 
 // explain adds to err, from a failed start, how the server's process
 // exited and the last lines of its stderr; a process still running (a
@@ -123,7 +123,7 @@ func (t *stdioTransport) explain(err error) error {
 	if t.proc.waitErr != nil {
 		exit = t.proc.waitErr.Error()
 	}
-	return &ExitError{Err: err, Exit: exit, Stderr: t.tail.Lines()}
+	return &exitError{Err: err, Exit: exit, Stderr: t.tail.Lines()}
 }
 
 func (p *process) Write(b []byte) (int, error) {
