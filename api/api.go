@@ -1,10 +1,12 @@
 package api
 
 import (
+	"context"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -27,11 +29,19 @@ type Deps struct {
 	Writes    *writes.Ledger
 	Activity  *activity.Log
 	Events    *events.Broker
-	Config    func() ConfigInfo // the running config, for status and server lists
-	Sessions  func() any        // persisted upstream sessions, safe to show
+	Config    func() ConfigInfo                    // the running config, for status and server lists
+	Sessions  func() any                           // persisted upstream sessions, safe to show
+	Logs      func(server string) (LogFile, error) // a stdio server's stderr log
 	// Caller, if set, refuses a request by what sent it (a process Warden
 	// spawned), whatever token it holds.
 	Caller func(*http.Request) error
+}
+
+// LogFile is a stdio server's stderr log (secrets already masked).
+type LogFile interface {
+	// Copy writes the last lines (all when lines <= 0), then with follow
+	// what is written after, until ctx is done; flush runs after each piece.
+	Copy(ctx context.Context, w io.Writer, lines int, follow bool, flush func()) error
 }
 
 // ConfigInfo is the part of the running config the API shows.
@@ -48,31 +58,39 @@ type ServerConfig struct {
 	ConfigError             string // why its entry in the file cannot be loaded
 }
 
-// Handler serves /v1/.
+// Handler serves /v1/: the routes of the table in openapi.go.
 func Handler(d Deps) http.Handler {
-	a := &handler{Deps: d}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /v1/status", a.status)
-	mux.HandleFunc("GET /v1/servers", a.servers)
-	mux.HandleFunc("GET /v1/servers/{s}", a.server)
-	mux.HandleFunc("POST /v1/servers/{s}/approve", a.approveServer)
-	mux.HandleFunc("POST /v1/servers/{s}/quarantine", a.quarantine)
-	mux.HandleFunc("GET /v1/servers/{s}/tools", a.tools)
-	mux.HandleFunc("POST /v1/servers/{s}/tools/approve", a.approveTools)
-	mux.HandleFunc("POST /v1/servers/{s}/tools/block", a.block)
-	mux.HandleFunc("POST /v1/servers/{s}/call", a.call)
-	mux.HandleFunc("GET /v1/writes", a.writes)
-	mux.HandleFunc("DELETE /v1/writes/{s}", a.clearWrites)
-	mux.HandleFunc("GET /v1/sessions", a.sessions)
-	mux.HandleFunc("GET /v1/activity", a.activity)
-	mux.HandleFunc("GET /v1/events", a.events)
-	mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
-		fail(w, http.StatusNotFound, "not_found", fmt.Sprintf("no route %s %s; see the REST API table in the README", r.Method, r.URL.Path))
-	})
-	return a.auth(mux)
+	doc, err := document(d.Version)
+	if err != nil {
+		panic("api: describing the routes: " + err.Error()) // a type the schema cannot describe; TestOpenAPI catches it
+	}
+	a := &handler{Deps: d, doc: doc}
+	public, private := a.muxes()
+	public.Handle("/v1/", a.auth(private))
+	return public
 }
 
-type handler struct{ Deps }
+// muxes route the table's public routes and, behind the token, the others.
+func (a *handler) muxes() (public, private *http.ServeMux) {
+	public, private = http.NewServeMux(), http.NewServeMux()
+	for _, rt := range routes {
+		mux := private
+		if rt.public {
+			mux = public
+		}
+		serve := rt.serve
+		mux.HandleFunc(rt.method+" "+rt.path, func(w http.ResponseWriter, r *http.Request) { serve(a, w, r) })
+	}
+	private.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
+		fail(w, http.StatusNotFound, "not_found", fmt.Sprintf("no route %s %s; every route is described in GET /v1/openapi.json (no token needed)", r.Method, r.URL.Path))
+	})
+	return public, private
+}
+
+type handler struct {
+	Deps
+	doc []byte // the OpenAPI document
+}
 
 // auth requires the operator token: agents reach only the MCP surfaces, so
 // nothing they can send approves, unquarantines or clears anything.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/wardenmcp/warden/approval"
@@ -141,9 +142,7 @@ func (a *handler) approveTools(w http.ResponseWriter, r *http.Request) {
 
 func (a *handler) block(w http.ResponseWriter, r *http.Request) {
 	sc, ok := a.decidable(w, r.PathValue("s"))
-	var req struct {
-		Tools []string `json:"tools"`
-	}
+	var req BlockRequest
 	if !ok || !decode(w, r, &req) {
 		return
 	}
@@ -182,6 +181,48 @@ func (a *handler) call(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	reply(w, http.StatusOK, res)
+}
+
+// DefaultLogLines is how many of a log's last lines GET
+// /v1/servers/{s}/logs answers when the request does not say.
+const DefaultLogLines = 100
+
+// logs answers a stdio server's stderr log as text: its last lines
+// (?lines=N, 0 for the whole file), then with ?follow=1 what the server
+// writes next, until the client goes away.
+func (a *handler) logs(w http.ResponseWriter, r *http.Request) {
+	sc, ok := a.configured(w, r.PathValue("s"))
+	if !ok {
+		return
+	}
+	if sc.Transport != "stdio" {
+		fail(w, http.StatusNotFound, "no_log", fmt.Sprintf("server %q is reached over %s, not started by Warden, so it has no stderr log; its connection errors show in: warden status", sc.Name, sc.Transport))
+		return
+	}
+	q := r.URL.Query()
+	lines := DefaultLogLines
+	if v := q.Get("lines"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			fail(w, http.StatusBadRequest, "bad_request", fmt.Sprintf("lines=%q: give a number of lines, or 0 for the whole log", v))
+			return
+		}
+		lines = n
+	}
+	follow, _ := strconv.ParseBool(q.Get("follow"))
+	lf, err := a.Logs(sc.Name)
+	if err != nil {
+		fail(w, http.StatusInternalServerError, "log_error", err.Error())
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	flush := func() {}
+	if fl, ok := w.(http.Flusher); ok {
+		flush = fl.Flush
+	}
+	// Once the answer has begun, an error can only end it.
+	_ = lf.Copy(r.Context(), w, lines, follow, flush)
 }
 
 func (a *handler) writes(w http.ResponseWriter, r *http.Request) {

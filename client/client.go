@@ -246,6 +246,30 @@ func (c *Client) Activity(ctx context.Context, server string, limit int) ([]acti
 	return out, c.do(ctx, http.MethodGet, p, nil, &out)
 }
 
+// Logs writes a stdio server's stderr log to w (GET
+// /v1/servers/{s}/logs): its last lines (all when lines is 0), then with
+// follow what the server writes next, until ctx is done (which is no
+// error) or the daemon stops.
+func (c *Client) Logs(ctx context.Context, server string, lines int, follow bool, w io.Writer) error {
+	q := url.Values{"lines": {strconv.Itoa(lines)}}
+	limit := c.Timeout
+	if follow {
+		q.Set("follow", "1")
+		limit = 0
+	}
+	p := serverPath(server, "/logs") + "?" + q.Encode()
+	resp, cancel, err := c.send(ctx, limit, http.MethodGet, p, nil)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	defer resp.Body.Close()
+	if _, err := io.Copy(w, resp.Body); err != nil && ctx.Err() == nil {
+		return fmt.Errorf("warden at %s: reading %s: %w", c.base, p, err)
+	}
+	return nil
+}
+
 func serverPath(server, rest string) string {
 	return "/v1/servers/" + url.PathEscape(server) + rest
 }
@@ -258,49 +282,15 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 // exchange sends one request and decodes its answer into out, waiting at
 // most limit (0: no bound) for it.
 func (c *Client) exchange(ctx context.Context, limit time.Duration, method, path string, body, out any) error {
-	caller := ctx
-	if limit > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, limit)
-		defer cancel()
-	}
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return fmt.Errorf("encoding the request to %s: %w", path, err)
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+	resp, cancel, err := c.send(ctx, limit, method, path, body)
 	if err != nil {
-		return fmt.Errorf("warden at %s: %w", c.base, err)
+		return err
 	}
-	req.Header.Set("Authorization", "Bearer "+c.token)
-	req.Header.Set("Accept", "application/json")
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := c.HTTPClient.Do(req)
-	if err != nil {
-		if caller.Err() == nil && ctx.Err() != nil {
-			return fmt.Errorf("no answer from warden at %s within %s: the daemon may be stuck, or another program listens at that address (see the daemon's log, or what listens there)", c.base, limit)
-		}
-		if ctxErr := ctx.Err(); ctxErr != nil {
-			return ctxErr
-		}
-		if ce := connErr(c.base, err); ce != err {
-			return ce
-		}
-		return fmt.Errorf("warden at %s: %s %s: %w", c.base, method, path, err)
-	}
+	defer cancel()
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
 	if err != nil {
 		return fmt.Errorf("warden at %s: reading the answer to %s %s: %w", c.base, method, path, err)
-	}
-	if resp.StatusCode >= 300 {
-		return apiError(resp.StatusCode, data)
 	}
 	if out == nil {
 		return nil
@@ -319,6 +309,66 @@ func connErr(base string, err error) error {
 		return &ConnError{URL: base, Err: err}
 	}
 	return err
+}
+
+// send sends one request and returns a 2xx answer, whose body is read
+// within limit (0: no bound) until cancel is called; another status is an
+// *APIError.
+func (c *Client) send(ctx context.Context, limit time.Duration, method, path string, body any) (*http.Response, context.CancelFunc, error) {
+	caller := ctx
+	cancel := context.CancelFunc(func() {})
+	if limit > 0 {
+		ctx, cancel = context.WithTimeout(ctx, limit)
+	}
+	resp, err := c.request(caller, ctx, limit, method, path, body)
+	if err != nil {
+		cancel()
+		return nil, nil, err
+	}
+	if resp.StatusCode >= 300 {
+		defer cancel()
+		defer resp.Body.Close()
+		data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
+		if err != nil {
+			return nil, nil, fmt.Errorf("warden at %s: reading the answer to %s %s: %w", c.base, method, path, err)
+		}
+		return nil, nil, apiError(resp.StatusCode, data)
+	}
+	return resp, cancel, nil
+}
+
+func (c *Client) request(caller, ctx context.Context, limit time.Duration, method, path string, body any) (*http.Response, error) {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return nil, fmt.Errorf("encoding the request to %s: %w", path, err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+	if err != nil {
+		return nil, fmt.Errorf("warden at %s: %w", c.base, err)
+	}
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	req.Header.Set("Accept", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.HTTPClient.Do(req)
+	if err == nil {
+		return resp, nil
+	}
+	if caller.Err() == nil && ctx.Err() != nil {
+		return nil, fmt.Errorf("no answer from warden at %s within %s: the daemon may be stuck, or another program listens at that address (see the daemon's log, or what listens there)", c.base, limit)
+	}
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return nil, ctxErr
+	}
+	if ce := connErr(c.base, err); ce != err {
+		return nil, ce
+	}
+	return nil, fmt.Errorf("warden at %s: %s %s: %w", c.base, method, path, err)
 }
 
 func apiError(status int, data []byte) *APIError {

@@ -71,6 +71,7 @@ type Daemon struct {
 	events    *events.Broker
 	gw        *gateway.Gateway
 	launcher  *sandbox.Launcher
+	logs      *serverLogs
 
 	mu          sync.Mutex
 	cfg         *config.Config // as running: Servers includes entries kept from before (see keepBroken)
@@ -93,13 +94,21 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	d := &Daemon{opts: opts, log: log, cfg: cfg, events: events.New()}
 	d.StateDir = state.Dir(opts.StateDir, cfg.StateDir)
+	d.logs = &serverLogs{dir: filepath.Join(d.StateDir, "logs")}
 	if d.Token, err = state.EnsureToken(d.StateDir); err != nil {
 		return err
 	}
+	listening := false
+	defer func() {
+		if listening {
+			log.Info("warden stopped")
+		}
+	}()
 	if err := d.openStore(cfg); err != nil {
 		return err
 	}
 	defer d.closeStore()
+	defer d.logs.close()
 	if d.launcher, err = d.newLauncher(cfg); err != nil {
 		return err
 	}
@@ -126,7 +135,7 @@ func Run(ctx context.Context, opts Options) error {
 	m := metrics.New()
 	d.gw = gateway.New(gateway.Deps{
 		Approvals: d.approvals, Writes: d.ledger, Activity: d.activity, Events: d.events, Metrics: m, Logger: log,
-		Upstream: upstream.Options{Launcher: d.launcher, Version: opts.Version, Stderr: d.stderrLog,
+		Upstream: upstream.Options{Launcher: d.launcher, Version: opts.Version, Stderr: d.logs.writer,
 			Sessions: d.sessions, SessionEvent: func(server, kind string) {
 				m.SessionEvent(server, kind)
 				d.events.Publish(events.Event{Type: "session", Server: server, Data: map[string]string{"event": kind}})
@@ -156,13 +165,16 @@ func Run(ctx context.Context, opts Options) error {
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(conns) }()
+	listening = true
 	log.Info("warden listening", "addr", d.Addr, "config", cfg.Path, "state", d.StateDir, "servers", len(cfg.Servers), "max_conns", lim.MaxConns)
 	if opts.Ready != nil {
 		opts.Ready(d)
 	}
 	select {
 	case <-ctx.Done():
+		log.Info("stopping warden: closing client connections, then the upstream servers")
 	case err := <-errc:
+		log.Error("stopping warden: serving failed", "err", err)
 		return err
 	}
 	// Clients' open event streams would hold a graceful shutdown: give
@@ -217,6 +229,7 @@ func (d *Daemon) routes(s *surface.Surfaces, m *metrics.Metrics) http.Handler {
 		Version: d.opts.Version, Token: d.Token, Started: time.Now(), Gateway: d.gw,
 		Approvals: d.approvals, Writes: d.ledger, Activity: d.activity, Events: d.events,
 		Config: d.configInfo, Sessions: func() any { return d.sessions.List() }, Caller: d.refuseSpawned,
+		Logs: func(server string) (api.LogFile, error) { return d.logs.file(server) },
 	}))
 	mux.Handle("GET /metrics", m.Handler())
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })

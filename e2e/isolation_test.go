@@ -339,7 +339,7 @@ func TestReferenceServersUnderIsolation(t *testing.T) {
 		var res *mcp.CallToolResult
 		wardentest.WaitFor(t, 60*time.Second, server+" to answer "+tool, func() bool {
 			r, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: tool, Arguments: args})
-			if err == nil && r.IsError && strings.Contains(isoText(r), "UPSTREAM_UNAVAILABLE") {
+			if err == nil && r.IsError && apRefusalCode(r) == "UPSTREAM_UNAVAILABLE" {
 				return false // still starting
 			}
 			if err != nil {

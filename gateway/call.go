@@ -198,7 +198,8 @@ func (e *UnknownToolError) Unwrap() error {
 }
 
 func unavailable(server string, err error) *Refusal {
-	return refuse(CodeUnavailable, "Server %q could not take the call: %v. Nothing was sent; it is safe to retry. Check the server with: warden servers list", server, err)
+	// The cause goes last: it may quote the server's stderr, line by line.
+	return refuse(CodeUnavailable, "Server %q could not take the call. Nothing was sent; it is safe to retry. Check the server with: warden status. The cause: %v", server, err)
 }
 
 func latchedRefusal(l *writes.Latch) *Refusal {

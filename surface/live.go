@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -66,8 +67,17 @@ func (v *view) track(ss *mcp.ServerSession) {
 	}
 	v.sessMu.Unlock()
 	l.ss.Store(ss)
+	client, protocol := "unknown", ""
+	if p := ss.InitializeParams(); p != nil {
+		protocol = p.ProtocolVersion
+		if p.ClientInfo != nil {
+			client = strings.TrimSpace(p.ClientInfo.Name + " " + p.ClientInfo.Version)
+		}
+	}
+	v.log.Info("client session initialized", "session", id, "client", client, "protocol", protocol)
 	go func() {
 		_ = ss.Wait()
+		v.log.Info("client session ended", "session", id, "client", client)
 		v.sessMu.Lock()
 		delete(v.sessions, id)
 		v.sessMu.Unlock()
@@ -130,7 +140,7 @@ func (v *view) closeIdle(idle, uninitIdle time.Duration) {
 		if !ok || c.l.busy.Load() != 0 || c.l.seen.Load() >= c.cutoff {
 			continue // a request came meanwhile
 		}
-		v.log.Info("closing an idle client session", "surface", v.surface, "idle", idle)
+		v.log.Info("closing an idle client session", "session", ss.ID(), "idle", idle)
 		go ss.Close() // it waits for requests in flight; an initialized one is forgotten once it ends (track)
 	}
 }

@@ -59,8 +59,9 @@ func newView(g *gateway.Gateway, single string, log *slog.Logger, version string
 	if single != "" {
 		v.surface = "mcp/" + single
 	}
+	v.log = log.With("endpoint", "/"+v.surface)
 	v.srv = mcp.NewServer(&mcp.Implementation{Name: "warden", Title: "Warden MCP gateway", Version: version}, &mcp.ServerOptions{
-		Logger:                    log,
+		Logger:                    sdkLog(log, "/"+v.surface),
 		HasTools:                  true,
 		HasPrompts:                true,
 		HasResources:              true,

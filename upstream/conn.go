@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,6 +45,9 @@ type Status struct {
 	Since      time.Time `json:"since"`
 	Reconnects int       `json:"reconnects"` // sessions lost and replaced
 	Failures   int       `json:"failures"`   // connection attempts failed in a row
+	// Stderr is, after a failed start of a stdio server, the last lines it
+	// wrote to its stderr (secrets masked; its whole log: warden logs NAME).
+	Stderr []string `json:"stderr,omitempty"`
 }
 
 // Inventory is what a server offers, taken in one listing pass. Seq orders
@@ -195,6 +199,7 @@ func (c *Conn) stop(forget bool) {
 	}
 	c.cancel()
 	<-c.done
+	c.log.Info("upstream stopped")
 	if c.http != nil {
 		c.http.CloseIdleConnections()
 	}
@@ -225,7 +230,11 @@ func (c *Conn) run() {
 			c.status.Failures = failures
 			c.mu.Unlock()
 			c.setStatus(StateBackoff, err)
-			c.log.Warn("upstream connect failed", "err", err, "attempt", failures)
+			args := []any{"err", err, "attempt", failures}
+			if ee := (*exitError)(nil); errors.As(err, &ee) && len(ee.Stderr) > 0 {
+				args = append(args, "stderr", ee.Stderr[len(ee.Stderr)-1])
+			}
+			c.log.Warn("upstream connect failed", args...)
 			select {
 			case <-time.After(backoff(failures)):
 			case <-c.ctx.Done():
@@ -277,9 +286,12 @@ func (c *Conn) setStatus(st State, err error) {
 	c.mu.Lock()
 	c.status.State = st
 	c.status.Since = time.Now()
-	c.status.Error = ""
+	c.status.Error, c.status.Stderr = "", nil
 	if err != nil {
 		c.status.Error = err.Error()
+	}
+	if ee := (*exitError)(nil); errors.As(err, &ee) {
+		c.status.Stderr = ee.Stderr
 	}
 	s := c.status
 	close(c.changed)
@@ -291,7 +303,7 @@ func (c *Conn) setStatus(st State, err error) {
 }
 
 func (c *Conn) connect() (*mcp.ClientSession, error) {
-	t, err := c.transport()
+	t, stdio, err := c.transport()
 	if err != nil {
 		return nil, err
 	}
@@ -301,7 +313,11 @@ func (c *Conn) connect() (*mcp.ClientSession, error) {
 	defer cancel()
 	cs, err := client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: ProtocolVersion})
 	if err != nil {
-		return nil, fmt.Errorf("initialize: %w", err)
+		err = fmt.Errorf("initialize: %w", err)
+		if stdio != nil {
+			err = stdio.explain(err)
+		}
+		return nil, err
 	}
 	c.mu.Lock()
 	level := c.logLevel
@@ -336,7 +352,9 @@ func (c *Conn) Expose() {
 	}()
 }
 
-func (c *Conn) transport() (mcp.Transport, error) {
+// transport is the transport to connect with, and for a stdio server the
+// stdio transport inside it (which explains a failed start).
+func (c *Conn) transport() (mcp.Transport, *stdioTransport, error) {
 	switch c.Config().Transport {
 	case "stdio":
 		var stderr io.Writer = io.Discard
@@ -346,14 +364,15 @@ func (c *Conn) transport() (mcp.Transport, error) {
 		// Stdio writes mark the dispatch boundary here; HTTP requests mark
 		// it in their round tripper (wrapping an HTTP connection would hide
 		// it from the SDK, which needs to see its own type).
-		return markingTransport{&stdioTransport{cfg: c.Config(), launcher: c.opts.Launcher, stderr: stderr, graceTime: 2 * time.Second}}, nil
+		t := &stdioTransport{cfg: c.Config(), launcher: c.opts.Launcher, stderr: stderr, graceTime: 2 * time.Second}
+		return markingTransport{t}, t, nil
 	case "http":
-		return &mcp.StreamableClientTransport{Endpoint: c.Config().URL, HTTPClient: &http.Client{Transport: c.http}}, nil
+		return &mcp.StreamableClientTransport{Endpoint: c.Config().URL, HTTPClient: &http.Client{Transport: c.http}}, nil, nil
 	case "sse":
 		t := &mcp.SSEClientTransport{Endpoint: c.Config().URL, HTTPClient: &http.Client{Transport: c.sse}}
-		return longLived{t, c.ctx}, nil
+		return longLived{t, c.ctx}, nil, nil
 	}
-	return nil, fmt.Errorf("unknown transport %q", c.Config().Transport)
+	return nil, nil, fmt.Errorf("unknown transport %q", c.Config().Transport)
 }
 
 func (c *Conn) clientOptions() *mcp.ClientOptions {
@@ -474,7 +493,7 @@ func (c *Conn) sessionFor(ctx context.Context) (*mcp.ClientSession, error) {
 			return cs, nil
 		}
 		if st.State == StateBackoff || st.State == StateStopped {
-			return nil, fmt.Errorf("%w: server %q is %s: %s", ErrUnavailable, c.Name, st.State, st.Error)
+			return nil, fmt.Errorf("%w: server %q is %s: %s%s", ErrUnavailable, c.Name, st.State, st.Error, stderrNote(c.Name, st.Stderr))
 		}
 		select {
 		case <-changed:
@@ -482,6 +501,15 @@ func (c *Conn) sessionFor(ctx context.Context) (*mcp.ClientSession, error) {
 			return nil, fmt.Errorf("%w: server %q is still %s: %w", ErrUnavailable, c.Name, st.State, c.ctxErr(ctx))
 		}
 	}
+}
+
+// stderrNote quotes a failed stdio server's last stderr lines, one per
+// line, and says where the rest is.
+func stderrNote(server string, lines []string) string {
+	if len(lines) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; the last lines of its stderr:\n  %s\n(its whole log: warden logs %s)", strings.Join(lines, "\n  "), server)
 }
 
 // longLived connects with the connection's own context instead of the

@@ -12,6 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/wardenmcp/warden/config"
+	"github.com/wardenmcp/warden/internal/logfile"
 	"github.com/wardenmcp/warden/sandbox"
 )
 
@@ -24,7 +25,17 @@ type stdioTransport struct {
 	launcher  *sandbox.Launcher
 	stderr    io.Writer // per-server log
 	graceTime time.Duration
+
+	tail *logfile.Tail // the last lines of this start's stderr
+	proc *process
 }
+
+// What a failed start shows of the server's stderr (in status, refusals):
+// the last stderrLines lines, each cut to stderrWidth bytes.
+const (
+	stderrLines = 10
+	stderrWidth = 300
+)
 
 func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	spec := sandbox.Spec{Command: t.cfg.Command, Args: t.cfg.Args, Env: t.cfg.Env, Dir: t.cfg.Cwd,
@@ -37,7 +48,8 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	if err != nil {
 		return nil, err
 	}
-	stderr := &redactingWriter{w: t.stderr, cfg: t.cfg}
+	t.tail = logfile.NewTail(stderrLines, stderrWidth)
+	stderr := &redactingWriter{w: io.MultiWriter(t.stderr, t.tail), cfg: t.cfg}
 	cmd.Stderr = stderr
 	// An os.Pipe end takes write deadlines (cmd.StdinPipe's does not): a
 	// server that stops reading must not hold a write, and the write gate
@@ -60,8 +72,9 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 		return nil, fmt.Errorf("start %q: %w", t.cfg.Command, err)
 	}
 	p := &process{cmd: cmd, stdin: stdin, grace: t.graceTime, exited: make(chan struct{})}
+	t.proc = p
 	go func() {
-		_ = cmd.Wait()
+		p.waitErr = cmd.Wait()
 		stderr.Flush()
 		close(p.exited)
 	}()
@@ -78,11 +91,42 @@ var stdinTimeout = 10 * time.Second // a variable for tests
 
 // process is the write side of a stdio server; closing it stops the server.
 type process struct {
-	cmd    *exec.Cmd
-	stdin  *os.File
-	grace  time.Duration
-	exited chan struct{}
-	once   sync.Once
+	cmd     *exec.Cmd
+	stdin   *os.File
+	grace   time.Duration
+	exited  chan struct{}
+	waitErr error // how it exited, once exited is closed
+	once    sync.Once
+}
+
+// exitError is a failed start of a stdio server whose process had exited:
+// the last lines of its stderr (secrets masked) usually say why.
+type exitError struct {
+	Err    error
+	Exit   string   // "exit status 127"
+	Stderr []string // its last stderr lines
+}
+
+func (e *exitError) Error() string { return fmt.Sprintf("%v (the server exited: %s)", e.Err, e.Exit) }
+func (e *exitError) Unwrap() error { return e.Err }
+
+// explain adds to err, from a failed start, how the server's process
+// exited and the last lines of its stderr; a process still running (a
+// start that timed out before Close) adds nothing.
+func (t *stdioTransport) explain(err error) error {
+	if t.proc == nil {
+		return err
+	}
+	select {
+	case <-t.proc.exited:
+	default:
+		return err
+	}
+	exit := "exit status 0"
+	if t.proc.waitErr != nil {
+		exit = t.proc.waitErr.Error()
+	}
+	return &exitError{Err: err, Exit: exit, Stderr: t.tail.Lines()}
 }
 
 func (p *process) Write(b []byte) (int, error) {

@@ -903,6 +903,7 @@ func TestCompletionFromDaemon(t *testing.T) {
 		}
 	}
 }
+
 // The CLI finds the daemon a config file names from that file alone,
 // through the record the daemon keeps beside it (serve --listen and
 // --state-dir included); while the file has a syntax error, status and

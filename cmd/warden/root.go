@@ -84,6 +84,7 @@ approvals that leave tools held).`,
 		newVersionCmd(g),
 		newImportCmd(g),
 		newConnectCmd(g),
+		newLogsCmd(g),
 	)
 	root.SetVersionTemplate("warden {{.Version}}\n")
 	completeBashWithoutPackage(root)

@@ -82,9 +82,18 @@ func printServers(g *globals, servers []api.Server) {
 		if s.ConfigError != "" {
 			fmt.Fprintf(g.stdout, "%s: %s\n", s.Name, s.ConfigError)
 		}
-		if s.State.Error != "" {
-			fmt.Fprintf(g.stdout, "%s: %s\n", s.Name, s.State.Error)
+		if s.State.Error == "" {
+			continue
 		}
+		if len(s.State.Stderr) == 0 {
+			fmt.Fprintf(g.stdout, "%s: %s\n", s.Name, s.State.Error)
+			continue
+		}
+		fmt.Fprintf(g.stdout, "%s: %s; the last lines of its stderr:\n", s.Name, s.State.Error)
+		for _, line := range s.State.Stderr {
+			fmt.Fprintf(g.stdout, "  %s\n", line)
+		}
+		fmt.Fprintf(g.stdout, "  (its whole log: warden logs %s)\n", s.Name)
 	}
 }
 

@@ -1,0 +1,169 @@
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"reflect"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/wardenmcp/warden/activity"
+	"github.com/wardenmcp/warden/approval"
+	"github.com/wardenmcp/warden/sessions"
+	"github.com/wardenmcp/warden/writes"
+)
+
+// route is one operation of the API. Handler registers exactly these, and
+// the OpenAPI document (GET /v1/openapi.json) is built from them, so no
+// route is served undocumented.
+type route struct {
+	method, path string
+	id, summary  string
+	query        []param
+	body         any    // the request body's type (a zero value); nil for none
+	answer       any    // the JSON answer's type; nil when media says
+	media        string // a streamed answer's content type
+	public       bool   // served without the token
+	serve        func(*handler, http.ResponseWriter, *http.Request)
+}
+
+type param struct{ name, typ, doc string }
+
+// BlockRequest is the body of POST /v1/servers/{s}/tools/block.
+type BlockRequest struct {
+	Tools []string `json:"tools"`
+}
+
+var routes = []route{
+	{method: "GET", path: "/v1/openapi.json", id: "openapi", public: true, answer: map[string]any{},
+		summary: "This document: every route of the API (OpenAPI 3.1). No token needed: it describes the API, never the state.",
+		serve:   (*handler).openapi},
+	{method: "GET", path: "/v1/status", id: "status", answer: Status{},
+		summary: "Version, uptime, config path, the last refused reload, and each server's state", serve: (*handler).status},
+	{method: "GET", path: "/v1/servers", id: "listServers", answer: []Server{},
+		summary: "Each configured server: transport, trust, quarantine, connection state (with a failed start's last stderr lines), tool counts by status",
+		serve:   (*handler).servers},
+	{method: "GET", path: "/v1/servers/{s}", id: "getServer", answer: Server{}, summary: "One server, as in the list", serve: (*handler).server},
+	{method: "POST", path: "/v1/servers/{s}/approve", id: "approveServer", body: approval.ServerApproval{}, answer: approval.Answer{},
+		summary: "Admit a quarantined server, approving its pending tools but those in block. With expected_hashes, any tool whose definition differs answers 409 and nothing is written",
+		serve:   (*handler).approveServer},
+	{method: "POST", path: "/v1/servers/{s}/quarantine", id: "quarantineServer", answer: Server{},
+		summary: "Quarantine a server again: none of its tools are listed or run", serve: (*handler).quarantine},
+	{method: "GET", path: "/v1/servers/{s}/tools", id: "listTools", answer: []Tool{},
+		summary: "Each tool of a server: class, status, approved and current hash and definition", serve: (*handler).tools},
+	{method: "POST", path: "/v1/servers/{s}/tools/approve", id: "approveTools", body: approval.ToolApproval{}, answer: approval.Answer{},
+		summary: "Approve tools: the named ones, or all (but except). With expected_hashes, any mismatch answers 409 and nothing is written",
+		serve:   (*handler).approveTools},
+	{method: "POST", path: "/v1/servers/{s}/tools/block", id: "blockTools", body: BlockRequest{}, answer: approval.Answer{},
+		summary: "Block tools: they are neither listed nor run", serve: (*handler).block},
+	{method: "GET", path: "/v1/servers/{s}/logs", id: "serverLog", media: "text/plain",
+		query: []param{
+			{"lines", "integer", "how many of the last lines to answer first; 0 for the whole current file (default 100)"},
+			{"follow", "boolean", "then keep answering what the server writes, until the client goes away"},
+		},
+		summary: "A stdio server's stderr log, its configured secrets masked", serve: (*handler).logs},
+	{method: "POST", path: "/v1/servers/{s}/call", id: "callTool", body: CallRequest{}, answer: mcp.CallToolResult{},
+		summary: "Call a tool through the same policy as agents (warden call). A refusal is a result with isError and _meta[\"warden/refusal\"].code",
+		serve:   (*handler).call},
+	{method: "GET", path: "/v1/writes", id: "listLatches", answer: []writes.Latch{},
+		summary: "Servers whose writes are latched after a write with an unknown outcome", serve: (*handler).writes},
+	{method: "DELETE", path: "/v1/writes/{s}", id: "clearLatch", answer: Cleared{},
+		summary: "Clear a server's write latch; answers what was cleared", serve: (*handler).clearWrites},
+	{method: "GET", path: "/v1/sessions", id: "listSessions", answer: []sessions.Info{},
+		summary: "Persisted upstream HTTP sessions (never credentials)", serve: (*handler).sessions},
+	{method: "GET", path: "/v1/activity", id: "listActivity", answer: []activity.Entry{},
+		query: []param{
+			{"server", "string", "only this server's calls"},
+			{"limit", "integer", "at most this many, newest first (default 100)"},
+		},
+		summary: "Recent tool calls: surface, server, tool, class, SHA-256 of the arguments (never the arguments), outcome",
+		serve:   (*handler).activity},
+	{method: "GET", path: "/v1/events", id: "events", media: "text/event-stream",
+		summary: "Server-sent events: server state, approvals, latches, list changes, sessions, reloads", serve: (*handler).events},
+}
+
+func (a *handler) openapi(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(a.doc)
+}
+
+// pathParam is a path's {name}.
+var pathParam = regexp.MustCompile(`\{([a-z]+)\}`)
+
+// schemaOptions describe what reflection cannot tell.
+var schemaOptions = &jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschema.Schema{
+	reflect.TypeFor[json.RawMessage](): {Description: "any JSON value"},
+	reflect.TypeFor[time.Time]():       {Type: "string", Format: "date-time"},
+	reflect.TypeFor[mcp.CallToolResult](): {Type: "object", Description: "an MCP CallToolResult (content, structuredContent, isError, _meta), " +
+		"as the tool answered it or as Warden refused the call"},
+}}
+
+// document builds the OpenAPI 3.1 document of the routes.
+func document(version string) ([]byte, error) {
+	errSchema, err := jsonschema.For[Error](schemaOptions)
+	if err != nil {
+		return nil, err
+	}
+	paths := map[string]map[string]any{}
+	for _, rt := range routes {
+		op := map[string]any{"operationId": rt.id, "summary": rt.summary}
+		var params []any
+		for _, m := range pathParam.FindAllStringSubmatch(rt.path, -1) {
+			params = append(params, map[string]any{"name": m[1], "in": "path", "required": true,
+				"description": "a server's name, as in the config", "schema": map[string]any{"type": "string"}})
+		}
+		for _, q := range rt.query {
+			params = append(params, map[string]any{"name": q.name, "in": "query", "description": q.doc, "schema": map[string]any{"type": q.typ}})
+		}
+		if len(params) > 0 {
+			op["parameters"] = params
+		}
+		if rt.body != nil {
+			s, err := jsonschema.ForType(reflect.TypeOf(rt.body), schemaOptions)
+			if err != nil {
+				return nil, fmt.Errorf("%s %s: %w", rt.method, rt.path, err)
+			}
+			op["requestBody"] = map[string]any{"required": true, "content": map[string]any{"application/json": map[string]any{"schema": s}}}
+		}
+		ok := map[string]any{"description": "done"}
+		switch {
+		case rt.media != "":
+			ok["content"] = map[string]any{rt.media: map[string]any{"schema": map[string]any{"type": "string"}}}
+		default:
+			s, err := jsonschema.ForType(reflect.TypeOf(rt.answer), schemaOptions)
+			if err != nil {
+				return nil, fmt.Errorf("%s %s: %w", rt.method, rt.path, err)
+			}
+			ok["content"] = map[string]any{"application/json": map[string]any{"schema": s}}
+		}
+		op["responses"] = map[string]any{
+			"200":     ok,
+			"default": map[string]any{"description": "an error: what was wrong and how to fix it", "content": map[string]any{"application/json": map[string]any{"schema": map[string]any{"$ref": "#/components/schemas/Error"}}}},
+		}
+		if rt.public {
+			op["security"] = []any{}
+		}
+		if paths[rt.path] == nil {
+			paths[rt.path] = map[string]any{}
+		}
+		paths[rt.path][strings.ToLower(rt.method)] = op
+	}
+	doc := map[string]any{
+		"openapi": "3.1.0",
+		"info": map[string]any{"title": "Warden operator API", "version": version,
+			"description": "The operator REST API of a Warden daemon: server and tool status, approvals, write latches, sessions, activity, logs and events. " +
+				"Every route but this document needs the operator token (the file api-token in Warden's state dir), and is refused to processes Warden started."},
+		"paths":    paths,
+		"security": []any{map[string]any{"token": []any{}}},
+		"components": map[string]any{
+			"securitySchemes": map[string]any{"token": map[string]any{"type": "http", "scheme": "bearer",
+				"description": "the contents of the file api-token in Warden's state dir"}},
+			"schemas": map[string]any{"Error": errSchema},
+		},
+	}
+	return json.MarshalIndent(doc, "", "  ")
+}
