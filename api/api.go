@@ -14,6 +14,7 @@ import (
 	"github.com/wardenmcp/warden/approval"
 	"github.com/wardenmcp/warden/events"
 	"github.com/wardenmcp/warden/gateway"
+	"github.com/wardenmcp/warden/oauth"
 	"github.com/wardenmcp/warden/writes"
 )
 
@@ -29,6 +30,7 @@ type Deps struct {
 	Events    *events.Broker
 	Config    func() ConfigInfo // the running config, for status and server lists
 	Sessions  func() any        // persisted upstream sessions, safe to show
+	Auth      *oauth.Manager    // upstream OAuth; nil: none
 	// Caller, if set, refuses a request by what sent it (a process Warden
 	// spawned), whatever token it holds.
 	Caller func(*http.Request) error
@@ -65,6 +67,9 @@ func Handler(d Deps) http.Handler {
 	mux.HandleFunc("GET /v1/sessions", a.sessions)
 	mux.HandleFunc("GET /v1/activity", a.activity)
 	mux.HandleFunc("GET /v1/events", a.events)
+	mux.HandleFunc("POST /v1/servers/{s}/auth/login", a.authLogin)
+	mux.HandleFunc("GET /v1/servers/{s}/auth", a.authStatus)
+	mux.HandleFunc("DELETE /v1/servers/{s}/auth", a.authLogout)
 	mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusNotFound, "not_found", fmt.Sprintf("no route %s %s; see the REST API table in the README", r.Method, r.URL.Path))
 	})

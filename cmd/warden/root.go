@@ -80,6 +80,7 @@ Exit status: 0 done, 1 error, 2 usage, 3 done but something is still held.`,
 		newSessionsCmd(g),
 		newCallCmd(g),
 		newActivityCmd(g),
+		newAuthCmd(g),
 	)
 	for _, c := range root.Commands() {
 		strictArgs(c)
