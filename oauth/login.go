@@ -39,6 +39,11 @@ const (
 // loginTimeout bounds how long a login waits for the person.
 const loginTimeout = 10 * time.Minute
 
+// maxStepUps bounds the logins for more scope in a row (after the first
+// login): a server that keeps answering insufficient_scope will not be
+// satisfied by more of them.
+const maxStepUps = 2
+
 // login is one person-in-the-loop authorization in progress.
 type login struct {
 	id      string
@@ -151,6 +156,17 @@ func (m *Manager) Login(ctx context.Context, cfg *config.Server) (*LoginStarted,
 	if prev := s.login; prev != nil {
 		prev.cancel() // a new login replaces one still waiting
 	}
+	stepUp := challengeParam(s.challenge, "error") == "insufficient_scope"
+	if stepUp && s.stepUps >= maxStepUps {
+		m.mu.Unlock()
+		return nil, fmt.Errorf("server %q still refuses Warden for want of scope (%s) after %d logins that asked for more: more logins will not help; check the account's permissions at the provider or the server's \"oauth\".\"scopes\" in the config, then run warden auth logout %s and log in again",
+			cfg.Name, challengeParam(s.challenge, "scope"), maxStepUps+1, cfg.Name)
+	}
+	if stepUp {
+		s.stepUps++
+	} else {
+		s.stepUps = 0
+	}
 	lctx, cancel := context.WithTimeout(context.Background(), loginTimeout)
 	l := &login{id: rand.Text()[:12], server: cfg.Name, started: time.Now().UTC(), cancel: cancel,
 		url: make(chan string, 1), code: make(chan callbackResult, 1), done: make(chan struct{}), secrets: cfg.Secrets()}
@@ -200,7 +216,7 @@ func (m *Manager) challenge(ctx context.Context, cfg *config.Server, last http.H
 	if err != nil {
 		return nil, nil, fmt.Errorf("server %q: bad url", cfg.Name)
 	}
-	if last != nil && challengeError(last) == "insufficient_scope" {
+	if last != nil && challengeParam(last, "error") == "insufficient_scope" {
 		return req, fake(http.StatusForbidden, last), nil
 	}
 	req.Header.Set("Content-Type", "application/json")
@@ -216,7 +232,7 @@ func (m *Manager) challenge(ctx context.Context, cfg *config.Server, last http.H
 	case http.StatusUnauthorized:
 		return req, resp, nil
 	case http.StatusForbidden:
-		if challengeError(resp.Header) == "insufficient_scope" {
+		if challengeParam(resp.Header, "error") == "insufficient_scope" {
 			return req, resp, nil
 		}
 		drain(resp)
@@ -439,7 +455,7 @@ func (m *Manager) Logout(ctx context.Context, cfg *config.Server) (revoked bool,
 		return revoked, fmt.Errorf("forgetting the token of server %q failed: %w", cfg.Name, err)
 	}
 	m.mu.Lock()
-	s.rec, s.need = nil, true
+	s.rec, s.need, s.challenge, s.stepUps = nil, true, nil, 0
 	s.notify()
 	m.mu.Unlock()
 	m.event(cfg.Name, map[string]string{"state": StateNeedsLogin, "event": "logout"})

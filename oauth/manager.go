@@ -46,6 +46,7 @@ type server struct {
 	changed   chan struct{} // closed and replaced when need or rec changes
 	challenge http.Header   // the last refusal's, for the next login's discovery
 	login     *login        // the latest login started
+	stepUps   int           // logins for more scope in a row
 }
 
 // Options configure a Manager.
@@ -173,7 +174,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			why = "the server requires authorization"
 		}
 		t.m.markNeedsLogin(t.name, resp.Header.Clone(), why)
-	case resp.StatusCode == http.StatusForbidden && challengeError(resp.Header) == "insufficient_scope":
+	case resp.StatusCode == http.StatusForbidden && challengeParam(resp.Header, "error") == "insufficient_scope":
 		t.m.markNeedsLogin(t.name, resp.Header.Clone(), "the server asks for more scope (403 insufficient_scope)")
 	default:
 		return resp, nil
@@ -270,11 +271,12 @@ func redact(err error, rec *Record) string {
 	return msg
 }
 
-func challengeError(h http.Header) string {
+// challengeParam is a parameter of h's Bearer challenge: "error", "scope".
+func challengeParam(h http.Header, name string) string {
 	cs, _ := oauthex.ParseWWWAuthenticate(h.Values("WWW-Authenticate"))
 	for _, c := range cs {
-		if c.Scheme == "bearer" && c.Params["error"] != "" {
-			return c.Params["error"]
+		if c.Scheme == "bearer" && c.Params[name] != "" {
+			return c.Params[name]
 		}
 	}
 	return ""
@@ -318,3 +320,4 @@ func unionScopes(a, b []string) []string {
 	}
 	return out
 }
+

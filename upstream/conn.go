@@ -263,12 +263,7 @@ func (c *Conn) run() {
 
 		waitErr := make(chan error, 1)
 		go func() { waitErr <- cs.Wait() }()
-		select {
-		case err = <-waitErr:
-		case <-c.ctx.Done():
-			_ = cs.Close()
-			err = <-waitErr
-		}
+		err = c.serve(cs, waitErr)
 		c.mu.Lock()
 		c.session = nil
 		c.status.Reconnects++
@@ -278,6 +273,26 @@ func (c *Conn) run() {
 		}
 	}
 	c.setStatus(StateStopped, nil)
+}
+
+// serve waits until the session ends. When a login completes meanwhile, the
+// lists are taken again: a listing refused for want of a token left them
+// stale.
+func (c *Conn) serve(cs *mcp.ClientSession, waitErr <-chan error) error {
+	for {
+		_, authChanged := c.needsLogin() // nil without OAuth: never ready
+		select {
+		case err := <-waitErr:
+			return err
+		case <-c.ctx.Done():
+			_ = cs.Close()
+			return <-waitErr
+		case <-authChanged:
+			if need, _ := c.needsLogin(); !need {
+				c.scheduleRefresh()
+			}
+		}
+	}
 }
 
 // backoff grows exponentially from 200ms to 30s, with jitter.
