@@ -320,4 +320,3 @@ func unionScopes(a, b []string) []string {
 	}
 	return out
 }
-
