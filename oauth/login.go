@@ -206,18 +206,23 @@ func (m *Manager) Login(ctx context.Context, cfg *config.Server) (*LoginStarted,
 	}
 }
 
-// challenge finds the refusal that discovery starts from: the last
-// insufficient_scope refusal (step-up), else what the server answers an
-// unauthorized initialize now. A server that lets Warden in anyway is
-// given an empty 401, so that discovery falls back to the well-known URLs.
+// challenge finds the refusal that discovery starts from: the server's
+// last refusal of a request of Warden's (it names the scope that request
+// needs), else what the server answers an unauthorized initialize now. A
+// server that lets Warden in anyway is given an empty 401, so that
+// discovery falls back to the well-known URLs.
 func (m *Manager) challenge(ctx context.Context, cfg *config.Server, last http.Header) (*http.Request, *http.Response, error) {
 	body := []byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"warden","version":"login"}}}`)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, cfg.URL, bytes.NewReader(body))
 	if err != nil {
 		return nil, nil, fmt.Errorf("server %q: bad url", cfg.Name)
 	}
-	if last != nil && challengeParam(last, "error") == "insufficient_scope" {
-		return req, fake(http.StatusForbidden, last), nil
+	if last != nil {
+		code := http.StatusUnauthorized
+		if challengeParam(last, "error") == "insufficient_scope" {
+			code = http.StatusForbidden
+		}
+		return req, fake(code, last), nil
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
