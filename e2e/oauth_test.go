@@ -45,11 +45,6 @@ func TestOAuthUpstream(t *testing.T) {
 	oauthLogin(t, w, "hosted")
 	w.WaitReady(t, "hosted")
 	expectEcho(t, cs)
-	for _, r := range as.Resources() {
-		if r != up.URL+"/mcp" {
-			t.Errorf("token request with resource %q, want %q", r, up.URL+"/mcp")
-		}
-	}
 
 	// The access token expires: one refresh, then the call goes through,
 	// even for many calls at once.
@@ -61,6 +56,11 @@ func TestOAuthUpstream(t *testing.T) {
 	wg.Wait()
 	if n := as.Refreshes(); n != 1 {
 		t.Fatalf("%d refreshes for concurrent calls after expiry; want 1", n)
+	}
+	for _, r := range as.Resources() { // the code exchange's and the refresh's
+		if r != up.URL+"/mcp" {
+			t.Errorf("token request with resource %q, want %q", r, up.URL+"/mcp")
+		}
 	}
 
 	// A restart keeps the (rotated) tokens.

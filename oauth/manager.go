@@ -1,11 +1,13 @@
 package oauth
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -233,7 +235,7 @@ func (m *Manager) refreshAfter(ctx context.Context, name, fp, used string) (stri
 	// Others wait on this refresh: one caller's cancellation must not end it.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	ctx = context.WithValue(ctx, oauth2.HTTPClient, m.client)
+	ctx = context.WithValue(ctx, oauth2.HTTPClient, withResource(m.client, rec.Resource))
 	tok, err := rec.config().TokenSource(ctx, &oauth2.Token{RefreshToken: rec.Token.RefreshToken}).Token()
 	if err != nil {
 		var re *oauth2.RetrieveError
@@ -320,3 +322,37 @@ func unionScopes(a, b []string) []string {
 	}
 	return out
 }
+
+// withResource is c, adding the resource parameter (RFC 8707) to the
+// refresh requests it sends, as the MCP spec asks of every token request;
+// the oauth2 package has no option for that.
+func withResource(c *http.Client, resource string) *http.Client {
+	if resource == "" {
+		return c
+	}
+	next := c.Transport
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	cc := *c
+	cc.Transport = roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		body, err := io.ReadAll(io.LimitReader(req.Body, 1<<20))
+		closeBody(req)
+		if err != nil {
+			return nil, err
+		}
+		form, err := url.ParseQuery(string(body))
+		if err == nil && form.Get("grant_type") == "refresh_token" {
+			form.Set("resource", resource)
+			body = []byte(form.Encode())
+		}
+		r := req.Clone(req.Context())
+		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+		return next.RoundTrip(r)
+	})
+	return &cc
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
