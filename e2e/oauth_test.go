@@ -4,13 +4,16 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -42,7 +45,7 @@ func TestOAuthUpstream(t *testing.T) {
 	cs := w.Connect(t, "/mcp/hosted", nil)
 	expectRefusal(t, cs, "AUTH_REQUIRED", "warden auth login hosted")
 
-	oauthLogin(t, w, "hosted")
+	oauthLogin(t, testenv.BuildBinary(t, "./cmd/warden"), w.ConfigPath, w.StateDir, "hosted")
 	w.WaitReady(t, "hosted")
 	expectEcho(t, cs)
 
@@ -82,7 +85,7 @@ func TestOAuthUpstream(t *testing.T) {
 	if got := authState(t, w, "hosted"); got != "needs_login" {
 		t.Fatalf("auth state after revocation %q, want needs_login", got)
 	}
-	oauthLogin(t, w, "hosted")
+	oauthLogin(t, testenv.BuildBinary(t, "./cmd/warden"), w.ConfigPath, w.StateDir, "hosted")
 	expectEcho(t, cs)
 
 	// Logout revokes at the provider and forgets.
@@ -111,12 +114,66 @@ func TestOAuthUpstream(t *testing.T) {
 	}
 }
 
+// Killed with -9 while its refresh is at the authorization server, Warden
+// starts again still authorized: the stored grant is intact and refreshes.
+func TestOAuthKill9DuringRefresh(t *testing.T) {
+	as := fixture.NewAuthServer(t)
+	up := httptest.NewServer(as.Protect(fixture.NewServer(fixture.Options{}).HTTPHandler()))
+	t.Cleanup(up.Close)
+	dir := t.TempDir()
+	cfgPath, stateDir := filepath.Join(dir, "config.json"), filepath.Join(dir, "state")
+	base := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
+	cfg, _ := json.Marshal(map[string]any{"listen": base, "mcpServers": map[string]any{"hosted": map[string]any{"url": up.URL + "/mcp", "trusted": true}}})
+	if err := os.WriteFile(cfgPath, cfg, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bin := testenv.BuildBinary(t, "./cmd/warden")
+	serve := func() *testenv.Process {
+		p := testenv.StartProcess(t, exec.Command(bin, "serve", "--config", cfgPath, "--state-dir", stateDir))
+		testenv.WaitHTTP(t, "http://"+base+"/healthz", 20*time.Second)
+		return p
+	}
+	p := serve()
+	oauthLogin(t, bin, cfgPath, stateDir, "hosted")
+	connect := func() *mcp.ClientSession {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://" + base + "/mcp/hosted"}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cs.Close() })
+		return cs
+	}
+	cs := connect()
+	expectEcho(t, cs)
+
+	held := make(chan struct{}, 1)
+	release := as.HoldRefresh(held)
+	as.ExpireAccess()
+	go cs.CallTool(context.Background(), &mcp.CallToolParams{Name: fixture.ToolEcho, Arguments: map[string]any{"text": "x"}})
+	<-held
+	if err := p.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Wait(10 * time.Second); err == nil {
+		t.Fatal("warden exited cleanly after SIGKILL")
+	}
+	<-held // the authorization server saw the refresh's connection close
+	release()
+
+	serve()
+	expectEcho(t, connect())
+	if n := as.Refreshes(); n != 1 { // the one after the restart
+		t.Fatalf("%d refreshes; want 1", n)
+	}
+}
+
 // oauthLogin runs `warden auth login SERVER --no-browser`, plays the
 // browser on the URL it prints, and checks that it exits 0.
-func oauthLogin(t *testing.T, w *wardentest.Warden, server string) {
+func oauthLogin(t *testing.T, bin, cfgPath, stateDir, server string) {
 	t.Helper()
-	bin := testenv.BuildBinary(t, "./cmd/warden")
-	cmd := exec.Command(bin, "auth", "login", server, "--no-browser", "--config", w.ConfigPath, "--state-dir", w.StateDir)
+	cmd := exec.Command(bin, "auth", "login", server, "--no-browser", "--config", cfgPath, "--state-dir", stateDir)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -128,7 +185,7 @@ func oauthLogin(t *testing.T, w *wardentest.Warden, server string) {
 	line, err := rd.ReadString('\n')
 	if err != nil || !strings.HasPrefix(line, "http") {
 		p.Kill()
-		t.Fatalf("auth login printed %q (%v)\n%s\n%s", line, err, stderr.String(), w.Logs)
+		t.Fatalf("auth login printed %q (%v)\n%s", line, err, stderr.String())
 	}
 	resp, err := http.Get(strings.TrimSpace(line)) // the authorization server redirects to Warden's callback
 	if err != nil {
