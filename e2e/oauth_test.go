@@ -196,6 +196,17 @@ func oauthLogin(t *testing.T, bin, cfgPath, stateDir, server string) {
 	if resp.StatusCode != http.StatusOK || resp.Request.URL.Path != "/oauth/callback" {
 		t.Fatalf("callback answered %s at %s: %s", resp.Status, resp.Request.URL.Path, page)
 	}
+	// The callback takes a login's state once, and nothing it did not start.
+	for _, u := range []string{resp.Request.URL.String(), resp.Request.URL.Scheme + "://" + resp.Request.URL.Host + "/oauth/callback?code=x&state=forged"} {
+		again, err := http.Get(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		again.Body.Close()
+		if again.StatusCode != http.StatusBadRequest {
+			t.Fatalf("callback %s answered %s; want 400", u, again.Status)
+		}
+	}
 	rest, _ := io.ReadAll(rd)
 	if err := p.Wait(30 * time.Second); err != nil {
 		t.Fatalf("auth login: %v\n%s%s", err, rest, stderr.String())

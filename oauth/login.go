@@ -152,6 +152,10 @@ func (m *Manager) Login(ctx context.Context, cfg *config.Server) (*LoginStarted,
 	}
 	m.mu.Lock()
 	callback := m.callback
+	if callback == "" {
+		m.mu.Unlock()
+		return nil, errors.New("warden's listener is not up yet; retry in a moment")
+	}
 	s := m.get(cfg.Name)
 	if prev := s.login; prev != nil {
 		prev.cancel() // a new login replaces one still waiting
@@ -173,10 +177,6 @@ func (m *Manager) Login(ctx context.Context, cfg *config.Server) (*LoginStarted,
 	s.login = l
 	challenge, rec := s.challenge, s.rec
 	m.mu.Unlock()
-	if callback == "" {
-		cancel()
-		return nil, errors.New("warden's listener is not up yet; retry in a moment")
-	}
 
 	req, resp, err := m.challenge(ctx, cfg, challenge)
 	if err != nil {
