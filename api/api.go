@@ -16,6 +16,7 @@ import (
 	"github.com/wardenmcp/warden/approval"
 	"github.com/wardenmcp/warden/events"
 	"github.com/wardenmcp/warden/gateway"
+	"github.com/wardenmcp/warden/oauth"
 	"github.com/wardenmcp/warden/writes"
 )
 
@@ -32,6 +33,7 @@ type Deps struct {
 	Config    func() ConfigInfo                    // the running config, for status and server lists
 	Sessions  func() any                           // persisted upstream sessions, safe to show
 	Logs      func(server string) (LogFile, error) // a stdio server's stderr log
+	Auth      *oauth.Manager                       // upstream OAuth; nil: none
 	// Caller, if set, refuses a request by what sent it (a process Warden
 	// spawned), whatever token it holds.
 	Caller func(*http.Request) error

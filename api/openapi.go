@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/wardenmcp/warden/activity"
 	"github.com/wardenmcp/warden/approval"
+	"github.com/wardenmcp/warden/oauth"
 	"github.com/wardenmcp/warden/sessions"
 	"github.com/wardenmcp/warden/writes"
 )
@@ -82,6 +83,14 @@ var routes = []route{
 		},
 		summary: "Recent tool calls: surface, server, tool, class, SHA-256 of the arguments (never the arguments), outcome",
 		serve:   (*handler).activity},
+	{method: "POST", path: "/v1/servers/{s}/auth/login", id: "authLogin", answer: oauth.LoginStarted{},
+		summary: "Start an upstream OAuth login: answers the authorization_url a person opens; Warden's /oauth/callback completes it",
+		serve:   (*handler).authLogin},
+	{method: "GET", path: "/v1/servers/{s}/auth", id: "authStatus", answer: oauth.Info{},
+		summary: "An HTTP server's upstream authorization state (never a token)", serve: (*handler).authStatus},
+	{method: "DELETE", path: "/v1/servers/{s}/auth", id: "authLogout", answer: AuthLogout{},
+		summary: "Log out of an upstream: revoke its tokens where the authorization server supports it, and forget them",
+		serve:   (*handler).authLogout},
 	{method: "GET", path: "/v1/events", id: "events", media: "text/event-stream",
 		summary: "Server-sent events: server state, approvals, latches, list changes, sessions, reloads", serve: (*handler).events},
 }

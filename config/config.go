@@ -96,6 +96,7 @@ type Server struct {
 	// HTTP (streamable or SSE)
 	URL     string
 	Headers map[string]string
+	OAuth   *OAuth // nil: discovered and registered dynamically when the server asks
 
 	Transport          string // TransportStdio, TransportHTTP or TransportSSE
 	Trusted            bool   // first complete inventory becomes the approved baseline
@@ -128,6 +129,33 @@ type Sandbox struct {
 func (s Sandbox) Equal(o Sandbox) bool {
 	return s.NoNetwork == o.NoNetwork && s.Paths == o.Paths && slices.Equal(s.Read, o.Read) && slices.Equal(s.Write, o.Write) &&
 		s.Image == o.Image && s.Engine == o.Engine
+}
+
+// OAuth is an HTTP server's "oauth": how Warden identifies itself to the
+// server's authorization server. Each field is optional; without a client
+// Warden registers itself dynamically.
+type OAuth struct {
+	ClientID          string   // pre-registered client ("clientId")
+	ClientSecret      string   // its secret, if confidential ("clientSecret"); a secret
+	ClientMetadataURL string   // a client ID metadata document ("clientMetadataUrl"), an https URL
+	Scopes            []string // asked for instead of the discovered ones ("scopes")
+}
+
+// String shows the client but never its secret; GoString keeps %#v from
+// printing it too.
+func (o OAuth) String() string {
+	return fmt.Sprintf("oauth{clientId: %q, clientMetadataUrl: %q, scopes: %q, secret set: %t}", o.ClientID, o.ClientMetadataURL, o.Scopes, o.ClientSecret != "")
+}
+
+func (o OAuth) GoString() string { return "config." + o.String() }
+
+// Equal reports whether o and p say the same.
+func (o *OAuth) Equal(p *OAuth) bool {
+	if o == nil || p == nil {
+		return o == p
+	}
+	return o.ClientID == p.ClientID && o.ClientSecret == p.ClientSecret &&
+		o.ClientMetadataURL == p.ClientMetadataURL && slices.Equal(o.Scopes, p.Scopes)
 }
 
 // ToolOverride is the config's say over one upstream tool.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -20,7 +21,7 @@ var (
 	topFields      = []string{"listen", "stateDir", "activity", "mcpServers"}
 	activityFields = []string{"maxEntries", "maxAge"}
 	serverFields   = []string{"command", "args", "env", "cwd", "url", "headers", "transport", "type",
-		"trusted", "disabled", "callTimeout", "confirmDestructive", "tools", "inheritEnv", "sandbox"}
+		"trusted", "disabled", "callTimeout", "confirmDestructive", "tools", "inheritEnv", "sandbox", "oauth"}
 	// Fields other MCP hosts write, read or ignored (foreignFields) but
 	// not offered in messages.
 	hostTopFields    = []string{"servers", "inputs"}
@@ -29,6 +30,7 @@ var (
 	sandboxFields    = []string{"network", "paths", "container"}
 	pathsFields      = []string{"read", "write"}
 	containerFields  = []string{"image", "engine"}
+	oauthFields      = []string{"clientId", "clientSecret", "clientMetadataUrl", "scopes"}
 )
 
 // foreignFields are fields other MCP hosts use for their own purposes:
@@ -448,6 +450,8 @@ func (d *decoder) server(name string, v *hujson.Value, path string) (*Server, er
 			err = d.inheritEnv(v, p, s)
 		case "sandbox":
 			err = d.sandbox(v, p, &s.Sandbox)
+		case "oauth":
+			s.OAuth, err = d.oauth(v, p)
 		}
 		return err
 	})
@@ -490,6 +494,47 @@ func (d *decoder) tools(v *hujson.Value, path string) (map[string]ToolOverride, 
 		return err
 	})
 	return tools, err
+}
+
+// oauth reads {"clientId": ..., "clientSecret": ..., "clientMetadataUrl": ..., "scopes": [...]},
+// expanding ${env:} references in the strings.
+func (d *decoder) oauth(v *hujson.Value, path string) (*OAuth, error) {
+	obj, err := d.object(v, path, `write an object such as {"clientId": "my-client", "clientSecret": "${env:CLIENT_SECRET}"}`)
+	if err != nil {
+		return nil, err
+	}
+	o := &OAuth{}
+	err = d.fields(obj, path, oauthFields, func(f string, v *hujson.Value, p string) error {
+		if f == "scopes" {
+			_, scopes, err := d.strList(v, p)
+			o.Scopes = scopes
+			return err
+		}
+		raw, err := d.str(v, p)
+		if err != nil {
+			return err
+		}
+		x, _, err := d.expand(raw, v, p)
+		if err != nil {
+			return err
+		}
+		switch f {
+		case "clientId":
+			o.ClientID = x
+		case "clientSecret":
+			o.ClientSecret = x
+		case "clientMetadataUrl":
+			if u, perr := url.Parse(x); perr != nil || u.Scheme != "https" || u.Host == "" || u.Path == "" || u.Path == "/" {
+				return d.errAt(v, p, "is not an https URL with a path", `write the URL of the client ID metadata document, such as "https://example.test/warden-client.json"`)
+			}
+			o.ClientMetadataURL = x
+		}
+		return nil
+	})
+	if err == nil && o.ClientSecret != "" && o.ClientID == "" {
+		err = d.errAt(v, path, `has "clientSecret" but no "clientId"`, `add the "clientId" the secret belongs to`)
+	}
+	return o, err
 }
 
 // inheritEnv reads true, false or a list of variable names.

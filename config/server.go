@@ -26,7 +26,7 @@ func (s *Server) Equal(o *Server) bool {
 }
 
 // SameConnection reports whether s and o connect to the upstream the same
-// way (command, args, env, cwd, inheritEnv, sandbox, url, headers,
+// way (command, args, env, cwd, inheritEnv, sandbox, url, headers, oauth,
 // transport). When only policy fields differ (trusted, tools, timeouts...)
 // a reload can apply them without restarting the upstream.
 func (s *Server) SameConnection(o *Server) bool {
@@ -36,7 +36,7 @@ func (s *Server) SameConnection(o *Server) bool {
 	return s.Transport == o.Transport && s.Command == o.Command &&
 		slices.Equal(s.Args, o.Args) && maps.Equal(s.Env, o.Env) && s.Cwd == o.Cwd &&
 		slices.Equal(s.InheritEnv, o.InheritEnv) && s.InheritAllEnv == o.InheritAllEnv && s.Sandbox.Equal(o.Sandbox) &&
-		s.URL == o.URL && maps.Equal(s.Headers, o.Headers)
+		s.URL == o.URL && maps.Equal(s.Headers, o.Headers) && s.OAuth.Equal(o.OAuth)
 }
 
 // Fingerprint is a stable short hash (16 hex digits) of the transport and
@@ -91,6 +91,9 @@ func (s *Server) Secrets() []string {
 	}
 	for _, v := range s.Env {
 		add(v, 8)
+	}
+	if s.OAuth != nil {
+		add(s.OAuth.ClientSecret, 4)
 	}
 	// Longest first, so that a secret holding another is masked whole.
 	slices.SortFunc(out, func(a, b string) int { return cmp.Or(len(b)-len(a), strings.Compare(a, b)) })

@@ -21,7 +21,8 @@ const marker = "S3CRET-MARKER-7f3a"
 func TestSecretsNeverShown(t *testing.T) {
 	in := `{"mcpServers": {
 	  "remote": {"url": "https://user:${env:TOKEN}@h.test/mcp?key=${env:TOKEN}#${env:TOKEN}",
-	             "headers": {"Authorization": "Bearer ${env:TOKEN}"}},
+	             "headers": {"Authorization": "Bearer ${env:TOKEN}"},
+	             "oauth": {"clientId": "c", "clientSecret": "${env:TOKEN}", "scopes": ["a", "b"]}},
 	  "local": {"command": "srv", "args": ["--token=${env:TOKEN}"], "env": {"T": "${env:TOKEN}"}}
 	}}`
 	cfg, err := Parse("/x/config.json", []byte(in), env("TOKEN", marker))
@@ -30,7 +31,8 @@ func TestSecretsNeverShown(t *testing.T) {
 	}
 	r, l := cfg.Servers["remote"], cfg.Servers["local"]
 	if !strings.Contains(r.URL, marker) || r.Headers["Authorization"] != "Bearer "+marker ||
-		l.Args[0] != "--token="+marker || l.Env["T"] != marker {
+		l.Args[0] != "--token="+marker || l.Env["T"] != marker ||
+		r.OAuth.ClientID != "c" || r.OAuth.ClientSecret != marker || !slices.Equal(r.OAuth.Scopes, []string{"a", "b"}) {
 		t.Fatal("not expanded")
 	}
 	shown := []string{
@@ -40,6 +42,11 @@ func TestSecretsNeverShown(t *testing.T) {
 		fmt.Sprintf("%v %+v %#v %s", *r, *l, *r, *l),
 		fmt.Sprintf("%v %+v", *cfg, *cfg),
 		fmt.Sprintf("%v %+v", cfg, cfg),
+		fmt.Sprintf("%v %+v %#v %s", r.OAuth, r.OAuth, r.OAuth, r.OAuth),
+		fmt.Sprintf("%v %+v %#v %s", *r.OAuth, *r.OAuth, *r.OAuth, *r.OAuth),
+	}
+	if !slices.Contains(r.Secrets(), marker) {
+		t.Error("the client secret is not among Secrets")
 	}
 	for _, s := range shown {
 		if strings.Contains(s, marker) {
@@ -59,6 +66,9 @@ func TestSecretsNeverShown(t *testing.T) {
 		{`{"mcpServers": {"r": {"command": "c", "env": {"A": "${env:V}"}}}}`, marker + "\x00"},
 		{`{"mcpServers": {"r": {"url": "https://h/mcp", "headers": {"A": ${env:V}}}}}`, marker}, // invalid JSON
 		{`{"mcpServers": {"r": {"url": "https://h/mcp", "headers": {"A": S3CRET}}}}`, "S3CRET"}, // bare word
+		{`{"mcpServers": {"r": {"url": "https://h/mcp", "oauth": {"clientMetadataUrl": "${env:V}"}}}}`, "http://" + marker},
+		{`{"mcpServers": {"r": {"url": "https://h/mcp", "oauth": {"clientSecret": "${env:V}"}}}}`, marker},
+		{`{"mcpServers": {"r": {"command": "c", "oauth": {"clientId": "${env:V}"}}}}`, marker},
 	} {
 		_, err := Parse("/x/config.json", []byte(tc.in), env("V", tc.val))
 		if err == nil {
@@ -110,13 +120,15 @@ func TestEqual(t *testing.T) {
 		t.Fatal("same config not Equal")
 	}
 	changes := map[string][]func(*Server){
-		"Name":               {func(s *Server) { s.Name = "o" }},
-		"Command":            {func(s *Server) { s.Command = "d" }},
-		"Args":               {func(s *Server) { s.Args[0] = "b" }, func(s *Server) { s.Args = append(s.Args, "b") }, func(s *Server) { s.Args = nil }},
-		"Env":                {func(s *Server) { s.Env["E"] = "2" }, func(s *Server) { s.Env["F"] = "1" }},
-		"Cwd":                {func(s *Server) { s.Cwd = "/v" }},
-		"URL":                {func(s *Server) { s.URL = "https://h/mcp" }},
-		"Headers":            {func(s *Server) { s.Headers = map[string]string{"A": "b"} }},
+		"Name":    {func(s *Server) { s.Name = "o" }},
+		"Command": {func(s *Server) { s.Command = "d" }},
+		"Args":    {func(s *Server) { s.Args[0] = "b" }, func(s *Server) { s.Args = append(s.Args, "b") }, func(s *Server) { s.Args = nil }},
+		"Env":     {func(s *Server) { s.Env["E"] = "2" }, func(s *Server) { s.Env["F"] = "1" }},
+		"Cwd":     {func(s *Server) { s.Cwd = "/v" }},
+		"URL":     {func(s *Server) { s.URL = "https://h/mcp" }},
+		"Headers": {func(s *Server) { s.Headers = map[string]string{"A": "b"} }},
+		"OAuth": {func(s *Server) { s.OAuth = &OAuth{} }, func(s *Server) { s.OAuth = &OAuth{ClientID: "c"} },
+			func(s *Server) { s.OAuth = &OAuth{Scopes: []string{"x"}} }},
 		"Transport":          {func(s *Server) { s.Transport = TransportHTTP }},
 		"Trusted":            {func(s *Server) { s.Trusted = true }},
 		"Disabled":           {func(s *Server) { s.Disabled = true }},

@@ -121,6 +121,9 @@ func (d *decoder) checkServer(s *Server, v *hujson.Value, at map[string]*hujson.
 		if len(s.Headers) > 0 {
 			return d.errAt(at["headers"], field("headers"), "headers are only for HTTP servers", `remove "headers" or use "env"`)
 		}
+		if s.OAuth != nil {
+			return d.errAt(at["oauth"], field("oauth"), `"oauth" is only for HTTP servers`, `remove "oauth"`)
+		}
 		return nil
 	}
 	for _, f := range []string{"args", "env", "cwd", "inheritEnv", "sandbox"} {

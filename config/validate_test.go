@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-const serverKnown = "known fields are command, args, env, cwd, url, headers, transport, type, trusted, disabled, callTimeout, confirmDestructive, tools, inheritEnv, sandbox"
+const serverKnown = "known fields are command, args, env, cwd, url, headers, transport, type, trusted, disabled, callTimeout, confirmDestructive, tools, inheritEnv, sandbox, oauth"
 
 // TestErrors checks that each bad input gives the promised message: file,
 // field path, problem and fix.

@@ -29,6 +29,7 @@ import (
 	"github.com/wardenmcp/warden/gateway"
 	"github.com/wardenmcp/warden/internal/state"
 	"github.com/wardenmcp/warden/metrics"
+	"github.com/wardenmcp/warden/oauth"
 	"github.com/wardenmcp/warden/sandbox"
 	"github.com/wardenmcp/warden/sessions"
 	"github.com/wardenmcp/warden/surface"
@@ -68,6 +69,7 @@ type Daemon struct {
 	ledger    *writes.Ledger
 	activity  *activity.Log
 	sessions  *sessions.Store
+	auth      *oauth.Manager
 	events    *events.Broker
 	gw        *gateway.Gateway
 	launcher  *sandbox.Launcher
@@ -131,12 +133,13 @@ func Run(ctx context.Context, opts Options) error {
 		defer state.RemoveRecord(cfg.Path)
 	}
 	conns := newConnLimit(ln, lim.MaxConns, log)
+	d.auth.SetCallbackURL("http://" + d.Addr + "/oauth/callback")
 
 	m := metrics.New()
 	d.gw = gateway.New(gateway.Deps{
 		Approvals: d.approvals, Writes: d.ledger, Activity: d.activity, Events: d.events, Metrics: m, Logger: log,
 		Upstream: upstream.Options{Launcher: d.launcher, Version: opts.Version, Stderr: d.logs.writer,
-			Sessions: d.sessions, SessionEvent: func(server, kind string) {
+			Sessions: d.sessions, Auth: d.auth, SessionEvent: func(server, kind string) {
 				m.SessionEvent(server, kind)
 				d.events.Publish(events.Event{Type: "session", Server: server, Data: map[string]string{"event": kind}})
 			}},
@@ -200,7 +203,11 @@ func (d *Daemon) openStore(cfg *config.Config) error {
 	if d.approvals, err = approval.Open(db); err == nil {
 		if d.ledger, err = writes.Open(db); err == nil {
 			if d.activity, err = activity.Open(db, cfg.Activity.MaxEntries, cfg.Activity.MaxAge); err == nil {
-				d.sessions, err = sessions.Open(db)
+				if d.sessions, err = sessions.Open(db); err == nil {
+					d.auth, err = oauth.Open(db, oauth.Options{Logger: d.log, Event: func(server string, data map[string]string) {
+						d.events.Publish(events.Event{Type: "auth", Server: server, Data: data})
+					}})
+				}
 			}
 		}
 	}
@@ -228,9 +235,10 @@ func (d *Daemon) routes(s *surface.Surfaces, m *metrics.Metrics) http.Handler {
 	mux.Handle("/v1/", api.Handler(api.Deps{
 		Version: d.opts.Version, Token: d.Token, Started: time.Now(), Gateway: d.gw,
 		Approvals: d.approvals, Writes: d.ledger, Activity: d.activity, Events: d.events,
-		Config: d.configInfo, Sessions: func() any { return d.sessions.List() }, Caller: d.refuseSpawned,
+		Config: d.configInfo, Sessions: func() any { return d.sessions.List() }, Caller: d.refuseSpawned, Auth: d.auth,
 		Logs: func(server string) (api.LogFile, error) { return d.logs.file(server) },
 	}))
+	mux.HandleFunc("GET /oauth/callback", d.auth.Callback)
 	mux.Handle("GET /metrics", m.Handler())
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
 	host, _, _ := net.SplitHostPort(d.Addr)

@@ -148,6 +148,10 @@ func (g *Gateway) callTool(ctx context.Context, call Call, entry *activity.Entry
 	if errors.As(err, &ref) || upstream.Answered(err) {
 		return nil, err
 	}
+	if errors.Is(err, upstream.ErrAuthRequired) {
+		// Refused by the upstream for want of a token: nothing ran there.
+		return nil, unavailable(call.Server, err)
+	}
 	if dispatch == nil || !dispatch.Sent() || errors.Is(err, mcp.ErrSessionMissing) {
 		// Nothing left Warden, or the upstream answered that it does not
 		// know the session (404): nothing happened upstream.
@@ -198,6 +202,9 @@ func (e *UnknownToolError) Unwrap() error {
 }
 
 func unavailable(server string, err error) *Refusal {
+	if errors.Is(err, upstream.ErrAuthRequired) {
+		return refuse(CodeAuth, "Server %q needs a person to authorize Warden (OAuth), so nothing was sent. Ask the person to run: warden auth login %s", server, server)
+	}
 	// The cause goes last: it may quote the server's stderr, line by line.
 	return refuse(CodeUnavailable, "Server %q could not take the call. Nothing was sent; it is safe to retry. Check the server with: warden status. The cause: %v", server, err)
 }

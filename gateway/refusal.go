@@ -18,6 +18,7 @@ const (
 	CodeLatched     Code = "WRITES_LATCHED"
 	CodeUnavailable Code = "UPSTREAM_UNAVAILABLE"
 	CodeDeclined    Code = "CONFIRMATION_DECLINED"
+	CodeAuth        Code = "AUTH_REQUIRED"
 )
 
 // Refusal is a policy decision not to run a call. It is answered as a tool

@@ -102,6 +102,7 @@ type Options struct {
 	Version       string                        // Warden's version, sent as client info
 	Sessions      SessionStore                  // persisted HTTP sessions; nil keeps none
 	SessionEvent  func(server, kind string)     // resumed, expired, reinitialized, fresh
+	Auth          Authorizer                    // OAuth for HTTP servers; nil: none
 }
 
 // Conn is one supervised upstream connection.
@@ -160,9 +161,11 @@ func Start(cfg *config.Server, opts Options) *Conn {
 			event = func(kind string) { opts.SessionEvent(cfg.Name, kind) }
 		}
 		c.http = newSessionTransport(cfg, opts.Sessions, c.log, event)
+		c.http.authorize(opts.Auth, cfg)
 	}
 	if cfg.Transport == "sse" {
 		c.sse = newHeaderTransport(cfg.Headers)
+		c.sse.authorize(opts.Auth, cfg)
 	}
 	go c.run()
 	return c
@@ -178,8 +181,12 @@ func (c *Conn) SetConfig(cfg *config.Server) { c.cfg.Store(cfg) }
 // Status reports the connection's state.
 func (c *Conn) Status() Status {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.status
+	st := c.status
+	c.mu.Unlock()
+	if need, _ := c.needsLogin(); need && st.State != StateStopped {
+		st.State = StateNeedsLogin // a live session whose token was lost or revoked
+	}
+	return st
 }
 
 // Inventory is the latest listing, or nil before the first.
@@ -225,6 +232,16 @@ func (c *Conn) run() {
 			if c.ctx.Err() != nil {
 				break
 			}
+			if need, changed := c.needsLogin(); need {
+				// Only a person can fix this: wait for the login.
+				c.setStatus(StateNeedsLogin, c.authRequired())
+				c.log.Info("upstream needs a login: run warden auth login " + c.Name)
+				select {
+				case <-changed:
+				case <-c.ctx.Done():
+				}
+				continue
+			}
 			failures++
 			c.mu.Lock()
 			c.status.Failures = failures
@@ -258,12 +275,7 @@ func (c *Conn) run() {
 
 		waitErr := make(chan error, 1)
 		go func() { waitErr <- cs.Wait() }()
-		select {
-		case err = <-waitErr:
-		case <-c.ctx.Done():
-			_ = cs.Close()
-			err = <-waitErr
-		}
+		err = c.serve(cs, waitErr)
 		c.mu.Lock()
 		c.session = nil
 		c.status.Reconnects++
@@ -273,6 +285,26 @@ func (c *Conn) run() {
 		}
 	}
 	c.setStatus(StateStopped, nil)
+}
+
+// serve waits until the session ends. When a login completes meanwhile, the
+// lists are taken again: a listing refused for want of a token left them
+// stale.
+func (c *Conn) serve(cs *mcp.ClientSession, waitErr <-chan error) error {
+	for {
+		_, authChanged := c.needsLogin() // nil without OAuth: never ready
+		select {
+		case err := <-waitErr:
+			return err
+		case <-c.ctx.Done():
+			_ = cs.Close()
+			return <-waitErr
+		case <-authChanged:
+			if need, _ := c.needsLogin(); !need {
+				c.scheduleRefresh()
+			}
+		}
+	}
 }
 
 // backoff grows exponentially from 200ms to 30s, with jitter.
@@ -489,6 +521,9 @@ func (c *Conn) sessionFor(ctx context.Context) (*mcp.ClientSession, error) {
 		c.mu.Lock()
 		cs, changed, st := c.session, c.changed, c.status
 		c.mu.Unlock()
+		if need, _ := c.needsLogin(); need {
+			return nil, fmt.Errorf("%w: %w", ErrUnavailable, c.authRequired())
+		}
 		if cs != nil {
 			return cs, nil
 		}

@@ -1,6 +1,10 @@
 package upstream
 
-import "net/http"
+import (
+	"net/http"
+
+	"github.com/wardenmcp/warden/config"
+)
 
 // headerTransport adds the live config's headers to every upstream request.
 // Headers come from the config on each request and are never stored
@@ -8,10 +12,19 @@ import "net/http"
 type headerTransport struct {
 	headers map[string]string
 	next    *wireTransport
+	rt      http.RoundTripper // next, or the Authorizer's transport around it
 }
 
 func newHeaderTransport(headers map[string]string) *headerTransport {
-	return &headerTransport{headers: headers, next: newWireTransport()}
+	w := newWireTransport()
+	return &headerTransport{headers: headers, next: w, rt: w}
+}
+
+// authorize sends requests through a's transport for cfg.
+func (t *headerTransport) authorize(a Authorizer, cfg *config.Server) {
+	if usesAuth(a, cfg) {
+		t.rt = a.Transport(cfg, t.next)
+	}
 }
 
 // CloseIdleConnections closes the kept-alive connections.
@@ -19,11 +32,11 @@ func (t *headerTransport) CloseIdleConnections() { t.next.CloseIdleConnections()
 
 func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if len(t.headers) == 0 {
-		return t.next.RoundTrip(req)
+		return t.rt.RoundTrip(req)
 	}
 	req = req.Clone(req.Context())
 	for k, v := range t.headers {
 		req.Header.Set(k, v)
 	}
-	return t.next.RoundTrip(req)
+	return t.rt.RoundTrip(req)
 }

@@ -85,6 +85,7 @@ approvals that leave tools held).`,
 		newImportCmd(g),
 		newConnectCmd(g),
 		newLogsCmd(g),
+		newAuthCmd(g),
 	)
 	root.SetVersionTemplate("warden {{.Version}}\n")
 	completeBashWithoutPackage(root)

@@ -433,22 +433,8 @@ func RunConformance(t testing.TB, url string, extraArgs ...string) (passed, fail
 	}
 	args = append(args, extraArgs...)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, args...)
-	cmd.Dir = t.TempDir()
-	cmd.Env = NodeEnv(t)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 5 * time.Second
-	var buf bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &buf, &buf
 	start := time.Now()
-	runErr := cmd.Run()
-	if cmd.Process != nil {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // leftovers in its group
-	}
-	output = buf.String()
+	output, runErr := runNode(t, node, args, NodeEnv(t))
 	m := totalRE.FindAllStringSubmatch(output, -1)
 	if len(m) == 0 {
 		t.Fatalf("testenv: conformance against %s printed no summary (exit: %v, after %s):\n%s",
@@ -458,6 +444,27 @@ func RunConformance(t testing.TB, url string, extraArgs ...string) (passed, fail
 	passed, _ = strconv.Atoi(last[1])
 	failed, _ = strconv.Atoi(last[2])
 	return passed, failed, output
+}
+
+// runNode runs node with args and env in a temp dir, in its own process
+// group (killed whole when it ends or runs past 5 minutes), and returns
+// what it printed.
+func runNode(t testing.TB, node string, args, env []string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, args...)
+	cmd.Dir = t.TempDir()
+	cmd.Env = env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
+	var buf bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &buf, &buf
+	err := cmd.Run()
+	if cmd.Process != nil {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // leftovers in its group
+	}
+	return buf.String(), err
 }
 
 // EverythingServerPkg is the Go SDK's conformance fixture.

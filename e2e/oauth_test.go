@@ -1,0 +1,285 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/wardenmcp/warden/internal/fixture"
+	"github.com/wardenmcp/warden/internal/testenv"
+	"github.com/wardenmcp/warden/internal/wardentest"
+)
+
+// A hosted server behind OAuth, driven as a person would: Warden finds it
+// needs a login and refuses calls with AUTH_REQUIRED; `warden auth login`
+// prints the URL, the "browser" follows it back to Warden's callback, and
+// the CLI exits 0; calls go through; an expired access token is refreshed
+// once (also under concurrent calls); a restart keeps the authorization;
+// a grant revoked at the provider and `warden auth logout` both bring
+// AUTH_REQUIRED back. No token ever shows in logs, events or answers.
+func TestOAuthUpstream(t *testing.T) {
+	as := fixture.NewAuthServer(t)
+	up := httptest.NewServer(as.Protect(fixture.NewServer(fixture.Options{}).HTTPHandler()))
+	t.Cleanup(up.Close)
+	dir := t.TempDir()
+	cfgPath, stateDir := filepath.Join(dir, "config.json"), filepath.Join(dir, "state")
+	wardentest.WriteConfig(t, cfgPath, map[string]any{"hosted": map[string]any{"url": up.URL + "/mcp", "trusted": true}})
+	w := wardentest.StartWith(t, cfgPath, stateDir)
+	events := collectEvents(t, w)
+
+	wardentest.WaitFor(t, 30*time.Second, "hosted needs_login", func() bool { return connState(w, "hosted") == "needs_login" })
+	cs := w.Connect(t, "/mcp/hosted", nil)
+	expectRefusal(t, cs, "AUTH_REQUIRED", "warden auth login hosted")
+
+	oauthLogin(t, testenv.BuildBinary(t, "./cmd/warden"), w.ConfigPath, w.StateDir, "hosted")
+	w.WaitReady(t, "hosted")
+	expectEcho(t, cs)
+
+	// The access token expires: one refresh, then the call goes through,
+	// even for many calls at once.
+	as.ExpireAccess()
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() { expectEcho(t, cs) })
+	}
+	wg.Wait()
+	if n := as.Refreshes(); n != 1 {
+		t.Fatalf("%d refreshes for concurrent calls after expiry; want 1", n)
+	}
+	for _, r := range as.Resources() { // the code exchange's and the refresh's
+		if r != up.URL+"/mcp" {
+			t.Errorf("token request with resource %q, want %q", r, up.URL+"/mcp")
+		}
+	}
+
+	// A restart keeps the (rotated) tokens.
+	w.Stop()
+	w = wardentest.StartWith(t, cfgPath, stateDir)
+	w.WaitReady(t, "hosted")
+	cs = w.Connect(t, "/mcp/hosted", nil)
+	expectEcho(t, cs)
+	as.ExpireAccess()
+	expectEcho(t, cs)
+	if n := as.Refreshes(); n != 2 {
+		t.Fatalf("%d refreshes after the restart; want 2", n)
+	}
+
+	// Revoked at the provider: the refresh is refused, and calls are
+	// refused with AUTH_REQUIRED until the next login.
+	as.RevokeAll()
+	expectRefusal(t, cs, "AUTH_REQUIRED", "warden auth login hosted")
+	if got := authState(t, w, "hosted"); got != "needs_login" {
+		t.Fatalf("auth state after revocation %q, want needs_login", got)
+	}
+	oauthLogin(t, testenv.BuildBinary(t, "./cmd/warden"), w.ConfigPath, w.StateDir, "hosted")
+	expectEcho(t, cs)
+
+	// Logout revokes at the provider and forgets.
+	code, out, errOut := apCLI(t, w, "auth", "logout", "hosted")
+	if code != 0 || !strings.Contains(out, "tokens revoked") {
+		t.Fatalf("auth logout: exit %d\n%s%s", code, out, errOut)
+	}
+	if as.Revokes() != 2 {
+		t.Fatalf("%d revocations; want 2 (refresh and access token)", as.Revokes())
+	}
+	expectRefusal(t, cs, "AUTH_REQUIRED", "warden auth login hosted")
+	code, out, _ = apCLI(t, w, "auth", "status")
+	if code != 0 || !strings.Contains(out, "needs_login") {
+		t.Fatalf("auth status: exit %d\n%s", code, out)
+	}
+
+	// Secrets: no token in the log, events, API answers or activity.
+	var status, activity json.RawMessage
+	w.API(t, "GET", "/v1/servers/hosted/auth", nil, &status)
+	w.API(t, "GET", "/v1/activity", nil, &activity)
+	shown := w.Logs.String() + events() + string(status) + string(activity) + out
+	for _, tok := range as.Issued() {
+		if strings.Contains(shown, tok) {
+			t.Fatalf("a token shows in logs, events or answers:\n%s", shown)
+		}
+	}
+}
+
+// Killed with -9 while its refresh is at the authorization server, Warden
+// starts again still authorized: the stored grant is intact and refreshes.
+func TestOAuthKill9DuringRefresh(t *testing.T) {
+	as := fixture.NewAuthServer(t)
+	up := httptest.NewServer(as.Protect(fixture.NewServer(fixture.Options{}).HTTPHandler()))
+	t.Cleanup(up.Close)
+	dir := t.TempDir()
+	cfgPath, stateDir := filepath.Join(dir, "config.json"), filepath.Join(dir, "state")
+	base := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
+	cfg, _ := json.Marshal(map[string]any{"listen": base, "mcpServers": map[string]any{"hosted": map[string]any{"url": up.URL + "/mcp", "trusted": true}}})
+	if err := os.WriteFile(cfgPath, cfg, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bin := testenv.BuildBinary(t, "./cmd/warden")
+	serve := func() *testenv.Process {
+		p := testenv.StartProcess(t, exec.Command(bin, "serve", "--config", cfgPath, "--state-dir", stateDir))
+		testenv.WaitHTTP(t, "http://"+base+"/healthz", 20*time.Second)
+		return p
+	}
+	p := serve()
+	oauthLogin(t, bin, cfgPath, stateDir, "hosted")
+	connect := func() *mcp.ClientSession {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://" + base + "/mcp/hosted"}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cs.Close() })
+		return cs
+	}
+	cs := connect()
+	expectEcho(t, cs)
+
+	held := make(chan struct{}, 1)
+	release := as.HoldRefresh(held)
+	as.ExpireAccess()
+	go cs.CallTool(context.Background(), &mcp.CallToolParams{Name: fixture.ToolEcho, Arguments: map[string]any{"text": "x"}})
+	<-held
+	if err := p.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Wait(10 * time.Second); err == nil {
+		t.Fatal("warden exited cleanly after SIGKILL")
+	}
+	<-held // the authorization server saw the refresh's connection close
+	release()
+
+	serve()
+	expectEcho(t, connect())
+	if n := as.Refreshes(); n != 1 { // the one after the restart
+		t.Fatalf("%d refreshes; want 1", n)
+	}
+}
+
+// oauthLogin runs `warden auth login SERVER --no-browser`, plays the
+// browser on the URL it prints, and checks that it exits 0.
+func oauthLogin(t *testing.T, bin, cfgPath, stateDir, server string) {
+	t.Helper()
+	cmd := exec.Command(bin, "auth", "login", server, "--no-browser", "--config", cfgPath, "--state-dir", stateDir)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	p := testenv.StartProcess(t, cmd)
+	rd := bufio.NewReader(stdout)
+	line, err := rd.ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "http") {
+		p.Kill()
+		t.Fatalf("auth login printed %q (%v)\n%s", line, err, stderr.String())
+	}
+	resp, err := http.Get(strings.TrimSpace(line)) // the authorization server redirects to Warden's callback
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Request.URL.Path != "/oauth/callback" {
+		t.Fatalf("callback answered %s at %s: %s", resp.Status, resp.Request.URL.Path, page)
+	}
+	// The callback takes a login's state once, and nothing it did not start.
+	for _, u := range []string{resp.Request.URL.String(), resp.Request.URL.Scheme + "://" + resp.Request.URL.Host + "/oauth/callback?code=x&state=forged"} {
+		again, err := http.Get(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		again.Body.Close()
+		if again.StatusCode != http.StatusBadRequest {
+			t.Fatalf("callback %s answered %s; want 400", u, again.Status)
+		}
+	}
+	rest, _ := io.ReadAll(rd)
+	if err := p.Wait(30 * time.Second); err != nil {
+		t.Fatalf("auth login: %v\n%s%s", err, rest, stderr.String())
+	}
+	if !strings.Contains(string(rest), "authorized") {
+		t.Fatalf("auth login said: %s", rest)
+	}
+}
+
+func connState(w *wardentest.Warden, server string) string {
+	c, ok := w.D.Gateway().Conn(server)
+	if !ok {
+		return ""
+	}
+	return string(c.Status().State)
+}
+
+func authState(t *testing.T, w *wardentest.Warden, server string) string {
+	var info struct {
+		State string `json:"state"`
+	}
+	w.API(t, "GET", "/v1/servers/"+server+"/auth", nil, &info)
+	return info.State
+}
+
+func expectEcho(t *testing.T, cs *mcp.ClientSession) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: fixture.ToolEcho, Arguments: map[string]any{"text": "hi"}})
+	if err != nil || res.IsError {
+		t.Errorf("echo: %v %v", err, resultText(res))
+	}
+}
+
+func expectRefusal(t *testing.T, cs *mcp.ClientSession, code, text string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: fixture.ToolEcho, Arguments: map[string]any{"text": "hi"}})
+	if err != nil {
+		t.Fatalf("echo: %v", err)
+	}
+	got, _ := res.Meta["warden/refusal"].(map[string]any)
+	if !res.IsError || got["code"] != code || !strings.Contains(resultText(res), text) {
+		t.Fatalf("echo answered %v %q; want refusal %s naming %q", got, resultText(res), code, text)
+	}
+}
+
+// collectEvents reads /v1/events into a buffer; the returned func reads it.
+func collectEvents(t *testing.T, w *wardentest.Warden) func() string {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	req, _ := http.NewRequestWithContext(ctx, "GET", w.URL("/v1/events"), nil)
+	req.Header.Set("Authorization", "Bearer "+w.Token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var buf strings.Builder
+	go func() {
+		defer resp.Body.Close()
+		b := make([]byte, 4096)
+		for {
+			n, err := resp.Body.Read(b)
+			mu.Lock()
+			buf.Write(b[:n])
+			mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return func() string { mu.Lock(); defer mu.Unlock(); return buf.String() }
+}

@@ -1,0 +1,61 @@
+package upstream
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/wardenmcp/warden/config"
+)
+
+// StateNeedsLogin is the state of an HTTP server that refuses Warden until a
+// person logs in (warden auth login SERVER): no backoff, no retries.
+const StateNeedsLogin State = "needs_login"
+
+// ErrAuthRequired is returned for a server that needs a person to log in.
+var ErrAuthRequired = errors.New("authorization required")
+
+// Authorizer adds OAuth authorization to an HTTP upstream's requests
+// (package oauth).
+type Authorizer interface {
+	// Transport wraps next: it adds server's token, refreshes it, and fails
+	// requests with ErrAuthRequired when no valid token is left.
+	Transport(cfg *config.Server, next http.RoundTripper) http.RoundTripper
+	// NeedsLogin reports whether server waits for a login, and a channel
+	// closed when its authorization changes.
+	NeedsLogin(server string) (bool, <-chan struct{})
+}
+
+// usesAuth reports whether cfg's requests go through the Authorizer: HTTP
+// servers, unless the config sends its own Authorization header.
+func usesAuth(a Authorizer, cfg *config.Server) bool {
+	if a == nil || cfg.Transport == config.TransportStdio {
+		return false
+	}
+	for k := range cfg.Headers {
+		if strings.EqualFold(k, "Authorization") {
+			return false
+		}
+	}
+	return true
+}
+
+// needsLogin reports whether the connection waits for a login.
+func (c *Conn) needsLogin() (bool, <-chan struct{}) {
+	if !usesAuth(c.opts.Auth, c.Config()) {
+		return false, nil
+	}
+	return c.opts.Auth.NeedsLogin(c.Name)
+}
+
+func (c *Conn) authRequired() error { return AuthRequired(c.Name) }
+
+// AuthRequired is the error of a call to server refused for want of a login.
+func AuthRequired(server string) error { return &authError{server} }
+
+type authError struct{ server string }
+
+func (e *authError) Error() string {
+	return "server " + e.server + " needs a person to authorize Warden: run warden auth login " + e.server
+}
+func (e *authError) Unwrap() error { return ErrAuthRequired }
