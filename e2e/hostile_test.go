@@ -318,7 +318,7 @@ func TestHostileProgressReachesOnlyItsCall(t *testing.T) {
 	finish()
 	checkOnlyNormal("hostile quarantined", "a-1")
 
-	d.cli("servers", "approve", "hostile")
+	d.cli("servers", "approve", "hostile", "--yes")
 	b := &hsSeen{}
 	bcs := d.connect(b.options())
 	bctx, cancel := context.WithCancel(context.Background())
@@ -363,7 +363,7 @@ func TestHostileLogsOnlyOnceApproved(t *testing.T) {
 		t.Fatalf("the quarantined server was asked for log messages: %v", lv)
 	}
 
-	d.cli("servers", "approve", "hostile")
+	d.cli("servers", "approve", "hostile", "--yes")
 	wardentest.WaitFor(t, 20*time.Second, "the approved server asked for the client's level", func() bool {
 		return slices.Equal(d.hostile().LogLevels, []string{"debug"})
 	})
@@ -399,7 +399,7 @@ func TestHostileResourceUpdatesOnlyFromTheOwner(t *testing.T) {
 		t.Fatalf("the quarantined server got subscriptions: %v", sub)
 	}
 
-	d.cli("servers", "approve", "hostile")
+	d.cli("servers", "approve", "hostile", "--yes")
 	wardentest.WaitFor(t, 20*time.Second, "subscribing to the approved server's resource", func() bool {
 		return cs.Subscribe(ctxT(t, 20*time.Second), &mcp.SubscribeParams{URI: fixture.HostileResource}) == nil
 	})
@@ -426,7 +426,7 @@ func TestHostileRequestsRefusedWhileQuarantined(t *testing.T) {
 		t.Fatalf("a quarantined server's requests reached a client: %v", got[:min(len(got), 10)])
 	}
 
-	d.cli("servers", "approve", "hostile")
+	d.cli("servers", "approve", "hostile", "--yes")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := hsCall(ctx, cs, "hostile__"+fixture.ToolRead, map[string]any{"sleep_ms": 60000}, nil)

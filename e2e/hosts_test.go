@@ -135,7 +135,7 @@ func TestBadEntriesAffectOnlyThemselves(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "remote: config "+cfg+": mcpServers.remote.headers.Authorization") {
 		t.Fatalf("review remote (in the file, not loaded): exit %d\n%s\n%s", code, out, stderr)
 	}
-	code, _, stderr = cli("servers", "approve", "remote")
+	code, _, stderr = cli("servers", "approve", "remote", "--yes")
 	if code != 1 || !strings.Contains(stderr, `server "remote" is in the config file but its entry cannot be loaded: config `+cfg) {
 		t.Fatalf("servers approve remote (not loaded): exit %d\n%s", code, stderr)
 	}
