@@ -1,11 +1,14 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/wardenmcp/warden/approval"
 	"github.com/wardenmcp/warden/gateway"
 	"github.com/wardenmcp/warden/upstream"
@@ -149,8 +152,23 @@ func (a *handler) call(w http.ResponseWriter, r *http.Request) {
 	if !ok || !decode(w, r, &req) {
 		return
 	}
+	if req.Tool == "" {
+		fail(w, http.StatusBadRequest, "bad_request", fmt.Sprintf(`request body: "tool" is missing: name one of server %s's tools (see: warden tools %s)`, sc.Name, sc.Name))
+		return
+	}
+	if args := bytes.TrimSpace(req.Arguments); len(args) > 0 && args[0] != '{' && string(args) != "null" {
+		fail(w, http.StatusBadRequest, "bad_request", `request body: "arguments" must be a JSON object, such as {"key": "value"}`)
+		return
+	}
 	res, err := a.Gateway.CallTool(r.Context(), gateway.Call{Server: sc.Name, Tool: req.Tool, Args: req.Arguments, Surface: "cli"})
-	if err != nil {
+	var werr *jsonrpc.Error
+	switch {
+	case errors.As(err, &werr) && werr.Code == jsonrpc.CodeInvalidParams:
+		// An unknown tool, or arguments the tool does not take: the
+		// request's fault, not the upstream's.
+		fail(w, http.StatusBadRequest, "invalid_params", err.Error())
+		return
+	case err != nil:
 		fail(w, http.StatusBadGateway, "upstream_error", err.Error())
 		return
 	}
