@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wardenmcp/warden/api"
 	"github.com/wardenmcp/warden/internal/fixture"
 	"github.com/wardenmcp/warden/internal/wardentest"
 )
@@ -74,13 +75,7 @@ func FuzzBodies(f *testing.F) {
 		if code == http.StatusOK {
 			return
 		}
-		var e struct {
-			Error struct {
-				Code    string          `json:"code"`
-				Message string          `json:"message"`
-				Details json.RawMessage `json:"details"`
-			} `json:"error"`
-		}
+		var e api.Error
 		dec := json.NewDecoder(bytes.NewReader(answer))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&e); err != nil || e.Error.Code == "" || e.Error.Message == "" {
