@@ -161,31 +161,36 @@ func FuzzCallAnswer(f *testing.F) {
 	})
 }
 
+// sseLineEnds are the line endings an event stream may use.
+var sseLineEnds = []string{"\n", "\r\n", "\r"}
+
 // FuzzCallAnswerAfterNoise: an event stream that carries whatever events
-// before the answer still yields exactly the answer's result.
+// before the answer still yields exactly the answer's result, whichever
+// line ending the answer's event is written with.
 func FuzzCallAnswerAfterNoise(f *testing.F) {
 	h, c := startHostile(f)
-	f.Fuzz(func(t *testing.T, noise, result []byte, eventID bool) {
+	f.Fuzz(func(t *testing.T, noise, result []byte, eventID bool, eol uint8) {
 		var compact bytes.Buffer
 		if bytes.Contains(noise, []byte("$ID")) || json.Compact(&compact, result) != nil || compact.Len() == 0 || compact.Bytes()[0] != '{' {
 			t.Skip("not a stream whose only answer is the last event")
 		}
 		want := compact.Bytes()
+		nl := sseLineEnds[int(eol)%len(sseLineEnds)]
 		h.set(func(id []byte) (int, string, []byte) {
 			var b bytes.Buffer
 			b.Write(noise)
 			b.WriteString("\n\n")
 			if eventID {
-				b.WriteString("id: " + strconv.Itoa(len(noise)) + "\n")
+				b.WriteString("id: " + strconv.Itoa(len(noise)) + nl)
 			}
 			b.WriteString(`data: {"jsonrpc":"2.0","id":` + string(id) + `,"result":`)
 			b.Write(want)
-			b.WriteString("}\n\n")
+			b.WriteString("}" + nl + nl)
 			return http.StatusOK, "text/event-stream", b.Bytes()
 		})
 		res, err := call(t, c)
 		if err != nil {
-			t.Fatalf("the answer after %q was missed: %v", noise, err)
+			t.Fatalf("the answer after %q, its lines ending in %q, was missed: %v", noise, nl, err)
 		}
 		checkResult(t, res)
 		if !bytes.Equal(res.Raw, want) {
