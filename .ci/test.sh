@@ -63,9 +63,9 @@ fi
 # run). Its seed corpus (testdata/fuzz/) already ran above; this looks a little
 # further. A failing input is written to that testdata/fuzz/ folder: commit it
 # with the fix.
-fuzztime="${WARDEN_FUZZTIME:-5s}"
+fuzztime="${WARDEN_FUZZTIME:-4s}"
 for target in ./config/:FuzzParse ./upstream/:FuzzCallAnswer ./upstream/:FuzzCallAnswerAfterNoise \
-	./surface/:FuzzMCPRequest ./api/:FuzzBodies; do
+	./upstream/:FuzzWireResponse ./surface/:FuzzMCPRequest ./api/:FuzzBodies; do
 	pkg="${target%%:*}" name="${target#*:}"
 	echo "== go test -fuzz ^${name}\$ -fuzztime ${fuzztime} ${pkg}"
 	go test -run '^$' -fuzz "^${name}\$" -fuzztime "${fuzztime}" "${pkg}"

@@ -1,15 +1,19 @@
 package upstream
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -195,6 +199,93 @@ func FuzzCallAnswerAfterNoise(f *testing.F) {
 		checkResult(t, res)
 		if !bytes.Equal(res.Raw, want) {
 			t.Fatalf("result %s, want %s", res.Raw, want)
+		}
+	})
+}
+
+// wireCase is what the raw upstream of FuzzWireResponse answers a fuzzed
+// exchange with, and whether it keeps the connection open after.
+type wireCase struct {
+	raw  []byte
+	keep bool
+}
+
+// serveWire answers the requests on c: "check" with a 200 "ok", anything
+// else with the current case's bytes.
+func serveWire(c net.Conn, cur *atomic.Pointer[wireCase]) {
+	defer c.Close()
+	br := bufio.NewReader(c)
+	for {
+		req, err := http.ReadRequest(br)
+		if err != nil {
+			return
+		}
+		body, _ := io.ReadAll(req.Body)
+		if string(body) == "check" {
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+			continue
+		}
+		wc := cur.Load()
+		c.Write(wc.raw)
+		if !wc.keep {
+			return
+		}
+	}
+}
+
+// FuzzWireResponse: whatever bytes an upstream answers a POST with on the
+// inline HTTP/1.1 transport (upstream/wire.go), the exchange ends, and
+// nothing left of it becomes the answer to the next request on the pool.
+func FuzzWireResponse(f *testing.F) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { ln.Close() })
+	var cur atomic.Pointer[wireCase]
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go serveWire(c, &cur)
+		}
+	}()
+	tr := newWireTransport()
+	f.Cleanup(tr.CloseIdleConnections)
+	url := "http://" + ln.Addr().String() + "/mcp"
+	exchange := func(ctx context.Context, body string) (*http.Response, []byte, error) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
+		resp, err := tr.RoundTrip(req)
+		if err != nil {
+			return nil, nil, err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		return resp, b, err
+	}
+	f.Fuzz(func(t *testing.T, raw []byte, keep bool) {
+		cur.Store(&wireCase{raw: raw, keep: keep})
+		// A body that never ends is cut by the call's end.
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		exchange(ctx, "fuzz")
+		cancel()
+		// A connection closed under a request that reused it may fail that
+		// request; what must never happen is another answer than its own.
+		for try := 0; ; try++ {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			resp, body, err := exchange(ctx, "check")
+			cancel()
+			if err == nil {
+				if resp.StatusCode != http.StatusOK || string(body) != "ok" {
+					t.Fatalf("after an exchange answered %q, the next was answered %d %q", raw, resp.StatusCode, body)
+				}
+				return
+			}
+			if try == 2 {
+				t.Fatalf("after an exchange answered %q, the next failed three times: %v", raw, err)
+			}
 		}
 	})
 }
