@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The Warden test command (the README's): installs e2e/node's npm packages when
 # they are missing or differ from package-lock.json, then vets and tests every
-# Go package with the race detector.
+# Go package with the race detector, and (for the whole suite) runs each fuzz
+# target for a few seconds.
 #
 #   .ci/test.sh                      # everything
 #   .ci/test.sh ./internal/fixture/  # only these packages (vet and test)
@@ -53,3 +54,19 @@ go vet "${pkgs[@]}"
 
 echo "== go test -race -count=1 -timeout 40m ${pkgs[*]}"
 go test -race -count=1 -timeout 40m "${pkgs[@]}"
+
+if [ "$#" -gt 0 ]; then
+	exit 0
+fi
+
+# A short run of each fuzz target, one at a time (-fuzz takes one target per
+# run). Its seed corpus (testdata/fuzz/) already ran above; this looks a little
+# further. A failing input is written to that testdata/fuzz/ folder: commit it
+# with the fix.
+fuzztime="${WARDEN_FUZZTIME:-4s}"
+for target in ./config/:FuzzParse ./upstream/:FuzzCallAnswer ./upstream/:FuzzCallAnswerAfterNoise \
+	./upstream/:FuzzWireResponse ./surface/:FuzzMCPRequest ./api/:FuzzBodies; do
+	pkg="${target%%:*}" name="${target#*:}"
+	echo "== go test -fuzz ^${name}\$ -fuzztime ${fuzztime} ${pkg}"
+	go test -run '^$' -fuzz "^${name}\$" -fuzztime "${fuzztime}" "${pkg}"
+done

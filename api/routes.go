@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/wardenmcp/warden/approval"
 	"github.com/wardenmcp/warden/gateway"
 	"github.com/wardenmcp/warden/upstream"
@@ -163,18 +164,24 @@ func (a *handler) call(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if req.Tool == "" {
-		fail(w, http.StatusBadRequest, "bad_request", fmt.Sprintf(`the body names no tool: send {"tool": "NAME", "arguments": {...}}; see the tools with: warden tools %s`, sc.Name))
+		fail(w, http.StatusBadRequest, "bad_request", fmt.Sprintf(`request body: "tool" is missing: send {"tool": "NAME", "arguments": {...}}; see the tools with: warden tools %s`, sc.Name))
 		return
 	}
 	if args := bytes.TrimSpace(req.Arguments); len(args) > 0 && args[0] != '{' && string(args) != "null" {
-		fail(w, http.StatusBadRequest, "bad_request", fmt.Sprintf(`"arguments" must be a JSON object, not %s`, args))
+		fail(w, http.StatusBadRequest, "bad_request", `request body: "arguments" must be a JSON object, such as {"key": "value"}`)
 		return
 	}
 	res, err := a.Gateway.CallTool(r.Context(), gateway.Call{Server: sc.Name, Tool: req.Tool, Args: req.Arguments, Surface: "cli"})
 	var unknown *gateway.UnknownToolError
+	var werr *jsonrpc.Error
 	switch {
 	case errors.As(err, &unknown):
 		fail(w, http.StatusNotFound, "unknown_tool", fmt.Sprintf("server %q has no tool %q that can be called; nothing was sent. See its tools with: warden tools %s", sc.Name, req.Tool, sc.Name))
+		return
+	case errors.As(err, &werr) && werr.Code == jsonrpc.CodeInvalidParams:
+		// Arguments the tool does not take: the request's fault, not the
+		// upstream's.
+		fail(w, http.StatusBadRequest, "invalid_params", err.Error())
 		return
 	case err != nil:
 		fail(w, http.StatusBadGateway, "upstream_error", err.Error())

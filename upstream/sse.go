@@ -20,6 +20,7 @@ func scanEvents(r io.Reader, fn func(lastID string, data []byte) (stop bool)) er
 	defer scanBuffers.Put(buf)
 	sc := bufio.NewScanner(r)
 	sc.Buffer(*buf, 64<<20)
+	sc.Split(sseLines())
 	var data []byte
 	lastID, seen := "", false
 	for sc.Scan() {
@@ -46,4 +47,31 @@ func scanEvents(r io.Reader, fn func(lastID string, data []byte) (stop bool)) er
 		}
 	}
 	return sc.Err()
+}
+
+// sseLines splits an event stream into lines, which end in CRLF, LF or a
+// lone CR (the event-stream format allows all three; bufio.ScanLines knows
+// no lone CR). A line is passed on at its CR without waiting to see whether
+// an LF follows: an answer's closing blank line must not wait for a byte an
+// upstream may never send.
+func sseLines() bufio.SplitFunc {
+	skipLF := false // the last line ended in CR: an LF first completes that CRLF
+	return func(data []byte, atEOF bool) (int, []byte, error) {
+		start := 0
+		if skipLF && len(data) > 0 && data[0] == '\n' {
+			start = 1
+		}
+		rest := data[start:]
+		if i := bytes.IndexAny(rest, "\r\n"); i >= 0 {
+			skipLF = rest[i] == '\r'
+			return start + i + 1, rest[:i], nil
+		}
+		switch {
+		case !atEOF:
+			return 0, nil, nil // more to read
+		case len(rest) == 0:
+			return len(data), nil, nil // nothing left: the end
+		}
+		return len(data), rest, nil
+	}
 }
