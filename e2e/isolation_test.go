@@ -4,12 +4,10 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -213,47 +211,6 @@ func isoCheck(t *testing.T, when string, got map[string]isoOutcome, wantOK bool)
 	}
 }
 
-// descendantsOf lists the live (not zombie) processes below pid, with their
-// command lines.
-func descendantsOf(pid int) map[int]string {
-	kids := map[int][]int{}
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		p, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if pp, state := procParent(p); pp > 0 && state != "Z" {
-			kids[pp] = append(kids[pp], p)
-		}
-	}
-	out := map[int]string{}
-	queue := slices.Clone(kids[pid])
-	for len(queue) > 0 {
-		p := queue[0]
-		queue = queue[1:]
-		cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p))
-		out[p] = strings.ReplaceAll(strings.TrimRight(string(cmd), "\x00"), "\x00", " ")
-		queue = append(queue, kids[p]...)
-	}
-	return out
-}
-
-// procParent reads a process's parent PID and state; 0 when it is gone.
-func procParent(pid int) (ppid int, state string) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, ""
-	}
-	i := strings.LastIndexByte(string(b), ')')
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 2 {
-		return 0, ""
-	}
-	ppid, _ = strconv.Atoi(f[1])
-	return ppid, f[0]
-}
-
 // kill -9 of Warden leaves no stdio server, child or grandchild behind, in
 // any order of exits: servers that exit on EOF (their stdin closes when
 // Warden dies, racing the kill) and servers that ignore EOF and SIGTERM,
@@ -272,12 +229,12 @@ func TestKill9LeavesNoProcess(t *testing.T) {
 			for trial := range tc.trials {
 				dir := t.TempDir()
 				w := isoStart(t, dir, servers, "WARDEN_ISOLATION="+tc.isolation)
-				var tree map[int]string
+				var tree []procID
 				wardentest.WaitFor(t, 20*time.Second, "both servers and their grandchildren", func() bool {
-					tree = descendantsOf(w.proc.PID())
+					tree = descendants(w.proc.PID())
 					var n int
-					for _, cmd := range tree {
-						if cmd == "sleep 1001" || cmd == "sleep 1002" {
+					for _, p := range tree {
+						if p.what == "sleep 1001" || p.what == "sleep 1002" {
 							n++
 						}
 					}
@@ -288,12 +245,12 @@ func TestKill9LeavesNoProcess(t *testing.T) {
 				}
 				<-w.proc.Done()
 				deadline := time.Now().Add(10 * time.Second)
-				for pid, cmd := range tree {
-					for alive(pid) && time.Now().Before(deadline) {
+				for _, p := range tree {
+					for p.alive() && time.Now().Before(deadline) {
 						time.Sleep(10 * time.Millisecond)
 					}
-					if alive(pid) {
-						t.Fatalf("trial %d: %q (pid %d) outlived kill -9 of Warden", trial, cmd, pid)
+					if p.alive() {
+						t.Fatalf("trial %d: %q (pid %d) outlived kill -9 of Warden", trial, p.what, p.pid)
 					}
 				}
 				w.proc.Stop()

@@ -146,7 +146,7 @@ func descendants(root int) []procID {
 		pid := queue[0]
 		if _, start, ok := procStat(pid); ok {
 			cmdline, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
-			out = append(out, procID{pid: pid, start: start, what: string(bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '}))})
+			out = append(out, procID{pid: pid, start: start, what: string(bytes.ReplaceAll(bytes.TrimRight(cmdline, "\x00"), []byte{0}, []byte{' '}))})
 		}
 		queue = append(queue, children[pid]...)
 	}
@@ -210,7 +210,7 @@ func TestKill9Storm(t *testing.T) {
 	start := func(n int) (stats string, wardenPID int) {
 		stats = filepath.Join(dir, fmt.Sprintf("stats-%d.json", n))
 		b, _ := json.Marshal(map[string]any{"listen": d.listen, "mcpServers": map[string]any{"s": map[string]any{
-			"command": "sh", "args": []string{"-c", fixtureBin + " -tools 6 -stats " + stats + "; exit 0"},
+			"command": "sh", "args": []string{"-c", "sleep 3600 & " + fixtureBin + " -tools 6 -stats " + stats + "; exit 0"},
 			"trusted": true, "callTimeout": "60s"}}})
 		if err := os.WriteFile(d.cfg, b, 0o600); err != nil {
 			t.Fatal(err)
@@ -258,9 +258,10 @@ func TestKill9Storm(t *testing.T) {
 			st, ok = wlReadStats(stats)
 			return ok && st.PID > 0
 		})
+		// The fixture's own PID is its namespace's: find it by its command line.
 		tree := descendants(wardenPID)
-		if len(tree) < 2 || !slices.ContainsFunc(tree, func(p procID) bool { return p.pid == st.PID }) {
-			t.Fatalf("start %d: the fixture (pid %d) and its launcher are not below Warden (pid %d): %+v", n, st.PID, wardenPID, tree)
+		if len(tree) < 3 || !slices.ContainsFunc(tree, func(p procID) bool { return strings.HasPrefix(p.what, fixtureBin) }) {
+			t.Fatalf("start %d: the fixture (its own pid %d), its sh and their sleep are not below Warden (pid %d): %+v", n, st.PID, wardenPID, tree)
 		}
 		trees = append(trees, tree...)
 
