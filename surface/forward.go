@@ -207,14 +207,23 @@ func (v *view) unsubscribe(ctx context.Context, r *mcp.UnsubscribeRequest) error
 	return v.g.Unsubscribe(ctx, server, r.Params.URI, r.Session)
 }
 
-// Log sends an upstream's log message to this view's sessions; the SDK drops
-// it for sessions that asked for a higher level or none.
+// Log queues an upstream's log message for this view's sessions that asked
+// for its level (see live.enqueue).
 func (v *view) Log(server string, p *mcp.LoggingMessageParams) {
 	if v.single != "" && v.single != server {
 		return
 	}
-	for ss := range v.srv.Sessions() {
-		_ = ss.Log(context.Background(), p)
+	v.sessMu.Lock()
+	sessions := make([]*live, 0, len(v.sessions))
+	for _, l := range v.sessions {
+		sessions = append(sessions, l)
+	}
+	v.sessMu.Unlock()
+	m := v.g.Metrics()
+	for _, l := range sessions {
+		if l.wants(p.Level) {
+			l.enqueue(m, server, p)
+		}
 	}
 }
 

@@ -94,6 +94,8 @@ type Options struct {
 	Version       string                        // Warden's version, sent as client info
 	Sessions      SessionStore                  // persisted HTTP sessions; nil keeps none
 	SessionEvent  func(server, kind string)     // resumed, expired, reinitialized, fresh
+	NoticeDropped func(server string)           // a notification above the rate was dropped
+	Flood         func(server string, f Flood)  // a flooding episode began or ended
 }
 
 // Conn is one supervised upstream connection.
@@ -109,6 +111,9 @@ type Conn struct {
 	sem    chan struct{}
 	http   *sessionTransport // nil unless streamable HTTP
 	sse    *headerTransport  // nil unless legacy SSE
+	// notices throttles notifications for clients: a stdio server's as
+	// they are read, others' in the handlers (see noticeAllowed).
+	notices *noticeGate
 
 	mu         sync.Mutex
 	session    *mcp.ClientSession
@@ -146,6 +151,7 @@ func Start(cfg *config.Server, opts Options) *Conn {
 		subbed:  map[string]*mcp.ClientSession{},
 	}
 	c.cfg.Store(cfg)
+	c.notices = newNoticeGate(cfg.Name, c.log, opts)
 	if cfg.Transport == "http" {
 		var event func(string)
 		if opts.SessionEvent != nil {
@@ -319,7 +325,7 @@ func (c *Conn) transport() (mcp.Transport, error) {
 		// Stdio writes mark the dispatch boundary here; HTTP requests mark
 		// it in their round tripper (wrapping an HTTP connection would hide
 		// it from the SDK, which needs to see its own type).
-		return markingTransport{&stdioTransport{cfg: c.Config(), reaper: c.opts.Reaper, stderr: stderr, graceTime: 2 * time.Second}}, nil
+		return markingTransport{&stdioTransport{cfg: c.Config(), reaper: c.opts.Reaper, stderr: stderr, graceTime: 2 * time.Second}, c.notices}, nil
 	case "http":
 		return &mcp.StreamableClientTransport{Endpoint: c.Config().URL, HTTPClient: &http.Client{Transport: c.http}}, nil
 	case "sse":
@@ -341,15 +347,27 @@ func (c *Conn) clientOptions() *mcp.ClientOptions {
 		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { c.scheduleRefresh() },
 		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { c.scheduleRefresh() },
 		ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) {
-			c.opts.Peer.ResourceUpdated(c.Name, r.Params)
+			if c.noticeAllowed() {
+				c.opts.Peer.ResourceUpdated(c.Name, r.Params)
+			}
 		},
 		LoggingMessageHandler: func(ctx context.Context, r *mcp.LoggingMessageRequest) {
-			c.opts.Peer.Log(ctx, c.Name, r.Params)
+			if c.noticeAllowed() {
+				c.opts.Peer.Log(ctx, c.Name, r.Params)
+			}
 		},
 		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
-			c.opts.Peer.Progress(c.Name, r.Params)
+			if c.noticeAllowed() {
+				c.opts.Peer.Progress(c.Name, r.Params)
+			}
 		},
 	}
+}
+
+// noticeAllowed passes a notification the SDK handed over through the
+// gate, unless the connection's reads did already (stdio).
+func (c *Conn) noticeAllowed() bool {
+	return c.Config().Transport == "stdio" || c.notices.allow()
 }
 
 // forwardServerRequests hands sampling, elicitation and roots requests to the

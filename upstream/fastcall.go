@@ -285,7 +285,7 @@ func (c *Conn) readStream(ctx context.Context, cs *mcp.ClientSession, r io.Reade
 			return true
 		case m.Method != "" && len(m.ID) > 0:
 			go c.answerUpstream(ctx, cs, m)
-		case m.Method != "":
+		case m.Method != "" && (!isNotice(m.Method) || c.notices.allow()):
 			c.notification(ctx, m)
 		}
 		return false

@@ -8,15 +8,19 @@ import (
 )
 
 // markingTransport wraps a transport so that a successful write of a request
-// marks its call as dispatched (see Dispatch).
-type markingTransport struct{ mcp.Transport }
+// marks its call as dispatched (see Dispatch), and a notification above
+// the gate's rate is dropped as it is read.
+type markingTransport struct {
+	mcp.Transport
+	gate *noticeGate
+}
 
 func (t markingTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	conn, err := t.Transport.Connect(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return markingConn{conn}, nil
+	return gatedConn{markingConn{conn}, t.gate}, nil
 }
 
 type markingConn struct{ mcp.Connection }

@@ -1,0 +1,111 @@
+package upstream
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"golang.org/x/time/rate"
+)
+
+// A server's notifications for clients (log messages, progress, resource
+// updates) pass a token bucket: above NoticeRate a second, after a burst of
+// NoticeBurst, they are dropped. A flooding server would otherwise outrun
+// what Warden can hand on to clients, and the SDK queues what it has read
+// and not yet handled without bound.
+const (
+	NoticeRate  = 200
+	NoticeBurst = 1000
+	// noticeCalm is how long a flood must have stopped for its episode to
+	// end (and be reported as ended).
+	noticeCalm = 2 * time.Second
+)
+
+// Flood is a flooding episode of a server, reported when it begins
+// (Flooding) and when it ends (with what was dropped).
+type Flood struct {
+	Flooding bool  `json:"flooding"`
+	Dropped  int64 `json:"dropped"`
+}
+
+// noticeGate throttles one connection's notifications.
+type noticeGate struct {
+	server  string
+	log     *slog.Logger
+	limit   *rate.Limiter
+	dropped func(server string)          // one notification dropped (for metrics)
+	episode func(server string, f Flood) // an episode began or ended
+
+	mu       sync.Mutex
+	flooding bool
+	count    int64 // dropped in this episode
+	last     time.Time
+}
+
+func newNoticeGate(server string, log *slog.Logger, opts Options) *noticeGate {
+	return &noticeGate{server: server, log: log, limit: rate.NewLimiter(NoticeRate, NoticeBurst),
+		dropped: opts.NoticeDropped, episode: opts.Flood}
+}
+
+// isNotice reports whether method is a notification throttled by the gate.
+func isNotice(method string) bool {
+	switch method {
+	case "notifications/message", "notifications/progress", "notifications/resources/updated":
+		return true
+	}
+	return false
+}
+
+// allow reports whether a notification may pass, reporting floods.
+func (g *noticeGate) allow() bool {
+	now := time.Now()
+	ok := g.limit.AllowN(now, 1)
+	g.mu.Lock()
+	var report *Flood
+	switch {
+	case !ok:
+		g.count++
+		g.last = now
+		if !g.flooding {
+			g.flooding = true
+			report = &Flood{Flooding: true}
+		}
+	case g.flooding && now.Sub(g.last) >= noticeCalm:
+		report = &Flood{Dropped: g.count}
+		g.flooding, g.count = false, 0
+	}
+	g.mu.Unlock()
+	if !ok && g.dropped != nil {
+		g.dropped(g.server)
+	}
+	if report != nil {
+		if report.Flooding {
+			g.log.Warn("server floods notifications; dropping those above the limit until it calms down", "limit_per_second", NoticeRate)
+		} else {
+			g.log.Info("server stopped flooding notifications", "dropped", report.Dropped)
+		}
+		if g.episode != nil {
+			g.episode(g.server, *report)
+		}
+	}
+	return ok
+}
+
+// gatedConn drops a stdio server's excess notifications as they are read,
+// before the SDK queues them.
+type gatedConn struct {
+	markingConn
+	gate *noticeGate
+}
+
+func (c gatedConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	for {
+		msg, err := c.markingConn.Read(ctx)
+		if r, ok := msg.(*jsonrpc.Request); err == nil && ok && !r.IsCall() && isNotice(r.Method) && !c.gate.allow() {
+			continue
+		}
+		return msg, err
+	}
+}
