@@ -199,7 +199,10 @@ func latchedRefusal(l *writes.Latch) *Refusal {
 // reports false when the latch could not be stored.
 func (g *Gateway) unknownOutcome(ctx context.Context, call Call, tool Tool, entry *activity.Entry, err error) (*upstream.Result, bool) {
 	reason := writes.ReasonUpstreamLost
+	var tooLarge *upstream.AnswerTooLargeError
 	switch {
+	case errors.As(err, &tooLarge):
+		reason = writes.ReasonAnswerTooLarge
 	case errors.Is(err, upstream.ErrTimeout):
 		reason = writes.ReasonTimeout
 	case ctx.Err() != nil:

@@ -76,6 +76,9 @@ func New(deps Deps) *Gateway {
 	g.deps.Upstream.Peer = g
 	g.deps.Upstream.Logger = deps.Logger
 	g.deps.Upstream.NoticeDropped = func(server string) { deps.Metrics.NoticeDropped(server, "flood") }
+	if g.deps.Upstream.Answers == nil {
+		g.deps.Upstream.Answers = upstream.NewAnswers(upstream.DefaultAnswersTotal, upstream.DefaultAnswerMax, deps.Metrics.AnswerBytes)
+	}
 	g.deps.Upstream.Flood = func(server string, f upstream.Flood) {
 		g.deps.Events.Publish(events.Event{Type: "notifications", Server: server, Data: f})
 	}

@@ -56,7 +56,7 @@ func TestFastAnswerPassesTheResultOn(t *testing.T) {
 func TestFastAnswerCarriesErrors(t *testing.T) {
 	b := answer(json.RawMessage(`"a"`), nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "unknown tool"})
 	var r response
-	if err := json.Unmarshal(b, &r); err != nil || string(r.ID) != `"a"` || r.Error == nil || r.Error.Code != jsonrpc.CodeInvalidParams || r.Result != nil {
+	if err := json.Unmarshal(b.bytes(), &r); err != nil || string(r.ID) != `"a"` || r.Error == nil || r.Error.Code != jsonrpc.CodeInvalidParams || r.Result != nil {
 		t.Fatalf("answer %s (%v)", b, err)
 	}
 }

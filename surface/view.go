@@ -109,6 +109,10 @@ func (v *view) intercept(next mcp.MethodHandler) mcp.MethodHandler {
 }
 
 func (v *view) callTool(ctx context.Context, r *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	// A large answer holds its room in the answers' bound until decoded
+	// for the SDK (which sends it after this returns).
+	ctx, after := upstream.WithAfterAnswer(ctx)
+	defer after.Run()
 	res, err := v.call(ctx, r.Params, gateway.SessionClient{ServerSession: r.Session})
 	if err != nil {
 		return nil, err

@@ -96,6 +96,7 @@ type Options struct {
 	SessionEvent  func(server, kind string)     // resumed, expired, reinitialized, fresh
 	NoticeDropped func(server string)           // a notification above the rate was dropped
 	Flood         func(server string, f Flood)  // a flooding episode began or ended
+	Answers       *Answers                      // bound over the answers being relayed; nil: a bound of its own
 }
 
 // Conn is one supervised upstream connection.
@@ -137,6 +138,9 @@ func Start(cfg *config.Server, opts Options) *Conn {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
+	}
+	if opts.Answers == nil {
+		opts.Answers = NewAnswers(DefaultAnswersTotal, DefaultAnswerMax, nil)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &Conn{

@@ -7,9 +7,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// markingTransport wraps a transport so that a successful write of a request
-// marks its call as dispatched (see Dispatch), and a notification above
-// the gate's rate is dropped as it is read.
+// markingTransport wraps a stdio server's transport so that a successful
+// write of a request marks its call as dispatched (see Dispatch), a
+// notification above the gate's rate is dropped as it is read, and a large
+// answer takes room in the answers' bound (see Answers).
 type markingTransport struct {
 	mcp.Transport
 	gate *noticeGate
@@ -20,7 +21,7 @@ func (t markingTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	if err != nil {
 		return nil, err
 	}
-	return gatedConn{markingConn{conn}, t.gate}, nil
+	return boundedConn{markingConn{conn}, t.gate, &answerIDs{holds: map[jsonrpc.ID]*answerHold{}}}, nil
 }
 
 type markingConn struct{ mcp.Connection }
@@ -31,4 +32,28 @@ func (c markingConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		markSent(ctx)
 	}
 	return err
+}
+
+type boundedConn struct {
+	markingConn
+	gate *noticeGate
+	ids  *answerIDs
+}
+
+func (c boundedConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	c.ids.sent(ctx, msg) // before: the answer can come before Write returns
+	return c.markingConn.Write(ctx, msg)
+}
+
+func (c boundedConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	for {
+		msg, err := c.markingConn.Read(ctx)
+		if r, ok := msg.(*jsonrpc.Request); err == nil && ok && !r.IsCall() && isNotice(r.Method) && !c.gate.allow() {
+			continue
+		}
+		if err == nil {
+			msg = c.ids.received(ctx, msg)
+		}
+		return msg, err
+	}
 }

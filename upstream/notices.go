@@ -1,12 +1,10 @@
 package upstream
 
 import (
-	"context"
 	"log/slog"
 	"sync"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"golang.org/x/time/rate"
 )
 
@@ -91,21 +89,4 @@ func (g *noticeGate) allow() bool {
 		}
 	}
 	return ok
-}
-
-// gatedConn drops a stdio server's excess notifications as they are read,
-// before the SDK queues them.
-type gatedConn struct {
-	markingConn
-	gate *noticeGate
-}
-
-func (c gatedConn) Read(ctx context.Context) (jsonrpc.Message, error) {
-	for {
-		msg, err := c.markingConn.Read(ctx)
-		if r, ok := msg.(*jsonrpc.Request); err == nil && ok && !r.IsCall() && isNotice(r.Method) && !c.gate.allow() {
-			continue
-		}
-		return msg, err
-	}
 }
