@@ -104,8 +104,10 @@ func (c *Conn) callToolHTTP(ctx context.Context, cs *mcp.ClientSession, params *
 		ans.size = -1 // the events before the answer are not counted
 		answer, err = c.readResumable(ctx, cs, resp, ans, id)
 	} else {
-		answer = &rpcMessage{}
-		err = json.NewDecoder(ans).Decode(answer)
+		var data []byte
+		if data, err = readAnswer(ans); err == nil {
+			answer, err = decodeMessage(data, id)
+		}
 	}
 	var tooLarge *AnswerTooLargeError
 	if errors.As(err, &tooLarge) {
@@ -131,6 +133,17 @@ func (c *Conn) callToolHTTP(ctx context.Context, cs *mcp.ClientSession, params *
 		return nil, fmt.Errorf("tools/call: bad result: %w", err)
 	}
 	return res, nil
+}
+
+// readAnswer reads a JSON answer whole, in one buffer of its length when
+// the upstream said it.
+func readAnswer(r *answerReader) ([]byte, error) {
+	if r.size < 0 {
+		return io.ReadAll(r)
+	}
+	data := make([]byte, r.size)
+	_, err := io.ReadFull(r, data)
+	return data, err
 }
 
 // callRequest writes the tools/call request. The arguments, when they are
@@ -282,8 +295,8 @@ func (c *Conn) readStream(ctx context.Context, cs *mcp.ClientSession, r *answerR
 	var answer *rpcMessage
 	err := scanEvents(r, func(eventID string, data []byte) bool {
 		*lastID = eventID
-		var m rpcMessage
-		if len(data) == 0 || json.Unmarshal(data, &m) != nil {
+		m, err := decodeMessage(data, id)
+		if len(data) == 0 || err != nil {
 			r.eventDone()
 			return false
 		}
@@ -292,12 +305,12 @@ func (c *Conn) readStream(ctx context.Context, cs *mcp.ClientSession, r *answerR
 		}
 		switch {
 		case m.Method == "" && idIs(m.ID, id):
-			answer = &m
+			answer = m
 			return true
 		case m.Method != "" && len(m.ID) > 0:
-			go c.answerUpstream(ctx, cs, m)
+			go c.answerUpstream(ctx, cs, *m)
 		case m.Method != "" && (!isNotice(m.Method) || c.notices.allow()):
-			c.notification(ctx, m)
+			c.notification(ctx, *m)
 		}
 		return false
 	})
