@@ -106,7 +106,7 @@ func metricValue(text, sample string) float64 {
 
 // stuckClient opens a session at log level info on url and its event
 // stream, which it never reads.
-func stuckClient(t *testing.T, url string) {
+func stuckClient(t testing.TB, url string) {
 	t.Helper()
 	send := func(method, sid, body string) *http.Response {
 		req, _ := http.NewRequest(method, url, strings.NewReader(body))
