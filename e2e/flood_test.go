@@ -106,7 +106,11 @@ func metricValue(text, sample string) float64 {
 
 // stuckClient opens a session at log level info on url and its event
 // stream, which it never reads.
-func stuckClient(t testing.TB, url string) {
+func stuckClient(t testing.TB, url string) { logStream(t, url) }
+
+// logStream opens a session at log level info on url, and its event stream.
+// The stream is closed at the end of the test.
+func logStream(t testing.TB, url string) io.Reader {
 	t.Helper()
 	send := func(method, sid, body string) *http.Response {
 		req, _ := http.NewRequest(method, url, strings.NewReader(body))
@@ -134,4 +138,5 @@ func stuckClient(t testing.TB, url string) {
 	drain(send(http.MethodPost, sid, `{"jsonrpc":"2.0","id":2,"method":"logging/setLevel","params":{"level":"info"}}`))
 	stream := send(http.MethodGet, sid, "")
 	t.Cleanup(func() { stream.Body.Close() })
+	return stream.Body
 }

@@ -9,7 +9,8 @@ import (
 
 // markingTransport wraps a stdio server's transport so that a successful
 // write of a request marks its call as dispatched (see Dispatch), a
-// notification above the gate's rate is dropped as it is read, and a large
+// notification above the gate's rate is dropped as it is read (and a flood
+// is read no faster than noticeReadRate), and a large
 // answer takes room in the answers' bound (see Answers).
 type markingTransport struct {
 	mcp.Transport
@@ -48,8 +49,13 @@ func (c boundedConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 func (c boundedConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	for {
 		msg, err := c.markingConn.Read(ctx)
-		if r, ok := msg.(*jsonrpc.Request); err == nil && ok && !r.IsCall() && isNotice(r.Method) && !c.gate.allow() {
-			continue
+		if r, ok := msg.(*jsonrpc.Request); err == nil && ok && !r.IsCall() && isNotice(r.Method) {
+			if err := c.gate.pace(ctx); err != nil {
+				return nil, err
+			}
+			if !c.gate.allow() {
+				continue
+			}
 		}
 		if err == nil {
 			msg = c.ids.received(ctx, msg)

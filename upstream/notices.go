@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"context"
 	"log/slog"
 	"sync"
 	"time"
@@ -16,6 +17,10 @@ import (
 const (
 	NoticeRate  = 200
 	NoticeBurst = 1000
+	// noticeReadRate is how fast a stdio server's notifications are read
+	// at most: beyond it, its pipe fills and it waits, instead of Warden
+	// spending its time reading what it drops.
+	noticeReadRate = 5 * NoticeRate
 	// noticeCalm is how long a flood must have stopped for its episode to
 	// end (and be reported as ended).
 	noticeCalm = 2 * time.Second
@@ -33,6 +38,7 @@ type noticeGate struct {
 	server  string
 	log     *slog.Logger
 	limit   *rate.Limiter
+	reads   *rate.Limiter
 	dropped func(server string)          // one notification dropped (for metrics)
 	episode func(server string, f Flood) // an episode began or ended
 
@@ -43,7 +49,7 @@ type noticeGate struct {
 }
 
 func newNoticeGate(server string, log *slog.Logger, opts Options) *noticeGate {
-	return &noticeGate{server: server, log: log, limit: rate.NewLimiter(NoticeRate, NoticeBurst),
+	return &noticeGate{server: server, log: log, limit: rate.NewLimiter(NoticeRate, NoticeBurst), reads: rate.NewLimiter(noticeReadRate, NoticeBurst),
 		dropped: opts.NoticeDropped, episode: opts.Flood}
 }
 
@@ -55,6 +61,9 @@ func isNotice(method string) bool {
 	}
 	return false
 }
+
+// pace waits until another notification may be read (stdio).
+func (g *noticeGate) pace(ctx context.Context) error { return g.reads.Wait(ctx) }
 
 // allow reports whether a notification may pass, reporting floods.
 func (g *noticeGate) allow() bool {
