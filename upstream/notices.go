@@ -22,7 +22,7 @@ const (
 	// spending its time reading what it drops.
 	noticeReadRate = 5 * NoticeRate
 	// noticeCalm is how long a flood must have stopped for its episode to
-	// end (and be reported as ended).
+	// end (and be reported as ended, with the count dropped).
 	noticeCalm = 2 * time.Second
 )
 
@@ -67,35 +67,43 @@ func (g *noticeGate) pace(ctx context.Context) error { return g.reads.Wait(ctx) 
 
 // allow reports whether a notification may pass, reporting floods.
 func (g *noticeGate) allow() bool {
-	now := time.Now()
-	ok := g.limit.AllowN(now, 1)
-	g.mu.Lock()
-	var report *Flood
-	switch {
-	case !ok:
-		g.count++
-		g.last = now
-		if !g.flooding {
-			g.flooding = true
-			report = &Flood{Flooding: true}
-		}
-	case g.flooding && now.Sub(g.last) >= noticeCalm:
-		report = &Flood{Dropped: g.count}
-		g.flooding, g.count = false, 0
+	if g.limit.Allow() {
+		return true
 	}
+	g.mu.Lock()
+	g.count++
+	g.last = time.Now()
+	begins := !g.flooding
+	g.flooding = true
 	g.mu.Unlock()
-	if !ok && g.dropped != nil {
+	if g.dropped != nil {
 		g.dropped(g.server)
 	}
-	if report != nil {
-		if report.Flooding {
-			g.log.Warn("server floods notifications; dropping those above the limit until it calms down", "limit_per_second", NoticeRate)
-		} else {
-			g.log.Info("server stopped flooding notifications", "dropped", report.Dropped)
-		}
-		if g.episode != nil {
-			g.episode(g.server, *report)
-		}
+	if begins {
+		g.log.Warn("server floods notifications; dropping those above the limit until it calms down", "limit_per_second", NoticeRate)
+		g.report(Flood{Flooding: true})
+		time.AfterFunc(noticeCalm, g.calmed)
 	}
-	return ok
+	return false
+}
+
+// calmed ends the episode once nothing was dropped for noticeCalm.
+func (g *noticeGate) calmed() {
+	g.mu.Lock()
+	if wait := noticeCalm - time.Since(g.last); wait > 0 {
+		g.mu.Unlock()
+		time.AfterFunc(wait, g.calmed)
+		return
+	}
+	dropped := g.count
+	g.flooding, g.count = false, 0
+	g.mu.Unlock()
+	g.log.Info("server stopped flooding notifications", "dropped", dropped)
+	g.report(Flood{Dropped: dropped})
+}
+
+func (g *noticeGate) report(f Flood) {
+	if g.episode != nil {
+		g.episode(g.server, f)
+	}
 }
