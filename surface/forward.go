@@ -8,6 +8,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/wardenmcp/warden/metrics"
 )
 
 // Prompts, resources and completion: listed per server, forwarded as they are.
@@ -227,10 +228,32 @@ func (v *view) Log(server string, p *mcp.LoggingMessageParams) {
 	}
 }
 
-// ResourceUpdated passes an upstream's update to subscribed sessions.
+// ResourceUpdated queues an upstream's update for subscribed sessions, or
+// drops it (counted) when the queue is full.
 func (v *view) ResourceUpdated(server string, p *mcp.ResourceUpdatedNotificationParams) {
 	if v.single != "" && v.single != server {
 		return
 	}
-	_ = v.srv.ResourceUpdated(context.Background(), p)
+	m := v.g.Metrics()
+	v.updater.Do(func() { go v.sendUpdates(m) })
+	select {
+	case v.updates <- resourceUpdate{server, p}:
+		m.NoticesQueued(1)
+	default:
+		m.NoticeDropped(server, "slow_client")
+	}
+}
+
+// sendUpdates sends the queued resource updates until the view is forgotten.
+func (v *view) sendUpdates(m *metrics.Metrics) {
+	for {
+		select {
+		case u := <-v.updates:
+			m.NoticesQueued(-1)
+			_ = v.srv.ResourceUpdated(context.Background(), u.p)
+		case <-v.gone:
+			m.NoticesQueued(-len(v.updates))
+			return
+		}
+	}
 }
