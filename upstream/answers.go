@@ -68,11 +68,17 @@ func (h *answerHold) reserve(ctx context.Context, n int64) error {
 	if n > h.a.max {
 		return &AnswerTooLargeError{Max: h.a.max}
 	}
+	h.mu.Lock()
+	ended := h.ended
+	h.mu.Unlock()
+	if ended {
+		return nil // no one waits for the answer
+	}
 	if err := h.a.sem.Acquire(ctx, n); err != nil {
 		return err
 	}
 	h.mu.Lock()
-	ended := h.ended
+	ended = h.ended
 	if !ended {
 		h.n += n
 	}

@@ -81,6 +81,13 @@ func TestAnswerTooLarge(t *testing.T) {
 		}
 		h.end()
 	}
+	// A JSON answer that claims to be huge is refused before anything is
+	// set aside for it.
+	h := a.hold()
+	if _, err := readAnswer(&answerReader{r: bytes.NewReader(body), ctx: context.Background(), h: h, size: 1 << 40}); !errors.As(err, new(*AnswerTooLargeError)) {
+		t.Fatalf("an answer of 1 TiB by its Content-Length: %v", err)
+	}
+	h.end()
 	// All room is back: the whole bound can be taken.
 	if !a.sem.TryAcquire(8 << 20) {
 		t.Fatal("room was not given back")

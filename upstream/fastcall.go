@@ -136,10 +136,15 @@ func (c *Conn) callToolHTTP(ctx context.Context, cs *mcp.ClientSession, params *
 }
 
 // readAnswer reads a JSON answer whole, in one buffer of its length when
-// the upstream said it.
+// the upstream said it (room for which is taken first).
 func readAnswer(r *answerReader) ([]byte, error) {
 	if r.size < 0 {
 		return io.ReadAll(r)
+	}
+	if r.size > answerFree {
+		if err := r.h.reserve(r.ctx, r.size); err != nil {
+			return nil, err
+		}
 	}
 	data := make([]byte, r.size)
 	_, err := io.ReadFull(r, data)
