@@ -66,7 +66,7 @@ func TestLargeAnswers(t *testing.T) {
 	}
 
 	// Six answers of unknown length over HTTP take more than the bound
-	// (each holds room for the largest answer until sent): some wait.
+	// (each holds room for the largest answer while it is read): some wait.
 	var wg sync.WaitGroup
 	for i := range 10 {
 		tool := "big__huge_answer"

@@ -20,8 +20,9 @@ import (
 //
 // The room an answer takes is its length when the upstream says it
 // beforehand (Content-Length, or a whole stdio message read), else the
-// per-answer maximum: an answer that held some room and then waited for
-// more could wait for others that wait for it.
+// per-answer maximum until it has been read (then its length): an answer
+// that held some room and then waited for more could wait for others that
+// wait for it.
 type Answers struct {
 	sem   *semaphore.Weighted
 	max   int64
@@ -109,6 +110,26 @@ func (h *answerHold) put() {
 		h.a.sem.Release(n)
 		if h.a.gauge != nil {
 			h.a.gauge(-n)
+		}
+	}
+}
+
+// shrinkTo gives back the room held beyond n bytes (all of it for an
+// answer that needs none).
+func (h *answerHold) shrinkTo(n int64) {
+	if n <= answerFree {
+		n = 0
+	}
+	h.mu.Lock()
+	extra := h.n - n
+	if extra > 0 {
+		h.n = n
+	}
+	h.mu.Unlock()
+	if extra > 0 {
+		h.a.sem.Release(extra)
+		if h.a.gauge != nil {
+			h.a.gauge(-extra)
 		}
 	}
 }

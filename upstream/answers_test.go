@@ -63,6 +63,20 @@ func TestAnswersWaitForRoom(t *testing.T) {
 	}
 }
 
+// Once read whole, an answer of unknown length keeps only its own size.
+func TestAnswerShrinksOnceRead(t *testing.T) {
+	a := NewAnswers(4<<20, 2<<20, nil)
+	h := a.hold()
+	defer h.end()
+	if err := h.reserve(context.Background(), 2<<20); err != nil {
+		t.Fatal(err)
+	}
+	h.shrinkTo(3 * answerFree / 2)
+	if h.held() != 3*answerFree/2 || !a.sem.TryAcquire(4<<20-3*answerFree/2) {
+		t.Fatalf("%d bytes held after the answer was read", h.held())
+	}
+}
+
 // An answer larger than the per-answer maximum is refused: at once when its
 // length is known, else when it passes the maximum.
 func TestAnswerTooLarge(t *testing.T) {

@@ -132,6 +132,7 @@ func (c *Conn) callToolHTTP(ctx context.Context, cs *mcp.ClientSession, params *
 	if err != nil {
 		return nil, fmt.Errorf("tools/call: bad result: %w", err)
 	}
+	ans.h.shrinkTo(int64(cap(answer.Result))) // read whole: its size is known now
 	return res, nil
 }
 
