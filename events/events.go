@@ -13,7 +13,7 @@ import (
 type Event struct {
 	Seq    uint64    `json:"seq"`
 	At     time.Time `json:"at"`
-	Type   string    `json:"type"` // server, tools, writes, list_changed, config, sessions
+	Type   string    `json:"type"` // server, tools, writes, list_changed, config, sessions, notifications
 	Server string    `json:"server,omitempty"`
 	Data   any       `json:"data,omitempty"`
 }

@@ -219,7 +219,10 @@ func latchedRefusal(l *writes.Latch) *Refusal {
 // the latch's commit.
 func (g *Gateway) unknownOutcome(ctx context.Context, call Call, tool Tool, entry *activity.Entry, intent *writes.Intent, err error) *upstream.Result {
 	reason := writes.ReasonUpstreamLost
+	var tooLarge *upstream.AnswerTooLargeError
 	switch {
+	case errors.As(err, &tooLarge):
+		reason = writes.ReasonAnswerTooLarge
 	case errors.Is(err, upstream.ErrTimeout):
 		reason = writes.ReasonTimeout
 	case ctx.Err() != nil:

@@ -77,6 +77,13 @@ func New(deps Deps) *Gateway {
 	g.stopping, g.stop = context.WithCancel(context.Background())
 	g.deps.Upstream.Peer = g
 	g.deps.Upstream.Logger = deps.Logger
+	g.deps.Upstream.NoticeDropped = func(server string) { deps.Metrics.NoticeDropped(server, "flood") }
+	if g.deps.Upstream.Answers == nil {
+		g.deps.Upstream.Answers = upstream.NewAnswers(upstream.DefaultAnswersTotal, upstream.DefaultAnswerMax, deps.Metrics.AnswerBytes)
+	}
+	g.deps.Upstream.Flood = func(server string, f upstream.Flood) {
+		g.deps.Events.Publish(events.Event{Type: "notifications", Server: server, Data: f})
+	}
 	deps.Approvals.OnChange(func(c approval.Change) {
 		g.deps.Events.Publish(events.Event{Type: "tools", Server: c.Server, Data: c})
 		g.notifyViews(func(v View) { v.Changed(c.Server) })
@@ -89,6 +96,9 @@ func New(deps Deps) *Gateway {
 	})
 	return g
 }
+
+// Metrics are the metrics the gateway records to, for the surfaces'.
+func (g *Gateway) Metrics() *metrics.Metrics { return g.deps.Metrics }
 
 // AddView registers a surface to be told about changes.
 func (g *Gateway) AddView(v View) {

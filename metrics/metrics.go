@@ -18,6 +18,9 @@ type Metrics struct {
 	latency *prometheus.HistogramVec
 	state   *prometheus.GaugeVec
 	session *prometheus.CounterVec
+	dropped *prometheus.CounterVec
+	queued  prometheus.Gauge
+	answers prometheus.Gauge
 }
 
 // States a connection can be in, one gauge series each.
@@ -40,8 +43,17 @@ func New() *Metrics {
 		session: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "warden_upstream_sessions_total", Help: "Upstream HTTP session events: fresh, resumed, expired, reinitialized.",
 		}, []string{"server", "event"}),
+		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "warden_notifications_dropped_total", Help: "Upstream notifications dropped by server and reason: flood (above the server's rate) or slow_client (a client session's queue was full).",
+		}, []string{"server", "reason"}),
+		queued: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "warden_client_notifications_queued", Help: "Notifications queued toward client sessions, not yet sent.",
+		}),
+		answers: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "warden_answer_bytes_in_flight", Help: "Bytes of large tool answers Warden holds while relaying them (bounded).",
+		}),
 	}
-	m.reg.MustRegister(m.calls, m.latency, m.state, m.session, prometheus.NewGoCollector())
+	m.reg.MustRegister(m.calls, m.latency, m.state, m.session, m.dropped, m.queued, m.answers, prometheus.NewGoCollector())
 	return m
 }
 
@@ -79,6 +91,32 @@ func (m *Metrics) SessionEvent(server, kind string) {
 	m.session.WithLabelValues(server, kind).Inc()
 }
 
+// NoticeDropped counts a notification from server that was dropped: reason
+// is "flood" or "slow_client".
+func (m *Metrics) NoticeDropped(server, reason string) {
+	if m == nil {
+		return
+	}
+	m.dropped.WithLabelValues(server, reason).Inc()
+}
+
+// NoticesQueued adds n (negative: removes) to the notifications queued
+// toward clients.
+func (m *Metrics) NoticesQueued(n int) {
+	if m == nil {
+		return
+	}
+	m.queued.Add(float64(n))
+}
+
+// AnswerBytes adds n (negative: removes) to the answer bytes in flight.
+func (m *Metrics) AnswerBytes(n int64) {
+	if m == nil {
+		return
+	}
+	m.answers.Add(float64(n))
+}
+
 // Forget drops a removed server's series.
 func (m *Metrics) Forget(server string) {
 	if m == nil {
@@ -86,6 +124,7 @@ func (m *Metrics) Forget(server string) {
 	}
 	m.state.DeletePartialMatch(prometheus.Labels{"server": server})
 	m.latency.DeletePartialMatch(prometheus.Labels{"server": server})
+	m.dropped.DeletePartialMatch(prometheus.Labels{"server": server})
 }
 
 // Handler serves the metrics in the Prometheus text format.

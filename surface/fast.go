@@ -98,15 +98,14 @@ func (v *view) fastCall(w http.ResponseWriter, r *http.Request, l *live, id json
 
 // answer is the JSON-RPC response to a fast call. The upstream's result
 // JSON (checked when it was read) and the client's id (checked likewise)
-// are copied in as they are.
-func answer(id json.RawMessage, res *upstream.Result, err error) []byte {
+// are passed on as they are, in pieces: a large result is not copied.
+func answer(id json.RawMessage, res *upstream.Result, err error) reply {
 	if err == nil && res != nil && res.Raw != nil {
-		b := make([]byte, 0, 40+len(id)+len(res.Raw))
-		b = append(b, `{"jsonrpc":"2.0","id":`...)
-		b = append(b, id...)
-		b = append(b, `,"result":`...)
-		b = append(b, res.Raw...)
-		return append(b, '}')
+		head := make([]byte, 0, 32+len(id))
+		head = append(head, `{"jsonrpc":"2.0","id":`...)
+		head = append(head, id...)
+		head = append(head, `,"result":`...)
+		return reply{head, res.Raw, []byte("}")}
 	}
 	m := map[string]any{"jsonrpc": "2.0", "id": id}
 	if err != nil {
@@ -119,8 +118,13 @@ func answer(id json.RawMessage, res *upstream.Result, err error) []byte {
 		m["result"] = res
 	}
 	b, _ := json.Marshal(m)
-	return b
+	return reply{b}
 }
+
+// reply is a JSON message in pieces.
+type reply [][]byte
+
+func (r reply) bytes() []byte { return bytes.Join(r, nil) }
 
 // stream is a fast call's response: JSON unless something must be sent
 // before the answer, then an event stream. It is the call's gateway.Client.
@@ -174,18 +178,26 @@ func (s *stream) eventLocked(b []byte) error {
 
 // finish writes the answer, as JSON unless the event stream has begun, and
 // ends the stream: whatever the upstream still sends for the call is dropped.
-func (s *stream) finish(b []byte) {
+func (s *stream) finish(r reply) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.done = true
 	if s.started {
-		_ = s.eventLocked(b)
+		_ = s.eventLocked(r.bytes())
 		return
+	}
+	n := 0
+	for _, b := range r {
+		n += len(b)
 	}
 	h := s.w.Header()
 	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(b)))
-	s.w.Write(b)
+	h.Set("Content-Length", strconv.Itoa(n))
+	for _, b := range r {
+		if _, err := s.w.Write(b); err != nil {
+			return
+		}
+	}
 	if f, ok := s.w.(http.Flusher); ok {
 		f.Flush() // the answer goes now, before the work left for after it
 	}

@@ -63,9 +63,9 @@ func TestFastAnswerCarriesErrors(t *testing.T) {
 	} {
 		b := answer(json.RawMessage(`"a"`), nil, e)
 		var r response
-		if err := json.Unmarshal(b, &r); err != nil || string(r.ID) != `"a"` || r.Error == nil || r.Error.Code != jsonrpc.CodeInvalidParams ||
+		if err := json.Unmarshal(b.bytes(), &r); err != nil || string(r.ID) != `"a"` || r.Error == nil || r.Error.Code != jsonrpc.CodeInvalidParams ||
 			r.Error.Message != `unknown tool "x" on server "s"` || r.Result != nil {
-			t.Fatalf("answer %s (%v)", b, err)
+			t.Fatalf("answer %s (%v)", b.bytes(), err)
 		}
 	}
 }

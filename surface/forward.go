@@ -8,6 +8,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/wardenmcp/warden/metrics"
 )
 
 // Prompts, resources and completion: listed per server, forwarded as they are.
@@ -207,23 +208,54 @@ func (v *view) unsubscribe(ctx context.Context, r *mcp.UnsubscribeRequest) error
 	return v.g.Unsubscribe(ctx, server, r.Params.URI, r.Session)
 }
 
-// Log sends an upstream's log message to this view's sessions; the SDK drops
-// it for sessions that asked for a higher level or none.
+// Log queues an upstream's log message for this view's sessions that asked
+// for its level (see live.enqueue).
 func (v *view) Log(server string, p *mcp.LoggingMessageParams) {
 	if v.single != "" && v.single != server {
 		return
 	}
-	for ss := range v.srv.Sessions() {
-		_ = ss.Log(context.Background(), p)
+	v.sessMu.Lock()
+	sessions := make([]*live, 0, len(v.sessions))
+	for _, l := range v.sessions {
+		sessions = append(sessions, l)
+	}
+	v.sessMu.Unlock()
+	m := v.g.Metrics()
+	for _, l := range sessions {
+		if l.wants(p.Level) {
+			l.enqueue(m, server, p)
+		}
 	}
 }
 
-// ResourceUpdated passes an upstream's update to the sessions subscribed to
-// the resource. They subscribed through the server that owns its URI here
-// (see subscribe), so an update from any other server is not theirs.
+// ResourceUpdated queues an upstream's update for the sessions subscribed to
+// the resource, or drops it (counted) when the queue is full. They
+// subscribed through the server that owns its URI here (see subscribe), so
+// an update from any other server is not theirs.
 func (v *view) ResourceUpdated(server string, p *mcp.ResourceUpdatedNotificationParams) {
 	if owner, err := v.resourceOwner(p.URI); err != nil || owner != server {
 		return
 	}
-	_ = v.srv.ResourceUpdated(context.Background(), p)
+	m := v.g.Metrics()
+	v.updater.Do(func() { go v.sendUpdates(m) })
+	select {
+	case v.updates <- resourceUpdate{server, p}:
+		m.NoticesQueued(1)
+	default:
+		m.NoticeDropped(server, "slow_client")
+	}
+}
+
+// sendUpdates sends the queued resource updates until the view is forgotten.
+func (v *view) sendUpdates(m *metrics.Metrics) {
+	for {
+		select {
+		case u := <-v.updates:
+			m.NoticesQueued(-1)
+			_ = v.srv.ResourceUpdated(context.Background(), u.p)
+		case <-v.gone:
+			m.NoticesQueued(-len(v.updates))
+			return
+		}
+	}
 }

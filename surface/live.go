@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/wardenmcp/warden/metrics"
 )
 
 // live is a downstream session, known from the moment the SDK names it (so
@@ -28,7 +29,24 @@ type live struct {
 	calls   map[string]context.CancelFunc   // JSON-RPC id of a fast call → cancel
 	early   map[string]time.Time            // ids cancelled before their call came → when
 	pending map[string]chan json.RawMessage // id of a request to the client → its answer
+
+	// Log messages no call of the session waits for go through a queue of
+	// at most maxQueued, sent by one goroutine per session: a client that
+	// does not keep up loses the excess instead of holding Warden's memory
+	// or delaying the other sessions.
+	out      chan notice
+	outMu    sync.Mutex
+	outEnded bool
+	drainer  sync.Once
+	gone     chan struct{} // closed when the session has ended
 }
+
+type notice struct {
+	server string
+	p      *mcp.LoggingMessageParams
+}
+
+const maxQueued = 256
 
 // A request and its cancellation travel on different connections, and the
 // cancellation can come first: it is kept for earlyFor, at most maxEarly.
@@ -38,7 +56,8 @@ const (
 )
 
 func newLive() *live {
-	l := &live{calls: map[string]context.CancelFunc{}, early: map[string]time.Time{}, pending: map[string]chan json.RawMessage{}}
+	l := &live{calls: map[string]context.CancelFunc{}, early: map[string]time.Time{}, pending: map[string]chan json.RawMessage{},
+		out: make(chan notice, maxQueued), gone: make(chan struct{})}
 	l.seen.Store(time.Now().UnixNano())
 	return l
 }
@@ -81,7 +100,8 @@ func (v *view) track(ss *mcp.ServerSession) {
 		v.sessMu.Lock()
 		delete(v.sessions, id)
 		v.sessMu.Unlock()
-		l.cancelAll()    // a call outliving its session could answer no one
+		l.cancelAll() // a call outliving its session could answer no one
+		close(l.gone)
 		v.g.Unfollow(ss) // its resource subscriptions end with it
 	}()
 }
@@ -168,6 +188,44 @@ func (l *live) wants(level mcp.LoggingLevel) bool {
 
 var levelRank = map[mcp.LoggingLevel]int{
 	"debug": 0, "info": 1, "notice": 2, "warning": 3, "error": 4, "critical": 5, "alert": 6, "emergency": 7,
+}
+
+// enqueue queues a log message from server for the session, or drops it
+// (counted) when the queue is full.
+func (l *live) enqueue(m *metrics.Metrics, server string, p *mcp.LoggingMessageParams) {
+	ss := l.ss.Load()
+	if ss == nil {
+		return
+	}
+	l.drainer.Do(func() { go l.drain(ss, m) })
+	l.outMu.Lock()
+	defer l.outMu.Unlock()
+	if l.outEnded {
+		return
+	}
+	select {
+	case l.out <- notice{server, p}:
+		m.NoticesQueued(1)
+	default:
+		m.NoticeDropped(server, "slow_client")
+	}
+}
+
+// drain sends the queued messages until the session ends.
+func (l *live) drain(ss *mcp.ServerSession, m *metrics.Metrics) {
+	for {
+		select {
+		case n := <-l.out:
+			m.NoticesQueued(-1)
+			_ = ss.Log(context.Background(), n.p)
+		case <-l.gone:
+			l.outMu.Lock()
+			l.outEnded = true
+			l.outMu.Unlock()
+			m.NoticesQueued(-len(l.out))
+			return
+		}
+	}
 }
 
 // deliver hands the client's answer to a request Warden sent it.

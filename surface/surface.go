@@ -226,6 +226,7 @@ func (s *Surfaces) forget(server string) {
 	s.mu.Unlock()
 	if v != nil {
 		v.closeAll()
+		close(v.gone)
 	}
 }
 

@@ -41,6 +41,18 @@ type view struct {
 
 	sessMu   sync.Mutex
 	sessions map[string]*live // initialized downstream sessions by id
+
+	// Resource updates wait in a queue of at most maxQueued, sent by one
+	// goroutine: the SDK writes each to every subscriber in turn, and a
+	// client that does not read must not hold up the upstream.
+	updates chan resourceUpdate
+	updater sync.Once
+	gone    chan struct{} // closed when the view is forgotten
+}
+
+type resourceUpdate struct {
+	server string
+	p      *mcp.ResourceUpdatedNotificationParams
 }
 
 // exposed is what one server currently contributes to a view.
@@ -55,6 +67,7 @@ func newView(g *gateway.Gateway, single string, log *slog.Logger, version string
 		tools: map[string]ref{}, contested: map[string]string{}, listed: map[string][]byte{}, prompts: map[string]ref{},
 		resources: map[string]string{}, byServer: map[string]*exposed{},
 		sessions: map[string]*live{},
+		updates:  make(chan resourceUpdate, maxQueued), gone: make(chan struct{}),
 	}
 	if single != "" {
 		v.surface = "mcp/" + single
@@ -110,6 +123,10 @@ func (v *view) intercept(next mcp.MethodHandler) mcp.MethodHandler {
 }
 
 func (v *view) callTool(ctx context.Context, r *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	// A large answer holds its room in the answers' bound until decoded
+	// for the SDK (which sends it after this returns).
+	ctx, after := upstream.WithAfterAnswer(ctx)
+	defer after.Run()
 	res, err := v.call(ctx, r.Params, gateway.SessionClient{ServerSession: r.Session})
 	if err != nil {
 		return nil, err

@@ -103,6 +103,9 @@ type Options struct {
 	Sessions      SessionStore                  // persisted HTTP sessions; nil keeps none
 	SessionEvent  func(server, kind string)     // resumed, expired, reinitialized, fresh
 	Auth          Authorizer                    // OAuth for HTTP servers; nil: none
+	NoticeDropped func(server string)           // a notification above the rate was dropped
+	Flood         func(server string, f Flood)  // a flooding episode began or ended
+	Answers       *Answers                      // bound over the answers being relayed; nil: a bound of its own
 }
 
 // Conn is one supervised upstream connection.
@@ -118,6 +121,9 @@ type Conn struct {
 	sem    chan struct{}
 	http   *sessionTransport // nil unless streamable HTTP
 	sse    *headerTransport  // nil unless legacy SSE
+	// notices throttles notifications for clients: a stdio server's as
+	// they are read, others' in the handlers (see noticeAllowed).
+	notices *noticeGate
 
 	mu         sync.Mutex
 	session    *mcp.ClientSession
@@ -142,6 +148,9 @@ func Start(cfg *config.Server, opts Options) *Conn {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	if opts.Answers == nil {
+		opts.Answers = NewAnswers(DefaultAnswersTotal, DefaultAnswerMax, nil)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &Conn{
 		Name: cfg.Name, opts: opts,
@@ -155,6 +164,7 @@ func Start(cfg *config.Server, opts Options) *Conn {
 		subbed:  map[string]*mcp.ClientSession{},
 	}
 	c.cfg.Store(cfg)
+	c.notices = newNoticeGate(cfg.Name, c.log, opts)
 	if cfg.Transport == "http" {
 		var event func(string)
 		if opts.SessionEvent != nil {
@@ -397,7 +407,7 @@ func (c *Conn) transport() (mcp.Transport, *stdioTransport, error) {
 		// it in their round tripper (wrapping an HTTP connection would hide
 		// it from the SDK, which needs to see its own type).
 		t := &stdioTransport{cfg: c.Config(), launcher: c.opts.Launcher, stderr: stderr, graceTime: 2 * time.Second}
-		return markingTransport{t}, t, nil
+		return markingTransport{t, c.notices}, t, nil
 	case "http":
 		return &mcp.StreamableClientTransport{Endpoint: c.Config().URL, HTTPClient: &http.Client{Transport: c.http}}, nil, nil
 	case "sse":
@@ -419,15 +429,27 @@ func (c *Conn) clientOptions() *mcp.ClientOptions {
 		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { c.scheduleRefresh() },
 		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { c.scheduleRefresh() },
 		ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) {
-			c.opts.Peer.ResourceUpdated(c.Name, r.Params)
+			if c.noticeAllowed() {
+				c.opts.Peer.ResourceUpdated(c.Name, r.Params)
+			}
 		},
 		LoggingMessageHandler: func(ctx context.Context, r *mcp.LoggingMessageRequest) {
-			c.opts.Peer.Log(ctx, c.Name, r.Params)
+			if c.noticeAllowed() {
+				c.opts.Peer.Log(ctx, c.Name, r.Params)
+			}
 		},
 		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
-			c.opts.Peer.Progress(c.Name, r.Params)
+			if c.noticeAllowed() {
+				c.opts.Peer.Progress(c.Name, r.Params)
+			}
 		},
 	}
+}
+
+// noticeAllowed passes a notification the SDK handed over through the
+// gate, unless the connection's reads did already (stdio).
+func (c *Conn) noticeAllowed() bool {
+	return c.Config().Transport == "stdio" || c.notices.allow()
 }
 
 // forwardServerRequests hands sampling, elicitation and roots requests to the

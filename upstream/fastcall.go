@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -98,11 +99,19 @@ func (c *Conn) callToolHTTP(ctx context.Context, cs *mcp.ClientSession, params *
 		return nil, fmt.Errorf("tools/call: upstream answered %s: %s", resp.Status, strings.TrimSpace(string(msg)))
 	}
 	var answer *rpcMessage
+	ans := &answerReader{r: resp.Body, ctx: ctx, h: ctx.Value(answerHoldKey{}).(*answerHold), size: resp.ContentLength}
 	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		answer, err = c.readResumable(ctx, cs, resp, id)
+		ans.size = -1 // the events before the answer are not counted
+		answer, err = c.readResumable(ctx, cs, resp, ans, id)
 	} else {
-		answer = &rpcMessage{}
-		err = json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(answer)
+		var data []byte
+		if data, err = readAnswer(ans); err == nil {
+			answer, err = decodeMessage(data, id)
+		}
+	}
+	var tooLarge *AnswerTooLargeError
+	if errors.As(err, &tooLarge) {
+		return nil, tooLarge
 	}
 	// A result that made it is kept even if the call was abandoned just
 	// then; an error answer after Warden asked the upstream to cancel is
@@ -123,7 +132,24 @@ func (c *Conn) callToolHTTP(ctx context.Context, cs *mcp.ClientSession, params *
 	if err != nil {
 		return nil, fmt.Errorf("tools/call: bad result: %w", err)
 	}
+	ans.h.shrinkTo(int64(cap(answer.Result))) // read whole: its size is known now
 	return res, nil
+}
+
+// readAnswer reads a JSON answer whole, in one buffer of its length when
+// the upstream said it (room for which is taken first).
+func readAnswer(r *answerReader) ([]byte, error) {
+	if r.size < 0 {
+		return io.ReadAll(r)
+	}
+	if r.size > answerFree {
+		if err := r.h.reserve(r.ctx, r.size); err != nil {
+			return nil, err
+		}
+	}
+	data := make([]byte, r.size)
+	_, err := io.ReadFull(r, data)
+	return data, err
 }
 
 // callRequest writes the tools/call request. The arguments, when they are
@@ -242,9 +268,8 @@ func (c *Conn) post(ctx context.Context, cs *mcp.ClientSession, body []byte) (*h
 // readResumable reads an answer's event stream; when it breaks before the
 // answer and the upstream numbered its events, it resumes the stream with
 // Last-Event-ID, like the SDK client's transport retry.
-func (c *Conn) readResumable(ctx context.Context, cs *mcp.ClientSession, resp *http.Response, id string) (*rpcMessage, error) {
+func (c *Conn) readResumable(ctx context.Context, cs *mcp.ClientSession, resp *http.Response, body *answerReader, id string) (*rpcMessage, error) {
 	lastID := ""
-	body := resp.Body
 	for attempt := 0; ; attempt++ {
 		answer, err := c.readStream(ctx, cs, body, id, &lastID)
 		if answer != nil || ctx.Err() != nil || lastID == "" || attempt == 2 {
@@ -265,28 +290,33 @@ func (c *Conn) readResumable(ctx context.Context, cs *mcp.ClientSession, resp *h
 			return nil, err
 		}
 		defer r.Body.Close()
-		body = r.Body
+		body.r, body.pending = r.Body, 0
+		body.h.put()
 	}
 }
 
 // readStream reads an answer's event stream until the response with id,
 // handling what the upstream sends before it.
-func (c *Conn) readStream(ctx context.Context, cs *mcp.ClientSession, r io.Reader, id string, lastID *string) (*rpcMessage, error) {
+func (c *Conn) readStream(ctx context.Context, cs *mcp.ClientSession, r *answerReader, id string, lastID *string) (*rpcMessage, error) {
 	var answer *rpcMessage
 	err := scanEvents(r, func(eventID string, data []byte) bool {
 		*lastID = eventID
-		var m rpcMessage
-		if len(data) == 0 || json.Unmarshal(data, &m) != nil {
+		m, err := decodeMessage(data, id)
+		if len(data) == 0 || err != nil {
+			r.eventDone()
 			return false
+		}
+		if m.Method != "" || !idIs(m.ID, id) {
+			defer r.eventDone()
 		}
 		switch {
 		case m.Method == "" && idIs(m.ID, id):
-			answer = &m
+			answer = m
 			return true
 		case m.Method != "" && len(m.ID) > 0:
-			go c.answerUpstream(ctx, cs, m)
-		case m.Method != "":
-			c.notification(ctx, m)
+			go c.answerUpstream(ctx, cs, *m)
+		case m.Method != "" && (!isNotice(m.Method) || c.notices.allow()):
+			c.notification(ctx, *m)
 		}
 		return false
 	})
@@ -392,8 +422,13 @@ func (c *Conn) cancelUpstream(cs *mcp.ClientSession, id string, cause error) {
 	}()
 }
 
-// CallTool runs one tools/call upstream on the live session.
+// CallTool runs one tools/call upstream on the live session. A large
+// answer holds room in the answers' bound until it has been sent (see
+// AfterAnswer), or until the call returns.
 func (c *Conn) CallTool(ctx context.Context, cs *mcp.ClientSession, params *mcp.CallToolParams) (*Result, error) {
+	h := c.opts.Answers.hold()
+	defer afterAnswer(ctx, h.end)
+	ctx = withAnswerHold(ctx, h)
 	if c.http != nil {
 		return c.callToolHTTP(ctx, cs, params)
 	}

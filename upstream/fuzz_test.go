@@ -80,6 +80,7 @@ func (h *hostile) set(fn func(id []byte) (int, string, []byte)) {
 // nopPeer takes what the upstream sends on its own and refuses its requests.
 type nopPeer struct{}
 
+func (nopPeer) Exposed(string) bool          { return true }
 func (nopPeer) Inventory(string, *Inventory) {}
 func (nopPeer) StateChanged(string, Status)  {}
 func (nopPeer) CreateMessage(context.Context, string, *mcp.CreateMessageWithToolsParams) (*mcp.CreateMessageWithToolsResult, error) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -71,4 +72,91 @@ func (r *Result) MarshalJSON() ([]byte, error) {
 		return r.Raw, nil
 	}
 	return json.Marshal(r.Decoded)
+}
+
+// decodeMessage decodes a message of a call's answer stream. The result of
+// the answer to id is not copied: it refers into data, which the caller
+// then leaves alone (a large answer is held once, not twice).
+func decodeMessage(data []byte, id string) (*rpcMessage, error) {
+	var head struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Error  *jsonrpc.Error  `json:"error"`
+	}
+	if err := json.Unmarshal(data, &head); err != nil { // checks all of data
+		return nil, err
+	}
+	if head.Method == "" && idIs(head.ID, id) {
+		if res, ok := member(data, "result"); ok || head.Error != nil {
+			return &rpcMessage{ID: head.ID, Result: res, Error: head.Error}, nil
+		}
+	}
+	var m rpcMessage
+	return &m, json.Unmarshal(data, &m)
+}
+
+// member finds the value of a member of obj, valid JSON, as encoding/json
+// would (the key in any case, the last of several). It gives up (false) on
+// a key written with escapes.
+func member(obj []byte, key string) ([]byte, bool) {
+	i := skipSpace(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return nil, false
+	}
+	var found []byte
+	for i = skipSpace(obj, i+1); obj[i] != '}'; i = skipSpace(obj, i) {
+		if obj[i] == ',' {
+			i = skipSpace(obj, i+1)
+		}
+		end := skipValue(obj, i)
+		k := obj[i+1 : end-1]
+		if bytes.IndexByte(k, '\\') >= 0 {
+			return nil, false
+		}
+		i = skipSpace(obj, skipSpace(obj, end)+1) // past ':'
+		end = skipValue(obj, i)
+		if bytes.EqualFold(k, []byte(key)) {
+			found = obj[i:end]
+		}
+		i = end
+	}
+	return found, found != nil
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n') {
+		i++
+	}
+	return i
+}
+
+// skipValue returns the end of the JSON value that starts at b[i].
+func skipValue(b []byte, i int) int {
+	switch b[i] {
+	case '"':
+		for i++; b[i] != '"'; i++ {
+			if b[i] == '\\' {
+				i++
+			}
+		}
+		return i + 1
+	case '{', '[':
+		depth := 0
+		for ; ; i++ {
+			switch b[i] {
+			case '"':
+				i = skipValue(b, i) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return i + 1
+				}
+			}
+		}
+	}
+	for i < len(b) && !bytes.ContainsRune([]byte(",}] \t\r\n"), rune(b[i])) {
+		i++
+	}
+	return i
 }

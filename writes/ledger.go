@@ -55,6 +55,9 @@ const (
 	ReasonCancelled    Reason = "cancelled"
 	ReasonTimeout      Reason = "timeout"
 	ReasonUpstreamLost Reason = "upstream_lost"
+	// The answer came but was larger than Warden passes on: the caller
+	// cannot know what the call did.
+	ReasonAnswerTooLarge Reason = "answer_too_large"
 )
 
 // Latch is the record of a non-read call whose outcome is unknown. It never

@@ -12,7 +12,12 @@ import (
 	"github.com/wardenmcp/warden/config"
 	"github.com/wardenmcp/warden/daemon"
 	"github.com/wardenmcp/warden/sandbox"
+	"github.com/wardenmcp/warden/upstream"
 )
+
+// answersMemoryLimit is the soft limit of the daemon's memory: twice the
+// bound of answers in flight.
+const answersMemoryLimit = 2 * upstream.DefaultAnswersTotal
 
 func newServeCmd(g *globals) *cobra.Command {
 	var listen string
@@ -26,6 +31,13 @@ func newServeCmd(g *globals) *cobra.Command {
 				// JSON: collecting less often costs little memory and
 				// takes work off the call path.
 				debug.SetGCPercent(400)
+			}
+			if os.Getenv("GOMEMLIMIT") == "" {
+				// But not by GOGC's factor over large answers: those in
+				// flight are bounded (upstream.DefaultAnswersTotal), and
+				// the garbage they leave is collected before the heap
+				// passes this.
+				debug.SetMemoryLimit(answersMemoryLimit)
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()

@@ -1,0 +1,89 @@
+package e2e
+
+import (
+	"context"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/wardenmcp/warden/internal/testenv"
+	"github.com/wardenmcp/warden/internal/wardentest"
+	"github.com/wardenmcp/warden/upstream"
+)
+
+// hugeAnswerFixture starts an HTTP fixture-server whose tool huge_answer
+// answers size bytes of text, and returns its URL.
+func hugeAnswerFixture(t testing.TB, size int) string {
+	t.Helper()
+	stats := filepath.Join(t.TempDir(), "stats.json")
+	testenv.StartProcess(t, exec.Command(testenv.BuildBinary(t, fixturePkg), "-http", "127.0.0.1:0", "-stats", stats, "-huge-answer", strconv.Itoa(size)))
+	var url string
+	wardentest.WaitFor(t, 20*time.Second, "the HTTP fixture-server to listen", func() bool {
+		st, ok := wlReadStats(stats)
+		url = st.URL
+		return ok && url != ""
+	})
+	return url
+}
+
+// Answers too large for Warden are refused with a clear error; a write
+// whose answer is refused so is an unknown outcome and latches its server.
+// Large answers within the bound all get through, many at once, over the
+// direct HTTP path and over stdio, and once they are sent Warden holds none
+// of their room.
+func TestLargeAnswers(t *testing.T) {
+	const tooLarge, large = upstream.DefaultAnswerMax + 1<<20, 4 << 20
+	hugeURL := hugeAnswerFixture(t, tooLarge)
+	w := wardentest.Start(t, map[string]any{
+		"huge":      map[string]any{"url": hugeURL, "trusted": true},
+		"hugewrite": map[string]any{"url": hugeURL, "trusted": true, "tools": map[string]any{"huge_answer": map[string]any{"class": "write"}}},
+		"big":       map[string]any{"url": hugeAnswerFixture(t, large), "trusted": true},
+		"bigstdio":  map[string]any{"command": testenv.BuildBinary(t, fixturePkg), "args": []string{"-huge-answer", strconv.Itoa(large)}, "trusted": true},
+	})
+	for _, s := range []string{"huge", "hugewrite", "big", "bigstdio"} {
+		w.WaitReady(t, s)
+	}
+	cs := w.Connect(t, "/mcp", nil)
+
+	res := callResult(t, cs, "huge__huge_answer", nil)
+	if !res.IsError || !strings.Contains(resultText(res), "larger than Warden passes on (64 MiB at most)") {
+		t.Fatalf("a read whose answer is too large: %s", resultText(res))
+	}
+	if l := wlLatches(t, w); len(l) != 0 {
+		t.Fatalf("a read latched: %+v", l)
+	}
+	res = callResult(t, cs, "hugewrite__huge_answer", nil)
+	if !res.IsError || res.Meta["warden/outcome"] != "unknown" || !strings.Contains(resultText(res), "warden writes clear hugewrite") {
+		t.Fatalf("a write whose answer is too large: %s %v", resultText(res), res.Meta)
+	}
+	if l := wlLatches(t, w); len(l) != 1 || l[0].Server != "hugewrite" || l[0].Reason != "answer_too_large" {
+		t.Fatalf("latches after a write whose answer was too large: %+v", l)
+	}
+
+	// Six answers of unknown length over HTTP take more than the bound
+	// (each holds room for the largest answer while it is read): some wait.
+	var wg sync.WaitGroup
+	for i := range 10 {
+		tool := "big__huge_answer"
+		if i >= 6 {
+			tool = "bigstdio__huge_answer"
+		}
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool})
+			if err != nil || res.IsError || len(resultText(res)) != large {
+				t.Errorf("%s: %v, %d bytes of text %.300s", tool, err, len(resultText(res)), resultText(res))
+			}
+		})
+	}
+	wg.Wait()
+	if m := metricsText(t, w); metricValue(m, "warden_answer_bytes_in_flight") != 0 {
+		t.Fatalf("answer bytes still held after every answer was sent:\n%s", grepLines(m, "warden_answer"))
+	}
+}

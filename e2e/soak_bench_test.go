@@ -1,0 +1,129 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/wardenmcp/warden/internal/testenv"
+)
+
+// BenchmarkSoak runs b.N tool calls at 16 clients through Warden (as its
+// own process) while a stdio server floods log messages to 20 client
+// sessions at level info (raw streams), one of which never reads. Reported:
+// Warden's resident memory before the load (servers connected, clients
+// not yet), after it, and at its peak, in MB, and the calls per second.
+//
+//	go test -run '^$' -bench BenchmarkSoak -benchtime 10000x ./e2e/
+func BenchmarkSoak(b *testing.B) {
+	fixture := testenv.BuildBinary(b, fixturePkg)
+	upAddr := "127.0.0.1:" + strconv.Itoa(testenv.FreePort(b))
+	testenv.StartProcess(b, exec.Command(fixture, "-http", upAddr))
+	upURL := "http://" + upAddr + "/mcp"
+	testenv.WaitHTTP(b, upURL, 20*time.Second)
+	listen, warden := startWardenProcess(b, map[string]any{
+		"bench": map[string]any{"url": upURL, "trusted": true},
+		"flood": map[string]any{"command": fixture, "args": []string{"-flood", "-1"}, "trusted": true},
+	})
+	calls := newBenchTarget(b, "http://"+listen+"/mcp", "bench__echo", 16)
+	before := vmKB(b, warden.PID(), "VmRSS")
+
+	// The listeners read their streams raw: decoding thousands of
+	// messages a second in SDK clients would take the machine's cores
+	// from Warden.
+	var heard atomic.Int64
+	for range 19 {
+		stream := logStream(b, "http://"+listen+"/mcp/flood")
+		go func() {
+			sc := bufio.NewScanner(stream)
+			for sc.Scan() {
+				if bytes.HasPrefix(sc.Bytes(), []byte("data:")) {
+					heard.Add(1)
+				}
+			}
+		}()
+	}
+	stuckClient(b, "http://"+listen+"/mcp/flood")
+
+	b.ResetTimer()
+	calls.run(b, b.N)
+	b.StopTimer()
+	b.ReportMetric(float64(before)/1024, "rss-before-MB")
+	b.ReportMetric(float64(vmKB(b, warden.PID(), "VmRSS"))/1024, "rss-after-MB")
+	b.ReportMetric(float64(vmKB(b, warden.PID(), "VmHWM"))/1024, "rss-peak-MB")
+	b.ReportMetric(calls.rate(), "calls/s")
+	b.ReportMetric(float64(heard.Load())/calls.elapsed.Seconds(), "log-msgs/s")
+}
+
+// BenchmarkLargeAnswers makes ten calls at once whose answers are 60 MB
+// each, through Warden as its own process, and reports Warden's peak
+// resident memory in MB.
+//
+//	go test -run '^$' -bench BenchmarkLargeAnswers -benchtime 1x ./e2e/
+func BenchmarkLargeAnswers(b *testing.B) {
+	const size = 60 << 20
+	listen, warden := startWardenProcess(b, map[string]any{"big": map[string]any{"url": hugeAnswerFixture(b, size), "trusted": true, "callTimeout": "10m"}})
+	t := newBenchTarget(b, "http://"+listen+"/mcp", "big__echo", 10)
+	before := vmKB(b, warden.PID(), "VmRSS")
+	b.ResetTimer()
+	for range b.N {
+		var wg sync.WaitGroup
+		for _, cs := range t.sessions {
+			wg.Go(func() {
+				res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "big__huge_answer"})
+				if err != nil || res.IsError || len(resultText(res)) != size {
+					b.Errorf("call: %v, %d bytes", err, len(resultText(res)))
+				}
+			})
+		}
+		wg.Wait()
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(before)/1024, "rss-before-MB")
+	b.ReportMetric(float64(vmKB(b, warden.PID(), "VmHWM"))/1024, "rss-peak-MB")
+}
+
+// startWardenProcess runs `warden serve` with servers and waits until it
+// answers; it returns the address it listens on and its process.
+func startWardenProcess(b *testing.B, servers map[string]any) (string, *testenv.Process) {
+	dir := b.TempDir()
+	listen := "127.0.0.1:" + strconv.Itoa(testenv.FreePort(b))
+	cfg, _ := json.Marshal(map[string]any{"listen": listen, "mcpServers": servers})
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), cfg, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	p := testenv.StartProcess(b, exec.Command(testenv.BuildBinary(b, "./cmd/warden"), "serve",
+		"--config", filepath.Join(dir, "config.json"), "--state-dir", filepath.Join(dir, "state")))
+	testenv.WaitHTTP(b, "http://"+listen+"/healthz", 20*time.Second)
+	return listen, p
+}
+
+// vmKB reads a field (VmRSS, VmHWM) of /proc/<pid>/status, in kB.
+func vmKB(b *testing.B, pid int, field string) int64 {
+	data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			n, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return n
+		}
+	}
+	b.Fatalf("no %s in /proc/%d/status", field, pid)
+	return 0
+}
