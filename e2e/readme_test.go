@@ -6,12 +6,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/wardenmcp/warden/internal/testenv"
+	"github.com/wardenmcp/warden/internal/wardentest"
 )
 
 // readmeCommands are the command lines of the README's sh blocks, block by
@@ -22,9 +24,14 @@ func readmeCommands(t *testing.T) [][]string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return readmeCommandsIn(string(b))
+}
+
+// readmeCommandsIn is readmeCommands of a part of the README.
+func readmeCommandsIn(text string) [][]string {
 	var blocks [][]string
 	in := false
-	for _, line := range strings.Split(string(b), "\n") {
+	for _, line := range strings.Split(text, "\n") {
 		switch {
 		case line == "```sh":
 			in = true
@@ -105,5 +112,131 @@ func TestReadmeStartAsWritten(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "at http://"+listen) || !strings.Contains(out.String(), "config "+cfg) {
 		t.Fatalf("warden status did not reach the daemon the README started:\n%s%s", out.String(), errOut.String())
+	}
+}
+
+// The README's first hour, run as written against the real reference
+// servers from npm (found by npx in e2e/node, where the daemon runs),
+// each command answered y where it asks: what each says and how it exits
+// is what the README promises, and an MCP client then sees exactly what
+// was admitted.
+func TestReadmeFirstHour(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(testenv.RepoRoot(t), "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, ok := strings.Cut(string(b), "\n## Your first hour\n")
+	if !ok {
+		t.Fatal(`the README has no "## Your first hour"`)
+	}
+	blocks := readmeCommandsIn(after)
+	if len(blocks) == 0 {
+		t.Fatal("no sh block after the README's first hour heading")
+	}
+	block := blocks[0]
+	dir := t.TempDir()
+	home, bin := filepath.Join(dir, "home"), filepath.Join(dir, "bin")
+	for _, d := range []string{home, bin} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(testenv.BuildBinary(t, "./cmd/warden"), filepath.Join(bin, "warden")); err != nil {
+		t.Fatal(err)
+	}
+	listen := "127.0.0.1:" + strconv.Itoa(testenv.FreePort(t))
+	cfg := filepath.Join(dir, "config", "config.json")
+	if err := os.MkdirAll(filepath.Dir(cfg), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfg, []byte(`{"listen": "`+listen+`"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var env []string
+	for _, kv := range testenv.NodeEnv(t) {
+		switch {
+		case strings.HasPrefix(kv, "PATH="):
+			env = append(env, "PATH="+bin+":"+kv[len("PATH="):])
+		case strings.HasPrefix(kv, "HOME="), strings.HasPrefix(kv, "WARDEN_"):
+		default:
+			env = append(env, kv)
+		}
+	}
+	env = append(env, "HOME="+home, "WARDEN_CONFIG="+cfg, "WARDEN_STATE_DIR="+filepath.Join(dir, "state"), "npm_config_update_notifier=false")
+	serve := exec.Command(filepath.Join(bin, "warden"), "serve")
+	serve.Dir, serve.Env = testenv.NodeDir(t), env // npx finds the packages installed there
+	testenv.StartProcess(t, serve)
+	testenv.WaitHTTP(t, "http://"+listen+"/healthz", 20*time.Second)
+
+	run := func(cmd string) (code int, stdout, stderr string) {
+		c := exec.Command("bash", "-c", cmd)
+		c.Dir, c.Env, c.Stdin = home, env, strings.NewReader("y\n")
+		var out, errOut bytes.Buffer
+		c.Stdout, c.Stderr = &out, &errOut
+		err := c.Run()
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatalf("%s: %v", cmd, err)
+		}
+		return code, out.String(), errOut.String()
+	}
+	// What each command must do; every command of the block has a line.
+	want := []struct {
+		prefix string
+		code   int
+		says   []string
+	}{
+		{"mkdir -p ~/notes", 0, nil},
+		{"warden servers add memory", 0, []string{"memory"}},
+		{"warden servers add everything", 0, []string{"everything"}},
+		{"warden servers add files", 0, []string{"files"}},
+		{"warden status", 0, []string{"memory", "everything", "files", "quarantined"}},
+		{"warden review memory", 3, []string{"read_graph", "create_entities"}},
+		{"warden servers approve memory", 0, []string{"about to admit memory", "read_graph"}},
+		{"warden review approve everything --all --except get-env", 3, []string{"get-env"}},
+		{"warden servers approve everything", 3, []string{"get-env"}},
+		{"warden call memory read_graph", 0, []string{"entities"}},
+		{"warden call everything get-env", 1, []string{"TOOL_PENDING", "warden review"}},
+		{"warden tools files", 3, []string{"read_text_file"}},
+		{"warden logs files", 0, []string{"Secure MCP Filesystem Server"}},
+	}
+	if len(block) != len(want) {
+		t.Fatalf("the README's first hour has %d commands, the test knows %d: %q", len(block), len(want), block)
+	}
+	for i, cmd := range block {
+		w := want[i]
+		if !strings.HasPrefix(cmd, w.prefix) {
+			t.Fatalf("command %d is %q, the test expects %q...", i+1, cmd, w.prefix)
+		}
+		if w.prefix == "warden status" {
+			// As the README says: again until all three are ready.
+			wardentest.WaitFor(t, 2*time.Minute, "all three servers ready", func() bool {
+				_, out, _ := run(cmd)
+				return strings.Count(out, " ready ") == 3
+			})
+		}
+		code, out, errOut := run(cmd)
+		if code != w.code {
+			t.Fatalf("%s: exit %d, want %d\n%s%s", cmd, code, w.code, out, errOut)
+		}
+		for _, s := range w.says {
+			if !strings.Contains(out+errOut, s) {
+				t.Fatalf("%s does not say %q:\n%s%s", cmd, s, out, errOut)
+			}
+		}
+	}
+
+	cs := isoConnect(t, "http://"+listen+"/mcp")
+	names := toolNames(t, cs)
+	for _, n := range []string{"memory__read_graph", "everything__echo"} {
+		if !slices.Contains(names, n) {
+			t.Errorf("the client does not see %s: %q", n, names)
+		}
+	}
+	for _, n := range names {
+		if n == "everything__get-env" || strings.HasPrefix(n, "files__") {
+			t.Errorf("the client sees %s, which was not admitted", n)
+		}
 	}
 }
