@@ -294,6 +294,10 @@ func TestBridgeRefusesOversizedLines(t *testing.T) {
 		inR.Close() // a bridge that stopped fails the writes instead of blocking them
 	}()
 	defer func() {
+		// A client that closes its end of stdin still reads stdout (or
+		// closes it): what the bridge writes meanwhile (a notification
+		// from the event stream) must not block its stop.
+		go io.Copy(io.Discard, outR)
 		inW.Close()
 		select {
 		case err := <-done:
