@@ -4,7 +4,7 @@
 // the operator API, and it must not outlive Warden.
 //
 // Warden starts every stdio server through a copy of its own binary, the
-// launcher (Run), in new user, mount and PID namespaces. Before it execs the
+// launcher (MaybeRun), in new user, mount and PID namespaces. Before it execs the
 // server, the launcher
 //
 //  1. asks for SIGKILL when Warden dies and checks Warden's lifeline pipe;
@@ -104,18 +104,17 @@ type plan struct {
 // Launcher starts stdio servers confined as its Mode says.
 type Launcher struct {
 	Mode   Mode
-	self   string   // the binary whose main calls Run
+	self   string   // the binary whose main calls MaybeRun
 	hide   []string // Warden's private directories: the state dir
 	config string   // Warden's config file
-	// lifeline's write end stays open in Warden only (close-on-exec): a
-	// launcher that finds it closed knows Warden died before it could ask
-	// the kernel for a signal.
-	lifeline *os.File
-	life     *os.File
+	// The lifeline is a pipe whose write end only Warden holds (it is
+	// close-on-exec): a launcher that finds it closed knows Warden died
+	// before it could ask the kernel for a signal.
+	lifeR, lifeW *os.File
 }
 
 // NewLauncher returns a launcher that runs servers through self (a binary
-// whose main calls Run first thing) and hides stateDir and configPath from
+// whose main calls MaybeRun first thing) and hides stateDir and configPath from
 // them. It probes the kernel once; when namespaces are not available it
 // falls back to Reaper mode and returns why, for Warden to log as a warning.
 // With mode Off it starts servers directly and probes nothing.
@@ -134,7 +133,7 @@ func NewLauncher(self, stateDir, configPath string, mode Mode) (*Launcher, error
 	if err != nil {
 		return nil, err
 	}
-	l.lifeline, l.life = r, w
+	l.lifeR, l.lifeW = r, w
 	if mode == Namespaces {
 		if err := l.probe(); err != nil {
 			l.Mode = Reaper
@@ -145,11 +144,11 @@ func NewLauncher(self, stateDir, configPath string, mode Mode) (*Launcher, error
 	return l, nil
 }
 
-// Close releases the lifeline; servers started later are not confined by it.
+// Close releases the lifeline, when Warden stops; no server starts after it.
 func (l *Launcher) Close() {
-	if l.life != nil {
-		l.life.Close()
-		l.lifeline.Close()
+	if l.lifeW != nil {
+		l.lifeW.Close()
+		l.lifeR.Close()
 	}
 }
 
@@ -238,7 +237,7 @@ func (l *Launcher) command(spec Spec, probe bool) (*exec.Cmd, error) {
 	cmd := exec.Command(l.self, append([]string{spec.Command}, spec.Args...)...)
 	cmd.Env = append(env, launchEnv+"="+string(b))
 	cmd.Dir = spec.Dir
-	cmd.ExtraFiles = []*os.File{l.lifeline}
+	cmd.ExtraFiles = []*os.File{l.lifeR}
 	// The launcher asks for its parent-death signal itself: Go's check
 	// after setting one compares the parent's PID, which reads 0 in a new
 	// PID namespace, and would kill the launcher at once.
