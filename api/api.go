@@ -37,6 +37,9 @@ type Deps struct {
 	// Caller, if set, refuses a request by what sent it (a process Warden
 	// spawned), whatever token it holds.
 	Caller func(*http.Request) error
+	// UILogin mints a one-time code that the review page (/ui/) exchanges
+	// for a browser session; nil: no review page.
+	UILogin func() (string, error)
 }
 
 // LogFile is a stdio server's stderr log (secrets already masked).

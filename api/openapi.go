@@ -91,6 +91,9 @@ var routes = []route{
 	{method: "DELETE", path: "/v1/servers/{s}/auth", id: "authLogout", answer: AuthLogout{},
 		summary: "Log out of an upstream: revoke its tokens where the authorization server supports it, and forget them",
 		serve:   (*handler).authLogout},
+	{method: "POST", path: "/v1/ui/login", id: "uiLogin", answer: UILogin{},
+		summary: "A one-time code for the review page in the browser (warden ui): GET the answered path once to start a browser session",
+		serve:   (*handler).uiLogin},
 	{method: "GET", path: "/v1/events", id: "events", media: "text/event-stream",
 		summary: "Server-sent events: server state, approvals, latches, list changes, sessions, reloads", serve: (*handler).events},
 }

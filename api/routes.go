@@ -310,3 +310,19 @@ func (a *handler) events(w http.ResponseWriter, r *http.Request) {
 		fl.Flush()
 	}
 }
+
+// UILoginTTL is how long a code of POST /v1/ui/login can be exchanged.
+const UILoginTTL = 5 * time.Minute
+
+func (a *handler) uiLogin(w http.ResponseWriter, r *http.Request) {
+	if a.UILogin == nil {
+		fail(w, http.StatusNotFound, "not_found", "this Warden serves no review page")
+		return
+	}
+	code, err := a.UILogin()
+	if err != nil {
+		fail(w, http.StatusInternalServerError, "ui_error", err.Error())
+		return
+	}
+	reply(w, http.StatusOK, UILogin{Code: code, Path: "/ui/login?code=" + code, ExpiresAt: time.Now().Add(UILoginTTL).UTC()})
+}

@@ -69,6 +69,14 @@ type Cleared struct {
 	Latches any  `json:"latches,omitempty"`
 }
 
+// UILogin answers POST /v1/ui/login: a one-time code for the review page,
+// and the path that exchanges it for a browser session.
+type UILogin struct {
+	Code      string    `json:"code"`
+	Path      string    `json:"path"` // /ui/login?code=...
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
 // Error is every error answer: {"error":{"code":...,"message":...}}.
 type Error struct {
 	Error ErrorBody `json:"error"`

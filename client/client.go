@@ -222,6 +222,13 @@ func (c *Client) ClearWrites(ctx context.Context, server string) (*Cleared, erro
 	return &out, c.do(ctx, http.MethodDelete, "/v1/writes/"+url.PathEscape(server), nil, &out)
 }
 
+// UILogin asks for a one-time login code for the review page (POST
+// /v1/ui/login).
+func (c *Client) UILogin(ctx context.Context) (*api.UILogin, error) {
+	var out api.UILogin
+	return &out, c.do(ctx, http.MethodPost, "/v1/ui/login", nil, &out)
+}
+
 // Sessions answers GET /v1/sessions, as the daemon wrote it.
 func (c *Client) Sessions(ctx context.Context) (json.RawMessage, error) {
 	var out json.RawMessage

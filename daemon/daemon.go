@@ -33,6 +33,7 @@ import (
 	"github.com/wardenmcp/warden/sandbox"
 	"github.com/wardenmcp/warden/sessions"
 	"github.com/wardenmcp/warden/surface"
+	"github.com/wardenmcp/warden/ui"
 	"github.com/wardenmcp/warden/upstream"
 	"github.com/wardenmcp/warden/writes"
 )
@@ -232,12 +233,17 @@ func (d *Daemon) routes(s *surface.Surfaces, m *metrics.Metrics) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", s)
 	mux.Handle("/mcp/", s)
-	mux.Handle("/v1/", api.Handler(api.Deps{
+	// The review page reads and decides through the API, in-process.
+	review := &ui.UI{Token: d.Token}
+	review.API = api.Handler(api.Deps{
 		Version: d.opts.Version, Token: d.Token, Started: time.Now(), Gateway: d.gw,
 		Approvals: d.approvals, Writes: d.ledger, Activity: d.activity, Events: d.events,
 		Config: d.configInfo, Sessions: func() any { return d.sessions.List() }, Caller: d.refuseSpawned, Auth: d.auth,
-		Logs: func(server string) (api.LogFile, error) { return d.logs.file(server) },
-	}))
+		Logs:    func(server string) (api.LogFile, error) { return d.logs.file(server) },
+		UILogin: review.NewCode,
+	})
+	mux.Handle("/v1/", review.API)
+	mux.Handle("/ui/", review)
 	mux.HandleFunc("GET /oauth/callback", d.auth.Callback)
 	mux.Handle("GET /metrics", m.Handler())
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })

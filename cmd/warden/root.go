@@ -86,6 +86,7 @@ approvals that leave tools held).`,
 		newConnectCmd(g),
 		newLogsCmd(g),
 		newAuthCmd(g),
+		newUICmd(g),
 	)
 	root.SetVersionTemplate("warden {{.Version}}\n")
 	completeBashWithoutPackage(root)

@@ -1,0 +1,47 @@
+package ui
+
+import (
+	"html/template"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+var funcs = template.FuncMap{
+	"short": func(h string) string {
+		h = strings.TrimPrefix(h, "sha256:")
+		if len(h) > 12 {
+			return h[:12]
+		}
+		return h
+	},
+	"stamp": func(t time.Time) string {
+		if t.IsZero() {
+			return ""
+		}
+		return t.UTC().Format("2006-01-02 15:04:05 UTC")
+	},
+	"esc": url.PathEscape,
+	// hints are a tool's annotations in words.
+	"hints": func(a *mcp.ToolAnnotations) []string {
+		if a == nil {
+			return nil
+		}
+		var out []string
+		if a.ReadOnlyHint {
+			out = append(out, "read-only")
+		}
+		if a.DestructiveHint != nil && *a.DestructiveHint {
+			out = append(out, "destructive")
+		}
+		if a.IdempotentHint {
+			out = append(out, "idempotent")
+		}
+		if a.OpenWorldHint != nil && *a.OpenWorldHint {
+			out = append(out, "open world")
+		}
+		return out
+	},
+}

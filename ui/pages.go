@@ -1,0 +1,310 @@
+package ui
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+
+	"github.com/wardenmcp/warden/api"
+	"github.com/wardenmcp/warden/approval"
+	"github.com/wardenmcp/warden/writes"
+)
+
+// page is what every template gets.
+type page struct {
+	Title   string
+	CSRF    string
+	Flash   *flash
+	Problem string // why the page could not show its data
+	Data    any
+}
+
+// mismatch is a tool that changed since the page showed it.
+type mismatch = approval.Mismatch
+
+// apiError is an error answer of the REST API.
+type apiError struct {
+	Status int
+	Body   struct {
+		Code    string                      `json:"code"`
+		Message string                      `json:"message"`
+		Details *approval.HashMismatchError `json:"details"`
+	} `json:"error"`
+}
+
+func (e *apiError) Error() string { return e.Body.Message }
+
+// recorder collects an in-process API answer.
+type recorder struct {
+	h    http.Header
+	code int
+	body bytes.Buffer
+}
+
+func (rec *recorder) Header() http.Header         { return rec.h }
+func (rec *recorder) Write(b []byte) (int, error) { return rec.body.Write(b) }
+func (rec *recorder) WriteHeader(code int) {
+	if rec.code == 0 {
+		rec.code = code
+	}
+}
+
+// apiRequest is r turned into a call of the REST API with the operator
+// token. It keeps r's context, so the API checks the browser's connection
+// as it checks any caller's.
+func (u *UI) apiRequest(r *http.Request, method, path string, body any) (*http.Request, error) {
+	var rd io.Reader = http.NoBody
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return nil, err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(r.Context(), method, path, rd)
+	if err != nil {
+		return nil, err
+	}
+	req.RemoteAddr, req.Host = r.RemoteAddr, r.Host
+	req.Header.Set("Authorization", "Bearer "+u.Token)
+	req.Header.Set("Content-Type", "application/json")
+	return req, nil
+}
+
+// call runs one REST API request in-process and decodes its JSON answer.
+func (u *UI) call(r *http.Request, method, path string, body, out any) error {
+	req, err := u.apiRequest(r, method, path, body)
+	if err != nil {
+		return err
+	}
+	rec := &recorder{h: http.Header{}}
+	u.API.ServeHTTP(rec, req)
+	if rec.code == 0 {
+		rec.code = http.StatusOK
+	}
+	if rec.code != http.StatusOK {
+		e := &apiError{Status: rec.code}
+		if json.Unmarshal(rec.body.Bytes(), e) != nil || e.Body.Message == "" {
+			e.Body.Message = fmt.Sprintf("the API answered %d: %s", rec.code, bytes.TrimSpace(rec.body.Bytes()))
+		}
+		return e
+	}
+	if out == nil {
+		return nil
+	}
+	return json.Unmarshal(rec.body.Bytes(), out)
+}
+
+func serverPath(s, rest string) string { return "/v1/servers/" + url.PathEscape(s) + rest }
+
+func render(w http.ResponseWriter, status int, name string, p page) {
+	var b bytes.Buffer
+	if err := pages.ExecuteTemplate(&b, name, p); err != nil {
+		http.Error(w, "rendering the page: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = b.WriteTo(w)
+}
+
+// show renders a page for a session, or what kept it from its data.
+func (u *UI) show(w http.ResponseWriter, s *session, name, title string, data any, err error) {
+	p := page{Title: title, CSRF: s.csrf, Flash: u.takeFlash(s), Data: data}
+	status := http.StatusOK
+	if err != nil {
+		p.Problem, p.Data = err.Error(), nil
+		status = http.StatusBadGateway
+		if e, ok := err.(*apiError); ok {
+			status = e.Status
+		}
+	}
+	render(w, status, name, p)
+}
+
+type overviewData struct {
+	Status  api.Status
+	Latched map[string][]writes.Latch
+}
+
+func (u *UI) overview(w http.ResponseWriter, r *http.Request, s *session) {
+	var d overviewData
+	var ls []writes.Latch
+	err := u.call(r, "GET", "/v1/status", nil, &d.Status)
+	if err == nil {
+		err = u.call(r, "GET", "/v1/writes", nil, &ls)
+	}
+	d.Latched = map[string][]writes.Latch{}
+	for _, l := range ls {
+		d.Latched[l.Server] = append(d.Latched[l.Server], l)
+	}
+	u.show(w, s, "overview", "Servers", d, err)
+}
+
+type serverData struct {
+	Server api.Server
+	Tools  []api.Tool
+	// Admits is what admitting the quarantined server approves: its
+	// present tools waiting for review.
+	Admits []api.Tool
+}
+
+// waiting is a tool a review can approve.
+func waiting(t api.Tool) bool {
+	return t.Present && (t.Status == approval.StatusPending || t.Status == approval.StatusChanged)
+}
+
+func (u *UI) server(w http.ResponseWriter, r *http.Request, s *session) {
+	var d serverData
+	name := r.PathValue("s")
+	err := u.call(r, "GET", serverPath(name, ""), nil, &d.Server)
+	if err == nil {
+		err = u.call(r, "GET", serverPath(name, "/tools"), nil, &d.Tools)
+	}
+	for _, t := range d.Tools {
+		if waiting(t) {
+			d.Admits = append(d.Admits, t)
+		}
+	}
+	u.show(w, s, "server", name, d, err)
+}
+
+type toolData struct {
+	Server string
+	Tool   api.Tool
+	Fields []fieldDiff
+}
+
+func (u *UI) tool(w http.ResponseWriter, r *http.Request, s *session) {
+	name, tool := r.PathValue("s"), r.PathValue("t")
+	var tools []api.Tool
+	err := u.call(r, "GET", serverPath(name, "/tools"), nil, &tools)
+	d := toolData{Server: name}
+	if err == nil {
+		i := slices.IndexFunc(tools, func(t api.Tool) bool { return t.Name == tool })
+		if i < 0 {
+			err = &apiError{Status: http.StatusNotFound}
+			err.(*apiError).Body.Message = fmt.Sprintf("server %q has no tool %q", name, tool)
+		} else {
+			d.Tool = tools[i]
+			d.Fields = compareTool(d.Tool.Approved, d.Tool.Current)
+		}
+	}
+	u.show(w, s, "tool", tool+" on "+name, d, err)
+}
+
+func (u *UI) latches(w http.ResponseWriter, r *http.Request, s *session) {
+	var ls []writes.Latch
+	err := u.call(r, "GET", "/v1/writes", nil, &ls)
+	u.show(w, s, "writes", "Latched writes", ls, err)
+}
+
+func (u *UI) confirmClear(w http.ResponseWriter, r *http.Request, s *session) {
+	var ls []writes.Latch
+	err := u.call(r, "GET", "/v1/writes", nil, &ls)
+	name := r.PathValue("s")
+	ls = slices.DeleteFunc(ls, func(l writes.Latch) bool { return l.Server != name })
+	u.show(w, s, "confirm", "Clear "+name+"'s latch?", struct {
+		Server  string
+		Latches []writes.Latch
+	}{name, ls}, err)
+}
+
+// events relays /v1/events, for the page's live updates.
+func (u *UI) events(w http.ResponseWriter, r *http.Request, s *session) {
+	req, err := u.apiRequest(r, "GET", "/v1/events", nil)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	u.API.ServeHTTP(w, req)
+}
+
+// done reports an API call's outcome on the next page.
+func (u *UI) done(s *session, server string, err error, ok string) {
+	f := &flash{OK: err == nil, Message: ok, Server: server}
+	if err != nil {
+		f.Message = err.Error()
+		if e, is := err.(*apiError); is && e.Body.Details != nil {
+			f.Message = fmt.Sprintf("Nothing was changed: %d tool(s) changed since this page showed them. Look at what changed, then decide again.", len(e.Body.Details.Mismatches))
+			f.Mismatches = e.Body.Details.Mismatches
+		}
+	}
+	u.setFlash(s, f)
+}
+
+// expected is the hashes the form showed for tools.
+func expected(r *http.Request, tools []string) map[string]string {
+	m := map[string]string{}
+	for _, t := range tools {
+		m[t] = r.PostForm.Get("hash." + t)
+	}
+	return m
+}
+
+func back(server string) string { return "/ui/servers/" + url.PathEscape(server) }
+
+func (u *UI) approve(r *http.Request, s *session) string {
+	name := r.PathValue("s")
+	req := approval.ToolApproval{Tools: r.PostForm["tool"]}
+	if r.PostForm.Get("all") != "" {
+		// All that the page showed waiting, as it showed them: a tool
+		// that changed meanwhile answers 409.
+		req = approval.ToolApproval{All: true, ExpectedHashes: expected(r, r.PostForm["shown"])}
+	} else {
+		req.ExpectedHashes = expected(r, req.Tools)
+	}
+	if len(req.Tools) == 0 && !req.All {
+		u.done(s, name, fmt.Errorf("no tool selected: tick the tools to approve"), "")
+		return back(name)
+	}
+	var ans approval.Answer
+	err := u.call(r, "POST", serverPath(name, "/tools/approve"), req, &ans)
+	u.done(s, name, err, fmt.Sprintf("Approved %d tool(s); %d still pending, %d still changed.", ans.ApprovedCount, ans.StillPending, ans.StillChanged))
+	return back(name)
+}
+
+func (u *UI) block(r *http.Request, s *session) string {
+	name := r.PathValue("s")
+	tools := r.PostForm["tool"]
+	if len(tools) == 0 {
+		u.done(s, name, fmt.Errorf("no tool selected: tick the tools to block"), "")
+		return back(name)
+	}
+	var ans approval.Answer
+	err := u.call(r, "POST", serverPath(name, "/tools/block"), api.BlockRequest{Tools: tools}, &ans)
+	u.done(s, name, err, fmt.Sprintf("Blocked %d tool(s): they are neither listed nor run.", ans.BlockedCount))
+	return back(name)
+}
+
+func (u *UI) admit(r *http.Request, s *session) string {
+	name := r.PathValue("s")
+	var ans approval.Answer
+	req := approval.ServerApproval{ExpectedHashes: expected(r, r.PostForm["shown"])}
+	err := u.call(r, "POST", serverPath(name, "/approve"), req, &ans)
+	u.done(s, name, err, fmt.Sprintf("Admitted %s, approving %d tool(s).", name, ans.ApprovedCount))
+	return back(name)
+}
+
+func (u *UI) quarantine(r *http.Request, s *session) string {
+	name := r.PathValue("s")
+	err := u.call(r, "POST", serverPath(name, "/quarantine"), nil, nil)
+	u.done(s, name, err, "Quarantined "+name+": none of its tools are listed or run until it is admitted again.")
+	return back(name)
+}
+
+func (u *UI) clear(r *http.Request, s *session) string {
+	name := r.PathValue("s")
+	var res api.Cleared
+	err := u.call(r, "DELETE", "/v1/writes/"+url.PathEscape(name), nil, &res)
+	msg := "Cleared " + name + "'s latch: writes are allowed again."
+	if err == nil && !res.Cleared {
+		msg = name + " had no latched writes; nothing to clear."
+	}
+	u.done(s, name, err, msg)
+	return "/ui/writes"
+}

@@ -1,0 +1,10 @@
+// Live updates: when Warden reports a change, offer a reload (a reload
+// keeps what the operator is reading and ticking in place until asked).
+(function () {
+  var live = document.getElementById("live");
+  if (!live || !window.EventSource || !document.querySelector("input[name=csrf]")) return;
+  var es = new EventSource("/ui/events");
+  var show = function () { live.hidden = false; };
+  ["server", "tools", "writes", "config", "auth"].forEach(function (t) { es.addEventListener(t, show); });
+  window.addEventListener("pagehide", function () { es.close(); });
+})();

@@ -1,0 +1,254 @@
+// Package ui is the review page in the browser, served under /ui/: server
+// rendered templates and a little JavaScript, all embedded in the binary.
+// It holds no decision logic: every page reads and every form changes state
+// through the operator REST API, called in-process with the operator token,
+// so the page decides exactly as `warden` does.
+//
+// A browser gets in only with a one-time code from POST /v1/ui/login
+// (`warden ui`), exchanged for a session cookie (HttpOnly, SameSite=Strict);
+// each form that changes state is a POST carrying the session's CSRF token.
+package ui
+
+import (
+	"crypto/rand"
+	"crypto/subtle"
+	"embed"
+	"encoding/base64"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/wardenmcp/warden/api"
+)
+
+//go:embed templates/*.html static/*
+var files embed.FS
+
+var pages = template.Must(template.New("").Funcs(funcs).ParseFS(files, "templates/*.html"))
+
+const (
+	cookieName = "warden_ui"
+	// sessionTTL bounds a browser session; `warden ui` starts another.
+	sessionTTL = 12 * time.Hour
+)
+
+// UI serves /ui/. Set API and Token before serving.
+type UI struct {
+	API   http.Handler // the operator REST API (/v1/)
+	Token string       // the operator token, sent to API in-process only
+
+	mu       sync.Mutex
+	codes    map[string]time.Time // one-time login codes: expiry
+	sessions map[string]*session  // by cookie value
+}
+
+type session struct {
+	csrf    string
+	expires time.Time
+	flash   *flash // shown once, on the next page
+}
+
+// flash is what a form's POST reports on the page it redirects to.
+type flash struct {
+	OK         bool
+	Message    string
+	Server     string
+	Mismatches []mismatch
+}
+
+func token() (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return base64.RawURLEncoding.EncodeToString(b), nil
+}
+
+// NewCode mints a login code, good once within api.UILoginTTL.
+func (u *UI) NewCode() (string, error) {
+	c, err := token()
+	if err != nil {
+		return "", err
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.codes == nil {
+		u.codes = map[string]time.Time{}
+	}
+	now := time.Now()
+	for k, exp := range u.codes {
+		if now.After(exp) {
+			delete(u.codes, k)
+		}
+	}
+	u.codes[c] = now.Add(api.UILoginTTL)
+	return c, nil
+}
+
+// redeem spends a login code and starts a session: its cookie value.
+func (u *UI) redeem(code string) (string, bool) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	exp, ok := u.codes[code]
+	delete(u.codes, code)
+	if !ok || time.Now().After(exp) {
+		return "", false
+	}
+	id, err := token()
+	if err != nil {
+		return "", false
+	}
+	csrf, err := token()
+	if err != nil {
+		return "", false
+	}
+	if u.sessions == nil {
+		u.sessions = map[string]*session{}
+	}
+	now := time.Now()
+	for k, s := range u.sessions {
+		if now.After(s.expires) {
+			delete(u.sessions, k)
+		}
+	}
+	u.sessions[id] = &session{csrf: csrf, expires: now.Add(sessionTTL)}
+	return id, true
+}
+
+// session finds the request's session; nil without a valid cookie.
+func (u *UI) session(r *http.Request) *session {
+	c, err := r.Cookie(cookieName)
+	if err != nil {
+		return nil
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	s := u.sessions[c.Value]
+	if s == nil || time.Now().After(s.expires) {
+		return nil
+	}
+	return s
+}
+
+func (u *UI) setFlash(s *session, f *flash) {
+	u.mu.Lock()
+	s.flash = f
+	u.mu.Unlock()
+}
+
+func (u *UI) takeFlash(s *session) *flash {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	f := s.flash
+	s.flash = nil
+	return f
+}
+
+// ServeHTTP routes /ui/.
+func (u *UI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	// Nothing from elsewhere: no CDN, no inline script, no framing.
+	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("X-Content-Type-Options", "nosniff")
+	// same-origin, not no-referrer: with no-referrer Chromium sends "Origin:
+	// null" on form posts, which the daemon's Origin check refuses.
+	h.Set("Referrer-Policy", "same-origin")
+	h.Set("Cache-Control", "no-store")
+	u.mux().ServeHTTP(w, r)
+}
+
+func (u *UI) mux() *http.ServeMux {
+	m := http.NewServeMux()
+	static, _ := fs.Sub(files, "static")
+	m.Handle("GET /ui/static/", http.StripPrefix("/ui/static/", http.FileServerFS(static)))
+	m.HandleFunc("GET /ui/login", u.login)
+	m.HandleFunc("GET /ui/{$}", u.authed(u.overview))
+	m.HandleFunc("GET /ui/servers/{s}", u.authed(u.server))
+	m.HandleFunc("GET /ui/servers/{s}/tools/{t}", u.authed(u.tool))
+	m.HandleFunc("GET /ui/writes", u.authed(u.latches))
+	m.HandleFunc("GET /ui/writes/{s}/clear", u.authed(u.confirmClear))
+	m.HandleFunc("GET /ui/events", u.authed(u.events))
+	m.HandleFunc("POST /ui/servers/{s}/approve", u.posted(u.approve))
+	m.HandleFunc("POST /ui/servers/{s}/block", u.posted(u.block))
+	m.HandleFunc("POST /ui/servers/{s}/admit", u.posted(u.admit))
+	m.HandleFunc("POST /ui/servers/{s}/quarantine", u.posted(u.quarantine))
+	m.HandleFunc("POST /ui/writes/{s}/clear", u.posted(u.clear))
+	m.HandleFunc("POST /ui/logout", u.posted(u.logout))
+	m.HandleFunc("/ui/", func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "no such page; start at /ui/", http.StatusNotFound)
+	})
+	return m
+}
+
+// login exchanges a one-time code for a session cookie; without a good
+// code it shows how to get one, and nothing else.
+func (u *UI) login(w http.ResponseWriter, r *http.Request) {
+	code := r.URL.Query().Get("code")
+	if code == "" {
+		u.loginPage(w, http.StatusUnauthorized, "")
+		return
+	}
+	id, ok := u.redeem(code)
+	if !ok {
+		u.loginPage(w, http.StatusUnauthorized, "This login link was used already or has expired: each link works once, for a few minutes.")
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: id, Path: "/ui/", HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, MaxAge: int(sessionTTL / time.Second)})
+	// A redirect keeps the spent code out of the address bar and history.
+	http.Redirect(w, r, "/ui/", http.StatusSeeOther)
+}
+
+func (u *UI) loginPage(w http.ResponseWriter, status int, problem string) {
+	render(w, status, "login", page{Title: "Log in", Problem: problem})
+}
+
+type handlerFunc func(w http.ResponseWriter, r *http.Request, s *session)
+
+// authed serves a page to a session; a stranger gets the login page.
+func (u *UI) authed(next handlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		s := u.session(r)
+		if s == nil {
+			u.loginPage(w, http.StatusUnauthorized, "")
+			return
+		}
+		next(w, r, s)
+	}
+}
+
+// posted runs a form's POST for a session whose CSRF token it carries, then
+// redirects (post/redirect/get) to where next says.
+func (u *UI) posted(next func(r *http.Request, s *session) string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		s := u.session(r)
+		if s == nil {
+			http.Error(w, "Forbidden: no session; open the link `warden ui` prints", http.StatusForbidden)
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, 1<<20)
+		if err := r.ParseForm(); err != nil {
+			http.Error(w, "bad form: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		if subtle.ConstantTimeCompare([]byte(r.PostForm.Get("csrf")), []byte(s.csrf)) != 1 {
+			http.Error(w, "Forbidden: the form's CSRF token is missing or not this session's; reload the page and try again", http.StatusForbidden)
+			return
+		}
+		http.Redirect(w, r, next(r, s), http.StatusSeeOther)
+	}
+}
+
+func (u *UI) logout(r *http.Request, s *session) string {
+	u.mu.Lock()
+	for k, v := range u.sessions {
+		if v == s {
+			delete(u.sessions, k)
+		}
+	}
+	u.mu.Unlock()
+	return "/ui/login"
+}
