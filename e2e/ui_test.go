@@ -240,7 +240,8 @@ func TestReviewPageInBrowser(t *testing.T) {
 
 	// Admit: the page lists what admission approves, then admits.
 	op.open("/ui/servers/alpha")
-	if box := op.text("#admit"); !strings.Contains(box, fixture.ToolRead) || strings.Contains(box, fixture.ToolWrite) {
+	if box := op.text("#admit"); !strings.Contains(box, "approves 2 tool(s)") || !strings.Contains(box, fixture.ToolRead) ||
+		!strings.Contains(box, "changed since approved: "+fixture.ToolEcho) || strings.Contains(box, fixture.ToolWrite) {
 		t.Fatalf("admission box: %q", box)
 	}
 	op.shot("review")
@@ -249,7 +250,7 @@ func TestReviewPageInBrowser(t *testing.T) {
 	}
 	var srv api.Server
 	w.API(t, "GET", "/v1/servers/alpha", nil, &srv)
-	if srv.Quarantined || uiToolStatus(t, w, "alpha", fixture.ToolRead).Status != approval.StatusApproved {
+	if tools := apTools(t, w, "alpha"); srv.Quarantined || tools[fixture.ToolRead].Status != approval.StatusApproved || tools[fixture.ToolEcho].Status != approval.StatusChanged {
 		t.Fatalf("after admission: quarantined %v, tools %+v", srv.Quarantined, srv.Tools)
 	}
 

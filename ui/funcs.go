@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/wardenmcp/warden/api"
 )
 
 var funcs = template.FuncMap{
@@ -23,7 +24,8 @@ var funcs = template.FuncMap{
 		}
 		return t.UTC().Format("2006-01-02 15:04:05 UTC")
 	},
-	"esc": url.PathEscape,
+	"esc":     url.PathEscape,
+	"waiting": api.Waiting,
 	// hints are a tool's annotations in words.
 	"hints": func(a *mcp.ToolAnnotations) []string {
 		if a == nil {

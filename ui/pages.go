@@ -148,14 +148,8 @@ func (u *UI) overview(w http.ResponseWriter, r *http.Request, s *session) {
 type serverData struct {
 	Server api.Server
 	Tools  []api.Tool
-	// Admits is what admitting the quarantined server approves: its
-	// present tools waiting for review.
-	Admits []api.Tool
-}
-
-// waiting is a tool a review can approve.
-func waiting(t api.Tool) bool {
-	return t.Present && (t.Status == approval.StatusPending || t.Status == approval.StatusChanged)
+	// Admission is what admitting the quarantined server would do.
+	Admission api.Admission
 }
 
 func (u *UI) server(w http.ResponseWriter, r *http.Request, s *session) {
@@ -165,11 +159,7 @@ func (u *UI) server(w http.ResponseWriter, r *http.Request, s *session) {
 	if err == nil {
 		err = u.call(r, "GET", serverPath(name, "/tools"), nil, &d.Tools)
 	}
-	for _, t := range d.Tools {
-		if waiting(t) {
-			d.Admits = append(d.Admits, t)
-		}
-	}
+	d.Admission = api.PlanAdmission(d.Tools, nil)
 	u.show(w, s, "server", name, d, err)
 }
 

@@ -43,15 +43,10 @@ there is something to review.`,
 	return cmd
 }
 
-// held reports whether a tool waits for review.
-func held(t api.Tool) bool {
-	return t.Present && (t.Status == approval.StatusPending || t.Status == approval.StatusChanged)
-}
-
 func heldTools(tools []api.Tool) []api.Tool {
 	var out []api.Tool
 	for _, t := range tools {
-		if held(t) {
+		if api.Waiting(t) {
 			out = append(out, t)
 		}
 	}
@@ -309,8 +304,8 @@ when tools of SERVER are still pending or changed.`,
 	f.StringSliceVar(&except, "except", nil, "with --all: tools to leave held (comma-separated)")
 	f.BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation")
 	f.BoolVar(&force, "force", false, "approve even definitions that changed after they were shown")
-	cmd.ValidArgsFunction = g.completeArgs(math.MaxInt, held)
-	_ = cmd.RegisterFlagCompletionFunc("except", g.completeFlagTools(held))
+	cmd.ValidArgsFunction = g.completeArgs(math.MaxInt, api.Waiting)
+	_ = cmd.RegisterFlagCompletionFunc("except", g.completeFlagTools(api.Waiting))
 	return cmd
 }
 

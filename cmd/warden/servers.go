@@ -304,18 +304,8 @@ the list. Exits 3 when tools are still pending or changed.`,
 			if unknown := missing(byName, block); len(unknown) > 0 {
 				return fmt.Errorf("%s has no tool %s; nothing was changed; list its tools with \"warden tools %s\"", name, strings.Join(unknown, ", "), name)
 			}
-			var sel, left, changed []api.Tool
-			for _, t := range heldTools(tools) {
-				switch {
-				case slices.Contains(block, t.Name):
-				case t.Status == approval.StatusChanged:
-					changed = append(changed, t)
-				case t.HeldBack:
-					left = append(left, t)
-				default:
-					sel = append(sel, t)
-				}
-			}
+			adm := api.PlanAdmission(heldTools(tools), block)
+			sel, left, changed := adm.Approve, adm.HeldBack, adm.Changed
 			plan := g.stdout
 			if g.jsonOut {
 				plan = g.stderr
@@ -349,7 +339,7 @@ the list. Exits 3 when tools are still pending or changed.`,
 	f.StringSliceVar(&block, "block", nil, "tools to block instead of approving (comma-separated)")
 	f.BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation")
 	cmd.ValidArgsFunction = g.completeArgs(0, nil)
-	_ = cmd.RegisterFlagCompletionFunc("block", g.completeFlagTools(held))
+	_ = cmd.RegisterFlagCompletionFunc("block", g.completeFlagTools(api.Waiting))
 	return cmd
 }
 
