@@ -1,0 +1,169 @@
+package ui
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/wardenmcp/warden/approval"
+)
+
+// fakeAPI answers the REST API's reads with empty lists and records every
+// request it gets.
+type fakeAPI struct {
+	mu   sync.Mutex
+	seen []string // "METHOD PATH AUTHORIZATION BODY"
+}
+
+func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	b, _ := io.ReadAll(r.Body)
+	f.mu.Lock()
+	f.seen = append(f.seen, r.Method+" "+r.URL.Path+" "+r.Header.Get("Authorization")+" "+string(b))
+	f.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	switch r.URL.Path {
+	case "/v1/status":
+		_, _ = io.WriteString(w, `{"servers":[{"name":"secret-server","connection":{"state":"ready"}}]}`)
+	case "/v1/writes":
+		_, _ = io.WriteString(w, `[]`)
+	default:
+		_, _ = io.WriteString(w, `{}`)
+	}
+}
+
+func (f *fakeAPI) requests() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.seen)
+}
+
+func serve(u *UI, method, target, cookie string, form url.Values) *httptest.ResponseRecorder {
+	var body io.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	r := httptest.NewRequest(method, target, body)
+	if form != nil {
+		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	if cookie != "" {
+		r.AddCookie(&http.Cookie{Name: cookieName, Value: cookie})
+	}
+	w := httptest.NewRecorder()
+	u.ServeHTTP(w, r)
+	return w
+}
+
+// login spends a fresh code and answers the session cookie.
+func login(t *testing.T, u *UI) *http.Cookie {
+	t.Helper()
+	code, err := u.NewCode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := serve(u, "GET", "/ui/login?code="+code, "", nil)
+	cs := w.Result().Cookies()
+	if w.Code != http.StatusSeeOther || len(cs) != 1 {
+		t.Fatalf("login: %d, cookies %v", w.Code, cs)
+	}
+	return cs[0]
+}
+
+func TestLoginCodeWorksOnce(t *testing.T) {
+	api := &fakeAPI{}
+	u := &UI{API: api, Token: "tok"}
+	code, _ := u.NewCode()
+	w := serve(u, "GET", "/ui/login?code="+code, "", nil)
+	c := w.Result().Cookies()
+	if w.Code != http.StatusSeeOther || len(c) != 1 || !c[0].HttpOnly || c[0].SameSite != http.SameSiteStrictMode || c[0].Path != "/ui/" {
+		t.Fatalf("first use: %d, cookies %+v", w.Code, c)
+	}
+	w = serve(u, "GET", "/ui/login?code="+code, "", nil)
+	if w.Code != http.StatusUnauthorized || len(w.Result().Cookies()) != 0 || !strings.Contains(w.Body.String(), "used already") {
+		t.Fatalf("second use: %d %v %s", w.Code, w.Result().Cookies(), w.Body)
+	}
+	w = serve(u, "GET", "/ui/", c[0].Value, nil)
+	if w.Code != http.StatusOK || !strings.Contains(w.Body.String(), "secret-server") {
+		t.Fatalf("overview with the session: %d %s", w.Code, w.Body)
+	}
+	if got := api.requests(); len(got) == 0 || !strings.HasPrefix(got[0], "GET /v1/status Bearer tok") {
+		t.Fatalf("the page asked the API: %q", got)
+	}
+}
+
+// Without a session: the login page on every page, no API call, no POST.
+func TestStrangerSeesNothing(t *testing.T) {
+	api := &fakeAPI{}
+	u := &UI{API: api, Token: "tok"}
+	login(t, u) // someone else's session exists
+	for _, p := range []string{"/ui/", "/ui/servers/s", "/ui/servers/s/tools/t", "/ui/writes", "/ui/writes/s/clear", "/ui/events"} {
+		for _, cookie := range []string{"", "forged"} {
+			w := serve(u, "GET", p, cookie, nil)
+			if w.Code != http.StatusUnauthorized || strings.Contains(w.Body.String(), "secret-server") || !strings.Contains(w.Body.String(), "warden ui") {
+				t.Fatalf("GET %s (cookie %q): %d %s", p, cookie, w.Code, w.Body)
+			}
+		}
+	}
+	if w := serve(u, "POST", "/ui/servers/s/block", "", url.Values{"tool": {"t"}}); w.Code != http.StatusForbidden {
+		t.Fatalf("POST without a session: %d", w.Code)
+	}
+	if got := api.requests(); len(got) != 0 {
+		t.Fatalf("a stranger's requests reached the API: %q", got)
+	}
+}
+
+// A form's POST needs the CSRF token of its own session, and sends the
+// hashes the page showed.
+func TestFormsNeedTheSessionsCSRFToken(t *testing.T) {
+	api := &fakeAPI{}
+	u := &UI{API: api, Token: "tok"}
+	mine, other := login(t, u), login(t, u)
+	form := url.Values{"tool": {"t"}, "hash.t": {"sha256:aa"}}
+	for _, csrf := range []string{"", "wrong", u.sessions[other.Value].csrf} {
+		form.Set("csrf", csrf)
+		if w := serve(u, "POST", "/ui/servers/s/approve", mine.Value, form); w.Code != http.StatusForbidden {
+			t.Fatalf("POST with csrf %q: %d", csrf, w.Code)
+		}
+	}
+	if got := api.requests(); len(got) != 0 {
+		t.Fatalf("refused forms reached the API: %q", got)
+	}
+	form.Set("csrf", u.sessions[mine.Value].csrf)
+	if w := serve(u, "POST", "/ui/servers/s/approve", mine.Value, form); w.Code != http.StatusSeeOther || w.Header().Get("Location") != "/ui/servers/s" {
+		t.Fatalf("POST with the session's token: %d %s", w.Code, w.Header().Get("Location"))
+	}
+	got := api.requests()
+	if len(got) != 1 || !strings.HasPrefix(got[0], "POST /v1/servers/s/tools/approve Bearer tok ") {
+		t.Fatalf("API requests: %q", got)
+	}
+	var req approval.ToolApproval
+	if err := json.Unmarshal([]byte(strings.SplitN(got[0], " ", 5)[4]), &req); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(req.Tools, []string{"t"}) || req.ExpectedHashes["t"] != "sha256:aa" {
+		t.Fatalf("approval sent: %+v", req)
+	}
+}
+
+func TestDiffLines(t *testing.T) {
+	rows := diffLines([]string{"a", "b", "c"}, []string{"a", "B", "c", "d"})
+	want := []diffRow{
+		{Left: "a", Right: "a"},
+		{Left: "b", Right: "B", Old: true, New: true},
+		{Left: "c", Right: "c"},
+		{Right: "d", New: true, NoLeft: true},
+	}
+	if !slices.Equal(rows, want) {
+		t.Fatalf("rows:\n%+v\nwant\n%+v", rows, want)
+	}
+	fs := compareTool([]byte(`{"name":"t","description":"old"}`), []byte(`{"name":"t","description":"new","annotations":{"readOnlyHint":true}}`))
+	if len(fs) != 2 || fs[0].Name != "description" || !fs[0].Changed || fs[1].Name != "annotations" || !fs[1].Changed {
+		t.Fatalf("fields: %+v", fs)
+	}
+}
