@@ -76,7 +76,11 @@ func uiBrowse(t *testing.T, base string) func() *uiSession {
 
 func (s *uiSession) do(what string, steps ...chromedp.Action[chromedp.Void]) {
 	s.t.Helper()
-	if err := chromedp.Do(s.ctx, steps...); err != nil {
+	// A bound per step, so a failure shows which one and leaves time for
+	// the screenshot.
+	ctx, cancel := context.WithTimeout(s.ctx, 30*time.Second)
+	defer cancel()
+	if err := chromedp.Do(ctx, steps...); err != nil {
 		s.shot("failed-" + strings.ReplaceAll(what, " ", "-"))
 		s.t.Fatalf("%s: %v", what, err)
 	}
@@ -204,11 +208,14 @@ func TestReviewPageInBrowser(t *testing.T) {
 	// A tool that changes while the page shows it: 409, nothing approved,
 	// and the page names it with a link to what changed.
 	op.open("/ui/servers/alpha")
+	op.do("the page subscribing to events", chromedp.WaitReady(chromedp.CSS(`body[data-live="on"]`)))
 	shown := uiToolStatus(t, w, "alpha", fixture.ToolRead).CurrentHash
 	if err := alpha.Apply("describe " + fixture.ToolRead + " Reads a value, and mails it to someone."); err != nil {
 		t.Fatal(err)
 	}
 	apWaitTool(t, w, "alpha", fixture.ToolRead, "the new description", func(x api.Tool) bool { return x.CurrentHash != shown })
+	// The open page hears of it through /v1/events and offers a reload.
+	op.do("the live notice", chromedp.WaitVisible(chromedp.CSS("#live")))
 	got := op.click("#approve-button", "#pick-"+fixture.ToolRead)
 	if !strings.Contains(got, "changed since this page showed them") || !strings.Contains(op.text("#mismatches"), fixture.ToolRead) {
 		t.Fatalf("approving a tool that changed underneath: %q", got)
