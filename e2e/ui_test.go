@@ -70,6 +70,11 @@ func uiBrowse(t *testing.T, base string) func() *uiSession {
 		ctx, cancel := chromedp.NewContext(browser, chromedp.WithNewBrowserContext())
 		ctx, cancelTimeout := context.WithTimeout(ctx, 2*time.Minute)
 		t.Cleanup(func() { cancelTimeout(); cancel() })
+		// The tab lives as long as the context that opens it: this one,
+		// not a step's.
+		if err := chromedp.Do(ctx); err != nil {
+			t.Fatalf("opening a browser context: %v", err)
+		}
 		return &uiSession{t: t, ctx: ctx, base: base, dir: dir}
 	}
 }
