@@ -272,6 +272,20 @@ func TestReviewPageInBrowser(t *testing.T) {
 	if res := callResult(t, cs, fixture.ToolWrite, map[string]any{"key": "k", "value": "v", "sleep_ms": 5000}); !res.IsError {
 		t.Fatal("a write past callTimeout succeeded")
 	}
+	// Activity, filtered by server.
+	op.open("/ui/activity")
+	if row := op.text(`#calls tr[data-server="beta"]`); !strings.Contains(row, fixture.ToolWrite) || !strings.Contains(row, "unknown") {
+		t.Fatalf("activity row: %q", row)
+	}
+	op.open("/ui/activity?server=alpha")
+	if calls := op.text("#calls"); strings.Contains(calls, fixture.ToolWrite) || !strings.Contains(calls, "no calls") {
+		t.Fatalf("alpha's activity: %q", calls)
+	}
+	op.open("/ui/sessions")
+	if got := op.text("#sessions"); !strings.Contains(got, "beta") {
+		t.Fatalf("upstream sessions: %q", got)
+	}
+
 	op.open("/ui/writes")
 	if row := op.text(`#latches tr[data-server="beta"]`); !strings.Contains(row, fixture.ToolWrite) || !strings.Contains(row, "timeout") {
 		t.Fatalf("latch row: %q", row)

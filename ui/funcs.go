@@ -3,6 +3,7 @@ package ui
 import (
 	"html/template"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -25,6 +26,7 @@ var funcs = template.FuncMap{
 		return t.UTC().Format("2006-01-02 15:04:05 UTC")
 	},
 	"esc":     url.PathEscape,
+	"ms":      func(us int64) string { return strconv.FormatFloat(float64(us)/1000, 'f', 1, 64) },
 	"waiting": api.Waiting,
 	// hints are a tool's annotations in words.
 	"hints": func(a *mcp.ToolAnnotations) []string {

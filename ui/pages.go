@@ -8,9 +8,12 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 
+	"github.com/wardenmcp/warden/activity"
 	"github.com/wardenmcp/warden/api"
 	"github.com/wardenmcp/warden/approval"
+	"github.com/wardenmcp/warden/sessions"
 	"github.com/wardenmcp/warden/writes"
 )
 
@@ -202,6 +205,42 @@ func (u *UI) confirmClear(w http.ResponseWriter, r *http.Request, s *session) {
 		Server  string
 		Latches []writes.Latch
 	}{name, ls}, err)
+}
+
+type activityData struct {
+	Server  string
+	Limit   int
+	Servers []string // to filter by
+	Entries []activity.Entry
+}
+
+// activity shows recent calls, filtered by server (?server=S&limit=N) as
+// GET /v1/activity filters them.
+func (u *UI) activity(w http.ResponseWriter, r *http.Request, s *session) {
+	q := r.URL.Query()
+	d := activityData{Server: q.Get("server"), Limit: 100}
+	if n, err := strconv.Atoi(q.Get("limit")); err == nil && n > 0 {
+		d.Limit = n
+	}
+	var st api.Status
+	err := u.call(r, "GET", "/v1/status", nil, &st)
+	for _, sv := range st.Servers {
+		d.Servers = append(d.Servers, sv.Name)
+	}
+	if err == nil {
+		v := url.Values{"limit": {strconv.Itoa(d.Limit)}}
+		if d.Server != "" {
+			v.Set("server", d.Server)
+		}
+		err = u.call(r, "GET", "/v1/activity?"+v.Encode(), nil, &d.Entries)
+	}
+	u.show(w, s, "activity", "Activity", d, err)
+}
+
+func (u *UI) upstreamSessions(w http.ResponseWriter, r *http.Request, s *session) {
+	var ss []sessions.Info
+	err := u.call(r, "GET", "/v1/sessions", nil, &ss)
+	u.show(w, s, "sessions", "Upstream sessions", ss, err)
 }
 
 // events relays /v1/events, for the page's live updates.

@@ -170,6 +170,8 @@ func (u *UI) mux() *http.ServeMux {
 	m.HandleFunc("GET /ui/servers/{s}/tools/{t}", u.authed(u.tool))
 	m.HandleFunc("GET /ui/writes", u.authed(u.latches))
 	m.HandleFunc("GET /ui/writes/{s}/clear", u.authed(u.confirmClear))
+	m.HandleFunc("GET /ui/activity", u.authed(u.activity))
+	m.HandleFunc("GET /ui/sessions", u.authed(u.upstreamSessions))
 	m.HandleFunc("GET /ui/events", u.authed(u.events))
 	m.HandleFunc("POST /ui/servers/{s}/approve", u.posted(u.approve))
 	m.HandleFunc("POST /ui/servers/{s}/block", u.posted(u.block))

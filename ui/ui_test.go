@@ -102,7 +102,7 @@ func TestStrangerSeesNothing(t *testing.T) {
 	api := &fakeAPI{}
 	u := &UI{API: api, Token: "tok"}
 	login(t, u) // someone else's session exists
-	for _, p := range []string{"/ui/", "/ui/servers/s", "/ui/servers/s/tools/t", "/ui/writes", "/ui/writes/s/clear", "/ui/events"} {
+	for _, p := range []string{"/ui/", "/ui/servers/s", "/ui/servers/s/tools/t", "/ui/writes", "/ui/writes/s/clear", "/ui/activity", "/ui/sessions", "/ui/events"} {
 		for _, cookie := range []string{"", "forged"} {
 			w := serve(u, "GET", p, cookie, nil)
 			if w.Code != http.StatusUnauthorized || strings.Contains(w.Body.String(), "secret-server") || !strings.Contains(w.Body.String(), "warden ui") {
