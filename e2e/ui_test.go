@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/wardenmcp/warden/activity"
 	"github.com/wardenmcp/warden/api"
 	"github.com/wardenmcp/warden/approval"
 	"github.com/wardenmcp/warden/internal/fixture"
@@ -98,7 +99,9 @@ func (s *uiSession) open(path string) {
 
 func (s *uiSession) text(sel string) string {
 	s.t.Helper()
-	v, err := chromedp.Run(s.ctx, chromedp.Text(chromedp.CSS(sel)))
+	ctx, cancel := context.WithTimeout(s.ctx, 30*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
 	if err != nil {
 		s.t.Fatalf("text of %s: %v", sel, err)
 	}
@@ -257,6 +260,15 @@ func TestReviewPageInBrowser(t *testing.T) {
 		t.Fatalf("admission box: %q", box)
 	}
 	op.shot("review")
+	// On a phone's width the page itself does not scroll sideways (wide
+	// tables scroll in their own box).
+	op.do("a phone's viewport", chromedp.EmulateViewport(390, 844), chromedp.Navigate(op.base+"/ui/servers/alpha"), chromedp.WaitReady(chromedp.CSS("main")))
+	if wide, err := chromedp.Run(op.ctx, chromedp.Evaluate[bool]("document.documentElement.scrollWidth > window.innerWidth")); err != nil || wide {
+		op.shot("phone")
+		t.Fatalf("the server page is wider than a phone's screen (%v)", err)
+	}
+	op.shot("phone")
+	op.do("a laptop's viewport", chromedp.EmulateViewport(1280, 900))
 	if got := op.click("#admit-button"); !strings.Contains(got, "Admitted alpha") {
 		t.Fatalf("admit: %q", got)
 	}
@@ -272,7 +284,12 @@ func TestReviewPageInBrowser(t *testing.T) {
 	if res := callResult(t, cs, fixture.ToolWrite, map[string]any{"key": "k", "value": "v", "sleep_ms": 5000}); !res.IsError {
 		t.Fatal("a write past callTimeout succeeded")
 	}
-	// Activity, filtered by server.
+	// Activity, filtered by server. (The log is written off the call path.)
+	wardentest.WaitFor(t, 20*time.Second, "the write in the activity log", func() bool {
+		var es []activity.Entry
+		w.API(t, "GET", "/v1/activity?server=beta", nil, &es)
+		return len(es) > 0
+	})
 	op.open("/ui/activity")
 	if row := op.text(`#calls tr[data-server="beta"]`); !strings.Contains(row, fixture.ToolWrite) || !strings.Contains(row, "unknown") {
 		t.Fatalf("activity row: %q", row)
