@@ -2,8 +2,11 @@ package e2e
 
 import (
 	"context"
+	"fmt"
+	"net"
 	"net/http"
 	"net/http/cookiejar"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -193,6 +196,19 @@ func TestReviewPageInBrowser(t *testing.T) {
 		t.Fatalf("the login link opened a second time shows: %q", body)
 	}
 
+	// A link clicked on another site's page logs in too (the session's
+	// cookie is SameSite=Strict: the login must not rely on a redirect).
+	var l api.UILogin
+	w.API(t, "POST", "/v1/ui/login", nil, &l)
+	other := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(rw, `<!doctype html><a id="go" href="%s">review</a>`, w.URL(l.Path))
+	}))
+	defer other.Close()
+	_, port, _ := net.SplitHostPort(other.Listener.Addr().String())
+	clicked := person()
+	clicked.do("follow the link from another site", chromedp.Navigate("http://localhost:"+port+"/"),
+		chromedp.Click(chromedp.CSS("#go")), chromedp.WaitVisible(chromedp.CSS("#servers")))
+
 	// A session's cookie without the form's CSRF token is refused.
 	jar, _ := cookiejar.New(nil)
 	uiLogin(t, w, jar)
@@ -334,8 +350,8 @@ func uiLogin(t *testing.T, w *wardentest.Warden, jar http.CookieJar) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || resp.Request.URL.Path != "/ui/" {
-		t.Fatalf("login: %d at %s", resp.StatusCode, resp.Request.URL)
+	if resp.StatusCode != http.StatusOK || len(jar.Cookies(resp.Request.URL)) != 1 {
+		t.Fatalf("login: %d, cookies %v", resp.StatusCode, jar.Cookies(resp.Request.URL))
 	}
 }
 

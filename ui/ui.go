@@ -200,8 +200,11 @@ func (u *UI) login(w http.ResponseWriter, r *http.Request) {
 	}
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: id, Path: "/ui/", HttpOnly: true,
 		SameSite: http.SameSiteStrictMode, MaxAge: int(sessionTTL / time.Second)})
-	// A redirect keeps the spent code out of the address bar and history.
-	http.Redirect(w, r, "/ui/", http.StatusSeeOther)
+	// Not a redirect: a redirect in a navigation that began on another
+	// site (a link clicked in a web chat) is cross-site, so the browser
+	// would not send the SameSite=Strict cookie just set. The page's own
+	// refresh is same-site.
+	render(w, http.StatusOK, "loggedin", page{Title: "Logged in"})
 }
 
 func (u *UI) loginPage(w http.ResponseWriter, status int, problem string) {

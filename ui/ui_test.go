@@ -69,7 +69,7 @@ func login(t *testing.T, u *UI) *http.Cookie {
 	}
 	w := serve(u, "GET", "/ui/login?code="+code, "", nil)
 	cs := w.Result().Cookies()
-	if w.Code != http.StatusSeeOther || len(cs) != 1 {
+	if w.Code != http.StatusOK || len(cs) != 1 {
 		t.Fatalf("login: %d, cookies %v", w.Code, cs)
 	}
 	return cs[0]
@@ -81,7 +81,7 @@ func TestLoginCodeWorksOnce(t *testing.T) {
 	code, _ := u.NewCode()
 	w := serve(u, "GET", "/ui/login?code="+code, "", nil)
 	c := w.Result().Cookies()
-	if w.Code != http.StatusSeeOther || len(c) != 1 || !c[0].HttpOnly || c[0].SameSite != http.SameSiteStrictMode || c[0].Path != "/ui/" {
+	if w.Code != http.StatusOK || len(c) != 1 || !c[0].HttpOnly || c[0].SameSite != http.SameSiteStrictMode || c[0].Path != "/ui/" {
 		t.Fatalf("first use: %d, cookies %+v", w.Code, c)
 	}
 	w = serve(u, "GET", "/ui/login?code="+code, "", nil)
