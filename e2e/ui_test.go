@@ -294,6 +294,17 @@ func TestReviewPageInBrowser(t *testing.T) {
 		t.Fatalf("after admission: quarantined %v, tools %+v", srv.Quarantined, srv.Tools)
 	}
 
+	// Approve all that the page shows waiting, from the keyboard.
+	op.open("/ui/servers/alpha")
+	op.do("approve all with the keyboard", chromedp.Focus(chromedp.CSS("#approve-all-button")), chromedp.KeyEvent("\r"),
+		chromedp.WaitVisible(chromedp.CSS("#flash")))
+	if got := op.text("#flash"); !strings.Contains(got, "Approved 1 tool") {
+		t.Fatalf("approve all: %q", got)
+	}
+	if st := uiToolStatus(t, w, "alpha", fixture.ToolEcho).Status; st != approval.StatusApproved {
+		t.Fatalf("echo after approving all from the page: %s", st)
+	}
+
 	// A write past callTimeout latches beta; the page clears it after a
 	// confirmation.
 	cs := w.Connect(t, "/mcp/beta", nil)
