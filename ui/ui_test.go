@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/wardenmcp/warden/approval"
 )
@@ -165,5 +166,22 @@ func TestDiffLines(t *testing.T) {
 	fs := compareTool([]byte(`{"name":"t","description":"old"}`), []byte(`{"name":"t","description":"new","annotations":{"readOnlyHint":true}}`))
 	if len(fs) != 2 || fs[0].Name != "description" || !fs[0].Changed || fs[1].Name != "annotations" || !fs[1].Changed {
 		t.Fatalf("fields: %+v", fs)
+	}
+}
+
+func TestExpiredCodeAndLogout(t *testing.T) {
+	u := &UI{API: &fakeAPI{}, Token: "tok"}
+	code, _ := u.NewCode()
+	u.codes[code] = time.Now().Add(-time.Second)
+	if w := serve(u, "GET", "/ui/login?code="+code, "", nil); w.Code != http.StatusUnauthorized || len(w.Result().Cookies()) != 0 {
+		t.Fatalf("an expired code: %d %v", w.Code, w.Result().Cookies())
+	}
+	c := login(t, u)
+	w := serve(u, "POST", "/ui/logout", c.Value, url.Values{"csrf": {u.sessions[c.Value].csrf}})
+	if w.Code != http.StatusSeeOther {
+		t.Fatalf("logout: %d", w.Code)
+	}
+	if w := serve(u, "GET", "/ui/", c.Value, nil); w.Code != http.StatusUnauthorized {
+		t.Fatalf("the page after logout: %d", w.Code)
 	}
 }
