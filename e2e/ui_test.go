@@ -50,8 +50,11 @@ type uiSession struct {
 // uiBrowse starts headless chromium with a fresh profile; each call of
 // person is a new browser context with no cookies.
 func uiBrowse(t *testing.T, base string) func() *uiSession {
+	// Its own home too: chromium writes beside the profile (dconf, NSS).
+	home := t.TempDir()
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(uiBrowser(t)), chromedp.UserDataDir(t.TempDir()),
+		chromedp.Env("HOME="+home, "XDG_CACHE_HOME="+filepath.Join(home, ".cache"), "XDG_CONFIG_HOME="+filepath.Join(home, ".config")),
 		chromedp.Flag("headless", true), chromedp.Flag("no-sandbox", true), chromedp.Flag("disable-gpu", true),
 		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true), chromedp.Flag("no-first-run", true), chromedp.Flag("disable-quic", true),
