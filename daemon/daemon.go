@@ -72,6 +72,7 @@ type Daemon struct {
 	auth      *oauth.Manager
 	events    *events.Broker
 	gw        *gateway.Gateway
+	surfaces  *surface.Surfaces
 	launcher  *sandbox.Launcher
 	logs      *serverLogs
 
@@ -147,6 +148,8 @@ func Run(ctx context.Context, opts Options) error {
 	d.pruneSessions(cfg)
 	surfaces := surface.New(d.gw, log, opts.Version, opts.SessionIdle, lim.MaxSessions)
 	defer surfaces.Close()
+	d.surfaces = surfaces
+	d.setToolSearch(cfg)
 	// No ReadTimeout or WriteTimeout: they would end event streams and long
 	// calls; the handler bounds the body and each write instead.
 	srv := &http.Server{Handler: conns.handler(lim, d.routes(surfaces, m)),
@@ -283,6 +286,10 @@ func (d *Daemon) configInfo() api.ConfigInfo {
 	return info
 }
 
+func (d *Daemon) setToolSearch(cfg *config.Config) {
+	d.surfaces.SetToolSearch(surface.ToolSearch{Mode: cfg.ToolSearch, Budget: cfg.ToolSearchBudget})
+}
+
 // watch reloads on config file changes and SIGHUP.
 func (d *Daemon) watch(ctx context.Context) {
 	hup := make(chan os.Signal, 1)
@@ -339,6 +346,7 @@ func (d *Daemon) Reload() {
 	d.cfg, d.reloadError = cfg, ""
 	d.mu.Unlock()
 	d.reportConfig(cfg)
+	d.setToolSearch(cfg)
 	d.gw.Reconcile(cfg.Servers)
 	d.log.Info("config reloaded", "servers", len(cfg.Servers))
 	data := map[string]string{"result": "applied"}
