@@ -7,7 +7,6 @@ package search
 
 import (
 	"math"
-	"slices"
 	"sort"
 	"sync"
 )
@@ -158,13 +157,18 @@ func (x *Index) Search(query, server string, limit int) []Hit {
 		return nil
 	}
 	avg := float32(x.lenSum / float64(x.n))
-	var hits []Hit
-	scores := map[int32]float64{}
+	top := topK{limit: limit}
+	var scores []float64
+	var touched []int32
 	for name, sh := range x.shards {
 		if server != "" && name != server {
 			continue
 		}
-		clear(scores)
+		if cap(scores) < len(sh.docs) {
+			scores = make([]float64, len(sh.docs))
+		}
+		scores = scores[:len(sh.docs)]
+		touched = touched[:0]
 		for _, qt := range q {
 			ps := sh.postings[qt.term]
 			if len(ps) == 0 {
@@ -172,21 +176,68 @@ func (x *Index) Search(query, server string, limit int) []Hit {
 			}
 			idf := qt.weight * idf(x.n, x.df[qt.term])
 			for _, p := range ps {
+				if scores[p.doc] == 0 {
+					touched = append(touched, p.doc)
+				}
 				norm := k1 * (1 - b + b*sh.lens[p.doc]/avg)
 				scores[p.doc] += idf * float64(p.tf*(k1+1)/(p.tf+norm))
 			}
 		}
-		for id, s := range scores {
-			hits = append(hits, Hit{sh.docs[id], s})
+		for _, id := range touched {
+			top.offer(Hit{sh.docs[id], scores[id]})
+			scores[id] = 0
 		}
 	}
-	sort.Slice(hits, func(i, j int) bool {
-		if hits[i].Score != hits[j].Score {
-			return hits[i].Score > hits[j].Score
+	sort.Slice(top.hits, func(i, j int) bool { return better(top.hits[i], top.hits[j]) })
+	return top.hits
+}
+
+// better orders hits by score, then by key so that ties rank the same
+// way every time.
+func better(a, b Hit) bool {
+	if a.Score != b.Score {
+		return a.Score > b.Score
+	}
+	return a.Doc.Key < b.Doc.Key
+}
+
+// topK keeps the best limit hits offered, in a min-heap on better.
+type topK struct {
+	limit int
+	hits  []Hit
+}
+
+func (t *topK) offer(h Hit) {
+	if len(t.hits) < t.limit {
+		t.hits = append(t.hits, h)
+		for i := len(t.hits) - 1; i > 0; {
+			parent := (i - 1) / 2
+			if !better(t.hits[parent], t.hits[i]) {
+				break
+			}
+			t.hits[parent], t.hits[i] = t.hits[i], t.hits[parent]
+			i = parent
 		}
-		return hits[i].Doc.Key < hits[j].Doc.Key // stable across runs
-	})
-	return slices.Clip(hits[:min(limit, len(hits))])
+		return
+	}
+	if !better(h, t.hits[0]) {
+		return
+	}
+	t.hits[0] = h
+	for i := 0; ; {
+		worst, l, r := i, 2*i+1, 2*i+2
+		if l < len(t.hits) && better(t.hits[worst], t.hits[l]) {
+			worst = l
+		}
+		if r < len(t.hits) && better(t.hits[worst], t.hits[r]) {
+			worst = r
+		}
+		if worst == i {
+			return
+		}
+		t.hits[i], t.hits[worst] = t.hits[worst], t.hits[i]
+		i = worst
+	}
 }
 
 func idf(n int, df int32) float64 {

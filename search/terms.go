@@ -3,6 +3,7 @@ package search
 import (
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // Terms splits text into index terms: words split at non-alphanumerics and
@@ -21,36 +22,43 @@ func Terms(text string) []string {
 
 func words(text string) []string {
 	var out []string
-	rs := []rune(text)
-	start := -1
-	flush := func(end int) {
-		if start >= 0 && end > start {
-			out = append(out, strings.ToLower(string(rs[start:end])))
+	for _, run := range strings.FieldsFunc(text, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
+		n := len(out)
+		out = camel(run, out)
+		if len(out)-n > 1 {
+			// "GitHub" is also asked for as "github".
+			out = append(out, strings.ToLower(run))
 		}
-		start = -1
 	}
-	for i, r := range rs {
-		if !unicode.IsLetter(r) && !unicode.IsDigit(r) {
-			flush(i)
+	return out
+}
+
+// camel appends to out the parts of a run of letters and digits split at
+// case and digit boundaries, lower-cased. It slices run rather than
+// converting it: indexing is on the path of every re-index.
+func camel(run string, out []string) []string {
+	start := 0
+	var prev, r rune
+	for i, c := range run {
+		if i == 0 {
+			prev = c
 			continue
 		}
-		if start >= 0 && i > 0 {
-			prev := rs[i-1]
-			switch {
-			case unicode.IsUpper(r) && unicode.IsLower(prev): // fileInfo
-				flush(i)
-			case unicode.IsUpper(r) && unicode.IsUpper(prev) && i+1 < len(rs) && unicode.IsLower(rs[i+1]): // HTTPServer
-				flush(i)
-			case unicode.IsDigit(r) != unicode.IsDigit(prev): // utf8, v2
-				flush(i)
+		r = c
+		split := unicode.IsUpper(r) && unicode.IsLower(prev) || // fileInfo
+			unicode.IsDigit(r) != unicode.IsDigit(prev) // utf8, v2
+		if !split && unicode.IsUpper(r) && unicode.IsUpper(prev) { // HTTPServer: split before the S
+			if next, _ := utf8.DecodeRuneInString(run[i+utf8.RuneLen(r):]); unicode.IsLower(next) {
+				split = true
 			}
 		}
-		if start < 0 {
+		if split {
+			out = append(out, strings.ToLower(run[start:i]))
 			start = i
 		}
+		prev = r
 	}
-	flush(len(rs))
-	return out
+	return append(out, strings.ToLower(run[start:]))
 }
 
 // Stem strips common English inflections so that "files", "filed" and
