@@ -6,6 +6,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -129,28 +130,41 @@ func TestSearchView(t *testing.T) {
 	stWaitFound(t, cs, "launch the rocket", "s__launch_rocket", false)
 }
 
-// "toolSearch": "on" makes the search view /mcp's default; ?view=all still
-// lists every tool.
+// "toolSearch": "on" makes the search view /mcp's default, "auto" does once
+// the listed definitions cost more than toolSearchBudget tokens; ?view=all
+// still lists every tool.
 func TestSearchViewDefault(t *testing.T) {
-	f := fixture.NewServer(fixture.Options{})
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "config.json")
-	b, _ := json.Marshal(map[string]any{"toolSearch": "on", "mcpServers": map[string]any{"s": map[string]any{"url": f.Serve(t), "trusted": true}}})
-	if err := os.WriteFile(cfg, b, 0o600); err != nil {
-		t.Fatal(err)
+	for _, tc := range []struct {
+		mode   string
+		budget int
+		search bool
+	}{{"on", 10000, true}, {"auto", 1, true}, {"auto", 1000000, false}, {"off", 1, false}} {
+		t.Run(fmt.Sprintf("%s-%d", tc.mode, tc.budget), func(t *testing.T) {
+			f := fixture.NewServer(fixture.Options{})
+			dir := t.TempDir()
+			cfg := filepath.Join(dir, "config.json")
+			b, _ := json.Marshal(map[string]any{"toolSearch": tc.mode, "toolSearchBudget": tc.budget,
+				"mcpServers": map[string]any{"s": map[string]any{"url": f.Serve(t), "trusted": true}}})
+			if err := os.WriteFile(cfg, b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			w := wardentest.StartWith(t, cfg, filepath.Join(dir, "state"))
+			w.WaitReady(t, "s")
+			apWaitTool(t, w, "s", fixture.ToolEcho, "baselined", apStatusIs(approval.StatusApproved))
+			all := w.Connect(t, "/mcp?view=all", nil)
+			defer all.Close()
+			wardentest.WaitFor(t, 20*time.Second, "every tool on /mcp?view=all", func() bool {
+				return slices.Contains(apList(t, all), "s__echo")
+			})
+			def := w.Connect(t, "/mcp", nil)
+			defer def.Close()
+			got := apList(t, def)
+			if isSearch := slices.Equal(got, []string{"call_tool", "search_tools"}); isSearch != tc.search {
+				t.Fatalf("/mcp lists %v; want the search view: %v", got, tc.search)
+			}
+			if tc.search {
+				stWaitFound(t, def, "echo", "s__echo", true)
+			}
+		})
 	}
-	w := wardentest.StartWith(t, cfg, filepath.Join(dir, "state"))
-	w.WaitReady(t, "s")
-	apWaitTool(t, w, "s", fixture.ToolEcho, "baselined", apStatusIs(approval.StatusApproved))
-	def := w.Connect(t, "/mcp", nil)
-	defer def.Close()
-	if got := apList(t, def); !slices.Equal(got, []string{"call_tool", "search_tools"}) {
-		t.Fatalf("/mcp with toolSearch on lists %v, want call_tool and search_tools", got)
-	}
-	stWaitFound(t, def, "echo", "s__echo", true)
-	all := w.Connect(t, "/mcp?view=all", nil)
-	defer all.Close()
-	wardentest.WaitFor(t, 20*time.Second, "every tool on /mcp?view=all", func() bool {
-		return slices.Contains(apList(t, all), "s__echo")
-	})
 }
