@@ -9,11 +9,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/wardenmcp/warden/activity"
 	"github.com/wardenmcp/warden/approval"
 	"github.com/wardenmcp/warden/internal/fixture"
 	"github.com/wardenmcp/warden/internal/wardentest"
@@ -87,6 +90,16 @@ func TestSearchView(t *testing.T) {
 	}
 	stWaitFound(t, cs, "echo back text", "s__echo", true)
 
+	// The text form names each tool with its parameters; limit bounds the
+	// answer; a search without a query is told what to send.
+	res0 := callResult(t, cs, "search_tools", map[string]any{"query": "echo back text", "limit": 1})
+	if text := resultText(res0); !strings.HasPrefix(text, "s__echo(") || strings.Count(text, "\n") != 2 {
+		t.Errorf("search_tools text form, limit 1: %q", text)
+	}
+	if _, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "search_tools", Arguments: map[string]any{}}); err == nil || !strings.Contains(err.Error(), `"query"`) {
+		t.Errorf("search_tools without a query: %v", err)
+	}
+
 	// Whatever is asked, only callable tools are found.
 	callable := []string{"s__" + fixture.ToolEcho, "s__" + fixture.ToolRead}
 	for _, query := range []string{"value", "launch the rocket", "delete remove value", "write store value", "echo read write delete value rocket", "q"} {
@@ -116,6 +129,26 @@ func TestSearchView(t *testing.T) {
 				apRefusalCode(direct), resultText(direct), apRefusalCode(via), resultText(via), code)
 		}
 	}
+
+	// Each call left the same activity entry, whichever way it came.
+	wardentest.WaitFor(t, 20*time.Second, "the activity of the refused calls", func() bool {
+		var entries []activity.Entry
+		w.API(t, "GET", "/v1/activity?server=s", nil, &entries)
+		var pending []activity.Entry
+		for _, e := range entries {
+			if e.Tool == "launch_rocket" {
+				e.At, e.LatencyMicros, e.Args = time.Time{}, 0, nil
+				pending = append(pending, e)
+			}
+		}
+		if len(pending) < 2 {
+			return false
+		}
+		if !reflect.DeepEqual(pending[0], pending[1]) || pending[0].Surface != "mcp" || pending[0].Code != "TOOL_PENDING" {
+			t.Fatalf("activity of a direct call and of call_tool differ: %+v", pending)
+		}
+		return true
+	})
 
 	// An approval makes a tool findable, a block removes it, no restart.
 	w.API(t, "POST", "/v1/servers/s/tools/approve", map[string]any{"tools": []string{"launch_rocket"}}, nil)
