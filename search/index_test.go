@@ -146,3 +146,33 @@ func BenchmarkIndexMemory(b *testing.B) {
 		runtime.KeepAlive(x)
 	}
 }
+
+// Searches run while servers are re-indexed (run with -race).
+func TestIndexConcurrent(t *testing.T) {
+	x := New()
+	all := synthetic(t, 400, 100)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 20 {
+			for server, docs := range all {
+				x.Set(server, docs)
+			}
+		}
+	}()
+	for {
+		select {
+		case <-done:
+			if x.Len() != 400 {
+				t.Fatalf("%d docs indexed, want 400", x.Len())
+			}
+			return
+		default:
+			for _, h := range x.Search("read a file", "", 5) {
+				if h.Score <= 0 {
+					t.Fatalf("hit %s with score %v", h.Doc.Key, h.Score)
+				}
+			}
+		}
+	}
+}

@@ -125,7 +125,7 @@ func (v *view) searchResult(query, server string, limit int) *mcp.CallToolResult
 		fmt.Fprintf(&text, "%s(%s) %.3f: %s\n", f.Name, paramList(h.Doc.Params, t.InputSchema), f.Score, firstLine(f.Description, 160))
 	}
 	if len(found) == 0 {
-		text.WriteString("no tool found; try other words, or no server without the server filter\n")
+		text.WriteString("no tool found; try other words, or leave out \"server\"\n")
 	} else {
 		text.WriteString(`call one with call_tool {"name": "<name>", "arguments": {...}}` + "\n")
 	}
