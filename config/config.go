@@ -26,6 +26,7 @@ import (
 const (
 	DefaultListen             = "127.0.0.1:7373"
 	DefaultCallTimeout        = 60 * time.Second
+	DefaultIdleTimeout        = 10 * time.Minute
 	DefaultActivityMaxEntries = 10000
 	DefaultActivityMaxAge     = 7 * 24 * time.Hour
 	// DefaultToolSearchBudget is the tokens of tool definitions past which
@@ -38,6 +39,12 @@ const (
 	TransportStdio = "stdio"
 	TransportHTTP  = "http" // streamable HTTP
 	TransportSSE   = "sse"  // legacy HTTP+SSE
+)
+
+// Start modes of a stdio server.
+const (
+	StartAlways   = "always"
+	StartOnDemand = "onDemand"
 )
 
 // Tool search modes.
@@ -107,6 +114,10 @@ type Server struct {
 	InheritEnv    []string
 	InheritAllEnv bool
 	Sandbox       Sandbox
+	// OnDemand ("start": "onDemand"): the server runs only while called,
+	// stopping after IdleTimeout without a call.
+	OnDemand    bool
+	IdleTimeout time.Duration
 
 	// HTTP (streamable or SSE)
 	URL     string

@@ -21,7 +21,7 @@ var (
 	topFields      = []string{"listen", "stateDir", "activity", "toolSearch", "toolSearchBudget", "mcpServers"}
 	activityFields = []string{"maxEntries", "maxAge"}
 	serverFields   = []string{"command", "args", "env", "cwd", "url", "headers", "transport", "type",
-		"trusted", "disabled", "callTimeout", "confirmDestructive", "tools", "inheritEnv", "sandbox", "oauth"}
+		"trusted", "disabled", "callTimeout", "confirmDestructive", "tools", "inheritEnv", "sandbox", "start", "idleTimeout", "oauth"}
 	// Fields other MCP hosts write, read or ignored (foreignFields) but
 	// not offered in messages.
 	hostTopFields    = []string{"servers", "inputs"}
@@ -406,7 +406,7 @@ func (d *decoder) server(name string, v *hujson.Value, path string) (*Server, er
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{Name: name, parsed: true, CallTimeout: DefaultCallTimeout}
+	s := &Server{Name: name, parsed: true, CallTimeout: DefaultCallTimeout, IdleTimeout: DefaultIdleTimeout}
 	first := len(d.expanded)
 	defer func() { s.expanded = slices.Clone(d.expanded[first:]) }()
 	at := map[string]*hujson.Value{} // where each field was, for cross-field errors
@@ -476,6 +476,14 @@ func (d *decoder) server(name string, v *hujson.Value, path string) (*Server, er
 			err = d.sandbox(v, p, &s.Sandbox)
 		case "oauth":
 			s.OAuth, err = d.oauth(v, p)
+		case "start":
+			var mode string
+			if mode, err = d.str(v, p); err == nil && mode != StartAlways && mode != StartOnDemand {
+				err = d.errAt(v, p, strconv.Quote(mode)+" is not a start mode", `write "always" or "onDemand"`)
+			}
+			s.OnDemand = mode == StartOnDemand
+		case "idleTimeout":
+			s.IdleTimeout, err = d.duration(v, p)
 		}
 		return err
 	})

@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-const serverKnown = "known fields are command, args, env, cwd, url, headers, transport, type, trusted, disabled, callTimeout, confirmDestructive, tools, inheritEnv, sandbox, oauth"
+const serverKnown = "known fields are command, args, env, cwd, url, headers, transport, type, trusted, disabled, callTimeout, confirmDestructive, tools, inheritEnv, sandbox, start, idleTimeout, oauth"
 
 // TestErrors checks that each bad input gives the promised message: file,
 // field path, problem and fix.
@@ -49,6 +49,8 @@ func TestErrors(t *testing.T) {
 			pre + `mcpServers.remote.callTimeout: is a number, not a duration string; write a Go duration such as "30s" or "2m"`, "mcpServers.remote.callTimeout"},
 		{"bad activity duration", `{"activity": {"maxAge": "7 days"}}`,
 			pre + `activity.maxAge: "7 days" is not a duration; write a Go duration such as "30s" or "2m"`, "activity.maxAge"},
+		{"bad start", `{"mcpServers": {"fs": {"command": "x", "start": "lazy"}}}`,
+			pre + `mcpServers.fs.start: "lazy" is not a start mode; write "always" or "onDemand"`, "mcpServers.fs.start"},
 		{"bad toolSearch", `{"toolSearch": "yes"}`,
 			pre + `toolSearch: is not a tool search mode; write "off", "on" or "auto"`, "toolSearch"},
 		{"bad toolSearchBudget", `{"toolSearchBudget": 0}`,

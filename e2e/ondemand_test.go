@@ -1,0 +1,82 @@
+package e2e
+
+// End-to-end test of "start": "onDemand" with the npm reference
+// server-memory: not running after start, listed from its pinned
+// definitions, started by the first call, stopped when idle, no orphan.
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wardenmcp/warden/api"
+	"github.com/wardenmcp/warden/approval"
+	"github.com/wardenmcp/warden/internal/testenv"
+	"github.com/wardenmcp/warden/internal/wardentest"
+	"github.com/wardenmcp/warden/upstream"
+)
+
+func odState(t *testing.T, w *wardentest.Warden) upstream.State {
+	var s api.Server
+	w.API(t, "GET", "/v1/servers/memory", nil, &s)
+	return s.State.State
+}
+
+func TestOnDemandServer(t *testing.T) {
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "on-demand-marker") // in the server's command line, to find its process
+	cfg := filepath.Join(dir, "config.json")
+	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"memory": map[string]any{
+		"command": testenv.Node22(t), "args": []string{testenv.NPMBin(t, "server-memory"), marker},
+		"env":     map[string]string{"MEMORY_FILE_PATH": filepath.Join(dir, "memory.jsonl")},
+		"trusted": true, "start": "onDemand", "idleTimeout": "300ms",
+	}}})
+	if err := os.WriteFile(cfg, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	state := filepath.Join(dir, "state")
+	w := wardentest.StartWith(t, cfg, state)
+	defer func() {
+		if t.Failed() {
+			t.Logf("daemon log:\n%s", w.Logs)
+		}
+	}()
+	// Never seen before: it runs once to be listed (a trusted server's
+	// tools are baselined), then stops when idle.
+	apWaitTool(t, w, "memory", "read_graph", "baselined", apStatusIs(approval.StatusApproved))
+	wardentest.WaitFor(t, 30*time.Second, "the server to stop when idle", func() bool {
+		return odState(t, w) == upstream.StateIdle && len(processesMentioning(marker)) == 0
+	})
+	w.Stop()
+
+	// Restarted with its definitions pinned: not running, yet listed.
+	w = wardentest.StartWith(t, cfg, state)
+	if st := odState(t, w); st != upstream.StateIdle || len(processesMentioning(marker)) != 0 {
+		t.Fatalf("after start: state %s, processes %v; want idle and none", st, processesMentioning(marker))
+	}
+	cs := w.Connect(t, "/mcp", nil)
+	defer cs.Close()
+	wardentest.WaitFor(t, 20*time.Second, "the pinned tools on /mcp", func() bool {
+		return slices.Contains(apList(t, cs), "memory__create_entities")
+	})
+	if n := len(processesMentioning(marker)); n != 0 {
+		t.Fatalf("listing started the server (%d processes)", n)
+	}
+	// The first call starts it and waits for it.
+	callText(t, cs, "memory__create_entities", map[string]any{"entities": []map[string]any{{"name": "Alice", "entityType": "person", "observations": []string{"likes tea"}}}})
+	if got := callText(t, cs, "memory__read_graph", map[string]any{}); !json.Valid([]byte(got)) || !strings.Contains(got, "Alice") {
+		t.Fatalf("read_graph after a write: %s", got)
+	}
+	// Idle, it stops, leaving no process.
+	wardentest.WaitFor(t, 30*time.Second, "the server to stop when idle", func() bool {
+		return odState(t, w) == upstream.StateIdle && len(processesMentioning(marker)) == 0
+	})
+	// And starts again for the next call, with what it stored.
+	if got := callText(t, cs, "memory__read_graph", map[string]any{}); !strings.Contains(got, "Alice") {
+		t.Fatalf("read_graph after a restart of the server: %s", got)
+	}
+}
