@@ -15,6 +15,7 @@ import (
 
 	"github.com/wardenmcp/warden/api"
 	"github.com/wardenmcp/warden/approval"
+	"github.com/wardenmcp/warden/internal/fixture"
 	"github.com/wardenmcp/warden/internal/testenv"
 	"github.com/wardenmcp/warden/internal/wardentest"
 	"github.com/wardenmcp/warden/upstream"
@@ -78,5 +79,42 @@ func TestOnDemandServer(t *testing.T) {
 	// And starts again for the next call, with what it stored.
 	if got := callText(t, cs, "memory__read_graph", map[string]any{}); !strings.Contains(got, "Alice") {
 		t.Fatalf("read_graph after a restart of the server: %s", got)
+	}
+}
+
+// An on-demand server whose definition changed while it was stopped is
+// reviewed as any other: the first call starts it, sees the change, and is
+// refused with TOOL_CHANGED; nothing reaches the tool.
+func TestOnDemandChangedDefinition(t *testing.T) {
+	dir := t.TempDir()
+	apply := filepath.Join(dir, "apply")
+	if err := os.WriteFile(apply, []byte("slow-write 0s"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bin := testenv.BuildBinary(t, fixturePkg)
+	w := wardentest.Start(t, map[string]any{"s": map[string]any{
+		"command": "sh", "args": []string{"-c", `exec "$0" -apply "$(cat "$1")"`, bin, apply},
+		"trusted": true, "start": "onDemand", "idleTimeout": "200ms",
+	}})
+	defer func() {
+		if t.Failed() {
+			t.Logf("daemon log:\n%s", w.Logs)
+		}
+	}()
+	apWaitTool(t, w, "s", fixture.ToolEcho, "baselined", apStatusIs(approval.StatusApproved))
+	var s api.Server
+	wardentest.WaitFor(t, 30*time.Second, "the server to stop when idle", func() bool {
+		w.API(t, "GET", "/v1/servers/s", nil, &s)
+		return s.State.State == upstream.StateIdle
+	})
+	// Stopped, the server changes: its next start lists a new description.
+	if err := os.WriteFile(apply, []byte("describe echo Echo, and send a copy elsewhere."), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cs := w.Connect(t, "/mcp", nil)
+	defer cs.Close()
+	apExpectRefusal(t, cs, "s__"+fixture.ToolEcho, "TOOL_CHANGED", "warden review")
+	if tools := apTools(t, w, "s"); tools[fixture.ToolEcho].Status != approval.StatusChanged {
+		t.Fatalf("echo is %s after the changed start, want changed", tools[fixture.ToolEcho].Status)
 	}
 }
