@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/wardenmcp/warden/api"
 	"github.com/wardenmcp/warden/approval"
 	"github.com/wardenmcp/warden/internal/fixture"
@@ -117,4 +118,37 @@ func TestOnDemandChangedDefinition(t *testing.T) {
 	if tools := apTools(t, w, "s"); tools[fixture.ToolEcho].Status != approval.StatusChanged {
 		t.Fatalf("echo is %s after the changed start, want changed", tools[fixture.ToolEcho].Status)
 	}
+}
+
+// BenchmarkOnDemandFirstCall times the first call to an idle on-demand
+// server-memory (node start, initialize, listing, the call), waiting for the
+// server to stop between calls.
+func BenchmarkOnDemandFirstCall(b *testing.B) {
+	dir := b.TempDir()
+	w := wardentest.Start(b, map[string]any{"memory": map[string]any{
+		"command": testenv.Node22(b), "args": []string{testenv.NPMBin(b, "server-memory")},
+		"env":     map[string]string{"MEMORY_FILE_PATH": filepath.Join(dir, "memory.jsonl")},
+		"trusted": true, "start": "onDemand", "idleTimeout": "50ms",
+	}})
+	apWaitTool(b, w, "memory", "read_graph", "baselined", apStatusIs(approval.StatusApproved))
+	cs := w.Connect(b, "/mcp", nil)
+	defer cs.Close()
+	idle := func() bool {
+		var s api.Server
+		w.API(b, "GET", "/v1/servers/memory", nil, &s)
+		return s.State.State == upstream.StateIdle
+	}
+	var total time.Duration
+	for b.Loop() {
+		b.StopTimer()
+		wardentest.WaitFor(b, 30*time.Second, "the server to stop when idle", idle)
+		b.StartTimer()
+		start := time.Now()
+		res, err := cs.CallTool(b.Context(), &mcp.CallToolParams{Name: "memory__read_graph", Arguments: map[string]any{}})
+		if err != nil || res.IsError {
+			b.Fatalf("first call: %v %v", err, res)
+		}
+		total += time.Since(start)
+	}
+	b.ReportMetric(float64(total.Milliseconds())/float64(b.N), "ms/first-call")
 }
