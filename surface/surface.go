@@ -31,6 +31,8 @@ type Surfaces struct {
 	aggH        http.Handler
 	search      *view // /mcp?view=search
 	searchH     http.Handler
+	searchOnce  sync.Once   // the search view is kept up to date from its first use
+	searchOn    atomic.Bool // on: after that
 	toolSearch  atomic.Pointer[ToolSearch]
 
 	mu    sync.Mutex
@@ -288,7 +290,7 @@ func (s *Surfaces) SetToolSearch(ts ToolSearch) { s.toolSearch.Store(&ts) }
 func (s *Surfaces) aggregated(r *http.Request) (*view, http.Handler, string) {
 	switch name := r.URL.Query().Get("view"); name {
 	case "search":
-		return s.search, s.searchH, ""
+		return s.useSearch()
 	case "all":
 		return s.agg, s.aggH, ""
 	case "":
@@ -297,15 +299,29 @@ func (s *Surfaces) aggregated(r *http.Request) (*view, http.Handler, string) {
 	}
 	if id := r.Header.Get("Mcp-Session-Id"); id != "" {
 		if s.search.live(id) != nil {
-			return s.search, s.searchH, ""
+			return s.useSearch()
 		}
 		return s.agg, s.aggH, ""
 	}
 	ts := s.toolSearch.Load()
 	if ts.Mode == config.ToolSearchOn || ts.Mode == config.ToolSearchAuto && s.agg.tokens() > ts.Budget {
-		return s.search, s.searchH, ""
+		return s.useSearch()
 	}
 	return s.agg, s.aggH, ""
+}
+
+// useSearch returns the search view, first building its index: until a
+// client uses it, keeping it up to date would only cost every list rebuild.
+// The first request waits for the index, so its first search finds what
+// is there.
+func (s *Surfaces) useSearch() (*view, http.Handler, string) {
+	s.searchOnce.Do(func() {
+		s.searchOn.Store(true) // from now on, update keeps it current
+		for _, server := range s.g.Servers() {
+			s.search.Changed(server)
+		}
+	})
+	return s.search, s.searchH, ""
 }
 
 // The gateway.View side: fan out to the aggregated view and the server's own.
@@ -341,7 +357,9 @@ func (s *Surfaces) update() {
 		s.dirtyMu.Unlock()
 		for server := range servers {
 			s.agg.Changed(server)
-			s.search.Changed(server)
+			if s.searchOn.Load() {
+				s.search.Changed(server)
+			}
 			if _, live := s.g.Conn(server); !live {
 				s.forget(server) // removed: its endpoint answers 404 now
 				continue
