@@ -163,14 +163,35 @@ func firstLine(s string, n int) string {
 }
 
 type inputSchema struct {
-	Properties map[string]struct {
-		Description string `json:"description"`
-	} `json:"properties"`
-	Required []string `json:"required"`
+	Properties map[string]schemaParam `json:"properties"`
+	Required   []string               `json:"required"`
 }
 
+type schemaParam struct {
+	Description string `json:"description"`
+}
+
+// schemaOf reads the parameters of a tool's input schema: as the SDK
+// decoded it (a map) directly, for re-indexing speed; otherwise through
+// JSON.
 func schemaOf(schema any) (inputSchema, bool) {
 	var s inputSchema
+	if m, ok := schema.(map[string]any); ok {
+		props, _ := m["properties"].(map[string]any)
+		s.Properties = make(map[string]schemaParam, len(props))
+		for name, p := range props {
+			pm, _ := p.(map[string]any)
+			d, _ := pm["description"].(string)
+			s.Properties[name] = schemaParam{d}
+		}
+		req, _ := m["required"].([]any)
+		for _, r := range req {
+			if r, ok := r.(string); ok {
+				s.Required = append(s.Required, r)
+			}
+		}
+		return s, true
+	}
 	b, err := json.Marshal(schema)
 	if err != nil {
 		return s, false
