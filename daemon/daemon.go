@@ -239,7 +239,8 @@ func (d *Daemon) routes(s *surface.Surfaces, m *metrics.Metrics) http.Handler {
 		Version: d.opts.Version, Token: d.Token, Started: time.Now(), Gateway: d.gw,
 		Approvals: d.approvals, Writes: d.ledger, Activity: d.activity, Events: d.events,
 		Config: d.configInfo, Sessions: func() any { return d.sessions.List() }, Caller: d.refuseSpawned, Auth: d.auth,
-		Logs: func(server string) (api.LogFile, error) { return d.logs.file(server) },
+		Logs:         func(server string) (api.LogFile, error) { return d.logs.file(server) },
+		SearchTokens: surface.SearchViewTokens,
 	}))
 	mux.HandleFunc("GET /oauth/callback", d.auth.Callback)
 	mux.Handle("GET /metrics", m.Handler())

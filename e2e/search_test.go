@@ -17,6 +17,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/wardenmcp/warden/activity"
+	"github.com/wardenmcp/warden/api"
 	"github.com/wardenmcp/warden/approval"
 	"github.com/wardenmcp/warden/internal/fixture"
 	"github.com/wardenmcp/warden/internal/wardentest"
@@ -82,6 +83,21 @@ func TestSearchView(t *testing.T) {
 	}
 	apWaitTool(t, w, "s", "launch_rocket", "pending", apStatusIs(approval.StatusPending))
 	apWaitTool(t, w, "s", fixture.ToolWrite, "changed", apStatusIs(approval.StatusChanged))
+
+	// What each view costs: the visible tools' definitions against the
+	// search view's two.
+	var st api.Status
+	w.API(t, "GET", "/v1/status", nil, &st)
+	var fromServers int
+	for _, s := range st.Servers {
+		fromServers += s.ToolTokens
+	}
+	if all, search := st.ViewTokens["all"], st.ViewTokens["search"]; all <= 0 || search <= 0 || all != fromServers {
+		t.Errorf("view_tokens %v, servers' tool_tokens add up to %d", st.ViewTokens, fromServers)
+	}
+	if code, out, _ := apCLI(t, w, "status"); code != 0 || !strings.Contains(out, "tokens on /mcp") {
+		t.Errorf("warden status: exit %d\n%s", code, out)
+	}
 
 	cs := w.Connect(t, "/mcp?view=search", nil)
 	defer cs.Close()

@@ -30,28 +30,42 @@ const (
 	maxLimit        = 50
 )
 
+var searchViewTools = []*mcp.Tool{{
+	Name:        searchToolsName,
+	Title:       "Search tools",
+	Description: "Find the tools for a task among every server's tools. Answers the best matches first, each with its name, description and inputSchema; call one with call_tool.",
+	InputSchema: json.RawMessage(`{"type":"object","properties":{` +
+		`"query":{"type":"string","description":"what you want to do, in words"},` +
+		`"limit":{"type":"integer","minimum":1,"maximum":50,"default":10,"description":"how many tools to answer"},` +
+		`"server":{"type":"string","description":"only this server's tools"}},"required":["query"]}`),
+	Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: new(false)},
+}, {
+	Name:        callToolName,
+	Title:       "Call a tool",
+	Description: "Call a tool found with search_tools, by its name, with arguments that match its inputSchema. Answers what the tool answers.",
+	InputSchema: json.RawMessage(`{"type":"object","properties":{` +
+		`"name":{"type":"string","description":"the tool's name as search_tools gave it (server__tool)"},` +
+		`"arguments":{"type":"object","description":"the tool's arguments"}},"required":["name"]}`),
+}}
+
+// SearchViewTokens is what the search view's tool list costs a client's
+// context: bytes of its JSON definitions / 4, as for every view.
+var SearchViewTokens = func() int {
+	n := 0
+	for _, t := range searchViewTools {
+		b, _ := json.Marshal(t)
+		n += len(b)
+	}
+	return n / 4
+}()
+
 func newSearchView(g *gateway.Gateway, log *slog.Logger, version string) *view {
 	v := newView(g, "", log, version)
 	v.log = v.log.With("view", "search")
 	v.index = search.New()
-	for _, t := range []*mcp.Tool{{
-		Name:        searchToolsName,
-		Title:       "Search tools",
-		Description: "Find the tools for a task among every server's tools. Answers the best matches first, each with its name, description and inputSchema; call one with call_tool.",
-		InputSchema: json.RawMessage(`{"type":"object","properties":{` +
-			`"query":{"type":"string","description":"what you want to do, in words"},` +
-			`"limit":{"type":"integer","minimum":1,"maximum":50,"default":10,"description":"how many tools to answer"},` +
-			`"server":{"type":"string","description":"only this server's tools"}},"required":["query"]}`),
-		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: new(false)},
-	}, {
-		Name:        callToolName,
-		Title:       "Call a tool",
-		Description: "Call a tool found with search_tools, by its name, with arguments that match its inputSchema. Answers what the tool answers.",
-		InputSchema: json.RawMessage(`{"type":"object","properties":{` +
-			`"name":{"type":"string","description":"the tool's name as search_tools gave it (server__tool)"},` +
-			`"arguments":{"type":"object","description":"the tool's arguments"}},"required":["name"]}`),
-	}} {
-		if err := addTool(v.srv, t); err != nil {
+	for _, t := range searchViewTools {
+		t := *t // the SDK server keeps it
+		if err := addTool(v.srv, &t); err != nil {
 			panic(err) // fixed definitions
 		}
 	}
