@@ -61,7 +61,7 @@ func stWaitFound(t *testing.T, cs *mcp.ClientSession, query, name string, want b
 }
 
 func TestSearchView(t *testing.T) {
-	f := fixture.NewServer(fixture.Options{})
+	f := fixture.NewServer(fixture.Options{Instructions: "Keeps the spaceship registry."})
 	q := fixture.NewServer(fixture.Options{}) // untrusted: quarantined
 	w := wardentest.Start(t, map[string]any{
 		"s": map[string]any{"url": f.Serve(t), "trusted": true,
@@ -105,6 +105,10 @@ func TestSearchView(t *testing.T) {
 		t.Fatalf("/mcp?view=search lists %v, want call_tool and search_tools", got)
 	}
 	stWaitFound(t, cs, "echo back text", "s__echo", true)
+	// The server's instructions are context for its tools.
+	if got := stSearch(t, cs, "spaceship"); len(got) == 0 || !strings.HasPrefix(got[0], "s__") {
+		t.Errorf("search by the server's instructions found %v", got)
+	}
 
 	// The text form names each tool with its parameters; limit bounds the
 	// answer; a search without a query is told what to send.

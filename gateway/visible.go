@@ -41,6 +41,14 @@ func (g *Gateway) Tools(server string) []Tool {
 	return out
 }
 
+// Instructions are what an exposed server says of itself at initialize.
+func (g *Gateway) Instructions(server string) string {
+	if inv := g.exposedInventory(server); inv != nil && inv.Init != nil {
+		return inv.Init.Instructions
+	}
+	return ""
+}
+
 // ToolTokens estimates what server's visible tools cost a client's context
 // on /mcp: the bytes of their JSON definitions, named "<server>__<tool>",
 // divided by 4 (the usual rule of thumb for BPE tokenizers).

@@ -16,7 +16,11 @@ import (
 type Doc struct {
 	Key, Server, Tool, Title, Description string
 	Params                                []Param
-	Payload                               any
+	// Context is what the server says of itself (its instructions): the
+	// same for each of its tools, so it weighs little and leaves a tool's
+	// length alone.
+	Context string
+	Payload any
 }
 
 // Param is one input parameter.
@@ -37,6 +41,7 @@ const (
 	wParamName = 1.0
 	wParamDesc = 0.4
 	wServer    = 1.0
+	wContext   = 0.2
 
 	k1 = 1.2
 	b  = 0.75
@@ -116,6 +121,7 @@ func (x *Index) Len() int {
 func build(docs []Doc) *shard {
 	sh := &shard{postings: map[string][]posting{}}
 	tf := map[string]float32{}
+	contexts := map[string][]string{}
 	for i := range docs {
 		d := &docs[i]
 		clear(tf)
@@ -134,6 +140,12 @@ func build(docs []Doc) *shard {
 			add(p.Description, wParamDesc)
 		}
 		add(d.Server, wServer)
+		if _, ok := contexts[d.Context]; !ok {
+			contexts[d.Context] = Terms(d.Context) // one server's tools share it
+		}
+		for _, t := range contexts[d.Context] {
+			tf[t] += wContext
+		}
 		id := int32(len(sh.docs))
 		sh.docs = append(sh.docs, d)
 		sh.lens = append(sh.lens, length)

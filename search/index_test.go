@@ -57,6 +57,13 @@ func TestIndexFollowsSet(t *testing.T) {
 	if got := keys(x.Search("read", "", 10), 10); got != "fs__read_file" || x.Len() != 1 {
 		t.Errorf("after removing mem: %s, %d docs", got, x.Len())
 	}
+	// A server's instructions are context: they find its tools, below a
+	// tool that names the words itself.
+	x.Set("kb", []Doc{{Key: "kb__query", Server: "kb", Tool: "query", Description: "Run a query", Context: "A knowledge base of contracts."}})
+	if got := keys(x.Search("contracts", "", 10), 10); got != "kb__query" {
+		t.Errorf("contracts: %s, want kb__query through its server's instructions", got)
+	}
+	x.Set("kb", nil)
 	if len(x.df) != len(x.shards["fs"].postings) {
 		t.Errorf("document frequencies kept %d terms, the one shard has %d", len(x.df), len(x.shards["fs"].postings))
 	}

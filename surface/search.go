@@ -213,9 +213,10 @@ func schemaOf(schema any) (inputSchema, bool) {
 	return s, json.Unmarshal(b, &s) == nil
 }
 
-// searchDoc is what the index knows of a visible tool.
-func searchDoc(server, name string, t *mcp.Tool) search.Doc {
-	d := search.Doc{Key: name, Server: server, Tool: t.Name, Title: t.Title, Description: t.Description, Payload: t}
+// searchDoc is what the index knows of a visible tool; instructions are
+// its server's.
+func searchDoc(server, name, instructions string, t *mcp.Tool) search.Doc {
+	d := search.Doc{Key: name, Server: server, Tool: t.Name, Title: t.Title, Description: t.Description, Context: instructions, Payload: t}
 	if d.Title == "" && t.Annotations != nil {
 		d.Title = t.Annotations.Title
 	}

@@ -208,6 +208,10 @@ func (v *view) syncTools(server string, old, now *exposed) {
 	}
 	keep := map[string]bool{}
 	var docs []search.Doc
+	var instructions string
+	if v.index != nil {
+		instructions = v.g.Instructions(server)
+	}
 	for _, t := range tools {
 		name := v.name(server, t.Name)
 		if claims[name] > 1 {
@@ -228,7 +232,7 @@ func (v *view) syncTools(server string, old, now *exposed) {
 			continue
 		}
 		if v.index != nil {
-			docs = append(docs, searchDoc(server, name, t.Tool))
+			docs = append(docs, searchDoc(server, name, instructions, t.Tool))
 			continue
 		}
 		def := *t.Tool
