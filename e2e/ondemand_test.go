@@ -65,8 +65,13 @@ func TestOnDemandServer(t *testing.T) {
 	wardentest.WaitFor(t, 20*time.Second, "the pinned tools on /mcp", func() bool {
 		return slices.Contains(apList(t, cs), "memory__create_entities")
 	})
+	search := w.Connect(t, "/mcp?view=search", nil)
+	defer search.Close()
+	if got := stSearch(t, search, "remember a new person"); !slices.Contains(got, "memory__create_entities") {
+		t.Fatalf("search while stopped found %v, want memory__create_entities", got)
+	}
 	if n := len(processesMentioning(marker)); n != 0 {
-		t.Fatalf("listing started the server (%d processes)", n)
+		t.Fatalf("listing or searching started the server (%d processes)", n)
 	}
 	// The first call starts it and waits for it.
 	callText(t, cs, "memory__create_entities", map[string]any{"entities": []map[string]any{{"name": "Alice", "entityType": "person", "observations": []string{"likes tea"}}}})
