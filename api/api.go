@@ -34,6 +34,8 @@ type Deps struct {
 	Sessions  func() any                           // persisted upstream sessions, safe to show
 	Logs      func(server string) (LogFile, error) // a stdio server's stderr log
 	Auth      *oauth.Manager                       // upstream OAuth; nil: none
+	// SearchTokens is what the search view's tool list costs (ViewTokens).
+	SearchTokens int
 	// Caller, if set, refuses a request by what sent it (a process Warden
 	// spawned), whatever token it holds.
 	Caller func(*http.Request) error

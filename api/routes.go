@@ -25,6 +25,7 @@ func (a *handler) serverInfo(sc ServerConfig) Server {
 	if st, ok := a.Approvals.Server(sc.Name); ok {
 		s.Quarantined, s.Tools = st.Quarantined, st.Counts
 	}
+	s.ToolTokens = a.Gateway.ToolTokens(sc.Name)
 	return s
 }
 
@@ -59,9 +60,13 @@ func (a *handler) status(w http.ResponseWriter, r *http.Request) {
 	cfg := a.Config()
 	st := Status{Version: a.Version, UptimeSeconds: time.Since(a.Started).Seconds(), ConfigPath: cfg.Path,
 		Listen: cfg.Listen, ReloadError: cfg.ReloadError, Servers: []Server{}}
+	all := 0
 	for _, sc := range cfg.Servers {
-		st.Servers = append(st.Servers, a.serverInfo(sc))
+		info := a.serverInfo(sc)
+		all += info.ToolTokens
+		st.Servers = append(st.Servers, info)
 	}
+	st.ViewTokens = map[string]int{"all": all, "search": a.SearchTokens}
 	reply(w, http.StatusOK, st)
 }
 

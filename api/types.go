@@ -21,6 +21,10 @@ type Status struct {
 	ReloadError   string   `json:"reload_error,omitempty"` // why the last reload was refused
 	Listen        string   `json:"listen"`
 	Servers       []Server `json:"servers"`
+	// ViewTokens estimates what each view's tool list costs a client's
+	// context: "all" (every visible tool, /mcp without the search view) and
+	// "search" (/mcp?view=search); bytes of the JSON definitions / 4.
+	ViewTokens map[string]int `json:"view_tokens"`
 }
 
 // Server answers GET /v1/servers/{s}.
@@ -33,6 +37,7 @@ type Server struct {
 	Disabled    bool            `json:"disabled"`
 	State       upstream.Status `json:"connection"`
 	Tools       approval.Counts `json:"tools"`
+	ToolTokens  int             `json:"tool_tokens"` // its visible tools' definitions on /mcp, bytes / 4
 	// ConfigError says why the server's entry in the config file cannot be
 	// loaded; a server that ran before keeps its previous entry.
 	ConfigError string `json:"config_error,omitempty"`

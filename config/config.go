@@ -26,8 +26,12 @@ import (
 const (
 	DefaultListen             = "127.0.0.1:7373"
 	DefaultCallTimeout        = 60 * time.Second
+	DefaultIdleTimeout        = 10 * time.Minute
 	DefaultActivityMaxEntries = 10000
 	DefaultActivityMaxAge     = 7 * 24 * time.Hour
+	// DefaultToolSearchBudget is the tokens of tool definitions past which
+	// "toolSearch": "auto" shows the search view.
+	DefaultToolSearchBudget = 10000
 )
 
 // Transports a server can use.
@@ -35,6 +39,19 @@ const (
 	TransportStdio = "stdio"
 	TransportHTTP  = "http" // streamable HTTP
 	TransportSSE   = "sse"  // legacy HTTP+SSE
+)
+
+// Start modes of a stdio server.
+const (
+	StartAlways   = "always"
+	StartOnDemand = "onDemand"
+)
+
+// Tool search modes.
+const (
+	ToolSearchOff  = "off"
+	ToolSearchOn   = "on"
+	ToolSearchAuto = "auto"
 )
 
 // Write classes a tool override can set.
@@ -46,11 +63,16 @@ const (
 
 // Config is a parsed, validated config file with defaults applied.
 type Config struct {
-	Path     string             // file it was read from ("" when none)
-	Listen   string             // host:port of the one listener; default 127.0.0.1:7373
-	StateDir string             // optional; "~/" and paths relative to the config file's directory are resolved
-	Activity Activity           // activity log retention
-	Servers  map[string]*Server // "mcpServers", keyed by name; never nil
+	Path     string   // file it was read from ("" when none)
+	Listen   string   // host:port of the one listener; default 127.0.0.1:7373
+	StateDir string   // optional; "~/" and paths relative to the config file's directory are resolved
+	Activity Activity // activity log retention
+	// ToolSearch is which tools /mcp lists: every tool ("off"), the search
+	// view ("on"), or the search view once the visible tools' definitions
+	// cost more than ToolSearchBudget tokens ("auto").
+	ToolSearch       string
+	ToolSearchBudget int
+	Servers          map[string]*Server // "mcpServers", keyed by name; never nil
 
 	// Missing is true when Load found no file at Path. The config is then
 	// the empty default one, which is valid: Warden starts with no servers.
@@ -92,6 +114,10 @@ type Server struct {
 	InheritEnv    []string
 	InheritAllEnv bool
 	Sandbox       Sandbox
+	// OnDemand ("start": "onDemand"): the server runs only while called,
+	// stopping after IdleTimeout without a call.
+	OnDemand    bool
+	IdleTimeout time.Duration
 
 	// HTTP (streamable or SSE)
 	URL     string
@@ -181,10 +207,11 @@ func DefaultPath() string {
 // defaults returns the config of an empty file.
 func defaults(path string) *Config {
 	return &Config{
-		Path:     path,
-		Listen:   DefaultListen,
-		Activity: Activity{MaxEntries: DefaultActivityMaxEntries, MaxAge: DefaultActivityMaxAge},
-		Servers:  map[string]*Server{},
+		Path:       path,
+		Listen:     DefaultListen,
+		Activity:   Activity{MaxEntries: DefaultActivityMaxEntries, MaxAge: DefaultActivityMaxAge},
+		ToolSearch: ToolSearchOff, ToolSearchBudget: DefaultToolSearchBudget,
+		Servers: map[string]*Server{},
 	}
 }
 

@@ -186,3 +186,20 @@ func TestDiff(t *testing.T) {
 		t.Error("empty or nil diff")
 	}
 }
+
+func TestToolSearch(t *testing.T) {
+	cfg, err := Parse("f", []byte(`{}`), env())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.ToolSearch != ToolSearchOff || cfg.ToolSearchBudget != DefaultToolSearchBudget {
+		t.Errorf("defaults: %q %d", cfg.ToolSearch, cfg.ToolSearchBudget)
+	}
+	cfg, err = Parse("f", []byte(`{"toolSearch": "auto", "toolSearchBudget": 500}`), env())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.ToolSearch != ToolSearchAuto || cfg.ToolSearchBudget != 500 {
+		t.Errorf("set: %q %d", cfg.ToolSearch, cfg.ToolSearchBudget)
+	}
+}

@@ -18,10 +18,10 @@ import (
 
 // Field names, in the order messages list them.
 var (
-	topFields      = []string{"listen", "stateDir", "activity", "mcpServers"}
+	topFields      = []string{"listen", "stateDir", "activity", "toolSearch", "toolSearchBudget", "mcpServers"}
 	activityFields = []string{"maxEntries", "maxAge"}
 	serverFields   = []string{"command", "args", "env", "cwd", "url", "headers", "transport", "type",
-		"trusted", "disabled", "callTimeout", "confirmDestructive", "tools", "inheritEnv", "sandbox", "oauth"}
+		"trusted", "disabled", "callTimeout", "confirmDestructive", "tools", "inheritEnv", "sandbox", "start", "idleTimeout", "oauth"}
 	// Fields other MCP hosts write, read or ignored (foreignFields) but
 	// not offered in messages.
 	hostTopFields    = []string{"servers", "inputs"}
@@ -125,6 +125,21 @@ func (d *decoder) decode(cfg *Config) error {
 			cfg.StateDir = resolveDir(s, d.file)
 		case "activity":
 			return d.activity(v, path, &cfg.Activity)
+		case "toolSearch":
+			s, err := d.str(v, path)
+			if err != nil {
+				return err
+			}
+			if !slices.Contains([]string{ToolSearchOff, ToolSearchOn, ToolSearchAuto}, s) {
+				return d.errAt(v, path, "is not a tool search mode", `write "off", "on" or "auto"`)
+			}
+			cfg.ToolSearch = s
+		case "toolSearchBudget":
+			n, ok := d.count(v)
+			if !ok {
+				return d.errAt(v, path, "is not a whole number of tokens above zero", "write a number such as 10000")
+			}
+			cfg.ToolSearchBudget = n
 		case "mcpServers", "servers": // "servers" as VS Code writes it
 			if other := map[string]string{"mcpServers": "servers", "servers": "mcpServers"}[name]; find(obj, other) >= 0 {
 				return d.errAt(v, path, `the file has both "mcpServers" and "servers"`, `keep one, "mcpServers"`)
@@ -331,6 +346,19 @@ func (d *decoder) strMap(v *hujson.Value, path string, checkKey func(string) (pr
 	return raw, expanded, err
 }
 
+// count reads a whole number from 1 to 2^31.
+func (d *decoder) count(v *hujson.Value) (int, bool) {
+	lit, ok := v.Value.(hujson.Literal)
+	if !ok || lit.Kind() != '0' {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(string(lit), 10, 64)
+	if err != nil || n < 1 || n > 1<<31 {
+		return 0, false
+	}
+	return int(n), true
+}
+
 func (d *decoder) activity(v *hujson.Value, path string, a *Activity) error {
 	obj, err := d.object(v, path, `write an object such as {"maxEntries": 10000, "maxAge": "168h"}`)
 	if err != nil {
@@ -339,15 +367,11 @@ func (d *decoder) activity(v *hujson.Value, path string, a *Activity) error {
 	return d.fields(obj, path, activityFields, func(name string, v *hujson.Value, p string) error {
 		switch name {
 		case "maxEntries":
-			lit, ok := v.Value.(hujson.Literal)
-			n, perr := int64(0), error(nil)
-			if ok && lit.Kind() == '0' {
-				n, perr = strconv.ParseInt(string(lit), 10, 64)
-			}
-			if !ok || lit.Kind() != '0' || perr != nil || n < 1 || n > 1<<31 {
+			n, ok := d.count(v)
+			if !ok {
 				return d.errAt(v, p, "is not a whole number of entries above zero", "write a number such as 10000")
 			}
-			a.MaxEntries = int(n)
+			a.MaxEntries = n
 		case "maxAge":
 			dur, err := d.duration(v, p)
 			if err != nil {
@@ -382,7 +406,7 @@ func (d *decoder) server(name string, v *hujson.Value, path string) (*Server, er
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{Name: name, parsed: true, CallTimeout: DefaultCallTimeout}
+	s := &Server{Name: name, parsed: true, CallTimeout: DefaultCallTimeout, IdleTimeout: DefaultIdleTimeout}
 	first := len(d.expanded)
 	defer func() { s.expanded = slices.Clone(d.expanded[first:]) }()
 	at := map[string]*hujson.Value{} // where each field was, for cross-field errors
@@ -452,6 +476,14 @@ func (d *decoder) server(name string, v *hujson.Value, path string) (*Server, er
 			err = d.sandbox(v, p, &s.Sandbox)
 		case "oauth":
 			s.OAuth, err = d.oauth(v, p)
+		case "start":
+			var mode string
+			if mode, err = d.str(v, p); err == nil && mode != StartAlways && mode != StartOnDemand {
+				err = d.errAt(v, p, strconv.Quote(mode)+" is not a start mode", `write "always" or "onDemand"`)
+			}
+			s.OnDemand = mode == StartOnDemand
+		case "idleTimeout":
+			s.IdleTimeout, err = d.duration(v, p)
 		}
 		return err
 	})

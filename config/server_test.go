@@ -136,6 +136,8 @@ func TestEqual(t *testing.T) {
 		"CallTimeout":        {func(s *Server) { s.CallTimeout = time.Second }},
 		"InheritEnv":         {func(s *Server) { s.InheritEnv = []string{"A"} }},
 		"InheritAllEnv":      {func(s *Server) { s.InheritAllEnv = true }},
+		"OnDemand":           {func(s *Server) { s.OnDemand = true }},
+		"IdleTimeout":        {func(s *Server) { s.IdleTimeout = time.Second }},
 		"Sandbox": {func(s *Server) { s.Sandbox.NoNetwork = true }, func(s *Server) { s.Sandbox.Paths = true },
 			func(s *Server) { s.Sandbox.Read = []string{"/d"} }, func(s *Server) { s.Sandbox.Write = []string{"/d"} },
 			func(s *Server) { s.Sandbox.Image = "i" }, func(s *Server) { s.Sandbox.Engine = "podman" }},

@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-const serverKnown = "known fields are command, args, env, cwd, url, headers, transport, type, trusted, disabled, callTimeout, confirmDestructive, tools, inheritEnv, sandbox, oauth"
+const serverKnown = "known fields are command, args, env, cwd, url, headers, transport, type, trusted, disabled, callTimeout, confirmDestructive, tools, inheritEnv, sandbox, start, idleTimeout, oauth"
 
 // TestErrors checks that each bad input gives the promised message: file,
 // field path, problem and fix.
@@ -30,9 +30,9 @@ func TestErrors(t *testing.T) {
 		{"bad type", servers(`"fs": {"url": "https://h/mcp", "type": "websocket"}`),
 			pre + `mcpServers.fs.type: "websocket" is not a transport; write "stdio", "http" or "sse"`, "mcpServers.fs.type"},
 		{"unknown top field", `{"listn": "x"}`,
-			pre + `listn: unknown field; known fields are listen, stateDir, activity, mcpServers (did you mean "listen"?)`, "listn"},
+			pre + `listn: unknown field; known fields are listen, stateDir, activity, toolSearch, toolSearchBudget, mcpServers (did you mean "listen"?)`, "listn"},
 		{"unknown field, no suggestion", `{"zzzzzzzz": 1}`,
-			pre + `zzzzzzzz: unknown field; known fields are listen, stateDir, activity, mcpServers`, "zzzzzzzz"},
+			pre + `zzzzzzzz: unknown field; known fields are listen, stateDir, activity, toolSearch, toolSearchBudget, mcpServers`, "zzzzzzzz"},
 		{"unknown tool field", servers(`"fs": {"command": "x", "tools": {"rm": {"klass": "read"}}}`),
 			pre + `mcpServers.fs.tools.rm.klass: unknown field; known fields are class, hidden (did you mean "class"?)`, "mcpServers.fs.tools.rm.klass"},
 		{"unknown activity field", `{"activity": {"maxAge": "1h", "max": 3}}`,
@@ -49,6 +49,12 @@ func TestErrors(t *testing.T) {
 			pre + `mcpServers.remote.callTimeout: is a number, not a duration string; write a Go duration such as "30s" or "2m"`, "mcpServers.remote.callTimeout"},
 		{"bad activity duration", `{"activity": {"maxAge": "7 days"}}`,
 			pre + `activity.maxAge: "7 days" is not a duration; write a Go duration such as "30s" or "2m"`, "activity.maxAge"},
+		{"bad start", `{"mcpServers": {"fs": {"command": "x", "start": "lazy"}}}`,
+			pre + `mcpServers.fs.start: "lazy" is not a start mode; write "always" or "onDemand"`, "mcpServers.fs.start"},
+		{"bad toolSearch", `{"toolSearch": "yes"}`,
+			pre + `toolSearch: is not a tool search mode; write "off", "on" or "auto"`, "toolSearch"},
+		{"bad toolSearchBudget", `{"toolSearchBudget": 0}`,
+			pre + `toolSearchBudget: is not a whole number of tokens above zero; write a number such as 10000`, "toolSearchBudget"},
 		{"bad maxEntries", `{"activity": {"maxEntries": 1.5}}`,
 			pre + `activity.maxEntries: is not a whole number of entries above zero; write a number such as 10000`, "activity.maxEntries"},
 		{"bad transport", servers(`"x": {"url": "https://h/mcp", "transport": "streamable"}`),

@@ -73,6 +73,7 @@ type Daemon struct {
 	auth      *oauth.Manager
 	events    *events.Broker
 	gw        *gateway.Gateway
+	surfaces  *surface.Surfaces
 	launcher  *sandbox.Launcher
 	logs      *serverLogs
 
@@ -148,6 +149,8 @@ func Run(ctx context.Context, opts Options) error {
 	d.pruneSessions(cfg)
 	surfaces := surface.New(d.gw, log, opts.Version, opts.SessionIdle, lim.MaxSessions)
 	defer surfaces.Close()
+	d.surfaces = surfaces
+	d.setToolSearch(cfg)
 	// No ReadTimeout or WriteTimeout: they would end event streams and long
 	// calls; the handler bounds the body and each write instead.
 	srv := &http.Server{Handler: conns.handler(lim, d.routes(surfaces, m)),
@@ -239,8 +242,9 @@ func (d *Daemon) routes(s *surface.Surfaces, m *metrics.Metrics) http.Handler {
 		Version: d.opts.Version, Token: d.Token, Started: time.Now(), Gateway: d.gw,
 		Approvals: d.approvals, Writes: d.ledger, Activity: d.activity, Events: d.events,
 		Config: d.configInfo, Sessions: func() any { return d.sessions.List() }, Caller: d.refuseSpawned, Auth: d.auth,
-		Logs:    func(server string) (api.LogFile, error) { return d.logs.file(server) },
-		UILogin: review.NewCode,
+		Logs:         func(server string) (api.LogFile, error) { return d.logs.file(server) },
+		SearchTokens: surface.SearchViewTokens,
+		UILogin:      review.NewCode,
 	})
 	mux.Handle("/v1/", review.API)
 	mux.Handle("/ui/", review)
@@ -287,6 +291,10 @@ func (d *Daemon) configInfo() api.ConfigInfo {
 			Trusted: s.Trusted, Disabled: s.Disabled, Hidden: hidden, ConfigError: configErr})
 	}
 	return info
+}
+
+func (d *Daemon) setToolSearch(cfg *config.Config) {
+	d.surfaces.SetToolSearch(surface.ToolSearch{Mode: cfg.ToolSearch, Budget: cfg.ToolSearchBudget})
 }
 
 // watch reloads on config file changes and SIGHUP.
@@ -345,6 +353,7 @@ func (d *Daemon) Reload() {
 	d.cfg, d.reloadError = cfg, ""
 	d.mu.Unlock()
 	d.reportConfig(cfg)
+	d.setToolSearch(cfg)
 	d.gw.Reconcile(cfg.Servers)
 	d.log.Info("config reloaded", "servers", len(cfg.Servers))
 	data := map[string]string{"result": "applied"}

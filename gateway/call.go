@@ -67,8 +67,9 @@ func (g *Gateway) callTool(ctx context.Context, call Call, entry *activity.Entry
 	if err != nil {
 		return nil, err
 	}
-	if g.inventory(call.Server) == nil {
-		// Just started: learn the tools before judging the call.
+	if g.inventory(call.Server) == nil || c.Config().OnDemand && !c.Running() {
+		// Just started, or an on-demand server to start: learn the tools
+		// before judging the call (a definition changed meanwhile is held).
 		if err := c.Ready(ctx); err != nil {
 			return nil, unavailable(call.Server, err)
 		}

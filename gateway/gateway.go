@@ -8,6 +8,7 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"maps"
 	"slices"
@@ -189,6 +190,11 @@ func (g *Gateway) Reconcile(servers map[string]*config.Server) {
 		started = append(started, name)
 	}
 	g.mu.Unlock()
+	for _, name := range started {
+		if c, ok := g.Conn(name); ok && c.Config().OnDemand && c.Inventory() == nil {
+			g.startOnDemand(c)
+		}
+	}
 	for _, c := range append(remove, stop...) {
 		if _, live := g.Conn(c.Name); !live {
 			g.deps.Metrics.Forget(c.Name) // gone from the config: no stale series
@@ -297,6 +303,34 @@ func (g *Gateway) Inventory(server string, inv *upstream.Inventory) {
 	g.invMu.Unlock()
 	g.deps.Events.Publish(events.Event{Type: "list_changed", Server: server})
 	g.notifyViews(func(v View) { v.Changed(server) })
+}
+
+// startOnDemand lists an on-demand server from its pinned approved
+// definitions, without running it; one with none runs once, to be listed and
+// reviewed, and stops when idle.
+func (g *Gateway) startOnDemand(c *upstream.Conn) {
+	var tools []*mcp.Tool
+	for _, rec := range g.deps.Approvals.Tools(c.Name) {
+		if rec.Status != approval.StatusApproved || !rec.Present || len(rec.Approved) == 0 {
+			continue
+		}
+		var t mcp.Tool
+		if err := json.Unmarshal(rec.Approved, &t); err != nil {
+			g.log.Warn("pinned definition unreadable; the server starts to list it", "server", c.Name, "tool", rec.Name, "err", err)
+			c.Wake()
+			return
+		}
+		tools = append(tools, &t)
+	}
+	if len(tools) == 0 {
+		c.Wake()
+		return
+	}
+	g.invMu.Lock()
+	if g.applied[c.Name] == nil {
+		g.applied[c.Name] = &upstream.Inventory{Tools: tools} // Seq 0: any listing replaces it
+	}
+	g.invMu.Unlock()
 }
 
 // inventory is server's last applied listing, or nil.

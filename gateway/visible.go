@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"encoding/json"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/wardenmcp/warden/approval"
 	"github.com/wardenmcp/warden/upstream"
@@ -37,6 +39,28 @@ func (g *Gateway) Tools(server string) []Tool {
 		})
 	}
 	return out
+}
+
+// Instructions are what an exposed server says of itself at initialize.
+func (g *Gateway) Instructions(server string) string {
+	if inv := g.exposedInventory(server); inv != nil && inv.Init != nil {
+		return inv.Init.Instructions
+	}
+	return ""
+}
+
+// ToolTokens estimates what server's visible tools cost a client's context
+// on /mcp: the bytes of their JSON definitions, named "<server>__<tool>",
+// divided by 4 (the usual rule of thumb for BPE tokenizers).
+func (g *Gateway) ToolTokens(server string) int {
+	n := 0
+	for _, t := range g.Tools(server) {
+		if t.Visible {
+			b, _ := json.Marshal(t.Tool)
+			n += len(b) + len(server) + len("__")
+		}
+	}
+	return n / 4
 }
 
 // Prompts, Resources and Templates return what an exposed server offers.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/wardenmcp/warden/config"
 	"github.com/wardenmcp/warden/gateway"
 )
 
@@ -28,6 +29,11 @@ type Surfaces struct {
 	refusedAt   atomic.Int64 // when a refused session was last logged (Unix ns)
 	agg         *view
 	aggH        http.Handler
+	search      *view // /mcp?view=search
+	searchH     http.Handler
+	searchOnce  sync.Once   // the search view is kept up to date from its first use
+	searchOn    atomic.Bool // on: after that
+	toolSearch  atomic.Pointer[ToolSearch]
 
 	mu    sync.Mutex
 	views map[string]*view
@@ -55,6 +61,9 @@ func New(g *gateway.Gateway, log *slog.Logger, version string, sessionIdle time.
 		dirty: map[string]bool{}, wake: make(chan struct{}, 1), done: make(chan struct{})}
 	s.agg = newView(g, "", log, version)
 	s.aggH = newHandler(s.agg.srv)
+	s.search = newSearchView(g, log, version)
+	s.searchH = newHandler(s.search.srv)
+	s.toolSearch.Store(&ToolSearch{Mode: config.ToolSearchOff})
 	go s.update()
 	go s.closeIdle(sessionIdle)
 	g.AddView(s)
@@ -75,7 +84,7 @@ const DefaultMaxSessions = 1000
 func (s *Surfaces) allViews() []*view {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	views := []*view{s.agg}
+	views := []*view{s.agg, s.search}
 	for _, v := range s.views {
 		views = append(views, v)
 	}
@@ -247,7 +256,12 @@ func (s *Surfaces) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rest, _ := strings.CutPrefix(r.URL.Path, "/mcp")
 	server := strings.Trim(rest, "/")
 	if server == "" {
-		serve(s.agg, s.aggH, w, r)
+		v, h, err := s.aggregated(r)
+		if err != "" {
+			http.Error(w, err, http.StatusBadRequest)
+			return
+		}
+		serve(v, h, w, r)
 		return
 	}
 	if _, ok := s.g.Conn(server); !ok {
@@ -260,6 +274,54 @@ func (s *Surfaces) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	v, h := s.view(server)
 	serve(v, h, w, r)
+}
+
+// ToolSearch is which view /mcp shows without ?view= (config toolSearch).
+type ToolSearch struct {
+	Mode   string // config.ToolSearchOff, On or Auto
+	Budget int    // tokens, for Auto
+}
+
+// SetToolSearch sets /mcp's default view for sessions started from now on.
+func (s *Surfaces) SetToolSearch(ts ToolSearch) { s.toolSearch.Store(&ts) }
+
+// aggregated picks the view of a request to /mcp: the one ?view= names,
+// else the one its session began on, else the configured default.
+func (s *Surfaces) aggregated(r *http.Request) (*view, http.Handler, string) {
+	switch name := r.URL.Query().Get("view"); name {
+	case "search":
+		return s.useSearch()
+	case "all":
+		return s.agg, s.aggH, ""
+	case "":
+	default:
+		return nil, nil, fmt.Sprintf("no view named %q; use /mcp?view=search (search_tools and call_tool) or /mcp?view=all (every tool)", name)
+	}
+	if id := r.Header.Get("Mcp-Session-Id"); id != "" {
+		if s.search.live(id) != nil {
+			return s.useSearch()
+		}
+		return s.agg, s.aggH, ""
+	}
+	ts := s.toolSearch.Load()
+	if ts.Mode == config.ToolSearchOn || ts.Mode == config.ToolSearchAuto && s.agg.tokens() > ts.Budget {
+		return s.useSearch()
+	}
+	return s.agg, s.aggH, ""
+}
+
+// useSearch returns the search view, first building its index: until a
+// client uses it, keeping it up to date would only cost every list rebuild.
+// The first request waits for the index, so its first search finds what
+// is there.
+func (s *Surfaces) useSearch() (*view, http.Handler, string) {
+	s.searchOnce.Do(func() {
+		s.searchOn.Store(true) // from now on, update keeps it current
+		for _, server := range s.g.Servers() {
+			s.search.Changed(server)
+		}
+	})
+	return s.search, s.searchH, ""
 }
 
 // The gateway.View side: fan out to the aggregated view and the server's own.
@@ -295,6 +357,9 @@ func (s *Surfaces) update() {
 		s.dirtyMu.Unlock()
 		for server := range servers {
 			s.agg.Changed(server)
+			if s.searchOn.Load() {
+				s.search.Changed(server)
+			}
 			if _, live := s.g.Conn(server); !live {
 				s.forget(server) // removed: its endpoint answers 404 now
 				continue
@@ -307,12 +372,14 @@ func (s *Surfaces) update() {
 
 func (s *Surfaces) Log(server string, p *mcp.LoggingMessageParams) {
 	s.agg.Log(server, p)
+	s.search.Log(server, p)
 	v, _ := s.view(server)
 	v.Log(server, p)
 }
 
 func (s *Surfaces) ResourceUpdated(server string, p *mcp.ResourceUpdatedNotificationParams) {
 	s.agg.ResourceUpdated(server, p)
+	s.search.ResourceUpdated(server, p)
 	v, _ := s.view(server)
 	v.ResourceUpdated(server, p)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/wardenmcp/warden/gateway"
+	"github.com/wardenmcp/warden/search"
 	"github.com/wardenmcp/warden/upstream"
 )
 
@@ -38,6 +39,7 @@ type view struct {
 	prompts   map[string]ref
 	resources map[string]string // URI or URI template → server
 	byServer  map[string]*exposed
+	index     *search.Index // the search view's tools, instead of tools/list
 
 	sessMu   sync.Mutex
 	sessions map[string]*live // initialized downstream sessions by id
@@ -137,6 +139,13 @@ func (v *view) callTool(ctx context.Context, r *mcp.CallToolRequest) (*mcp.CallT
 // call runs a tools/call of this view through the gateway: both the SDK
 // server's path and the fast path come here.
 func (v *view) call(ctx context.Context, p *mcp.CallToolParamsRaw, client gateway.Client) (*upstream.Result, error) {
+	if v.index != nil {
+		res, inner, err := v.searchCall(p)
+		if res != nil || err != nil {
+			return res, err
+		}
+		p = inner
+	}
 	v.mu.Lock()
 	t, ok := v.tools[p.Name]
 	contested, isContested := v.contested[p.Name]
@@ -198,6 +207,11 @@ func (v *view) syncTools(server string, old, now *exposed) {
 		delete(v.contested, name)
 	}
 	keep := map[string]bool{}
+	var docs []search.Doc
+	var instructions string
+	if v.index != nil {
+		instructions = v.g.Instructions(server)
+	}
 	for _, t := range tools {
 		name := v.name(server, t.Name)
 		if claims[name] > 1 {
@@ -217,6 +231,10 @@ func (v *view) syncTools(server string, old, now *exposed) {
 		if !t.Visible {
 			continue
 		}
+		if v.index != nil {
+			docs = append(docs, searchDoc(server, name, instructions, t.Tool))
+			continue
+		}
 		def := *t.Tool
 		def.Name = name
 		if !v.unchanged("tool:"+name, &def) {
@@ -232,6 +250,9 @@ func (v *view) syncTools(server string, old, now *exposed) {
 		if !slices.Contains(now.tools, name) {
 			delete(v.tools, name)
 		}
+	}
+	if v.index != nil {
+		v.index.Set(server, docs)
 	}
 	var drop []string
 	for _, name := range old.listed {

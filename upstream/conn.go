@@ -36,6 +36,8 @@ const (
 	StateReady      State = "ready"
 	StateBackoff    State = "backoff"
 	StateStopped    State = "stopped"
+	// StateIdle: an on-demand server not running; the next call starts it.
+	StateIdle State = "idle"
 )
 
 // Status is a snapshot of a connection for operators.
@@ -138,6 +140,12 @@ type Conn struct {
 	subOps sync.Mutex // orders subscription changes upstream
 
 	inv atomic.Pointer[Inventory]
+
+	// On-demand servers (config OnDemand): wake starts one, calls in
+	// flight and the last call's end keep it running.
+	wake     chan struct{}
+	inflight atomic.Int64
+	lastUse  atomic.Int64 // Unix ns
 }
 
 // Start begins supervising a connection to cfg; it returns at once.
@@ -162,6 +170,10 @@ func Start(cfg *config.Server, opts Options) *Conn {
 		status:  Status{State: StateConnecting, Since: time.Now()},
 		subs:    map[string]map[any]bool{},
 		subbed:  map[string]*mcp.ClientSession{},
+		wake:    make(chan struct{}, 1),
+	}
+	if cfg.OnDemand {
+		c.status.State = StateIdle
 	}
 	c.cfg.Store(cfg)
 	c.notices = newNoticeGate(cfg.Name, c.log, opts)
@@ -235,6 +247,9 @@ func (c *Conn) run() {
 	defer close(c.done)
 	failures := 0
 	for c.ctx.Err() == nil {
+		if c.Config().OnDemand && failures == 0 && !c.awaitWake() {
+			break
+		}
 		c.setStatus(StateConnecting, nil)
 		cs, err := c.connect()
 		err = c.redact(err)
@@ -288,9 +303,13 @@ func (c *Conn) run() {
 		err = c.serve(cs, waitErr)
 		c.mu.Lock()
 		c.session = nil
-		c.status.Reconnects++
+		if err != errIdle {
+			c.status.Reconnects++
+		}
 		c.mu.Unlock()
-		if c.ctx.Err() == nil {
+		if err == errIdle {
+			c.log.Info("on-demand server idle; stopped", "idleTimeout", c.Config().IdleTimeout)
+		} else if c.ctx.Err() == nil {
 			c.log.Warn("upstream connection lost; reconnecting", "err", c.redact(err))
 		}
 	}
@@ -301,9 +320,21 @@ func (c *Conn) run() {
 // lists are taken again: a listing refused for want of a token left them
 // stale.
 func (c *Conn) serve(cs *mcp.ClientSession, waitErr <-chan error) error {
+	var idle <-chan time.Time
+	if cfg := c.Config(); cfg.OnDemand {
+		t := time.NewTicker(max(cfg.IdleTimeout/4, 10*time.Millisecond))
+		defer t.Stop()
+		idle = t.C
+	}
 	for {
 		_, authChanged := c.needsLogin() // nil without OAuth: never ready
 		select {
+		case <-idle:
+			if c.inflight.Load() == 0 && time.Since(time.Unix(0, c.lastUse.Load())) >= c.Config().IdleTimeout {
+				_ = cs.Close()
+				<-waitErr
+				return errIdle
+			}
 		case err := <-waitErr:
 			return err
 		case <-c.ctx.Done():
@@ -315,6 +346,38 @@ func (c *Conn) serve(cs *mcp.ClientSession, waitErr <-chan error) error {
 			}
 		}
 	}
+}
+
+// errIdle ends the session of an on-demand server no call has used for its
+// idleTimeout.
+var errIdle = errors.New("idle")
+
+// awaitWake holds an on-demand server stopped until a call wants it,
+// reporting false when the connection is stopped meanwhile.
+func (c *Conn) awaitWake() bool {
+	c.setStatus(StateIdle, nil)
+	select {
+	case <-c.wake:
+		c.lastUse.Store(time.Now().UnixNano())
+		return true
+	case <-c.ctx.Done():
+		return false
+	}
+}
+
+// Wake starts an on-demand server that is not running (no-op otherwise).
+func (c *Conn) Wake() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Running reports whether the server has a live session.
+func (c *Conn) Running() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.session != nil
 }
 
 // backoff grows exponentially from 200ms to 30s, with jitter.
@@ -499,6 +562,7 @@ func (c *Conn) Do(ctx context.Context, fn func(context.Context, *mcp.ClientSessi
 func (c *Conn) do(ctx context.Context, fn func(context.Context, *mcp.ClientSession) error) error {
 	ctx, cancel := context.WithTimeoutCause(ctx, c.Config().CallTimeout, ErrTimeout)
 	defer cancel()
+	defer c.use()()
 	select {
 	case c.sem <- struct{}{}:
 	case <-ctx.Done():
@@ -522,8 +586,19 @@ func (c *Conn) do(ctx context.Context, fn func(context.Context, *mcp.ClientSessi
 func (c *Conn) Ready(ctx context.Context) error {
 	ctx, cancel := context.WithTimeoutCause(ctx, c.Config().CallTimeout, ErrTimeout)
 	defer cancel()
+	defer c.use()()
 	_, err := c.sessionFor(ctx)
 	return err
+}
+
+// use counts a call in flight, for an on-demand server's idle timer; the
+// returned func ends it.
+func (c *Conn) use() func() {
+	c.inflight.Add(1)
+	return func() {
+		c.lastUse.Store(time.Now().UnixNano())
+		c.inflight.Add(-1)
+	}
 }
 
 // ErrTimeout is the cause of a call that ran past callTimeout.
@@ -548,6 +623,9 @@ func (c *Conn) sessionFor(ctx context.Context) (*mcp.ClientSession, error) {
 		}
 		if cs != nil {
 			return cs, nil
+		}
+		if st.State == StateIdle {
+			c.Wake()
 		}
 		if st.State == StateBackoff || st.State == StateStopped {
 			return nil, fmt.Errorf("%w: server %q is %s: %s%s", ErrUnavailable, c.Name, st.State, st.Error, stderrNote(c.Name, st.Stderr))

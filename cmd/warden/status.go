@@ -34,6 +34,8 @@ func newStatusCmd(g *globals) *cobra.Command {
 			}
 			fmt.Fprintln(g.stdout)
 			printServers(g, st.Servers)
+			fmt.Fprintf(g.stdout, "\ntool definitions cost about %d tokens on /mcp, %d on /mcp?view=search (estimate: bytes of JSON / 4)\n",
+				st.ViewTokens["all"], st.ViewTokens["search"])
 			return nil
 		},
 	}
