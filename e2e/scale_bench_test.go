@@ -31,8 +31,9 @@ func BenchmarkScale(b *testing.B) {
 	const servers, lists = 28, 200
 	fixture := testenv.BuildBinary(b, fixturePkg)
 	warden := testenv.BuildBinary(b, "./cmd/warden")
-	// 4 fixed tools each, 12 or 13 generated: 462 in all.
-	args := func(i int) []string { return []string{"-tools", strconv.Itoa(12 + i%2)} }
+	// 4 fixed tools each, 12 or 13 generated with real-world-sized
+	// schemas: 462 in all.
+	args := func(i int) []string { return []string{"-tools", strconv.Itoa(12 + i%2), "-rich-schemas"} }
 	cfg := map[string]any{}
 	for i := range servers {
 		cfg["s"+strconv.Itoa(i)] = map[string]any{"command": fixture, "args": args(i), "trusted": true}

@@ -8,6 +8,7 @@ package surface
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -219,6 +220,7 @@ func (v *view) syncTools(server string, old, now *exposed) {
 		}
 		def := *t.Tool
 		def.Name = name
+		encodeSchemas(&def)
 		if !v.unchanged("tool:"+name, &def) {
 			if err := addTool(v.srv, &def); err != nil {
 				v.log.Warn("tool not shown: invalid definition", "server", server, "tool", t.Name, "err", err)
@@ -245,6 +247,20 @@ func (v *view) syncTools(server string, old, now *exposed) {
 	}
 	if len(drop) > 0 {
 		v.srv.RemoveTools(drop...)
+	}
+}
+
+// encodeSchemas replaces t's decoded schemas by their JSON: the SDK encodes
+// each listed tool on every tools/list, and encoding a schema's maps (keys
+// sorted, at every level) was most of a list's CPU; raw bytes are copied.
+func encodeSchemas(t *mcp.Tool) {
+	for _, s := range []*any{&t.InputSchema, &t.OutputSchema} {
+		if *s == nil {
+			continue
+		}
+		if b, err := json.Marshal(*s); err == nil {
+			*s = json.RawMessage(b)
+		} // else left as it is, for addTool to refuse
 	}
 }
 
