@@ -36,6 +36,7 @@ type view struct {
 	tools     map[string]ref    // exposed name → tool, listed or not (for refusals)
 	contested map[string]string // exposed name two tools of a server map to (neither's) → server
 	listed    map[string][]byte // "kind:name" → definition now listed
+	toolsJSON []byte            // tools/list result, built on demand from listed (toolList)
 	prompts   map[string]ref
 	resources map[string]string // URI or URI template → server
 	byServer  map[string]*exposed
@@ -186,6 +187,7 @@ func (v *view) Changed(server string) {
 		old = &exposed{}
 	}
 	now := &exposed{}
+	v.toolsJSON = nil
 	v.syncTools(server, old, now)
 	v.syncPrompts(server, old, now)
 	v.syncResources(server, old, now)
