@@ -1,6 +1,7 @@
 package approval
 
 import (
+	"maps"
 	"slices"
 )
 
@@ -27,25 +28,44 @@ type ToolApproval struct {
 // "untrusted" quarantine is lifted when the config makes it trusted. An
 // operator's quarantine stays until an operator approves the server.
 func (r *Registry) EnsureServer(server string, trusted bool) error {
-	if server == "" {
+	return r.EnsureServers(map[string]bool{server: trusted})
+}
+
+// EnsureServers is EnsureServer for each server (name → trusted), written in
+// one transaction: at start, one fsync instead of one per server.
+func (r *Registry) EnsureServers(servers map[string]bool) error {
+	names := slices.Sorted(maps.Keys(servers))
+	if slices.Contains(names, "") {
 		return invalid("empty server name")
 	}
-	s := r.serverFor(server)
-	s.lock()
+	locked := make([]*server, len(names))
+	metas := make([]*serverMeta, len(names))
 	now := r.now()
-	var meta *serverMeta
-	switch {
-	case !s.hasMeta:
-		m := initialMeta(trusted, now)
-		meta = &m
-	case trusted && s.meta.Quarantined && s.meta.QuarantinedBy == QuarantinedUntrusted:
-		m := s.meta
-		m.Quarantined, m.QuarantinedBy, m.QuarantinedAt = false, "", now
-		meta = &m
+	for i, name := range names { // in name order; nothing else holds two servers
+		s := r.serverFor(name)
+		s.lock()
+		locked[i] = s
+		switch trusted := servers[name]; {
+		case !s.hasMeta:
+			m := initialMeta(trusted, now)
+			metas[i] = &m
+		case trusted && s.meta.Quarantined && s.meta.QuarantinedBy == QuarantinedUntrusted:
+			m := s.meta
+			m.Quarantined, m.QuarantinedBy, m.QuarantinedAt = false, "", now
+			metas[i] = &m
+		}
 	}
-	ch, err := r.commit(s, meta, nil, "config")
-	s.unlock()
-	r.notify(ch)
+	err := r.storeMetas(names, metas)
+	var changes []*Change
+	for i, s := range locked {
+		if err == nil && metas[i] != nil {
+			changes = append(changes, r.install(s, metas[i], nil, "config"))
+		}
+		s.unlock()
+	}
+	for _, ch := range changes {
+		r.notify(ch)
+	}
 	return err
 }
 

@@ -284,3 +284,29 @@ func TestHeldBackStaysHeld(t *testing.T) {
 		t.Fatalf("naming the tool: answer %+v, held back %v", ans, heldBack(r))
 	}
 }
+
+// EnsureServers records every server as EnsureServer does one: a trusted
+// one admitted, an untrusted one quarantined, an "untrusted" quarantine
+// lifted by trust, an operator's kept; each change is told, and kept.
+func TestEnsureServers(t *testing.T) {
+	ts := newStore(t)
+	r := ts.r
+	must[error](t)(nil, r.EnsureServers(map[string]bool{"lifted": false, "operator": true}))
+	must[error](t)(nil, r.Quarantine("operator"))
+	var changed []string
+	r.OnChange(func(c Change) { changed = append(changed, c.Server) })
+	must[error](t)(nil, r.EnsureServers(map[string]bool{"trusted": true, "untrusted": false, "lifted": true, "operator": true}))
+	if !slices.Equal(changed, []string{"lifted", "trusted", "untrusted"}) {
+		t.Fatalf("changes told for %v", changed)
+	}
+	for _, r := range []*Registry{r, ts.reopen()} {
+		for server, want := range map[string]bool{"trusted": false, "untrusted": true, "lifted": false, "operator": true} {
+			if r.Quarantined(server) != want {
+				t.Fatalf("%s quarantined: %v, want %v", server, !want, want)
+			}
+		}
+	}
+	if err := ts.r.EnsureServers(map[string]bool{"a": true, "": true}); err == nil {
+		t.Fatal("an empty server name was recorded")
+	}
+}

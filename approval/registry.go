@@ -252,6 +252,12 @@ func (r *Registry) commit(s *server, meta *serverMeta, recs []*ToolRecord, cause
 	if err := r.store(s.name, meta, recs); err != nil {
 		return nil, err
 	}
+	return r.install(s, meta, recs, cause), nil
+}
+
+// install makes meta (if non-nil) and recs, once committed, s's state and
+// publishes a new snapshot. Caller holds s.mu.
+func (r *Registry) install(s *server, meta *serverMeta, recs []*ToolRecord, cause string) *Change {
 	wasQ := !s.hasMeta || s.meta.Quarantined
 	nowQ := wasQ
 	if meta != nil {
@@ -293,5 +299,5 @@ func (r *Registry) commit(s *server, meta *serverMeta, recs []*ToolRecord, cause
 	s.version++
 	ch.Version = s.version
 	s.publish()
-	return ch, nil
+	return ch
 }

@@ -198,6 +198,32 @@ func (r *Registry) store(server string, meta *serverMeta, recs []*ToolRecord) er
 	return nil
 }
 
+// storeMetas writes the servers' metas (those not nil) in one transaction.
+func (r *Registry) storeMetas(names []string, metas []*serverMeta) error {
+	if !slices.ContainsFunc(metas, func(m *serverMeta) bool { return m != nil }) {
+		return nil
+	}
+	err := r.db.Update(func(tx *bbolt.Tx) error {
+		for i, m := range metas {
+			if m == nil {
+				continue
+			}
+			b, err := json.Marshal(m)
+			if err != nil {
+				return fmt.Errorf("encode server %q: %w", names[i], err)
+			}
+			if err := r.put("servers", tx.Bucket(bucketServers), []byte(names[i]), b); err != nil {
+				return fmt.Errorf("write server %q: %w", names[i], err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("approval: %w", err)
+	}
+	return nil
+}
+
 func (r *Registry) put(label string, b *bbolt.Bucket, k, v []byte) error {
 	if h := r.testHookPut; h != nil {
 		h(label, string(k))

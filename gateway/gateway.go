@@ -124,15 +124,16 @@ func (g *Gateway) notifyViews(f func(View)) {
 func (g *Gateway) Reconcile(servers map[string]*config.Server) {
 	// Admission state first (outside g.mu: it notifies views, which read
 	// the gateway), so a new server's first inventory meets it.
-	disabled := map[string]bool{}
+	disabled, trusted := map[string]bool{}, map[string]bool{}
 	for name, cfg := range servers {
 		if cfg.Disabled {
 			disabled[name] = true
-			continue
+		} else {
+			trusted[name] = cfg.Trusted
 		}
-		if err := g.deps.Approvals.EnsureServer(name, cfg.Trusted); err != nil {
-			g.log.Error("recording server failed", "server", name, "err", err)
-		}
+	}
+	if err := g.deps.Approvals.EnsureServers(trusted); err != nil {
+		g.log.Error("recording the configured servers failed", "err", err)
 	}
 	g.mu.Lock()
 	// Until the connections below have changed, a server being disabled

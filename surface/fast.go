@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -36,6 +38,7 @@ type rpc struct {
 	Params  struct {
 		mcp.CallToolParamsRaw                 // tools/call
 		RequestID             json.RawMessage `json:"requestId"` // notifications/cancelled
+		Cursor                *string         `json:"cursor"`    // tools/list
 	} `json:"params"`
 }
 
@@ -71,8 +74,55 @@ func (v *view) serveFast(w http.ResponseWriter, r *http.Request, l *live, body [
 	case m.Method == "tools/call" && validID(m.ID):
 		v.fastCall(w, r, l, m.ID, &m.Params.CallToolParamsRaw)
 		return true
+	case m.Method == "tools/list" && validID(m.ID) && m.Params.Cursor == nil:
+		list := v.toolList()
+		if list == nil {
+			return false
+		}
+		// As an event, as the SDK answers it. Encoded by json.Marshal, the
+		// list holds no line breaks, nor does a valid id.
+		startEvents(w)
+		_ = writeEvent(w, answer(m.ID, &upstream.Result{Raw: list}, nil))
+		return true
 	}
 	return false
+}
+
+// toolList is the result of a tools/list of the view, from the definitions
+// encoded when they were listed: encoding them again for every list was
+// most of its cost. It is what the SDK server answers (a test checks), or
+// nil when that is more than one page, which the SDK serves.
+func (v *view) toolList() json.RawMessage {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.toolsJSON != nil {
+		return v.toolsJSON
+	}
+	var names []string
+	for key := range v.listed {
+		if name, ok := strings.CutPrefix(key, "tool:"); ok {
+			names = append(names, name)
+		}
+	}
+	if len(names) > mcp.DefaultPageSize {
+		return nil
+	}
+	slices.Sort(names) // the SDK's order
+	empty := &mcp.ListToolsResult{Tools: []*mcp.Tool{}}
+	empty.CacheScope = "public" // the SDK's default, sent as it does
+	head, err := json.Marshal(empty)
+	if err != nil || !bytes.HasSuffix(head, []byte(`[]}`)) {
+		return nil
+	}
+	b := append([]byte(nil), head[:len(head)-2]...)
+	for i, name := range names {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, v.listed["tool:"+name]...)
+	}
+	v.toolsJSON = append(b, "]}"...)
+	return v.toolsJSON
 }
 
 // validID reports whether raw is a request id: a string or a number.
@@ -153,10 +203,7 @@ func (s *stream) send(msg any) error {
 func (s *stream) eventLocked(b []byte) error {
 	if !s.started {
 		s.started = true
-		h := s.w.Header()
-		h.Set("Content-Type", "text/event-stream")
-		h.Set("Cache-Control", "no-cache")
-		s.w.WriteHeader(http.StatusOK)
+		startEvents(s.w)
 	}
 	if bytes.ContainsAny(b, "\r\n") {
 		// An event's data is one line: JSON passed on as it came may
@@ -167,10 +214,24 @@ func (s *stream) eventLocked(b []byte) error {
 		}
 		b = c.Bytes()
 	}
-	if _, err := fmt.Fprintf(s.w, "event: message\ndata: %s\n\n", b); err != nil {
-		return err
+	return writeEvent(s.w, reply{b})
+}
+
+func startEvents(w http.ResponseWriter) {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+}
+
+// writeEvent writes a message (JSON without line breaks) as one event.
+func writeEvent(w http.ResponseWriter, r reply) error {
+	for _, b := range append(reply{[]byte("event: message\ndata: ")}, append(r, []byte("\n\n"))...) {
+		if _, err := w.Write(b); err != nil {
+			return err
+		}
 	}
-	if f, ok := s.w.(http.Flusher); ok {
+	if f, ok := w.(http.Flusher); ok {
 		f.Flush()
 	}
 	return nil

@@ -214,17 +214,29 @@ func readBody(r *http.Request) ([]byte, error) {
 	return io.ReadAll(io.LimitReader(r.Body, maxBody+1))
 }
 
-// view returns server's own view, creating it on first use.
+// view returns server's own view, built on first use: each is an SDK server
+// holding its own copy of the server's lists, and most servers' own
+// endpoints are never used.
 func (s *Surfaces) view(server string) (*view, http.Handler) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	v, ok := s.views[server]
 	if !ok {
 		v = newView(s.g, server, s.log, s.version)
+		// Filled before anyone can find it: update rebuilds only the
+		// views it finds, so a change after this one reaches it there.
+		v.Changed(server)
 		s.views[server] = v
 		s.hs[server] = newHandler(v.srv)
 	}
 	return v, s.hs[server]
+}
+
+// built returns server's own view if it has one.
+func (s *Surfaces) built(server string) *view {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.views[server]
 }
 
 func (s *Surfaces) forget(server string) {
@@ -364,22 +376,27 @@ func (s *Surfaces) update() {
 				s.forget(server) // removed: its endpoint answers 404 now
 				continue
 			}
-			v, _ := s.view(server)
-			v.Changed(server)
+			if v := s.built(server); v != nil {
+				v.Changed(server)
+			}
 		}
 	}
 }
 
+// Log and ResourceUpdated go to the server's own view only if it was built:
+// without it, the server's endpoint has no sessions.
 func (s *Surfaces) Log(server string, p *mcp.LoggingMessageParams) {
 	s.agg.Log(server, p)
 	s.search.Log(server, p)
-	v, _ := s.view(server)
-	v.Log(server, p)
+	if v := s.built(server); v != nil {
+		v.Log(server, p)
+	}
 }
 
 func (s *Surfaces) ResourceUpdated(server string, p *mcp.ResourceUpdatedNotificationParams) {
 	s.agg.ResourceUpdated(server, p)
 	s.search.ResourceUpdated(server, p)
-	v, _ := s.view(server)
-	v.ResourceUpdated(server, p)
+	if v := s.built(server); v != nil {
+		v.ResourceUpdated(server, p)
+	}
 }

@@ -8,6 +8,7 @@ package surface
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -36,6 +37,7 @@ type view struct {
 	tools     map[string]ref    // exposed name → tool, listed or not (for refusals)
 	contested map[string]string // exposed name two tools of a server map to (neither's) → server
 	listed    map[string][]byte // "kind:name" → definition now listed
+	toolsJSON []byte            // tools/list result, built on demand from listed (toolList)
 	prompts   map[string]ref
 	resources map[string]string // URI or URI template → server
 	byServer  map[string]*exposed
@@ -194,6 +196,7 @@ func (v *view) Changed(server string) {
 		old = &exposed{}
 	}
 	now := &exposed{}
+	v.toolsJSON = nil
 	v.syncTools(server, old, now)
 	v.syncPrompts(server, old, now)
 	v.syncResources(server, old, now)
@@ -237,6 +240,7 @@ func (v *view) syncTools(server string, old, now *exposed) {
 		}
 		def := *t.Tool
 		def.Name = name
+		encodeSchemas(&def)
 		if !v.unchanged("tool:"+name, &def) {
 			if err := addTool(v.srv, &def); err != nil {
 				v.log.Warn("tool not shown: invalid definition", "server", server, "tool", t.Name, "err", err)
@@ -266,6 +270,20 @@ func (v *view) syncTools(server string, old, now *exposed) {
 	}
 	if len(drop) > 0 {
 		v.srv.RemoveTools(drop...)
+	}
+}
+
+// encodeSchemas replaces t's decoded schemas by their JSON: the SDK encodes
+// each listed tool on every tools/list, and encoding a schema's maps (keys
+// sorted, at every level) was most of a list's CPU; raw bytes are copied.
+func encodeSchemas(t *mcp.Tool) {
+	for _, s := range []*any{&t.InputSchema, &t.OutputSchema} {
+		if *s == nil {
+			continue
+		}
+		if b, err := json.Marshal(*s); err == nil {
+			*s = json.RawMessage(b)
+		} // else left as it is, for addTool to refuse
 	}
 }
 

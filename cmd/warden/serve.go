@@ -26,17 +26,13 @@ func newServeCmd(g *globals) *cobra.Command {
 		Short: "Run the Warden daemon (the gateway, the operator API and the metrics) until stopped",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if os.Getenv("GOGC") == "" {
-				// A gateway's heap is small and its garbage is per-call
-				// JSON: collecting less often costs little memory and
-				// takes work off the call path.
-				debug.SetGCPercent(400)
-			}
+			// GOGC stays at its default: at 400 the heap at ready with a
+			// few hundred tools was half again as large, for no throughput
+			// measured (BenchmarkScale, BenchmarkToolCall).
 			if os.Getenv("GOMEMLIMIT") == "" {
-				// But not by GOGC's factor over large answers: those in
-				// flight are bounded (upstream.DefaultAnswersTotal), and
-				// the garbage they leave is collected before the heap
-				// passes this.
+				// Large answers in flight are bounded
+				// (upstream.DefaultAnswersTotal), and the garbage they
+				// leave is collected before the heap passes this.
 				debug.SetMemoryLimit(answersMemoryLimit)
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)

@@ -1,0 +1,253 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/wardenmcp/warden/internal/testenv"
+)
+
+// BenchmarkScale starts 28 stdio fixture servers serving 462 tools in all
+// (the size of a real-world tool set), side by side in one run: by a plain
+// SDK client (the floor: the servers' own start and listing) and by Warden
+// (`warden serve` as its own process, with an SDK client on /mcp waiting for
+// every tool). Reported per iteration (means): the time until all tools are
+// listed by each and their ratio; at ready, the memory of Warden's daemon
+// and of every process of Warden's binary (PSS and RSS, MB); and Warden's
+// CPU per tools/list of the 462 tools on /mcp, and its memory after them.
+//
+//	go test -run '^$' -bench BenchmarkScale -benchtime 5x ./e2e/
+func BenchmarkScale(b *testing.B) {
+	const servers, lists = 28, 200
+	fixture := testenv.BuildBinary(b, fixturePkg)
+	warden := testenv.BuildBinary(b, "./cmd/warden")
+	// 4 fixed tools each, 12 or 13 generated with real-world-sized
+	// schemas: 462 in all.
+	args := func(i int) []string { return []string{"-tools", strconv.Itoa(12 + i%2), "-rich-schemas"} }
+	cfg := map[string]any{}
+	for i := range servers {
+		cfg["s"+strconv.Itoa(i)] = map[string]any{"command": fixture, "args": args(i), "trusted": true}
+	}
+	var floor, through, pss, rss, ownPSS, ownRSS, cpu, pssAfter, rssAfter float64
+	for b.Loop() {
+		start := time.Now()
+		total := floorStart(b, fixture, servers, args)
+		floor += time.Since(start).Seconds()
+
+		start = time.Now()
+		listen, p := startWardenIn(b, warden, cfg)
+		cs := connectAggregated(b, "http://"+listen+"/mcp")
+		awaitToolCount(b, cs, total)
+		through += time.Since(start).Seconds()
+
+		m := processMemory(b, p.PID(), warden)
+		pss, rss, ownPSS, ownRSS = pss+m.daemonPSS, rss+m.daemonRSS, ownPSS+m.ownPSS, ownRSS+m.ownRSS
+		before := cpuTicks(b, p.PID())
+		for range lists {
+			if _, err := cs.ListTools(context.Background(), nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+		cpu += float64(cpuTicks(b, p.PID())-before) * 10 / lists // 100 ticks a second
+		m = processMemory(b, p.PID(), warden)
+		pssAfter, rssAfter = pssAfter+m.daemonPSS, rssAfter+m.daemonRSS
+		cs.Close()
+		p.Stop()
+	}
+	n := float64(b.N)
+	b.ReportMetric(floor/n, "floor-listed-s")
+	b.ReportMetric(through/n, "warden-listed-s")
+	b.ReportMetric(through/floor, "x-floor")
+	b.ReportMetric(pss/n, "ready-pss-MB")
+	b.ReportMetric(rss/n, "ready-rss-MB")
+	b.ReportMetric(ownPSS/n, "ready-own-pss-MB")
+	b.ReportMetric(ownRSS/n, "ready-own-rss-MB")
+	b.ReportMetric(cpu/n, "cpu-ms/list")
+	b.ReportMetric(pssAfter/n, "lists-pss-MB")
+	b.ReportMetric(rssAfter/n, "lists-rss-MB")
+}
+
+// floorStart starts the servers with a plain SDK client each, in parallel,
+// lists their tools, closes them, and returns how many tools they list.
+func floorStart(b *testing.B, fixture string, servers int, args func(int) []string) int {
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	total := 0
+	for i := range servers {
+		wg.Go(func() {
+			c := mcp.NewClient(&mcp.Implementation{Name: "floor", Version: "1"}, nil)
+			cs, err := c.Connect(context.Background(), &mcp.CommandTransport{Command: exec.Command(fixture, args(i)...)}, nil)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			defer cs.Close()
+			n := 0
+			for _, err := range cs.Tools(context.Background(), nil) {
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				n++
+			}
+			mu.Lock()
+			total += n
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	if b.Failed() {
+		b.FailNow()
+	}
+	return total
+}
+
+// startWardenIn runs the warden binary with servers in a fresh state dir.
+func startWardenIn(b *testing.B, warden string, servers map[string]any) (string, *testenv.Process) {
+	dir := b.TempDir()
+	listen := "127.0.0.1:" + strconv.Itoa(testenv.FreePort(b))
+	cfg, _ := json.Marshal(map[string]any{"listen": listen, "mcpServers": servers})
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), cfg, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	p := testenv.StartProcess(b, exec.Command(warden, "serve",
+		"--config", filepath.Join(dir, "config.json"), "--state-dir", filepath.Join(dir, "state")))
+	testenv.WaitHTTP(b, "http://"+listen+"/healthz", 20*time.Second)
+	return listen, p
+}
+
+// connectAggregated connects an SDK client to url that re-lists on each
+// list_changed notification (see awaitToolCount).
+func connectAggregated(b *testing.B, url string) *toolWatch {
+	w := &toolWatch{changed: make(chan struct{}, 1)}
+	c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			select {
+			case w.changed <- struct{}{}:
+			default:
+			}
+		},
+	})
+	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	w.ClientSession = cs
+	return w
+}
+
+type toolWatch struct {
+	*mcp.ClientSession
+	changed chan struct{}
+}
+
+// awaitToolCount lists until want tools are listed, listing again on each
+// list_changed notification.
+func awaitToolCount(b *testing.B, w *toolWatch, want int) {
+	timeout := time.After(60 * time.Second)
+	for {
+		n := 0
+		for _, err := range w.Tools(context.Background(), nil) {
+			if err != nil {
+				b.Fatal(err)
+			}
+			n++
+		}
+		if n == want {
+			return
+		}
+		select {
+		case <-w.changed:
+		case <-timeout:
+			b.Fatalf("%d tools listed of %d after 60s", n, want)
+		}
+	}
+}
+
+type memory struct{ daemonPSS, daemonRSS, ownPSS, ownRSS float64 }
+
+// processMemory is the memory of pid and of its descendants running binary
+// (exe), in MB.
+func processMemory(b *testing.B, pid int, exe string) memory {
+	var m memory
+	m.daemonPSS, m.daemonRSS = rollup(b, pid)
+	m.ownPSS, m.ownRSS = m.daemonPSS, m.daemonRSS
+	for _, c := range descendantsOf(pid) {
+		if path, err := os.Readlink(filepath.Join("/proc", strconv.Itoa(c), "exe")); err != nil || path != exe {
+			continue
+		}
+		p, r := rollup(b, c)
+		m.ownPSS += p
+		m.ownRSS += r
+	}
+	return m
+}
+
+// rollup reads Pss and Rss of /proc/<pid>/smaps_rollup, in MB.
+func rollup(b *testing.B, pid int) (pss, rss float64) {
+	data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "smaps_rollup"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for line := range strings.SplitSeq(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		kb, _ := strconv.ParseFloat(f[1], 64)
+		switch f[0] {
+		case "Pss:":
+			pss = kb / 1024
+		case "Rss:":
+			rss = kb / 1024
+		}
+	}
+	return pss, rss
+}
+
+func descendantsOf(root int) []int {
+	var out []int
+	for _, t := range childPIDs(root) {
+		out = append(out, t)
+		out = append(out, descendantsOf(t)...)
+	}
+	return out
+}
+
+func childPIDs(pid int) []int {
+	tasks, _ := filepath.Glob(filepath.Join("/proc", strconv.Itoa(pid), "task", "*", "children"))
+	var out []int
+	for _, t := range tasks {
+		data, _ := os.ReadFile(t)
+		for f := range strings.FieldsSeq(string(data)) {
+			if n, err := strconv.Atoi(f); err == nil {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}
+
+// cpuTicks is the user and system CPU time pid has used, in clock ticks.
+func cpuTicks(b *testing.B, pid int) int64 {
+	data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	// Fields after the command's closing parenthesis; utime and stime are
+	// the 14th and 15th of the line.
+	f := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+2:]))
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	s, _ := strconv.ParseInt(f[12], 10, 64)
+	return u + s
+}
