@@ -91,8 +91,12 @@ func (v *view) serveFast(w http.ResponseWriter, r *http.Request, l *live, body [
 // toolList is the result of a tools/list of the view, from the definitions
 // encoded when they were listed: encoding them again for every list was
 // most of its cost. It is what the SDK server answers (a test checks), or
-// nil when that is more than one page, which the SDK serves.
+// nil when that is more than one page, which the SDK serves, and for the
+// search view, whose two tools are the SDK server's own.
 func (v *view) toolList() json.RawMessage {
+	if v.index != nil {
+		return nil
+	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.toolsJSON != nil {
