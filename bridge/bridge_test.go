@@ -99,6 +99,10 @@ func startBridge(t *testing.T, b *Bridge, opts *mcp.ClientOptions) (*mcp.ClientS
 	}
 	t.Cleanup(func() {
 		cs.Close()
+		// A client that closed its session still reads (or closes) the
+		// bridge's stdout: what the bridge writes meanwhile must not block
+		// its stop on an unread pipe.
+		go io.Copy(io.Discard, outR)
 		inW.Close()
 		select {
 		case <-stopped:
