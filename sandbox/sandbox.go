@@ -180,21 +180,28 @@ func (l *Launcher) Command(spec Spec) (*exec.Cmd, error) {
 	return l.command(spec, false)
 }
 
-// startDirect returns the command that starts spec without a launcher:
-// with its minimal environment and the parent-death signal, but nothing
-// hidden and no grandchild killed when Warden dies.
-func startDirect(spec Spec) *exec.Cmd {
+// startDirect returns the command that starts spec without a launcher,
+// with env and the parent-death signal, but nothing hidden and no
+// grandchild killed when Warden dies.
+func startDirect(spec Spec, env []string) *exec.Cmd {
 	cmd := exec.Command(spec.Command, spec.Args...)
-	cmd.Env = Env(os.Environ(), spec.InheritEnv, spec.InheritAllEnv, spec.Env)
+	cmd.Env = env
 	cmd.Dir = spec.Dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	return cmd
 }
 
 func (l *Launcher) command(spec Spec, probe bool) (*exec.Cmd, error) {
+	env := Env(os.Environ(), spec.InheritEnv, spec.InheritAllEnv, spec.Env)
+	if l.Mode == Off { // Warden's whole environment, as before isolation
+		env = os.Environ()
+		for _, k := range slices.Sorted(maps.Keys(spec.Env)) {
+			env = append(env, k+"="+spec.Env[k])
+		}
+	}
 	if spec.Container != nil {
 		var err error
-		if spec, err = inContainer(spec, Env(os.Environ(), spec.InheritEnv, spec.InheritAllEnv, spec.Env)); err != nil {
+		if spec, err = inContainer(spec, env); err != nil {
 			return nil, err
 		}
 	}
@@ -202,16 +209,8 @@ func (l *Launcher) command(spec Spec, probe bool) (*exec.Cmd, error) {
 		if spec.NoNetwork || spec.Paths {
 			return nil, fmt.Errorf(`"sandbox" needs isolation, which is %s`, l.Mode)
 		}
-		cmd := startDirect(spec)
-		if l.Mode == Off {
-			cmd.Env = os.Environ()
-			for _, k := range slices.Sorted(maps.Keys(spec.Env)) {
-				cmd.Env = append(cmd.Env, k+"="+spec.Env[k])
-			}
-		}
-		return cmd, nil
+		return startDirect(spec, env), nil
 	}
-	env := Env(os.Environ(), spec.InheritEnv, spec.InheritAllEnv, spec.Env)
 	p := plan{Namespaces: l.Mode == Namespaces, Dir: spec.Dir, NoNetwork: spec.NoNetwork,
 		Paths: spec.Paths, Read: spec.Read, Write: spec.Write, Probe: probe}
 	if p.NoNetwork && !p.Namespaces && landlockABI() < 4 {
