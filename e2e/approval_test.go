@@ -28,6 +28,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/wardenmcp/warden/api"
 	"github.com/wardenmcp/warden/approval"
+	"github.com/wardenmcp/warden/client"
 	"github.com/wardenmcp/warden/internal/fixture"
 	"github.com/wardenmcp/warden/internal/testenv"
 	"github.com/wardenmcp/warden/internal/wardentest"
@@ -112,20 +113,14 @@ func apHashes(tools map[string]api.Tool, statuses ...approval.Status) map[string
 	return out
 }
 
-func apRefusalCode(res *mcp.CallToolResult) string {
-	m, _ := res.Meta["warden/refusal"].(map[string]any)
-	code, _ := m["code"].(string)
-	return code
-}
-
 // apExpectRefusal calls tool and wants a refusal with code whose text
 // mentions each of mention.
 func apExpectRefusal(t testing.TB, cs *mcp.ClientSession, tool, code string, mention ...string) {
 	t.Helper()
 	res := callResult(t.(*testing.T), cs, tool, map[string]any{"key": "k"})
 	text := resultText(res)
-	if !res.IsError || apRefusalCode(res) != code {
-		t.Fatalf("call %s: want a %s refusal, got isError=%v code=%q meta=%v text=%q", tool, code, res.IsError, apRefusalCode(res), res.Meta, text)
+	if !res.IsError || client.Refusal(res) != code {
+		t.Fatalf("call %s: want a %s refusal, got isError=%v code=%q meta=%v text=%q", tool, code, res.IsError, client.Refusal(res), res.Meta, text)
 	}
 	for _, m := range mention {
 		if !strings.Contains(text, m) {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/wardenmcp/warden/approval"
+	"github.com/wardenmcp/warden/client"
 	"github.com/wardenmcp/warden/internal/fixture"
 	"github.com/wardenmcp/warden/internal/testenv"
 	"github.com/wardenmcp/warden/internal/wardentest"
@@ -242,9 +243,9 @@ func TestDisabledCallRefusedOnMCP(t *testing.T) {
 	if err != nil {
 		t.Fatalf("call up__echo on /mcp after disabling up: protocol error %v; want the policy refusal (isError, UPSTREAM_UNAVAILABLE, saying the server is disabled) that warden call gives", err)
 	}
-	if !res.IsError || apRefusalCode(res) != "UPSTREAM_UNAVAILABLE" || !strings.Contains(resultText(res), "disabled") {
+	if !res.IsError || client.Refusal(res) != "UPSTREAM_UNAVAILABLE" || !strings.Contains(resultText(res), "disabled") {
 		t.Fatalf("call up__echo on /mcp after disabling up: isError=%v code=%q text=%q; want an UPSTREAM_UNAVAILABLE refusal saying the server is disabled",
-			res.IsError, apRefusalCode(res), resultText(res))
+			res.IsError, client.Refusal(res), resultText(res))
 	}
 	if f.Calls(fixture.ToolEcho) != calls {
 		t.Fatal("a call to the disabled server reached the upstream")

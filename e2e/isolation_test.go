@@ -16,6 +16,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/wardenmcp/warden/client"
 	"github.com/wardenmcp/warden/internal/testenv"
 	"github.com/wardenmcp/warden/internal/wardentest"
 )
@@ -302,7 +303,7 @@ func TestReferenceServersUnderIsolation(t *testing.T) {
 		var res *mcp.CallToolResult
 		wardentest.WaitFor(t, 60*time.Second, server+" to answer "+tool, func() bool {
 			r, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: tool, Arguments: args})
-			if err == nil && r.IsError && apRefusalCode(r) == "UPSTREAM_UNAVAILABLE" {
+			if err == nil && r.IsError && client.Refusal(r) == "UPSTREAM_UNAVAILABLE" {
 				return false // still starting
 			}
 			if err != nil {

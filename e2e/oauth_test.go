@@ -19,6 +19,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/wardenmcp/warden/client"
 	"github.com/wardenmcp/warden/internal/fixture"
 	"github.com/wardenmcp/warden/internal/testenv"
 	"github.com/wardenmcp/warden/internal/wardentest"
@@ -250,8 +251,8 @@ func expectRefusal(t *testing.T, cs *mcp.ClientSession, code, text string) {
 	if err != nil {
 		t.Fatalf("echo: %v", err)
 	}
-	got, _ := res.Meta["warden/refusal"].(map[string]any)
-	if !res.IsError || got["code"] != code || !strings.Contains(resultText(res), text) {
+	got := client.Refusal(res)
+	if !res.IsError || got != code || !strings.Contains(resultText(res), text) {
 		t.Fatalf("echo answered %v %q; want refusal %s naming %q", got, resultText(res), code, text)
 	}
 }

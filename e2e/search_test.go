@@ -19,6 +19,7 @@ import (
 	"github.com/wardenmcp/warden/activity"
 	"github.com/wardenmcp/warden/api"
 	"github.com/wardenmcp/warden/approval"
+	"github.com/wardenmcp/warden/client"
 	"github.com/wardenmcp/warden/internal/fixture"
 	"github.com/wardenmcp/warden/internal/wardentest"
 )
@@ -144,9 +145,9 @@ func TestSearchView(t *testing.T) {
 		args := map[string]any{"key": "k", "value": "v"}
 		direct := callResult(t, agg, name, args)
 		via := callResult(t, cs, "call_tool", map[string]any{"name": name, "arguments": args})
-		if apRefusalCode(via) != code || apRefusalCode(direct) != code || resultText(via) != resultText(direct) {
+		if client.Refusal(via) != code || client.Refusal(direct) != code || resultText(via) != resultText(direct) {
 			t.Errorf("%s: direct %q %q, via call_tool %q %q; want the same %s refusal", name,
-				apRefusalCode(direct), resultText(direct), apRefusalCode(via), resultText(via), code)
+				client.Refusal(direct), resultText(direct), client.Refusal(via), resultText(via), code)
 		}
 	}
 

@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/wardenmcp/warden/client"
 	"github.com/wardenmcp/warden/internal/fixture"
 	"github.com/wardenmcp/warden/internal/testenv"
 	"github.com/wardenmcp/warden/internal/wardentest"
@@ -169,12 +170,6 @@ func wlMarker(t *testing.T) string {
 	return "MARKER" + hex.EncodeToString(b)
 }
 
-func wlRefusalCode(res *mcp.CallToolResult) string {
-	r, _ := res.Meta["warden/refusal"].(map[string]any)
-	code, _ := r["code"].(string)
-	return code
-}
-
 func wlOutcome(res *mcp.CallToolResult) string {
 	s, _ := res.Meta["warden/outcome"].(string)
 	return s
@@ -182,7 +177,7 @@ func wlOutcome(res *mcp.CallToolResult) string {
 
 func wlWantRefusal(t *testing.T, res *mcp.CallToolResult, code string, texts ...string) {
 	t.Helper()
-	if !res.IsError || wlRefusalCode(res) != code {
+	if !res.IsError || client.Refusal(res) != code {
 		t.Fatalf("want a %s refusal, got isError=%v _meta=%v %q", code, res.IsError, res.Meta, resultText(res))
 	}
 	for _, s := range texts {
@@ -709,7 +704,7 @@ func TestWriteTransportRetry(t *testing.T) {
 			w.WaitReady(t, "s")
 			for range 3 {
 				res := callResult(t, cs, fixture.ToolWrite, map[string]any{"key": "k", "value": "v"})
-				if wlRefusalCode(res) != "WRITES_LATCHED" && wlRefusalCode(res) != "UPSTREAM_UNAVAILABLE" {
+				if client.Refusal(res) != "WRITES_LATCHED" && client.Refusal(res) != "UPSTREAM_UNAVAILABLE" {
 					t.Fatalf("write after the latch: want it refused, got isError=%v _meta=%v %q", res.IsError, res.Meta, resultText(res))
 				}
 			}
@@ -782,7 +777,7 @@ func TestWriteLatchConcurrent(t *testing.T) {
 					if r.start.After(latched) {
 						t.Errorf("write %d started %s after the latch existed and went through", i+1, r.start.Sub(latched))
 					}
-				case wlRefusalCode(r.res) == "WRITES_LATCHED":
+				case client.Refusal(r.res) == "WRITES_LATCHED":
 					refused++
 				default:
 					t.Fatalf("write %d: want stored or WRITES_LATCHED, got _meta=%v %q", i+1, r.res.Meta, resultText(r.res))
@@ -864,7 +859,7 @@ func TestDestructiveConfirmation(t *testing.T) {
 			} {
 				cs := w.Connect(t, "/mcp/s", c.opts)
 				res := callResult(t, cs, fixture.ToolDelete, map[string]any{"key": "victim"})
-				if !res.IsError || wlRefusalCode(res) != "CONFIRMATION_DECLINED" {
+				if !res.IsError || client.Refusal(res) != "CONFIRMATION_DECLINED" {
 					t.Fatalf("%s: want a CONFIRMATION_DECLINED refusal, got isError=%v _meta=%v %q", c.name, res.IsError, res.Meta, resultText(res))
 				}
 				if n := deletes(); n != 1 {
@@ -943,7 +938,7 @@ func TestActivityOutcomes(t *testing.T) {
 			res := callResult(t, cs, kind+"__"+c.tool, c.args)
 			if c.outcome == "error" {
 				// A failing call is the upstream's answer: no latch.
-				if !res.IsError || wlRefusalCode(res) != "" || wlOutcome(res) != "" {
+				if !res.IsError || client.Refusal(res) != "" || wlOutcome(res) != "" {
 					t.Fatalf("%s: failing write: want the upstream's error, got _meta=%v %q", kind, res.Meta, resultText(res))
 				}
 				for _, l := range wlLatches(t, w) {
