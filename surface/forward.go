@@ -34,6 +34,7 @@ func (v *view) syncPrompts(server string, old, now *exposed) {
 		v.srv.AddPrompt(&def, func(ctx context.Context, r *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 			params := *r.Params
 			params.Name = upstreamName
+			params.Meta = hopMeta(params.Meta)
 			var res *mcp.GetPromptResult
 			err := v.g.Do(ctx, server, func(ctx context.Context, cs *mcp.ClientSession) (err error) {
 				res, err = cs.GetPrompt(ctx, &params)
@@ -52,9 +53,11 @@ func (v *view) syncPrompts(server string, old, now *exposed) {
 
 func (v *view) syncResources(server string, old, now *exposed) {
 	read := func(ctx context.Context, r *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		params := *r.Params
+		params.Meta = hopMeta(params.Meta)
 		var res *mcp.ReadResourceResult
 		err := v.g.Do(ctx, server, func(ctx context.Context, cs *mcp.ClientSession) (err error) {
-			res, err = cs.ReadResource(ctx, r.Params)
+			res, err = cs.ReadResource(ctx, &params)
 			return err
 		})
 		return res, err
@@ -172,6 +175,7 @@ func (v *view) complete(ctx context.Context, r *mcp.CompleteRequest) (*mcp.Compl
 	}
 	params := *r.Params
 	params.Ref = upRef
+	params.Meta = hopMeta(params.Meta)
 	var res *mcp.CompleteResult
 	err = v.g.Do(ctx, server, func(ctx context.Context, cs *mcp.ClientSession) (err error) {
 		res, err = cs.Complete(ctx, &params)

@@ -40,7 +40,7 @@ func TestFastToolListIsTheSDKServers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	srv := httptest.NewServer(newHandler(v.srv))
+	srv := httptest.NewServer(newEndpoint(v.srv).sessions)
 	defer srv.Close()
 	session := post(t, srv.URL, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`).Header.Get("Mcp-Session-Id")
 	var sdk struct{ Result any }

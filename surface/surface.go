@@ -28,16 +28,16 @@ type Surfaces struct {
 	idle        time.Duration
 	refusedAt   atomic.Int64 // when a refused session was last logged (Unix ns)
 	agg         *view
-	aggH        http.Handler
+	aggH        endpoint
 	search      *view // /mcp?view=search
-	searchH     http.Handler
+	searchH     endpoint
 	searchOnce  sync.Once   // the search view is kept up to date from its first use
 	searchOn    atomic.Bool // on: after that
 	toolSearch  atomic.Pointer[ToolSearch]
 
 	mu    sync.Mutex
 	views map[string]*view
-	hs    map[string]http.Handler
+	hs    map[string]endpoint
 
 	dirtyMu sync.Mutex
 	dirty   map[string]bool // servers to re-read
@@ -57,12 +57,12 @@ func New(g *gateway.Gateway, log *slog.Logger, version string, sessionIdle time.
 	if maxSessions <= 0 {
 		maxSessions = DefaultMaxSessions
 	}
-	s := &Surfaces{g: g, log: log, version: version, maxSessions: maxSessions, idle: sessionIdle, views: map[string]*view{}, hs: map[string]http.Handler{},
+	s := &Surfaces{g: g, log: log, version: version, maxSessions: maxSessions, idle: sessionIdle, views: map[string]*view{}, hs: map[string]endpoint{},
 		dirty: map[string]bool{}, wake: make(chan struct{}, 1), done: make(chan struct{})}
 	s.agg = newView(g, "", log, version)
-	s.aggH = newHandler(s.agg.srv)
+	s.aggH = newEndpoint(s.agg.srv)
 	s.search = newSearchView(g, log, version)
-	s.searchH = newHandler(s.search.srv)
+	s.searchH = newEndpoint(s.search.srv)
 	s.toolSearch.Store(&ToolSearch{Mode: config.ToolSearchOff})
 	go s.update()
 	go s.closeIdle(sessionIdle)
@@ -142,14 +142,13 @@ func (s *Surfaces) closeIdle(idle time.Duration) {
 // maxBody bounds a request body.
 const maxBody = 4 << 20
 
-func newHandler(srv *mcp.Server) http.Handler {
-	// Host and Origin are checked for every path by the daemon's listener.
-	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
-		&mcp.StreamableHTTPOptions{DisableLocalhostProtection: true, MaxRequestBodyBytes: maxBody})
-}
-
-// serve offers a POST on an established session to the fast path first.
-func serve(v *view, h http.Handler, w http.ResponseWriter, r *http.Request) {
+// serve offers a POST on an established session to the fast path first; a
+// request of the stateless era goes to the stateless handler.
+func serve(v *view, h endpoint, stateless bool, w http.ResponseWriter, r *http.Request) {
+	if stateless {
+		h.stateless.ServeHTTP(w, r)
+		return
+	}
 	l := v.live(r.Header.Get("Mcp-Session-Id"))
 	if l != nil {
 		l.enter()
@@ -170,17 +169,14 @@ func serve(v *view, h http.Handler, w http.ResponseWriter, r *http.Request) {
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 	}
-	h.ServeHTTP(w, r)
+	h.sessions.ServeHTTP(w, r)
 }
-
-// protocolVersions are the protocol versions the surfaces speak.
-var protocolVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26"}
 
 // fastHeaders reports whether a POST's headers are what the SDK's handler
 // accepts without a word (Content-Type, Accept, protocol version, no
 // Last-Event-ID); others go to it, for its answer.
 func fastHeaders(r *http.Request) bool {
-	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && !slices.Contains(protocolVersions, v) {
+	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && !slices.Contains(sessionVersions, v) {
 		return false
 	}
 	if mt, _, _ := strings.Cut(r.Header.Get("Content-Type"), ";"); !strings.EqualFold(strings.TrimSpace(mt), "application/json") {
@@ -217,7 +213,7 @@ func readBody(r *http.Request) ([]byte, error) {
 // view returns server's own view, built on first use: each is an SDK server
 // holding its own copy of the server's lists, and most servers' own
 // endpoints are never used.
-func (s *Surfaces) view(server string) (*view, http.Handler) {
+func (s *Surfaces) view(server string) (*view, endpoint) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	v, ok := s.views[server]
@@ -227,7 +223,7 @@ func (s *Surfaces) view(server string) (*view, http.Handler) {
 		// views it finds, so a change after this one reaches it there.
 		v.Changed(server)
 		s.views[server] = v
-		s.hs[server] = newHandler(v.srv)
+		s.hs[server] = newEndpoint(v.srv)
 	}
 	return v, s.hs[server]
 }
@@ -262,7 +258,8 @@ func (s *Surfaces) Server(server string) *mcp.Server {
 
 // ServeHTTP serves /mcp and /mcp/{server}.
 func (s *Surfaces) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if s.refuseSession(w, r) {
+	stateless := statelessRequest(r)
+	if !stateless && s.refuseSession(w, r) {
 		return
 	}
 	rest, _ := strings.CutPrefix(r.URL.Path, "/mcp")
@@ -273,7 +270,7 @@ func (s *Surfaces) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, err, http.StatusBadRequest)
 			return
 		}
-		serve(v, h, w, r)
+		serve(v, h, stateless, w, r)
 		return
 	}
 	if _, ok := s.g.Conn(server); !ok {
@@ -285,7 +282,7 @@ func (s *Surfaces) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v, h := s.view(server)
-	serve(v, h, w, r)
+	serve(v, h, stateless, w, r)
 }
 
 // ToolSearch is which view /mcp shows without ?view= (config toolSearch).
@@ -299,7 +296,7 @@ func (s *Surfaces) SetToolSearch(ts ToolSearch) { s.toolSearch.Store(&ts) }
 
 // aggregated picks the view of a request to /mcp: the one ?view= names,
 // else the one its session began on, else the configured default.
-func (s *Surfaces) aggregated(r *http.Request) (*view, http.Handler, string) {
+func (s *Surfaces) aggregated(r *http.Request) (*view, endpoint, string) {
 	switch name := r.URL.Query().Get("view"); name {
 	case "search":
 		return s.useSearch()
@@ -307,7 +304,7 @@ func (s *Surfaces) aggregated(r *http.Request) (*view, http.Handler, string) {
 		return s.agg, s.aggH, ""
 	case "":
 	default:
-		return nil, nil, fmt.Sprintf("no view named %q; use /mcp?view=search (search_tools and call_tool) or /mcp?view=all (every tool)", name)
+		return nil, endpoint{}, fmt.Sprintf("no view named %q; use /mcp?view=search (search_tools and call_tool) or /mcp?view=all (every tool)", name)
 	}
 	if id := r.Header.Get("Mcp-Session-Id"); id != "" {
 		if s.search.live(id) != nil {
@@ -326,7 +323,7 @@ func (s *Surfaces) aggregated(r *http.Request) (*view, http.Handler, string) {
 // client uses it, keeping it up to date would only cost every list rebuild.
 // The first request waits for the index, so its first search finds what
 // is there.
-func (s *Surfaces) useSearch() (*view, http.Handler, string) {
+func (s *Surfaces) useSearch() (*view, endpoint, string) {
 	s.searchOnce.Do(func() {
 		s.searchOn.Store(true) // from now on, update keeps it current
 		for _, server := range s.g.Servers() {

@@ -42,6 +42,7 @@ type view struct {
 	resources map[string]string // URI or URI template → server
 	byServer  map[string]*exposed
 	index     *search.Index // the search view's tools, instead of tools/list
+	rounds    *rounds       // stateless-era calls between their rounds
 
 	sessMu   sync.Mutex
 	sessions map[string]*live // initialized downstream sessions by id
@@ -70,8 +71,8 @@ func newView(g *gateway.Gateway, single string, log *slog.Logger, version string
 		g: g, single: single, surface: "mcp", log: log,
 		tools: map[string]ref{}, contested: map[string]string{}, listed: map[string][]byte{}, prompts: map[string]ref{},
 		resources: map[string]string{}, byServer: map[string]*exposed{},
-		sessions: map[string]*live{},
-		updates:  make(chan resourceUpdate, maxQueued), gone: make(chan struct{}),
+		sessions: map[string]*live{}, rounds: newRounds(),
+		updates: make(chan resourceUpdate, maxQueued), gone: make(chan struct{}),
 	}
 	if single != "" {
 		v.surface = "mcp/" + single
@@ -127,6 +128,9 @@ func (v *view) intercept(next mcp.MethodHandler) mcp.MethodHandler {
 }
 
 func (v *view) callTool(ctx context.Context, r *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	if isStateless(r.Session) {
+		return v.callRounds(ctx, r)
+	}
 	// A large answer holds its room in the answers' bound until decoded
 	// for the SDK (which sends it after this returns).
 	ctx, after := upstream.WithAfterAnswer(ctx)
@@ -161,7 +165,7 @@ func (v *view) call(ctx context.Context, p *mcp.CallToolParamsRaw, client gatewa
 		}
 	}
 	return v.g.CallTool(ctx, gateway.Call{
-		Server: t.server, Tool: t.name, Args: p.Arguments, Meta: p.Meta, Surface: v.surface, Client: client,
+		Server: t.server, Tool: t.name, Args: p.Arguments, Meta: hopMeta(p.Meta), Surface: v.surface, Client: client,
 	})
 }
 

@@ -24,9 +24,10 @@ import (
 	"github.com/wardenmcp/warden/sandbox"
 )
 
-// ProtocolVersion is what Warden asks upstreams for: the newest revision with
-// sessions, which the session-resume feature depends on.
-const ProtocolVersion = "2025-11-25"
+// ProtocolVersion is what Warden asks an upstream for the first time: the
+// newest revision. One that does not speak it says so (or fails the
+// discovery), and the SDK client falls back to the newest with sessions.
+const ProtocolVersion = "2026-07-28"
 
 // State is a connection's lifecycle state.
 type State string
@@ -131,6 +132,7 @@ type Conn struct {
 	session    *mcp.ClientSession
 	changed    chan struct{} // closed and replaced on every status change
 	status     Status
+	spoke      string // the protocol revision of the last session
 	logLevel   mcp.LoggingLevel
 	refreshing bool
 	dirty      bool
@@ -414,9 +416,10 @@ func (c *Conn) connect() (*mcp.ClientSession, error) {
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "warden", Version: c.opts.Version}, c.clientOptions())
 	client.AddReceivingMiddleware(c.forwardServerRequests)
+	client.AddSendingMiddleware(c.roundTrips)
 	ctx, cancel := context.WithTimeout(c.ctx, c.Config().CallTimeout)
 	defer cancel()
-	cs, err := client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: ProtocolVersion})
+	cs, err := client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: c.protocol()})
 	if err != nil {
 		err = fmt.Errorf("initialize: %w", err)
 		if stdio != nil {
@@ -426,12 +429,36 @@ func (c *Conn) connect() (*mcp.ClientSession, error) {
 	}
 	c.mu.Lock()
 	level := c.logLevel
+	c.spoke = cs.InitializeResult().ProtocolVersion
 	c.mu.Unlock()
 	if level != "" && c.exposed() {
 		_ = setLevelOn(ctx, cs, level)
 	}
 	go c.resubscribe(cs)
 	return cs, nil
+}
+
+// protocol is the revision to ask the upstream for: the one it spoke last
+// (to this process, or in a stored session, which is resumed without
+// asking), else the newest.
+func (c *Conn) protocol() string {
+	c.mu.Lock()
+	v := c.spoke
+	c.mu.Unlock()
+	if v == "" && c.http != nil && c.opts.Sessions != nil {
+		if rec, ok := c.opts.Sessions.Load(c.Name, c.Config().Fingerprint()); ok {
+			v = rec.ProtocolVersion
+		}
+	}
+	if v == "" {
+		return ProtocolVersion
+	}
+	return v
+}
+
+// stateless reports whether cs speaks a revision without sessions.
+func stateless(cs *mcp.ClientSession) bool {
+	return cs.InitializeResult().ProtocolVersion >= ProtocolVersion
 }
 
 // exposed reports whether clients may hear from the server.
@@ -482,7 +509,8 @@ func (c *Conn) transport() (mcp.Transport, *stdioTransport, error) {
 
 func (c *Conn) clientOptions() *mcp.ClientOptions {
 	return &mcp.ClientOptions{
-		Logger: c.log,
+		Logger:         c.log,
+		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}, // see roundTrips
 		Capabilities: &mcp.ClientCapabilities{
 			RootsV2:     &mcp.RootCapabilities{ListChanged: true},
 			Sampling:    &mcp.SamplingCapabilities{},
@@ -513,23 +541,6 @@ func (c *Conn) clientOptions() *mcp.ClientOptions {
 // gate, unless the connection's reads did already (stdio).
 func (c *Conn) noticeAllowed() bool {
 	return c.Config().Transport == "stdio" || c.notices.allow()
-}
-
-// forwardServerRequests hands sampling, elicitation and roots requests to the
-// Peer as they are, without the SDK client's own checks: the downstream client
-// is the one that answers them.
-func (c *Conn) forwardServerRequests(next mcp.MethodHandler) mcp.MethodHandler {
-	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		switch r := req.(type) {
-		case *mcp.CreateMessageWithToolsRequest:
-			return c.opts.Peer.CreateMessage(ctx, c.Name, r.Params)
-		case *mcp.ElicitRequest:
-			return c.opts.Peer.Elicit(ctx, c.Name, r.Params)
-		case *mcp.ListRootsRequest:
-			return c.opts.Peer.ListRoots(ctx, c.Name)
-		}
-		return next(ctx, method, req)
-	}
 }
 
 // SetLogLevel asks the upstream for log messages at level and above, now and

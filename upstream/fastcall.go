@@ -429,7 +429,7 @@ func (c *Conn) CallTool(ctx context.Context, cs *mcp.ClientSession, params *mcp.
 	h := c.opts.Answers.hold()
 	defer afterAnswer(ctx, h.end)
 	ctx = withAnswerHold(ctx, h)
-	if c.http != nil {
+	if c.http != nil && !stateless(cs) {
 		return c.callToolHTTP(ctx, cs, params)
 	}
 	res, err := cs.CallTool(ctx, params)

@@ -1,0 +1,314 @@
+package surface
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/wardenmcp/warden/gateway"
+	"github.com/wardenmcp/warden/upstream"
+)
+
+// Multi-round trips for stateless-era clients. A client of the 2026-07-28
+// revision cannot be sent a request: when a call needs its input (an
+// upstream of any era asks for elicitation, sampling or roots), the call
+// answers "input required" with the questions and an opaque request state,
+// and the client calls again with its answers and that state. Warden keeps
+// the call itself running between the rounds: a 2025 upstream is waiting on
+// its own request meanwhile, so the call cannot be re-run (for a write, that
+// would do it twice). The state names the waiting call and is signed, so a
+// client can neither forge nor swap one; a call whose client does not come
+// back within roundWait is abandoned, as a call whose client went away.
+
+// roundWait is how long a call waits for its client's next round.
+const roundWait = 5 * time.Minute
+
+// rounds are the calls waiting for their clients' answers.
+type rounds struct {
+	key []byte // signs request states; new per process
+
+	mu      sync.Mutex
+	waiting map[string]*round // by id
+}
+
+func newRounds() *rounds {
+	return &rounds{key: []byte(rand.Text()), waiting: map[string]*round{}}
+}
+
+// round is one call of a stateless-era client, run across its rounds.
+type round struct {
+	id, bind string // bind: what the state is good for (endpoint and name)
+	caps     *mcp.ClientCapabilities
+	cancel   context.CancelFunc
+	expiry   *time.Timer
+
+	asks chan *ask     // questions from the call
+	done chan struct{} // closed when the call returned
+	res  mcp.Result
+	err  error
+
+	mu   sync.Mutex
+	open map[string]*ask // asked, not yet answered
+}
+
+// ask is one question of a call to its client.
+type ask struct {
+	id     string
+	req    mcp.InputRequest
+	answer chan mcp.InputResponse // buffered: one answer
+}
+
+// isStateless reports whether a request's session is a stateless-era one.
+func isStateless(ss *mcp.ServerSession) bool {
+	p := ss.InitializeParams()
+	return p != nil && p.ProtocolVersion >= statelessSince
+}
+
+// run serves one round of a call: the first (state == "") starts fn, a
+// later one hands over the client's answers. It returns the call's result,
+// or the questions still open with the state to call again with.
+func (rs *rounds) run(ctx context.Context, bind, state string, answers mcp.InputResponseMap, caps *mcp.ClientCapabilities,
+	fn func(context.Context, gateway.Client) (mcp.Result, error)) (res mcp.Result, open mcp.InputRequestMap, next string, err error) {
+	var r *round
+	if state == "" {
+		r = rs.start(bind, caps, fn)
+	} else if r, err = rs.take(bind, state); err != nil {
+		return nil, nil, "", err
+	}
+	if err := r.answer(answers); err != nil {
+		rs.keep(r)
+		return nil, nil, "", err
+	}
+	select {
+	case <-r.done:
+		return r.res, nil, "", r.err
+	case a := <-r.asks:
+		r.mu.Lock()
+		r.open[a.id] = a
+		r.mu.Unlock()
+	case <-ctx.Done():
+		// The client is gone; it may still come back with the state it had.
+		rs.keep(r)
+		return nil, nil, "", ctx.Err()
+	}
+	// Questions asked together go out together.
+	for collecting := true; collecting; {
+		select {
+		case a := <-r.asks:
+			r.mu.Lock()
+			r.open[a.id] = a
+			r.mu.Unlock()
+		case <-time.After(10 * time.Millisecond):
+			collecting = false
+		}
+	}
+	rs.keep(r)
+	r.mu.Lock()
+	open = make(mcp.InputRequestMap, len(r.open))
+	for id, a := range r.open {
+		open[id] = a.req
+	}
+	r.mu.Unlock()
+	return nil, open, rs.sign(r), nil
+}
+
+// start begins a call of its own, outliving the request that began it.
+func (rs *rounds) start(bind string, caps *mcp.ClientCapabilities, fn func(context.Context, gateway.Client) (mcp.Result, error)) *round {
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &round{id: rand.Text(), bind: bind, caps: caps, cancel: cancel,
+		asks: make(chan *ask), done: make(chan struct{}), open: map[string]*ask{}}
+	go func() {
+		defer close(r.done)
+		defer cancel()
+		r.res, r.err = fn(ctx, roundClient{r})
+	}()
+	return r
+}
+
+// keep puts r back to wait for its client's next round, for at most
+// roundWait.
+func (rs *rounds) keep(r *round) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	rs.waiting[r.id] = r
+	r.expiry = time.AfterFunc(roundWait, func() {
+		rs.mu.Lock()
+		if rs.waiting[r.id] == r {
+			delete(rs.waiting, r.id)
+		}
+		rs.mu.Unlock()
+		r.cancel()
+	})
+}
+
+// take finds the call a request state names, for the round now starting.
+func (rs *rounds) take(bind, state string) (*round, error) {
+	id, ok := rs.verify(bind, state)
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	r := rs.waiting[id]
+	if !ok || r == nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
+			Message: "requestState is not one Warden gave for this call, or its call has ended (it waits " + roundWait.String() + " for the next round): call again without requestState"}
+	}
+	delete(rs.waiting, id)
+	r.expiry.Stop()
+	return r, nil
+}
+
+// sign makes r's request state: its id and a MAC over the id and what the
+// state is good for.
+func (rs *rounds) sign(r *round) string {
+	return r.id + "." + rs.mac(r.id, r.bind)
+}
+
+func (rs *rounds) verify(bind, state string) (id string, ok bool) {
+	id, mac, found := strings.Cut(state, ".")
+	return id, found && hmac.Equal([]byte(mac), []byte(rs.mac(id, bind)))
+}
+
+func (rs *rounds) mac(id, bind string) string {
+	h := hmac.New(sha256.New, rs.key)
+	h.Write([]byte(id + "\x00" + bind))
+	return base64.RawURLEncoding.EncodeToString(h.Sum(nil))
+}
+
+// answer hands the client's answers to the questions they answer.
+func (r *round) answer(answers mcp.InputResponseMap) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for id := range answers {
+		if r.open[id] == nil {
+			return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("inputResponses answers %q, which was not asked or was answered already", id)}
+		}
+	}
+	for id, resp := range answers {
+		r.open[id].answer <- resp
+		delete(r.open, id)
+	}
+	return nil
+}
+
+// roundClient is the calling client as the gateway sees it: its questions
+// become the input required by the next round. Notifications have no
+// stream to go on between rounds and are not sent.
+type roundClient struct{ r *round }
+
+func (c roundClient) Capabilities() *mcp.ClientCapabilities { return c.r.caps }
+
+func (c roundClient) ask(ctx context.Context, req mcp.InputRequest) (mcp.InputResponse, error) {
+	a := &ask{id: "warden-" + rand.Text()[:10], req: req, answer: make(chan mcp.InputResponse, 1)}
+	select {
+	case c.r.asks <- a:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	select {
+	case resp := <-a.answer:
+		return resp, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (c roundClient) CreateMessage(ctx context.Context, p *mcp.CreateMessageWithToolsParams) (*mcp.CreateMessageWithToolsResult, error) {
+	resp, err := c.ask(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return convert[mcp.CreateMessageWithToolsResult](resp)
+}
+
+func (c roundClient) Elicit(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+	resp, err := c.ask(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return convert[mcp.ElicitResult](resp)
+}
+
+func (c roundClient) ListRoots(ctx context.Context) (*mcp.ListRootsResult, error) {
+	resp, err := c.ask(ctx, &mcp.ListRootsParams{})
+	if err != nil {
+		return nil, err
+	}
+	return convert[mcp.ListRootsResult](resp)
+}
+
+func (roundClient) Progress(context.Context, *mcp.ProgressNotificationParams) {}
+func (roundClient) Log(context.Context, *mcp.LoggingMessageParams)            {}
+
+// convert reads a client's answer as the type the question asked for: the
+// SDK tells answers apart by their keys, so an answer of the wrong kind
+// arrives as another type.
+func convert[T any](resp mcp.InputResponse) (*T, error) {
+	if t, ok := any(resp).(*T); ok {
+		return t, nil
+	}
+	b, err := json.Marshal(resp)
+	if err != nil {
+		return nil, err
+	}
+	var t T
+	if err := json.Unmarshal(b, &t); err != nil {
+		return nil, fmt.Errorf("the client's answer is not a %T: %w", t, err)
+	}
+	return &t, nil
+}
+
+// callRounds runs a stateless-era client's tools/call over its rounds.
+func (v *view) callRounds(ctx context.Context, r *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	p := *r.Params
+	state, answers := p.RequestState, p.InputResponses
+	p.RequestState, p.InputResponses = "", nil
+	var caps *mcp.ClientCapabilities
+	if ip := r.Session.InitializeParams(); ip != nil {
+		caps = ip.Capabilities
+	}
+	res, open, next, err := v.rounds.run(ctx, v.surface+"\x00tool\x00"+p.Name, state, answers, caps,
+		func(ctx context.Context, c gateway.Client) (mcp.Result, error) {
+			ctx, after := upstream.WithAfterAnswer(ctx)
+			defer after.Run()
+			res, err := v.call(ctx, &p, c)
+			if err != nil {
+				return nil, err
+			}
+			return res.Tool()
+		})
+	if err != nil {
+		return nil, err
+	}
+	if open != nil {
+		return withResultType(&mcp.CallToolResult{InputRequests: open, RequestState: next}, "input_required")
+	}
+	return withResultType(res.(*mcp.CallToolResult), "complete")
+}
+
+// withResultType is res saying its result type, which a stateless-era
+// client requires. The SDK sets it only on results of the tool handlers it
+// calls itself, and tools/call is Warden's (see intercept).
+func withResultType(res *mcp.CallToolResult, t string) (*mcp.CallToolResult, error) {
+	b, err := json.Marshal(res)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	m["resultType"], _ = json.Marshal(t)
+	if b, err = json.Marshal(m); err != nil {
+		return nil, err
+	}
+	var out mcp.CallToolResult
+	return &out, json.Unmarshal(b, &out)
+}

@@ -1,0 +1,144 @@
+package upstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Server-to-client requests, in both eras. A 2025 upstream sends sampling,
+// elicitation and roots requests on its session; a 2026-07-28 one answers
+// a call "input required" with the same questions, and is called again
+// with the answers. Either way the question goes to the downstream client
+// of the call (the Peer finds it), as it is: that client is the one that
+// answers, and the SDK client's own checks or roots list are not.
+
+// maxRounds bounds the rounds of one call with a stateless-era upstream.
+const maxRounds = 10
+
+// answer has the Peer answer one server-to-client question.
+func (c *Conn) answer(ctx context.Context, q mcp.InputRequest) (mcp.InputResponse, error) {
+	switch p := q.(type) {
+	case *mcp.CreateMessageWithToolsParams:
+		return c.opts.Peer.CreateMessage(ctx, c.Name, p)
+	case *mcp.ElicitParams:
+		return c.opts.Peer.Elicit(ctx, c.Name, p)
+	case *mcp.ListRootsParams:
+		return c.opts.Peer.ListRoots(ctx, c.Name)
+	}
+	return nil, fmt.Errorf("unknown server-to-client request %T", q)
+}
+
+// forwardServerRequests hands a 2025 upstream's requests to answer,
+// instead of the SDK client's handlers.
+func (c *Conn) forwardServerRequests(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		var q mcp.InputRequest
+		switch r := req.(type) {
+		case *mcp.CreateMessageWithToolsRequest:
+			q = r.Params
+		case *mcp.ElicitRequest:
+			q = r.Params
+		case *mcp.ListRootsRequest:
+			q = r.Params
+		default:
+			return next(ctx, method, req)
+		}
+		a, err := c.answer(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		return a.(mcp.Result), nil
+	}
+}
+
+// roundTrips runs a stateless-era upstream's rounds: while a call's result
+// asks for input, the questions are answered (together) and the call sent
+// again with the answers and the upstream's request state.
+func (c *Conn) roundTrips(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		for round := 1; ; round++ {
+			res, err := next(ctx, method, req)
+			if err != nil {
+				return res, err
+			}
+			asks, state, ok := inputRequired(res)
+			if !ok {
+				return res, nil
+			}
+			if len(asks) == 0 {
+				return nil, fmt.Errorf("%s: server %q is busy (it asked for no input and said to call again); retry later", method, c.Name)
+			}
+			if round == maxRounds {
+				return nil, fmt.Errorf("%s: server %q still asked for input after %d rounds; Warden stopped there", method, c.Name, maxRounds)
+			}
+			answers, err := c.answerAll(ctx, asks)
+			if err != nil {
+				return nil, err
+			}
+			if req, err = again(req, answers, state); err != nil {
+				return nil, err
+			}
+		}
+	}
+}
+
+// answerAll answers a round's questions at once.
+func (c *Conn) answerAll(ctx context.Context, asks mcp.InputRequestMap) (mcp.InputResponseMap, error) {
+	var (
+		mu      sync.Mutex
+		wg      sync.WaitGroup
+		errs    []error
+		answers = make(mcp.InputResponseMap, len(asks))
+	)
+	for id, q := range asks {
+		wg.Go(func() {
+			a, err := c.answer(ctx, q)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, fmt.Errorf("input %q: %w", id, err))
+				return
+			}
+			answers[id] = a
+		})
+	}
+	wg.Wait()
+	return answers, errors.Join(errs...)
+}
+
+// inputRequired reads an input-required result.
+func inputRequired(res mcp.Result) (asks mcp.InputRequestMap, state string, ok bool) {
+	switch r := res.(type) {
+	case *mcp.CallToolResult:
+		return r.InputRequests, r.RequestState, r.NeedsInput()
+	case *mcp.GetPromptResult:
+		return r.InputRequests, r.RequestState, r.NeedsInput()
+	case *mcp.ReadResourceResult:
+		return r.InputRequests, r.RequestState, r.NeedsInput()
+	}
+	return nil, "", false
+}
+
+// again is req to send once more, with the answers and the request state.
+func again(req mcp.Request, answers mcp.InputResponseMap, state string) (mcp.Request, error) {
+	cs, _ := req.GetSession().(*mcp.ClientSession)
+	switch p := req.GetParams().(type) {
+	case *mcp.CallToolParams:
+		q := *p
+		q.InputResponses, q.RequestState = answers, state
+		return &mcp.ClientRequest[*mcp.CallToolParams]{Session: cs, Params: &q}, nil
+	case *mcp.GetPromptParams:
+		q := *p
+		q.InputResponses, q.RequestState = answers, state
+		return &mcp.ClientRequest[*mcp.GetPromptParams]{Session: cs, Params: &q}, nil
+	case *mcp.ReadResourceParams:
+		q := *p
+		q.InputResponses, q.RequestState = answers, state
+		return &mcp.ClientRequest[*mcp.ReadResourceParams]{Session: cs, Params: &q}, nil
+	}
+	return nil, fmt.Errorf("cannot call %T again with input", req.GetParams())
+}
