@@ -130,12 +130,21 @@ func fail(w http.ResponseWriter, status int, code, msg string) {
 	reply(w, status, Error{Error: ErrorBody{Code: code, Message: msg}})
 }
 
-// decode reads a JSON body strictly: unknown fields are an error.
+// decode reads a JSON body strictly: one JSON object, no unknown fields
+// (a second value would be dropped unread, and with it what it asked for).
+// A refusal says where the route's body is described.
 func decode(w http.ResponseWriter, r *http.Request, v any) bool {
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		fail(w, http.StatusBadRequest, "bad_request", "request body: "+err.Error())
+	err := dec.Decode(v)
+	switch {
+	case errors.Is(err, io.EOF):
+		err = errors.New("it is empty")
+	case err == nil && dec.Decode(&json.RawMessage{}) != io.EOF:
+		err = errors.New("send one JSON object, with nothing after it")
+	}
+	if err != nil {
+		fail(w, http.StatusBadRequest, "bad_request", fmt.Sprintf("request body: %v; the body of %s is described in GET /v1/openapi.json", err, r.Pattern))
 		return false
 	}
 	return true
