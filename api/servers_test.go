@@ -8,6 +8,7 @@ import (
 
 	"github.com/wardenmcp/warden/approval"
 	"github.com/wardenmcp/warden/internal/fixture"
+	"github.com/wardenmcp/warden/sessions"
 	"github.com/wardenmcp/warden/upstream"
 )
 
@@ -212,5 +213,27 @@ func TestServerAnswersHoldNoSecret(t *testing.T) {
 		if strings.Contains(rec.Body.String(), upstreamSecret) {
 			t.Errorf("GET %s shows the upstream's secret header: %s", path, rec.Body)
 		}
+	}
+}
+
+// GET /v1/sessions shows a streamable HTTP upstream's persisted session by
+// a prefix of its id, never the id or the server's headers.
+func TestSessions(t *testing.T) {
+	up := fixture.NewServer(fixture.Options{ProtocolVersions: []string{"2025-11-25"}})
+	e := newEnv(t, fmt.Sprintf(`{"s": {"url": %q, "trusted": true, "headers": {"X-Key": %q}}}`, up.Serve(t), upstreamSecret))
+	e.WaitListed(t, "s")
+	var list []sessions.Info
+	rec := e.do("GET", "/v1/sessions", "")
+	decodeInto(t, rec, &list)
+	ids := up.HTTP().SessionIDs()
+	if rec.Code != http.StatusOK || len(list) != 1 || len(ids) != 1 {
+		t.Fatalf("GET /v1/sessions: %d %s (upstream sessions %v)", rec.Code, rec.Body, ids)
+	}
+	s := list[0]
+	if s.Server != "s" || s.ProtocolVersion != "2025-11-25" || s.Mode != "fresh" || !strings.HasPrefix(ids[0], strings.TrimSuffix(s.SessionPrefix, "…")) {
+		t.Errorf("session %+v for upstream session %q", s, ids[0])
+	}
+	if body := rec.Body.String(); strings.Contains(body, ids[0]) || strings.Contains(body, upstreamSecret) {
+		t.Errorf("GET /v1/sessions shows the session id or a header: %s", body)
 	}
 }
