@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -89,9 +90,30 @@ func (a *handler) muxes() (public, private *http.ServeMux) {
 		mux.HandleFunc(rt.method+" "+rt.path, func(w http.ResponseWriter, r *http.Request) { serve(a, w, r) })
 	}
 	private.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
+		if allowed := allowedMethods(r, public, private); len(allowed) > 0 {
+			w.Header().Set("Allow", strings.Join(allowed, ", "))
+			fail(w, http.StatusMethodNotAllowed, "method_not_allowed", fmt.Sprintf("%s takes %s, not %s; every route is described in GET /v1/openapi.json (no token needed)",
+				r.URL.Path, strings.Join(allowed, " or "), r.Method))
+			return
+		}
 		fail(w, http.StatusNotFound, "not_found", fmt.Sprintf("no route %s %s; every route is described in GET /v1/openapi.json (no token needed)", r.Method, r.URL.Path))
 	})
 	return public, private
+}
+
+// allowedMethods are the methods the table serves at r's path, for a
+// request that came with another one.
+func allowedMethods(r *http.Request, muxes ...*http.ServeMux) []string {
+	var out []string
+	for _, rt := range routes {
+		probe := &http.Request{Method: rt.method, URL: r.URL, Host: r.Host}
+		for _, mux := range muxes {
+			if _, pattern := mux.Handler(probe); pattern == rt.method+" "+rt.path && !slices.Contains(out, rt.method) {
+				out = append(out, rt.method)
+			}
+		}
+	}
+	return out
 }
 
 type handler struct {
