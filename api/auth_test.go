@@ -96,11 +96,12 @@ func TestUILogin(t *testing.T) {
 // The OAuth routes refuse servers they cannot serve, saying why.
 func TestAuthRefusals(t *testing.T) {
 	servers := `{"local": {"command": "/nonexistent/warden-test-server"}, "off": {"url": "http://127.0.0.1:1/mcp", "disabled": true},
-		"remote": {"url": "http://127.0.0.1:1/mcp"}}`
+		"remote": {"url": "http://127.0.0.1:1/mcp"}, "bad": {"url": 5}}`
 	e := newEnv(t, servers)
 	for _, method := range []string{"GET", "DELETE"} {
 		expectError(t, e.do(method, "/v1/servers/local/auth", ""), refusal{http.StatusBadRequest, "not_http", []string{"server local", "stdio", "HTTP servers"}})
-		expectError(t, e.do(method, "/v1/servers/off/auth", ""), refusal{http.StatusConflict, "server_disabled", []string{"off is disabled", "enable it in the config"}})
+		expectError(t, e.do(method, "/v1/servers/off/auth", ""), refusal{http.StatusConflict, "server_disabled", []string{"off is disabled", `remove "disabled": true`}})
+		expectError(t, e.do(method, "/v1/servers/bad/auth", ""), refusal{http.StatusConflict, "server_not_loaded", []string{`"bad"`, "cannot be loaded", "mcpServers.bad.url"}})
 	}
 	expectError(t, e.do("POST", "/v1/servers/local/auth/login", ""), refusal{http.StatusBadRequest, "not_http", []string{"stdio"}})
 	// No callback URL yet: the login cannot start.
