@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -89,9 +90,30 @@ func (a *handler) muxes() (public, private *http.ServeMux) {
 		mux.HandleFunc(rt.method+" "+rt.path, func(w http.ResponseWriter, r *http.Request) { serve(a, w, r) })
 	}
 	private.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
+		if allowed := allowedMethods(r, public, private); len(allowed) > 0 {
+			w.Header().Set("Allow", strings.Join(allowed, ", "))
+			fail(w, http.StatusMethodNotAllowed, "method_not_allowed", fmt.Sprintf("%s takes %s, not %s; every route is described in GET /v1/openapi.json (no token needed)",
+				r.URL.Path, strings.Join(allowed, " or "), r.Method))
+			return
+		}
 		fail(w, http.StatusNotFound, "not_found", fmt.Sprintf("no route %s %s; every route is described in GET /v1/openapi.json (no token needed)", r.Method, r.URL.Path))
 	})
 	return public, private
+}
+
+// allowedMethods are the methods the table serves at r's path, for a
+// request that came with another one.
+func allowedMethods(r *http.Request, muxes ...*http.ServeMux) []string {
+	var out []string
+	for _, rt := range routes {
+		probe := &http.Request{Method: rt.method, URL: r.URL, Host: r.Host}
+		for _, mux := range muxes {
+			if _, pattern := mux.Handler(probe); pattern == rt.method+" "+rt.path && !slices.Contains(out, rt.method) {
+				out = append(out, rt.method)
+			}
+		}
+	}
+	return out
 }
 
 type handler struct {
@@ -130,12 +152,21 @@ func fail(w http.ResponseWriter, status int, code, msg string) {
 	reply(w, status, Error{Error: ErrorBody{Code: code, Message: msg}})
 }
 
-// decode reads a JSON body strictly: unknown fields are an error.
+// decode reads a JSON body strictly: one JSON object, no unknown fields
+// (a second value would be dropped unread, and with it what it asked for).
+// A refusal says where the route's body is described.
 func decode(w http.ResponseWriter, r *http.Request, v any) bool {
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		fail(w, http.StatusBadRequest, "bad_request", "request body: "+err.Error())
+	err := dec.Decode(v)
+	switch {
+	case errors.Is(err, io.EOF):
+		err = errors.New("it is empty")
+	case err == nil && dec.Decode(&json.RawMessage{}) != io.EOF:
+		err = errors.New("send one JSON object, with nothing after it")
+	}
+	if err != nil {
+		fail(w, http.StatusBadRequest, "bad_request", fmt.Sprintf("request body: %v; the body of %s is described in GET /v1/openapi.json", err, r.Pattern))
 		return false
 	}
 	return true

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/wardenmcp/warden/config"
+	"github.com/wardenmcp/warden/gateway"
 )
 
 // AuthLogout answers DELETE /v1/servers/{s}/auth.
@@ -17,7 +18,7 @@ type AuthLogout struct {
 
 // authServer finds s's live config for the OAuth routes.
 func (a *handler) authServer(w http.ResponseWriter, r *http.Request) (*config.Server, bool) {
-	sc, ok := a.configured(w, r.PathValue("s"))
+	sc, ok := a.decidable(w, r.PathValue("s"))
 	if !ok {
 		return nil, false
 	}
@@ -26,7 +27,7 @@ func (a *handler) authServer(w http.ResponseWriter, r *http.Request) (*config.Se
 	case a.Auth == nil:
 		fail(w, http.StatusNotFound, "not_found", "this Warden has no OAuth support")
 	case !live:
-		fail(w, http.StatusConflict, "server_disabled", "server "+sc.Name+" is disabled; enable it in the config first")
+		fail(w, http.StatusConflict, "server_disabled", "server "+sc.Name+" is disabled: to log in to it, "+gateway.DisabledHelp)
 	case c.Config().Transport == config.TransportStdio:
 		fail(w, http.StatusBadRequest, "not_http", "server "+sc.Name+" is a stdio server: OAuth is for HTTP servers")
 	default:

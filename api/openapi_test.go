@@ -157,3 +157,37 @@ func TestRoutesOnlyFromTheTable(t *testing.T) {
 		})
 	}
 }
+
+// A path the table serves, asked with another method, answers 405 with
+// the methods it takes; a path it does not serve answers 404. Both point
+// to the document.
+func TestWrongMethodAndUnknownRoute(t *testing.T) {
+	e := newEnv(t, `{}`)
+	tests := []struct {
+		method, path, allow string
+		status              int
+	}{
+		{"POST", "/v1/status", "GET", http.StatusMethodNotAllowed},
+		{"DELETE", "/v1/servers/x", "GET", http.StatusMethodNotAllowed},
+		{"GET", "/v1/servers/x/approve", "POST", http.StatusMethodNotAllowed},
+		{"GET", "/v1/writes/x", "DELETE", http.StatusMethodNotAllowed},
+		{"PUT", "/v1/servers/x/auth", "GET, DELETE", http.StatusMethodNotAllowed},
+		{"POST", "/v1/openapi.json", "GET", http.StatusMethodNotAllowed},
+		{"GET", "/v1/nosuch", "", http.StatusNotFound},
+		{"GET", "/v1/servers/x/nosuch", "", http.StatusNotFound},
+		{"POST", "/v1/servers/x/y/approve", "", http.StatusNotFound},
+	}
+	for _, tt := range tests {
+		t.Run(tt.method+" "+tt.path, func(t *testing.T) {
+			rec := e.do(tt.method, tt.path, "")
+			want := refusal{tt.status, "not_found", []string{"no route " + tt.method + " " + tt.path, "GET /v1/openapi.json"}}
+			if tt.allow != "" {
+				want = refusal{tt.status, "method_not_allowed", []string{tt.path + " takes " + strings.ReplaceAll(tt.allow, ", ", " or ") + ", not " + tt.method, "GET /v1/openapi.json"}}
+			}
+			expectError(t, rec, want)
+			if got := rec.Header().Get("Allow"); got != tt.allow {
+				t.Errorf("Allow: %q, want %q", got, tt.allow)
+			}
+		})
+	}
+}

@@ -44,9 +44,9 @@ func (a *handler) configured(w http.ResponseWriter, name string) (ServerConfig, 
 	return ServerConfig{}, false
 }
 
-// decidable is configured for the routes that decide about a server's
-// tools, which need the server loaded: one whose entry never loaded has no
-// tools to decide about yet.
+// decidable is configured for the routes that need the server loaded
+// (decisions about its tools, its OAuth): one whose entry never loaded has
+// no tools to decide about and no URL to log in to yet.
 func (a *handler) decidable(w http.ResponseWriter, name string) (ServerConfig, bool) {
 	sc, ok := a.configured(w, name)
 	if ok && sc.ConfigError != "" && sc.Transport == "" {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/wardenmcp/warden/daemon"
+	"github.com/wardenmcp/warden/internal/wardentest/parts"
 )
 
 // Warden is a daemon started by Start.
@@ -189,13 +190,7 @@ func (w *Warden) API(t testing.TB, method, path string, body any, out any) int {
 // WaitFor polls cond until it is true or fails the test after timeout.
 func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	parts.WaitFor(t, timeout, what, cond)
 }
 
 // WaitReady waits until server is connected and has listed its tools.
