@@ -18,10 +18,14 @@ import (
 // lifelineFD is the launcher's copy of the lifeline's read end (ExtraFiles[0]).
 const lifelineFD = 3
 
-// MaybeRun runs the launcher and exits when this process was started as one.
-// Call it first thing in main (and in TestMain of tests that start servers
-// through a test binary).
-func MaybeRun() {
+// init runs the launcher, when this process was started as one, before the
+// packages that import sandbox are initialized: Go initializes a package once
+// its imports are, so a launcher pays for the few packages sandbox needs, not
+// for the templates, registries and tables of the rest of Warden.
+func init() { maybeRun() }
+
+// maybeRun runs the launcher and exits when this process was started as one.
+func maybeRun() {
 	spec, ok := os.LookupEnv(launchEnv)
 	if !ok {
 		return
