@@ -243,7 +243,7 @@ func (d *Daemon) routes(s *surface.Surfaces, m *metrics.Metrics) http.Handler {
 		Approvals: d.approvals, Writes: d.ledger, Activity: d.activity, Events: d.events,
 		Config: d.configInfo, Sessions: func() any { return d.sessions.List() }, Caller: d.refuseSpawned, Auth: d.auth,
 		Logs:         func(server string) (api.LogFile, error) { return d.logs.file(server) },
-		SearchTokens: surface.SearchViewTokens,
+		SearchTokens: surface.SearchViewTokens(),
 		UILogin:      review.NewCode,
 	})
 	mux.Handle("/v1/", review.API)
