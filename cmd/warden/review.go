@@ -232,7 +232,7 @@ when tools of SERVER are still pending or changed.`,
 				return err
 			}
 			ctx := cmd.Context()
-			tools, err := c.Tools(ctx, server)
+			tools, err := c.ToolStates(ctx, server)
 			if err != nil {
 				return g.apiErr(err)
 			}
