@@ -44,7 +44,7 @@ type Options struct {
 	StateDir   string // flag value; "" to resolve the usual way
 	Listen     string // overrides the config's listen when set (serve --listen)
 	Version    string
-	// Self is a binary whose main calls sandbox.MaybeRun (warden itself),
+	// Self is a binary that imports package sandbox (warden itself),
 	// to start stdio servers confined; "" starts them directly.
 	Self      string
 	Isolation sandbox.Mode // sandbox.Namespaces normally; sandbox.Off for diagnosis
