@@ -55,6 +55,9 @@ var routes = []route{
 	{method: "POST", path: "/v1/servers/{s}/quarantine", id: "quarantineServer", answer: Server{},
 		summary: "Quarantine a server again: none of its tools are listed or run", serve: (*handler).quarantine},
 	{method: "GET", path: "/v1/servers/{s}/tools", id: "listTools", answer: []Tool{},
+		query: []param{
+			{"definitions", "boolean", "false leaves out the current and approved definitions: what deciding on hashes needs, in a fraction of the bytes (default true)"},
+		},
 		summary: "Each tool of a server: class, status, approved and current hash and definition", serve: (*handler).tools},
 	{method: "POST", path: "/v1/servers/{s}/tools/approve", id: "approveTools", body: approval.ToolApproval{}, answer: approval.Answer{},
 		summary: "Approve tools: the named ones, or all (but except). With expected_hashes, any mismatch answers 409 and nothing is written",

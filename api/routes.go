@@ -89,6 +89,15 @@ func (a *handler) tools(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	definitions := true
+	if v := r.URL.Query().Get("definitions"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			fail(w, http.StatusBadRequest, "bad_request", fmt.Sprintf("definitions=%q: give true or false", v))
+			return
+		}
+		definitions = b
+	}
 	classes := map[string]string{}
 	for _, t := range a.Gateway.Tools(sc.Name) {
 		classes[t.Name] = string(t.Class)
@@ -99,9 +108,13 @@ func (a *handler) tools(w http.ResponseWriter, r *http.Request) {
 		if class == "" {
 			class = string(writes.Classify("", rec.Annotations))
 		}
-		out = append(out, Tool{Name: rec.Name, Class: class, Status: rec.Status, Present: rec.Present, Hidden: sc.Hidden[rec.Name], HeldBack: rec.HeldBack,
+		t := Tool{Name: rec.Name, Class: class, Status: rec.Status, Present: rec.Present, Hidden: sc.Hidden[rec.Name], HeldBack: rec.HeldBack,
 			ApprovedHash: rec.ApprovedHash, CurrentHash: rec.CurrentHash, Annotations: rec.Annotations,
-			ApprovedBy: rec.ApprovedBy, ApprovedAt: rec.ApprovedAt, Current: rec.Current, Approved: rec.Approved})
+			ApprovedBy: rec.ApprovedBy, ApprovedAt: rec.ApprovedAt}
+		if definitions {
+			t.Current, t.Approved = rec.Current, rec.Approved
+		}
+		out = append(out, t)
 	}
 	reply(w, http.StatusOK, out)
 }

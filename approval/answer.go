@@ -13,6 +13,9 @@ type Answer struct {
 	StillChanged  int      `json:"still_changed"`
 	HeldTools     []string `json:"held_tools"`   // pending or changed, sorted, at most MaxHeldTools
 	NotApproved   []string `json:"not_approved"` // requested to approve but not approved, sorted
+	// Quarantined: the server is still quarantined, so even its approved
+	// tools stay hidden until it is admitted.
+	Quarantined bool `json:"quarantined"`
 }
 
 // MaxHeldTools bounds Answer.HeldTools.
@@ -20,7 +23,7 @@ const MaxHeldTools = 50
 
 // answer reads the outcome back from the installed records. Caller holds s.mu.
 func (s *server) answer(approved, blocked []string) Answer {
-	a := Answer{HeldTools: []string{}, NotApproved: []string{}}
+	a := Answer{HeldTools: []string{}, NotApproved: []string{}, Quarantined: !s.hasMeta || s.meta.Quarantined}
 	for _, name := range dedupe(approved) {
 		if rec := s.tools[name]; rec != nil && rec.Status == StatusApproved {
 			a.ApprovedCount++

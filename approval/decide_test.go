@@ -14,7 +14,7 @@ func TestApproveAllExcept(t *testing.T) {
 	must[ApplyResult](t)(r.Apply("large", false, 1, inv))
 	except := names(inv[100:115])
 	ans := must[Answer](t)(r.ApproveTools("large", ToolApproval{All: true, Except: except}))
-	want := Answer{ApprovedCount: 165, StillPending: 15, HeldTools: except, NotApproved: []string{}}
+	want := Answer{ApprovedCount: 165, StillPending: 15, HeldTools: except, NotApproved: []string{}, Quarantined: true}
 	if !equalAnswer(ans, want) {
 		t.Fatalf("answer %+v", ans)
 	}
@@ -49,7 +49,7 @@ func TestApproveAllExcept(t *testing.T) {
 func equalAnswer(a, b Answer) bool {
 	return a.ApprovedCount == b.ApprovedCount && a.BlockedCount == b.BlockedCount &&
 		a.StillPending == b.StillPending && a.StillChanged == b.StillChanged &&
-		slices.Equal(a.HeldTools, b.HeldTools) && slices.Equal(a.NotApproved, b.NotApproved)
+		slices.Equal(a.HeldTools, b.HeldTools) && slices.Equal(a.NotApproved, b.NotApproved) && a.Quarantined == b.Quarantined
 }
 
 func TestApproveServer(t *testing.T) {

@@ -129,6 +129,13 @@ func (c *Client) Tools(ctx context.Context, server string) ([]api.Tool, error) {
 	return out, c.do(ctx, http.MethodGet, serverPath(server, "/tools"), nil, &out)
 }
 
+// ToolStates is Tools without the definitions (?definitions=false): names,
+// statuses and hashes, for deciding without reading every schema.
+func (c *Client) ToolStates(ctx context.Context, server string) ([]api.Tool, error) {
+	var out []api.Tool
+	return out, c.do(ctx, http.MethodGet, serverPath(server, "/tools?definitions=false"), nil, &out)
+}
+
 // ApproveServer admits a quarantined server (POST /v1/servers/{s}/approve).
 // A non-nil ExpectedHashes is sent even when empty (approve no tool); nil
 // approves whatever is pending when the daemon handles the request.

@@ -44,7 +44,7 @@ type Options struct {
 	StateDir   string // flag value; "" to resolve the usual way
 	Listen     string // overrides the config's listen when set (serve --listen)
 	Version    string
-	// Self is a binary whose main calls sandbox.MaybeRun (warden itself),
+	// Self is a binary that imports package sandbox (warden itself),
 	// to start stdio servers confined; "" starts them directly.
 	Self      string
 	Isolation sandbox.Mode // sandbox.Namespaces normally; sandbox.Off for diagnosis
@@ -243,7 +243,7 @@ func (d *Daemon) routes(s *surface.Surfaces, m *metrics.Metrics) http.Handler {
 		Approvals: d.approvals, Writes: d.ledger, Activity: d.activity, Events: d.events,
 		Config: d.configInfo, Sessions: func() any { return d.sessions.List() }, Caller: d.refuseSpawned, Auth: d.auth,
 		Logs:         func(server string) (api.LogFile, error) { return d.logs.file(server) },
-		SearchTokens: surface.SearchViewTokens,
+		SearchTokens: surface.SearchViewTokens(),
 		UILogin:      review.NewCode,
 	})
 	mux.Handle("/v1/", review.API)

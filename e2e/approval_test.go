@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -1128,4 +1129,37 @@ func TestApprovalSurvivesKill9(t *testing.T) {
 		t.Fatalf("echo after restart = %q", got)
 	}
 	apExpectRefusal(t, cs, fixture.ToolDelete, "TOOL_BLOCKED", "warden review approve s "+fixture.ToolDelete)
+}
+
+// GET /v1/servers/{s}/tools?definitions=false answers the same records
+// without the definitions (what `warden review approve` reads); a value
+// that is not a boolean is refused.
+func TestApprovalToolStatesWithoutDefinitions(t *testing.T) {
+	f := fixture.NewServer(fixture.Options{})
+	w := wardentest.Start(t, map[string]any{"s": map[string]any{"url": f.Serve(t)}})
+	apWaitTool(t, w, "s", fixture.ToolEcho, "pending", apStatusIs(approval.StatusPending))
+	full := apTools(t, w, "s")
+	var states []api.Tool
+	if code := w.API(t, "GET", "/v1/servers/s/tools?definitions=false", nil, &states); code != http.StatusOK {
+		t.Fatalf("GET tools?definitions=false: status %d", code)
+	}
+	if len(states) != len(full) {
+		t.Fatalf("%d records without definitions, %d with", len(states), len(full))
+	}
+	for _, x := range states {
+		y := full[x.Name]
+		if y.Current == nil {
+			t.Fatalf("%s: no current definition in the full list", x.Name)
+		}
+		if x.Current != nil || x.Approved != nil {
+			t.Errorf("%s: a definition with definitions=false", x.Name)
+		}
+		y.Current, y.Approved = nil, nil
+		if !reflect.DeepEqual(x, y) {
+			t.Errorf("%s: %+v without definitions, %+v with", x.Name, x, y)
+		}
+	}
+	if code := w.API(t, "GET", "/v1/servers/s/tools?definitions=some", nil, nil); code != http.StatusBadRequest {
+		t.Errorf("definitions=some: status %d, want 400", code)
+	}
 }

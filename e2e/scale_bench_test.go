@@ -23,14 +23,21 @@ import (
 // (`warden serve` as its own process, with an SDK client on /mcp waiting for
 // every tool). Reported per iteration (means): the time until all tools are
 // listed by each and their ratio; at ready, the memory of Warden's daemon
-// and of every process of Warden's binary (PSS and RSS, MB); and Warden's
-// CPU per tools/list of the 462 tools on /mcp, and its memory after them.
+// and of every process of Warden's binary (PSS and RSS, MB); Warden's CPU
+// per tools/list of the 462 tools on /mcp, and its memory after 473 of
+// them; and the memory of every process of Warden's binary after 10,000
+// tools/call at 16 clients (each its own session on /mcp).
+//
+// With WARDEN_BENCH_BASELINE set to another warden binary (an older build),
+// that binary is started too in each iteration, before or after this one in
+// turn, and its start and memory at ready are reported beside (baseline-*).
 //
 //	go test -run '^$' -bench BenchmarkScale -benchtime 5x ./e2e/
 func BenchmarkScale(b *testing.B) {
-	const servers, lists = 28, 200
+	const servers = 28
 	fixture := testenv.BuildBinary(b, fixturePkg)
 	warden := testenv.BuildBinary(b, "./cmd/warden")
+	baseline := os.Getenv("WARDEN_BENCH_BASELINE")
 	// 4 fixed tools each, 12 or 13 generated with real-world-sized
 	// schemas: 462 in all.
 	args := func(i int) []string { return []string{"-tools", strconv.Itoa(12 + i%2), "-rich-schemas"} }
@@ -38,43 +45,107 @@ func BenchmarkScale(b *testing.B) {
 	for i := range servers {
 		cfg["s"+strconv.Itoa(i)] = map[string]any{"command": fixture, "args": args(i), "trusted": true}
 	}
-	var floor, through, pss, rss, ownPSS, ownRSS, cpu, pssAfter, rssAfter float64
-	for b.Loop() {
+	var floor float64
+	var now, base scaleRun
+	for i := 0; b.Loop(); i++ {
 		start := time.Now()
 		total := floorStart(b, fixture, servers, args)
 		floor += time.Since(start).Seconds()
-
-		start = time.Now()
-		listen, p := startWardenIn(b, warden, cfg)
-		cs := connectAggregated(b, "http://"+listen+"/mcp")
-		awaitToolCount(b, cs, total)
-		through += time.Since(start).Seconds()
-
-		m := processMemory(b, p.PID(), warden)
-		pss, rss, ownPSS, ownRSS = pss+m.daemonPSS, rss+m.daemonRSS, ownPSS+m.ownPSS, ownRSS+m.ownRSS
-		before := cpuTicks(b, p.PID())
-		for range lists {
-			if _, err := cs.ListTools(context.Background(), nil); err != nil {
-				b.Fatal(err)
-			}
+		if baseline != "" && i%2 == 1 { // first every other time
+			base.add(runScale(b, baseline, cfg, total, false))
 		}
-		cpu += float64(cpuTicks(b, p.PID())-before) * 10 / lists // 100 ticks a second
-		m = processMemory(b, p.PID(), warden)
-		pssAfter, rssAfter = pssAfter+m.daemonPSS, rssAfter+m.daemonRSS
-		cs.Close()
-		p.Stop()
+		now.add(runScale(b, warden, cfg, total, true))
+		if baseline != "" && i%2 == 0 {
+			base.add(runScale(b, baseline, cfg, total, false))
+		}
 	}
 	n := float64(b.N)
 	b.ReportMetric(floor/n, "floor-listed-s")
-	b.ReportMetric(through/n, "warden-listed-s")
-	b.ReportMetric(through/floor, "x-floor")
-	b.ReportMetric(pss/n, "ready-pss-MB")
-	b.ReportMetric(rss/n, "ready-rss-MB")
-	b.ReportMetric(ownPSS/n, "ready-own-pss-MB")
-	b.ReportMetric(ownRSS/n, "ready-own-rss-MB")
-	b.ReportMetric(cpu/n, "cpu-ms/list")
-	b.ReportMetric(pssAfter/n, "lists-pss-MB")
-	b.ReportMetric(rssAfter/n, "lists-rss-MB")
+	b.ReportMetric(now.listed/n, "warden-listed-s")
+	b.ReportMetric(now.listed/floor, "x-floor")
+	b.ReportMetric(now.ready.daemonPSS/n, "ready-pss-MB")
+	b.ReportMetric(now.ready.daemonRSS/n, "ready-rss-MB")
+	b.ReportMetric(now.ready.ownPSS/n, "ready-own-pss-MB")
+	b.ReportMetric(now.ready.ownRSS/n, "ready-own-rss-MB")
+	b.ReportMetric(now.cpu/n, "cpu-ms/list")
+	b.ReportMetric(now.lists.daemonPSS/n, "lists-pss-MB")
+	b.ReportMetric(now.lists.daemonRSS/n, "lists-rss-MB")
+	b.ReportMetric(now.calls.ownPSS/n, "calls-own-pss-MB")
+	b.ReportMetric(now.calls.ownRSS/n, "calls-own-rss-MB")
+	if baseline != "" {
+		b.ReportMetric(base.listed/n, "baseline-listed-s")
+		b.ReportMetric(base.listed/floor, "baseline-x-floor")
+		b.ReportMetric(base.ready.ownPSS/n, "baseline-ready-own-pss-MB")
+	}
+}
+
+// scaleRun is what one start of Warden measured (sums over iterations).
+type scaleRun struct {
+	listed              float64 // seconds until every tool was listed
+	cpu                 float64 // ms of Warden's CPU per tools/list
+	ready, lists, calls memory
+}
+
+func (r *scaleRun) add(o scaleRun) {
+	r.listed += o.listed
+	r.cpu += o.cpu
+	r.ready.add(o.ready)
+	r.lists.add(o.lists)
+	r.calls.add(o.calls)
+}
+
+// runScale starts the warden binary with servers until all total tools are
+// listed on /mcp, then, with load, lists them 473 times and makes 10,000
+// calls at 16 clients, measuring along; it stops Warden.
+func runScale(b *testing.B, warden string, servers map[string]any, total int, load bool) scaleRun {
+	const lists, calls, clients = 473, 10000, 16
+	var r scaleRun
+	start := time.Now()
+	listen, p := startWardenIn(b, warden, servers)
+	defer p.Stop()
+	cs := connectAggregated(b, "http://"+listen+"/mcp")
+	defer cs.Close()
+	awaitToolCount(b, cs, total)
+	r.listed = time.Since(start).Seconds()
+	r.ready = processMemory(b, p.PID(), warden)
+	if !load {
+		return r
+	}
+	before := cpuTicks(b, p.PID())
+	for range lists {
+		if _, err := cs.ListTools(context.Background(), nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	r.cpu = float64(cpuTicks(b, p.PID())-before) * 10 / lists // 100 ticks a second
+	r.lists = processMemory(b, p.PID(), warden)
+	callConcurrently(b, "http://"+listen+"/mcp", len(servers), calls, clients)
+	r.calls = processMemory(b, p.PID(), warden)
+	return r
+}
+
+// callConcurrently makes calls tools/call of echo through url, from clients
+// sessions at once, each calling the servers in turn.
+func callConcurrently(b *testing.B, url string, servers, calls, clients int) {
+	var wg sync.WaitGroup
+	for c := range clients {
+		cs := connectAggregated(b, url)
+		defer cs.Close()
+		wg.Go(func() {
+			for i := c; i < calls; i += clients {
+				res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{
+					Name: "s" + strconv.Itoa(i%servers) + "__echo", Arguments: map[string]any{"i": i}})
+				if err != nil || res.IsError {
+					b.Errorf("call %d: %v %+v", i, err, res)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if b.Failed() {
+		b.FailNow()
+	}
 }
 
 // floorStart starts the servers with a plain SDK client each, in parallel,
@@ -175,6 +246,13 @@ func awaitToolCount(b *testing.B, w *toolWatch, want int) {
 }
 
 type memory struct{ daemonPSS, daemonRSS, ownPSS, ownRSS float64 }
+
+func (m *memory) add(o memory) {
+	m.daemonPSS += o.daemonPSS
+	m.daemonRSS += o.daemonRSS
+	m.ownPSS += o.ownPSS
+	m.ownRSS += o.ownRSS
+}
 
 // processMemory is the memory of pid and of its descendants running binary
 // (exe), in MB.

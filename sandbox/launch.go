@@ -18,10 +18,14 @@ import (
 // lifelineFD is the launcher's copy of the lifeline's read end (ExtraFiles[0]).
 const lifelineFD = 3
 
-// MaybeRun runs the launcher and exits when this process was started as one.
-// Call it first thing in main (and in TestMain of tests that start servers
-// through a test binary).
-func MaybeRun() {
+// init runs the launcher, when this process was started as one, before the
+// packages that import sandbox are initialized: Go initializes a package once
+// its imports are, so a launcher pays for the few packages sandbox needs, not
+// for the templates, registries and tables of the rest of Warden.
+func init() { maybeRun() }
+
+// maybeRun runs the launcher and exits when this process was started as one.
+func maybeRun() {
 	spec, ok := os.LookupEnv(launchEnv)
 	if !ok {
 		return
@@ -99,6 +103,9 @@ func wardenGone() bool {
 // mounts it makes can't be undone by the server, which has no capability
 // left in it.
 func confine(p plan) error {
+	// Read before the new /proc is mounted: its first read of /proc/sys
+	// costs more than the rest of the launcher's setup.
+	last := lastCap()
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("make mounts private: %w", err)
 	}
@@ -124,7 +131,7 @@ func confine(p plan) error {
 			return err
 		}
 	}
-	for c := 0; c <= lastCap(); c++ {
+	for c := 0; c <= last; c++ {
 		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil {
 			return fmt.Errorf("drop capability %d: %w", c, err)
 		}

@@ -4,8 +4,8 @@
 // the operator API, and it must not outlive Warden.
 //
 // Warden starts every stdio server through a copy of its own binary, the
-// launcher (MaybeRun), in new user, mount and PID namespaces. Before it execs the
-// server, the launcher
+// launcher (run from this package's init), in new user, mount and PID
+// namespaces. Before it execs the server, the launcher
 //
 //  1. asks for SIGKILL when Warden dies and checks Warden's lifeline pipe;
 //  2. mounts an empty read-only tmpfs over the state dir and over the config
@@ -104,7 +104,7 @@ type plan struct {
 // Launcher starts stdio servers confined as its Mode says.
 type Launcher struct {
 	Mode   Mode
-	self   string   // the binary whose main calls MaybeRun
+	self   string   // a binary that imports this package
 	hide   []string // Warden's private directories: the state dir
 	config string   // Warden's config file
 	// The lifeline is a pipe whose write end only Warden holds (it is
@@ -114,8 +114,8 @@ type Launcher struct {
 }
 
 // NewLauncher returns a launcher that runs servers through self (a binary
-// whose main calls MaybeRun first thing) and hides stateDir and configPath from
-// them. It probes the kernel once; when namespaces are not available it
+// that imports this package) and hides stateDir and configPath from them.
+// It probes the kernel once; when namespaces are not available it
 // falls back to Reaper mode and returns why, for Warden to log as a warning.
 // With mode Off it starts servers directly and probes nothing.
 func NewLauncher(self, stateDir, configPath string, mode Mode) (*Launcher, error) {

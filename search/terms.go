@@ -2,6 +2,7 @@ package search
 
 import (
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -12,7 +13,7 @@ import (
 func Terms(text string) []string {
 	var out []string
 	for _, w := range words(text) {
-		if stop[w] {
+		if stop()[w] {
 			continue
 		}
 		out = append(out, Stem(w))
@@ -100,7 +101,9 @@ func undouble(w string) string {
 	return w
 }
 
-var stop = func() map[string]bool {
+// stop and synonyms are built on first use, not by every process of the
+// binary at start.
+var stop = sync.OnceValue(func() map[string]bool {
 	m := map[string]bool{}
 	for _, w := range strings.Fields(`a an and are as at be by can do does for from
 		how i if in into is it its me my of on or so that the their then this to
@@ -109,7 +112,7 @@ var stop = func() map[string]bool {
 		m[w] = true
 	}
 	return m
-}()
+})
 
 type queryTerm struct {
 	term   string
@@ -133,7 +136,7 @@ func queryTerms(q string) []queryTerm {
 		add(t, 1)
 	}
 	for _, t := range terms {
-		for _, s := range synonyms[t] {
+		for _, s := range synonyms()[t] {
 			add(s, wSynonym)
 		}
 	}
@@ -171,7 +174,7 @@ var synonymGroups = [][]string{
 	{"log", "history", "commit"},
 }
 
-var synonyms = func() map[string][]string {
+var synonyms = sync.OnceValue(func() map[string][]string {
 	m := map[string][]string{}
 	for _, g := range synonymGroups {
 		var stems []string
@@ -187,4 +190,4 @@ var synonyms = func() map[string][]string {
 		}
 	}
 	return m
-}()
+})

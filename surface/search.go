@@ -50,14 +50,14 @@ var searchViewTools = []*mcp.Tool{{
 
 // SearchViewTokens is what the search view's tool list costs a client's
 // context: bytes of its JSON definitions / 4, as for every view.
-var SearchViewTokens = func() int {
+func SearchViewTokens() int {
 	n := 0
 	for _, t := range searchViewTools {
 		b, _ := json.Marshal(t)
 		n += len(b)
 	}
 	return n / 4
-}()
+}
 
 func newSearchView(g *gateway.Gateway, log *slog.Logger, version string) *view {
 	v := newView(g, "", log, version)

@@ -106,7 +106,7 @@ func serverPath(s, rest string) string { return "/v1/servers/" + url.PathEscape(
 
 func render(w http.ResponseWriter, status int, name string, p page) {
 	var b bytes.Buffer
-	if err := pages.ExecuteTemplate(&b, name, p); err != nil {
+	if err := pages().ExecuteTemplate(&b, name, p); err != nil {
 		http.Error(w, "rendering the page: "+err.Error(), http.StatusInternalServerError)
 		return
 	}

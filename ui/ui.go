@@ -26,7 +26,11 @@ import (
 //go:embed templates/*.html static/*
 var files embed.FS
 
-var pages = template.Must(template.New("").Funcs(funcs).ParseFS(files, "templates/*.html"))
+// pages are parsed on the first page served, not at start: every process of
+// the binary (each CLI command, each server's launcher) would pay for it.
+var pages = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("").Funcs(funcs).ParseFS(files, "templates/*.html"))
+})
 
 const (
 	cookieName = "warden_ui"

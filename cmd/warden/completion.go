@@ -86,7 +86,7 @@ func (g *globals) toolNames(cmd *cobra.Command, server string, given []string, p
 	}
 	ctx, cancel := context.WithTimeout(cmd.Context(), completionTimeout)
 	defer cancel()
-	tools, err := c.Tools(ctx, server)
+	tools, err := c.ToolStates(ctx, server)
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}

@@ -18,7 +18,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/wardenmcp/warden/client"
-	"github.com/wardenmcp/warden/sandbox"
 )
 
 // Exit statuses.
@@ -34,7 +33,6 @@ const (
 var version string
 
 func main() {
-	sandbox.MaybeRun()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()

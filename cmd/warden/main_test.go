@@ -559,9 +559,8 @@ func TestReviewApproveExceptHint(t *testing.T) {
 	heldBack := pendingTool("echo")
 	heldBack.HeldBack = true
 	f.handle("GET /v1/servers/srv/tools", 200, []api.Tool{pendingTool("alpha"), pendingTool("get-env"), heldBack})
-	f.handle("GET /v1/servers/srv", 200, api.Server{Name: "srv", Quarantined: true})
 	f.handle("POST /v1/servers/srv/tools/approve", 200, approval.Answer{ApprovedCount: 1, StillPending: 2,
-		HeldTools: []string{"echo", "get-env"}, NotApproved: []string{}})
+		HeldTools: []string{"echo", "get-env"}, NotApproved: []string{}, Quarantined: true})
 	code, out, stderr := f.run("", "review", "approve", "srv", "--all", "--except", "get-env", "--yes")
 	if code != exitHeld {
 		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, out, stderr)

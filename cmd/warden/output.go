@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"strings"
@@ -12,25 +13,37 @@ import (
 	"github.com/wardenmcp/warden/writes"
 )
 
-// table writes aligned columns; call flush when done.
-type table struct{ tw *tabwriter.Writer }
+// table writes aligned columns; call flush when done. Its output is
+// buffered: the column writer writes each cell and each run of padding on
+// its own, a system call each on a terminal or pipe.
+type table struct {
+	buf *bufio.Writer
+	tw  *tabwriter.Writer
+}
 
 func newTable(w io.Writer, header ...string) *table {
-	t := &table{tw: tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)}
+	buf := bufio.NewWriter(w)
+	t := &table{buf: buf, tw: tabwriter.NewWriter(buf, 0, 4, 2, ' ', 0)}
 	if len(header) > 0 {
 		t.row(header...)
 	}
 	return t
 }
 
+// cellSpace keeps a cell on its row and in its column.
+var cellSpace = strings.NewReplacer("\t", " ", "\n", " ")
+
 func (t *table) row(cells ...string) {
 	for i, c := range cells {
-		cells[i] = strings.NewReplacer("\t", " ", "\n", " ").Replace(c)
+		cells[i] = cellSpace.Replace(c)
 	}
 	fmt.Fprintln(t.tw, strings.Join(cells, "\t"))
 }
 
-func (t *table) flush() { _ = t.tw.Flush() }
+func (t *table) flush() {
+	_ = t.tw.Flush()
+	_ = t.buf.Flush()
+}
 
 // shortHash is the first 12 hex digits of a "sha256:<hex>" pin.
 func shortHash(h string) string {

@@ -232,7 +232,7 @@ when tools of SERVER are still pending or changed.`,
 				return err
 			}
 			ctx := cmd.Context()
-			tools, err := c.Tools(ctx, server)
+			tools, err := c.ToolStates(ctx, server)
 			if err != nil {
 				return g.apiErr(err)
 			}
@@ -285,7 +285,7 @@ when tools of SERVER are still pending or changed.`,
 				return g.mismatchErr(server, err)
 			}
 			herr := g.reportAnswer(server, ans)
-			if s, err := c.Server(ctx, server); err == nil && s.Quarantined && !g.jsonOut {
+			if ans.Quarantined && !g.jsonOut {
 				fmt.Fprintf(g.stdout, "note: %s is quarantined; its tools stay hidden until you admit it with: warden servers approve %s", server, server)
 				switch len(left) {
 				case 0:
