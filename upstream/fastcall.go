@@ -431,14 +431,21 @@ func (c *Conn) cancelUpstream(cs *mcp.ClientSession, id string, cause error) {
 	}()
 }
 
+// protocol2026 is the first revision whose tools/call the direct HTTP path
+// does not write (revisions are dates: they compare as strings).
+const protocol2026 = "2026-07-28"
+
 // CallTool runs one tools/call upstream on the live session. A large
 // answer holds room in the answers' bound until it has been sent (see
-// AfterAnswer), or until the call returns.
+// AfterAnswer), or until the call returns. The direct HTTP path speaks the
+// 2025 revisions only: on a session an upstream negotiated at 2026-07-28
+// the call goes through the SDK client, which sends what that revision
+// requires (the Mcp-Method, Mcp-Name and Mcp-Param-* headers, _meta).
 func (c *Conn) CallTool(ctx context.Context, cs *mcp.ClientSession, params *mcp.CallToolParams) (*Result, error) {
 	h := c.opts.Answers.hold()
 	defer afterAnswer(ctx, h.end)
 	ctx = withAnswerHold(ctx, h)
-	if c.http != nil {
+	if c.http != nil && cs.InitializeResult().ProtocolVersion < protocol2026 {
 		return c.callToolHTTP(ctx, cs, params)
 	}
 	res, err := cs.CallTool(ctx, params)
