@@ -113,7 +113,7 @@ func (d *decoder) decode(cfg *Config) error {
 			if err != nil {
 				return err
 			}
-			if p := listenProblem(s); p != "" {
+			if p := listenProblem(s, 1); p != "" {
 				return d.errAt(v, path, p, `write host:port such as "127.0.0.1:7373"`)
 			}
 			cfg.Listen = s

@@ -39,22 +39,27 @@ func nameProblem(name string) (problem, fix string) {
 	return "", ""
 }
 
-// CheckListen checks a host:port listen address given on a command line.
+// CheckListen checks a host:port listen address given on a command line
+// (serve --listen). Port 0 is allowed there: the daemon takes a free port
+// and the CLI finds it through the daemon's record. A config's listen
+// needs a fixed port: it is where the CLI looks when no daemon runs, and
+// the OAuth redirect URI registered with authorization servers.
 func CheckListen(addr string) error {
-	if p := listenProblem(addr); p != "" {
+	if p := listenProblem(addr, 0); p != "" {
 		return fmt.Errorf("%s; write host:port such as \"127.0.0.1:7373\"", p)
 	}
 	return nil
 }
 
-// listenProblem checks a host:port listen address.
-func listenProblem(addr string) string {
+// listenProblem checks a host:port listen address whose port is from
+// minPort to 65535.
+func listenProblem(addr string, minPort int) string {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return strconv.Quote(addr) + " is not a host:port address"
 	}
-	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-		return strconv.Quote(addr) + " does not have a port from 1 to 65535"
+	if n, err := strconv.Atoi(port); err != nil || n < minPort || n > 65535 {
+		return fmt.Sprintf("%q does not have a port from %d to 65535", addr, minPort)
 	}
 	if strings.ContainsAny(host, " /") {
 		return strconv.Quote(addr) + " does not have a valid host"

@@ -91,6 +91,8 @@ func TestErrors(t *testing.T) {
 			pre + `listen: "localhost" is not a host:port address; write host:port such as "127.0.0.1:7373"`, "listen"},
 		{"listen bad port", `{"listen": "127.0.0.1:99999"}`,
 			pre + `listen: "127.0.0.1:99999" does not have a port from 1 to 65535; write host:port such as "127.0.0.1:7373"`, "listen"},
+		{"listen any port", `{"listen": "127.0.0.1:0"}`,
+			pre + `listen: "127.0.0.1:0" does not have a port from 1 to 65535; write host:port such as "127.0.0.1:7373"`, "listen"},
 		{"unset env", servers(`"remote": {"url": "https://h/mcp", "headers": {"Authorization": "Bearer ${env:REMOTE_TOKEN}"}}`),
 			pre + `mcpServers.remote.headers.Authorization: ${env:REMOTE_TOKEN} refers to REMOTE_TOKEN, which is not set; set REMOTE_TOKEN in the environment Warden runs in, or remove the reference`, "mcpServers.remote.headers.Authorization"},
 		{"unset env in args", servers(`"x": {"command": "a", "args": ["--k", "${env:K}"]}`),
@@ -139,6 +141,25 @@ func TestErrors(t *testing.T) {
 				t.Errorf("field %q file %q line %d", e.Field, e.File, e.Line)
 			}
 		})
+	}
+}
+
+// serve --listen may take any free port (the CLI finds it through the
+// daemon's record); a config's listen may not.
+func TestCheckListen(t *testing.T) {
+	for addr, want := range map[string]string{
+		"127.0.0.1:0":     "",
+		"127.0.0.1:7373":  "",
+		"127.0.0.1:99999": `"127.0.0.1:99999" does not have a port from 0 to 65535; write host:port such as "127.0.0.1:7373"`,
+		"localhost":       `"localhost" is not a host:port address; write host:port such as "127.0.0.1:7373"`,
+	} {
+		got := ""
+		if err := CheckListen(addr); err != nil {
+			got = err.Error()
+		}
+		if got != want {
+			t.Errorf("CheckListen(%q) = %q, want %q", addr, got, want)
+		}
 	}
 }
 

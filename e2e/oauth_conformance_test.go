@@ -10,14 +10,10 @@ import (
 )
 
 // The official suite's client auth scenarios, with Warden as the OAuth
-// client driven as a person would (internal/fixture/cmd/authharness: warden
-// serve, warden auth login --no-browser, follow the redirect, list and call
-// through Warden).
+// client driven as a person would (clientHarness: warden serve, warden auth
+// login --no-browser, follow the redirect, list and call through Warden).
 func TestOAuthConformance(t *testing.T) {
-	// The harness's daemons keep their state under TMPDIR: the test's, so
-	// nothing is left behind even when the suite kills a harness.
-	env := []string{"WARDEN_BIN=" + testenv.BuildBinary(t, "./cmd/warden"), "TMPDIR=" + t.TempDir()}
-	harness := testenv.BuildBinary(t, "./internal/fixture/cmd/authharness")
+	harness, env := clientHarness(t)
 
 	// All 14 scenarios of 2025-11-25.
 	got, out := testenv.RunConformanceClient(t, harness, env, "--suite", "auth", "--spec-version", "2025-11-25", "--timeout", "120000")

@@ -267,13 +267,22 @@ func (c *Conn) post(ctx context.Context, cs *mcp.ClientSession, body []byte) (*h
 
 // readResumable reads an answer's event stream; when it breaks before the
 // answer and the upstream numbered its events, it resumes the stream with
-// Last-Event-ID, like the SDK client's transport retry.
+// Last-Event-ID, like the SDK client's transport retry, after the
+// reconnection time the upstream last asked for (its retry field; SEP-1699
+// makes waiting it a MUST).
 func (c *Conn) readResumable(ctx context.Context, cs *mcp.ClientSession, resp *http.Response, body *answerReader, id string) (*rpcMessage, error) {
-	lastID := ""
+	lastID, retry := "", time.Duration(0)
 	for attempt := 0; ; attempt++ {
-		answer, err := c.readStream(ctx, cs, body, id, &lastID)
+		answer, err := c.readStream(ctx, cs, body, id, &lastID, &retry)
 		if answer != nil || ctx.Err() != nil || lastID == "" || attempt == 2 {
 			return answer, err
+		}
+		if retry > 0 {
+			select {
+			case <-time.After(retry):
+			case <-ctx.Done():
+				return nil, err
+			}
 		}
 		req, rerr := http.NewRequestWithContext(ctx, http.MethodGet, c.Config().URL, nil)
 		if rerr != nil {
@@ -297,9 +306,9 @@ func (c *Conn) readResumable(ctx context.Context, cs *mcp.ClientSession, resp *h
 
 // readStream reads an answer's event stream until the response with id,
 // handling what the upstream sends before it.
-func (c *Conn) readStream(ctx context.Context, cs *mcp.ClientSession, r *answerReader, id string, lastID *string) (*rpcMessage, error) {
+func (c *Conn) readStream(ctx context.Context, cs *mcp.ClientSession, r *answerReader, id string, lastID *string, retry *time.Duration) (*rpcMessage, error) {
 	var answer *rpcMessage
-	err := scanEvents(r, func(eventID string, data []byte) bool {
+	err := scanEvents(r, retry, func(eventID string, data []byte) bool {
 		*lastID = eventID
 		m, err := decodeMessage(data, id)
 		if len(data) == 0 || err != nil {
@@ -424,7 +433,10 @@ func (c *Conn) cancelUpstream(cs *mcp.ClientSession, id string, cause error) {
 
 // CallTool runs one tools/call upstream on the live session. A large
 // answer holds room in the answers' bound until it has been sent (see
-// AfterAnswer), or until the call returns.
+// AfterAnswer), or until the call returns. The direct HTTP path speaks the
+// 2025 revisions only: on a session an upstream negotiated at 2026-07-28
+// the call goes through the SDK client, which sends what that revision
+// requires (the Mcp-Method, Mcp-Name and Mcp-Param-* headers, _meta).
 func (c *Conn) CallTool(ctx context.Context, cs *mcp.ClientSession, params *mcp.CallToolParams) (*Result, error) {
 	h := c.opts.Answers.hold()
 	defer afterAnswer(ctx, h.end)

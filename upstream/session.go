@@ -388,7 +388,7 @@ func initResult(raw []byte, contentType string) (json.RawMessage, string) {
 		return result != nil
 	}
 	if strings.HasPrefix(contentType, "text/event-stream") {
-		_ = scanEvents(bytes.NewReader(raw), func(_ string, data []byte) bool { return take(data) })
+		_ = scanEvents(bytes.NewReader(raw), nil, func(_ string, data []byte) bool { return take(data) })
 	} else {
 		take(raw)
 	}

@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"io"
+	"strconv"
 	"sync"
+	"time"
 )
 
 // scanEvents reads a server-sent event stream and calls fn with each event's
@@ -15,8 +17,10 @@ import (
 // A line is read in pieces of the reader's buffer and a data line's pieces
 // go straight into the event's data: a large answer is held once, not also
 // in a line buffer grown to its size. An event's data is at most
-// maxEventData bytes.
-func scanEvents(r io.Reader, fn func(lastID string, data []byte) (stop bool)) error {
+// maxEventData bytes. When retry is not nil, each retry field (the
+// reconnection time the upstream asks a client to wait before resuming the
+// stream) is stored in it as it is read.
+func scanEvents(r io.Reader, retry *time.Duration, fn func(lastID string, data []byte) (stop bool)) error {
 	br := eventReaders.Get().(*bufio.Reader)
 	br.Reset(&eolReader{r: r})
 	defer func() { br.Reset(nil); eventReaders.Put(br) }()
@@ -51,6 +55,11 @@ func scanEvents(r io.Reader, fn func(lastID string, data []byte) (stop bool)) er
 		} else if v, ok := bytes.CutPrefix(piece, []byte("id:")); ok {
 			id = append(id[:0], v...)
 			into = &id
+		} else if v, ok := bytes.CutPrefix(piece, []byte("retry:")); ok && retry != nil && err == nil {
+			// Only ASCII digits count, in milliseconds; anything else is ignored.
+			if ms, perr := strconv.ParseUint(string(bytes.TrimPrefix(trimEOL(v), []byte(" "))), 10, 31); perr == nil {
+				*retry = time.Duration(ms) * time.Millisecond
+			}
 		}
 		for err == bufio.ErrBufferFull {
 			piece, err = br.ReadSlice('\n')

@@ -14,7 +14,7 @@ func TestScanEventsLineEndings(t *testing.T) {
 	for _, nl := range []string{"\n", "\r\n", "\r"} {
 		in := strings.NewReplacer("\n", nl).Replace("data: a\ndata:b\n: comment\n\nid: 7\n\ndata: c\n\n")
 		var got []struct{ id, data string }
-		err := scanEvents(iotest.OneByteReader(strings.NewReader(in)), func(id string, data []byte) bool {
+		err := scanEvents(iotest.OneByteReader(strings.NewReader(in)), nil, func(id string, data []byte) bool {
 			got = append(got, struct{ id, data string }{id, string(data)})
 			return false
 		})
