@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -47,6 +48,7 @@ func newRounds() *rounds {
 // round is one call of a stateless-era client, run across its rounds.
 type round struct {
 	id, bind string // bind: what the state is good for (endpoint and name)
+	turn     int    // rounds so far: each state is good for one round only
 	caps     *mcp.ClientCapabilities
 	cancel   context.CancelFunc
 	expiry   *time.Timer
@@ -111,14 +113,15 @@ func (rs *rounds) run(ctx context.Context, bind, state string, answers mcp.Input
 			collecting = false
 		}
 	}
-	rs.keep(r)
 	r.mu.Lock()
 	open = make(mcp.InputRequestMap, len(r.open))
 	for id, a := range r.open {
 		open[id] = a.req
 	}
 	r.mu.Unlock()
-	return nil, open, rs.sign(r), nil
+	next = rs.sign(r)
+	rs.keep(r)
+	return nil, open, next, nil
 }
 
 // start begins a call of its own, outliving the request that began it.
@@ -152,11 +155,11 @@ func (rs *rounds) keep(r *round) {
 
 // take finds the call a request state names, for the round now starting.
 func (rs *rounds) take(bind, state string) (*round, error) {
-	id, ok := rs.verify(bind, state)
+	id, turn, ok := rs.verify(bind, state)
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	r := rs.waiting[id]
-	if !ok || r == nil {
+	if !ok || r == nil || r.turn != turn {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
 			Message: "requestState is not one Warden gave for this call, or its call has ended (it waits " + roundWait.String() + " for the next round): call again without requestState"}
 	}
@@ -165,20 +168,30 @@ func (rs *rounds) take(bind, state string) (*round, error) {
 	return r, nil
 }
 
-// sign makes r's request state: its id and a MAC over the id and what the
-// state is good for.
+// sign makes r's request state for its next round: its id and turn, and
+// a MAC over them and what the state is good for.
 func (rs *rounds) sign(r *round) string {
-	return r.id + "." + rs.mac(r.id, r.bind)
+	r.turn++
+	id := r.id + "." + strconv.Itoa(r.turn)
+	return id + "." + rs.mac(id, r.bind)
 }
 
-func (rs *rounds) verify(bind, state string) (id string, ok bool) {
-	id, mac, found := strings.Cut(state, ".")
-	return id, found && hmac.Equal([]byte(mac), []byte(rs.mac(id, bind)))
+// verify reads a state back: the round's id, if the state is one Warden
+// signed for bind, and the turn it is for.
+func (rs *rounds) verify(bind, state string) (id string, turn int, ok bool) {
+	i := strings.LastIndexByte(state, '.')
+	if i < 0 {
+		return "", 0, false
+	}
+	signed, mac := state[:i], state[i+1:]
+	id, t, _ := strings.Cut(signed, ".")
+	turn, err := strconv.Atoi(t)
+	return id, turn, err == nil && hmac.Equal([]byte(mac), []byte(rs.mac(signed, bind)))
 }
 
-func (rs *rounds) mac(id, bind string) string {
+func (rs *rounds) mac(signed, bind string) string {
 	h := hmac.New(sha256.New, rs.key)
-	h.Write([]byte(id + "\x00" + bind))
+	h.Write([]byte(signed + "\x00" + bind))
 	return base64.RawURLEncoding.EncodeToString(h.Sum(nil))
 }
 
