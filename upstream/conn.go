@@ -29,6 +29,9 @@ import (
 // discovery), and the SDK client falls back to the newest with sessions.
 const ProtocolVersion = "2026-07-28"
 
+// sessionProtocol is the newest revision with sessions.
+const sessionProtocol = "2025-11-25"
+
 // State is a connection's lifecycle state.
 type State string
 
@@ -440,8 +443,14 @@ func (c *Conn) connect() (*mcp.ClientSession, error) {
 
 // protocol is the revision to ask the upstream for: the one it spoke last
 // (to this process, or in a stored session, which is resumed without
-// asking), else the newest.
+// asking), else the newest. A stdio or SSE connection is a session by
+// nature: there the newest revision with sessions keeps all the server
+// can do (its own requests during a call, log messages, subscriptions),
+// which a server of both eras may offer only to session clients.
 func (c *Conn) protocol() string {
+	if c.Config().Transport != "http" {
+		return sessionProtocol
+	}
 	c.mu.Lock()
 	v := c.spoke
 	c.mu.Unlock()

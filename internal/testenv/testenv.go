@@ -415,7 +415,8 @@ func ConformanceScript(t testing.TB) string {
 // RunConformance runs `conformance server --url URL --spec-version 2025-11-25`
 // with Node 22 and returns the counts from its "Total: N passed, M failed"
 // line and the whole output. extraArgs are appended (for example
-// "--scenario", "tools-list"; a "--spec-version" there replaces the default).
+// "--scenario", "tools-list"; a "--spec-version" or "--requirements" there
+// replaces the default).
 // The test fails only if the suite cannot run or prints no summary; judging
 // the counts is the caller's.
 func RunConformance(t testing.TB, url string, extraArgs ...string) (passed, failed int, output string) {
@@ -424,7 +425,7 @@ func RunConformance(t testing.TB, url string, extraArgs ...string) (passed, fail
 	args := []string{ConformanceScript(t), "server", "--url", url}
 	hasSpec := false
 	for _, a := range extraArgs {
-		if a == "--spec-version" || strings.HasPrefix(a, "--spec-version=") {
+		if a == "--spec-version" || strings.HasPrefix(a, "--spec-version=") || a == "--requirements" {
 			hasSpec = true
 		}
 	}
@@ -476,12 +477,25 @@ const EverythingServerPkg = "github.com/modelcontextprotocol/go-sdk/conformance/
 // stopped in t.Cleanup.
 func StartEverythingServer(t testing.TB) string {
 	t.Helper()
+	return startEverythingServer(t, "-stateless=false")
+}
+
+// StartStatelessEverythingServer is StartEverythingServer in the fixture's
+// default mode: stateless, speaking 2026-07-28 (and the 2025 revisions
+// without sessions).
+func StartStatelessEverythingServer(t testing.TB) string {
+	t.Helper()
+	return startEverythingServer(t, "-stateless=true")
+}
+
+func startEverythingServer(t testing.TB, mode string) string {
+	t.Helper()
 	bin := BuildBinary(t, EverythingServerPkg)
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ { // FreePort can race with other listeners
 		port := FreePort(t)
 		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-		p := StartProcess(t, exec.Command(bin, "-http="+addr, "-stateless=false"))
+		p := StartProcess(t, exec.Command(bin, "-http="+addr, mode))
 		url := "http://" + addr + "/"
 		if lastErr = waitHTTP(url, 20*time.Second, p.Done()); lastErr == nil {
 			return url
