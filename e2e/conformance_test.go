@@ -59,9 +59,9 @@ func TestConformance2026ThroughWarden(t *testing.T) {
 	viaSF, _, outSF := testenv.RunConformance(t, w.URL("/mcp/sf"), req...)
 	t.Logf("2026-07-28 requirements: stateless upstream %d directly, %d through Warden; stateful upstream %d directly, %d through Warden",
 		directSL, viaSL, directSF, viaSF)
-	// Measured when written: 165 and 154, 69 and 152.
-	if viaSL < directSL-12 {
-		t.Errorf("stateless upstream: %d checks passed through Warden, %d directly: more than the known 11 short\n%s", viaSL, directSL, outSL)
+	// Measured when written: 165 and 153-154, 69 and 152.
+	if viaSL < directSL-14 {
+		t.Errorf("stateless upstream: %d checks passed through Warden, %d directly: more than the known 11-12 short\n%s", viaSL, directSL, outSL)
 	}
 	if viaSF < viaSL-3 || viaSF <= directSF {
 		t.Errorf("stateful upstream: %d checks passed through Warden (%d directly, %d through Warden with the stateless one): translating should pass nearly as many\n%s", viaSF, directSF, viaSL, outSF)
