@@ -105,8 +105,10 @@ func (g *Gateway) callTool(ctx context.Context, call Call, entry *activity.Entry
 		meta["progressToken"] = upToken
 	}
 	params := &mcp.CallToolParams{Meta: meta, Name: call.Tool, Arguments: call.Args}
-	if len(call.Args) == 0 {
-		params.Arguments = nil
+	if len(call.Args) == 0 || string(call.Args) == "null" {
+		// No arguments go upstream as {} on every path, as the SDK client
+		// sends them: servers validate "arguments" as an object.
+		params.Arguments = json.RawMessage("{}")
 	}
 
 	var res *upstream.Result
