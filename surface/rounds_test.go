@@ -1,0 +1,72 @@
+package surface
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/wardenmcp/warden/gateway"
+)
+
+// A call asks twice across rounds and then answers; the states it hands
+// out are good for one round of this call only.
+func TestRounds(t *testing.T) {
+	rs := newRounds()
+	ctx := context.Background()
+	ran := 0
+	call := func(ctx context.Context, c gateway.Client) (mcp.Result, error) {
+		ran++
+		first, err := c.Elicit(ctx, &mcp.ElicitParams{Message: "name?"})
+		if err != nil {
+			return nil, err
+		}
+		second, err := c.ListRoots(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: first.Content["name"].(string) + " " + second.Roots[0].URI}}}, nil
+	}
+	const bind = "mcp\x00tool\x00t"
+
+	_, open, state1, err := rs.run(ctx, bind, "", nil, nil, call)
+	if err != nil || len(open) != 1 {
+		t.Fatalf("round 1: %v, %d questions", err, len(open))
+	}
+	var id1 string
+	for id, q := range open {
+		if _, ok := q.(*mcp.ElicitParams); !ok {
+			t.Fatalf("round 1 asked %T, want elicitation", q)
+		}
+		id1 = id
+	}
+
+	refused := func(what, bind, state string, answers mcp.InputResponseMap) {
+		t.Helper()
+		if _, _, _, err := rs.run(ctx, bind, state, answers, nil, call); err == nil || !strings.Contains(err.Error(), "requestState") && !strings.Contains(err.Error(), "inputResponses") {
+			t.Errorf("%s: want a refusal, got %v", what, err)
+		}
+	}
+	refused("a forged state", bind, "x.1."+strings.Repeat("A", 43), nil)
+	refused("a tampered state", bind, state1[:len(state1)-2]+"AA", nil)
+	refused("another tool's state", "mcp\x00tool\x00other", state1, nil)
+	refused("an answer to no question", bind, state1, mcp.InputResponseMap{"nope": &mcp.ElicitResult{Action: "accept"}})
+
+	_, open, state2, err := rs.run(ctx, bind, state1, mcp.InputResponseMap{id1: &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada"}}}, nil, call)
+	if err != nil || len(open) != 1 || state2 == state1 {
+		t.Fatalf("round 2: %v, %d questions, new state %v", err, len(open), state2 != state1)
+	}
+	refused("the previous round's state", bind, state1, nil)
+	var id2 string
+	for id := range open {
+		id2 = id
+	}
+	res, open, _, err := rs.run(ctx, bind, state2, mcp.InputResponseMap{id2: &mcp.ListRootsResult{Roots: []*mcp.Root{{URI: "file:///r"}}}}, nil, call)
+	if err != nil || open != nil {
+		t.Fatalf("round 3: %v, %d questions", err, len(open))
+	}
+	if got := res.(*mcp.CallToolResult).Content[0].(*mcp.TextContent).Text; got != "Ada file:///r" || ran != 1 {
+		t.Errorf("result %q after %d runs of the call, want %q after 1", got, ran, "Ada file:///r")
+	}
+	refused("a finished call's state", bind, state2, nil)
+}
