@@ -234,6 +234,9 @@ func (c roundClient) ask(ctx context.Context, req mcp.InputRequest) (mcp.InputRe
 }
 
 func (c roundClient) CreateMessage(ctx context.Context, p *mcp.CreateMessageWithToolsParams) (*mcp.CreateMessageWithToolsResult, error) {
+	if c.r.caps == nil || c.r.caps.Sampling == nil {
+		return nil, fmt.Errorf("client does not support sampling")
+	}
 	resp, err := c.ask(ctx, p)
 	if err != nil {
 		return nil, err
@@ -242,6 +245,9 @@ func (c roundClient) CreateMessage(ctx context.Context, p *mcp.CreateMessageWith
 }
 
 func (c roundClient) Elicit(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+	if c.r.caps == nil || c.r.caps.Elicitation == nil {
+		return nil, fmt.Errorf("client does not support elicitation")
+	}
 	resp, err := c.ask(ctx, p)
 	if err != nil {
 		return nil, err

@@ -28,8 +28,15 @@ func TestRounds(t *testing.T) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: first.Content["name"].(string) + " " + second.Roots[0].URI}}}, nil
 	}
 	const bind = "mcp\x00tool\x00t"
+	caps := &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{}}
 
-	_, open, state1, err := rs.run(ctx, bind, "", nil, nil, call)
+	// A client that did not declare elicitation is not asked.
+	if _, open, _, err := rs.run(ctx, bind, "", nil, &mcp.ClientCapabilities{}, call); err == nil || open != nil {
+		t.Errorf("without the capability: %d questions, error %v; want none and an error", len(open), err)
+	}
+	ran = 0
+
+	_, open, state1, err := rs.run(ctx, bind, "", nil, caps, call)
 	if err != nil || len(open) != 1 {
 		t.Fatalf("round 1: %v, %d questions", err, len(open))
 	}
@@ -43,7 +50,7 @@ func TestRounds(t *testing.T) {
 
 	refused := func(what, bind, state string, answers mcp.InputResponseMap) {
 		t.Helper()
-		if _, _, _, err := rs.run(ctx, bind, state, answers, nil, call); err == nil || !strings.Contains(err.Error(), "requestState") && !strings.Contains(err.Error(), "inputResponses") {
+		if _, _, _, err := rs.run(ctx, bind, state, answers, caps, call); err == nil || !strings.Contains(err.Error(), "requestState") && !strings.Contains(err.Error(), "inputResponses") {
 			t.Errorf("%s: want a refusal, got %v", what, err)
 		}
 	}
@@ -52,7 +59,7 @@ func TestRounds(t *testing.T) {
 	refused("another tool's state", "mcp\x00tool\x00other", state1, nil)
 	refused("an answer to no question", bind, state1, mcp.InputResponseMap{"nope": &mcp.ElicitResult{Action: "accept"}})
 
-	_, open, state2, err := rs.run(ctx, bind, state1, mcp.InputResponseMap{id1: &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada"}}}, nil, call)
+	_, open, state2, err := rs.run(ctx, bind, state1, mcp.InputResponseMap{id1: &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada"}}}, caps, call)
 	if err != nil || len(open) != 1 || state2 == state1 {
 		t.Fatalf("round 2: %v, %d questions, new state %v", err, len(open), state2 != state1)
 	}
@@ -61,7 +68,7 @@ func TestRounds(t *testing.T) {
 	for id := range open {
 		id2 = id
 	}
-	res, open, _, err := rs.run(ctx, bind, state2, mcp.InputResponseMap{id2: &mcp.ListRootsResult{Roots: []*mcp.Root{{URI: "file:///r"}}}}, nil, call)
+	res, open, _, err := rs.run(ctx, bind, state2, mcp.InputResponseMap{id2: &mcp.ListRootsResult{Roots: []*mcp.Root{{URI: "file:///r"}}}}, caps, call)
 	if err != nil || open != nil {
 		t.Fatalf("round 3: %v, %d questions", err, len(open))
 	}
