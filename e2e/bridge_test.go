@@ -111,7 +111,7 @@ func TestBridgeStartsWithoutTheDaemonsVariables(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	c := mcp.NewClient(&mcp.Implementation{Name: "stdio-client", Version: "1"}, nil)
-	cs, err := c.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	cs, err := c.Connect(ctx, &mcp.CommandTransport{Command: cmd}, wardentest.Session2025)
 	if err != nil {
 		t.Fatalf("warden stdio without %s in its environment: %v", secretVar, err)
 	}

@@ -182,7 +182,7 @@ func (d *hsDaemon) expectRefused(n int, methods ...string) {
 func (d *hsDaemon) connect(opts *mcp.ClientOptions) *mcp.ClientSession {
 	d.t.Helper()
 	c := mcp.NewClient(&mcp.Implementation{Name: "hostile-test", Version: "1"}, opts)
-	cs, err := c.Connect(ctxT(d.t, 20*time.Second), &mcp.StreamableClientTransport{Endpoint: "http://" + d.addr + "/mcp"}, nil)
+	cs, err := c.Connect(ctxT(d.t, 20*time.Second), &mcp.StreamableClientTransport{Endpoint: "http://" + d.addr + "/mcp"}, wardentest.Session2025)
 	if err != nil {
 		d.t.Fatal(err)
 	}

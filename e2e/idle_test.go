@@ -24,7 +24,7 @@ func TestIdleClientSessionsAreClosed(t *testing.T) {
 	w.WaitReady(t, "everything")
 	connect := func(stream bool) *mcp.ClientSession {
 		c := mcp.NewClient(&mcp.Implementation{Name: "idle-test", Version: "1"}, nil)
-		cs, err := c.Connect(ctxT(t, 20*time.Second), &mcp.StreamableClientTransport{Endpoint: w.URL("/mcp"), DisableStandaloneSSE: !stream}, nil)
+		cs, err := c.Connect(ctxT(t, 20*time.Second), &mcp.StreamableClientTransport{Endpoint: w.URL("/mcp"), DisableStandaloneSSE: !stream}, wardentest.Session2025)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -185,7 +185,7 @@ func isoWriteFile(t *testing.T, path, content string) {
 func isoConnect(t *testing.T, url string) *mcp.ClientSession {
 	t.Helper()
 	c := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil)
-	cs, err := c.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: url}, nil)
+	cs, err := c.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: url}, wardentest.Session2025)
 	if err != nil {
 		t.Fatal(err)
 	}

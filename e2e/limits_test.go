@@ -91,7 +91,7 @@ func TestSlowAndIdleConnectionsAreClosed(t *testing.T) {
 	// The client lets its idle connections go before the server does, as
 	// clients do, so that no request meets a connection being closed.
 	hc := &http.Client{Transport: &http.Transport{IdleConnTimeout: limit / 3}}
-	cs, err := c.Connect(ctxT(t, 20*time.Second), &mcp.StreamableClientTransport{Endpoint: w.URL("/mcp"), HTTPClient: hc}, nil)
+	cs, err := c.Connect(ctxT(t, 20*time.Second), &mcp.StreamableClientTransport{Endpoint: w.URL("/mcp"), HTTPClient: hc}, wardentest.Session2025)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +173,7 @@ func TestSessionsOverTheCapAreRefused(t *testing.T) {
 		t.Fatalf("a 4th session: %d %+v (%v), want 503 naming the limit", resp.StatusCode, answer, err)
 	}
 	c := mcp.NewClient(&mcp.Implementation{Name: "fourth", Version: "1"}, nil)
-	if cs, err := c.Connect(ctxT(t, 20*time.Second), &mcp.StreamableClientTransport{Endpoint: w.URL("/mcp")}, nil); err == nil {
+	if cs, err := c.Connect(ctxT(t, 20*time.Second), &mcp.StreamableClientTransport{Endpoint: w.URL("/mcp")}, wardentest.Session2025); err == nil {
 		cs.Close()
 		t.Fatal("an SDK client opened a 4th session")
 	}
@@ -185,7 +185,7 @@ func TestSessionsOverTheCapAreRefused(t *testing.T) {
 
 	open[0].Close()
 	wardentest.WaitFor(t, 20*time.Second, "a new session once one ended", func() bool {
-		cs, err := c.Connect(ctxT(t, 20*time.Second), &mcp.StreamableClientTransport{Endpoint: w.URL("/mcp")}, nil)
+		cs, err := c.Connect(ctxT(t, 20*time.Second), &mcp.StreamableClientTransport{Endpoint: w.URL("/mcp")}, wardentest.Session2025)
 		if err == nil {
 			cs.Close()
 		}

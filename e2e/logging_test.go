@@ -26,7 +26,7 @@ func TestLogNamesWhoAndStaysQuiet(t *testing.T) {
 	c := mcp.NewClient(&mcp.Implementation{Name: "quiet-client", Version: "2.1"}, nil)
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: w.URL("/mcp"), DisableStandaloneSSE: true}, nil)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: w.URL("/mcp"), DisableStandaloneSSE: true}, wardentest.Session2025)
 	if err != nil {
 		t.Fatal(err)
 	}

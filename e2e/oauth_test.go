@@ -139,7 +139,7 @@ func TestOAuthKill9DuringRefresh(t *testing.T) {
 	connect := func() *mcp.ClientSession {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
-		cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://" + base + "/mcp/hosted"}, nil)
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://" + base + "/mcp/hosted"}, wardentest.Session2025)
 		if err != nil {
 			t.Fatal(err)
 		}

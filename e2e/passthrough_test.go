@@ -49,6 +49,9 @@ func connectOpts(t *testing.T, w *wardentest.Warden, opts *mcp.ClientOptions, so
 	c := mcp.NewClient(&mcp.Implementation{Name: "passthrough-client", Version: "1"}, opts)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
+	if sopts == nil {
+		sopts = wardentest.Session2025
+	}
 	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: w.URL("/mcp")}, sopts)
 	if err != nil {
 		t.Fatalf("connect /mcp: %v\n%s", err, w.Logs)

@@ -345,10 +345,11 @@ func TestSecretsNeverShown(t *testing.T) {
 	}
 
 	// late: added by a reload, with a literal bearer token and an expanded
-	// header; its first request is answered 401 too, while events stream.
+	// header; its first two requests (server/discover, then the fallback
+	// initialize) are answered 401 too, while events stream.
 	lf := fixture.NewServer(fixture.Options{})
 	lf.HTTP().RequireAuthorization("Bearer " + secrets["literal bearer token of a reload"])
-	lf.HTTP().UnauthorizedNext(1)
+	lf.HTTP().UnauthorizedNext(2)
 	lateURL := lf.Serve(t)
 	apReload(t, w, func(s map[string]any) {
 		s["late"] = map[string]any{"url": lateURL, "trusted": true, "headers": map[string]string{

@@ -356,7 +356,7 @@ func TestSessionResumedAfterKill9(t *testing.T) {
 	}
 	call := func() {
 		c := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil)
-		cs, err := c.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: "http://" + listen + "/mcp/up"}, nil)
+		cs, err := c.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: "http://" + listen + "/mcp/up"}, wardentest.Session2025)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -307,7 +307,7 @@ func TestKill9Storm(t *testing.T) {
 		// The agent: one slow write that is in flight at the kill, then
 		// quick writes until the kill.
 		cs, err := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, nil).Connect(t.Context(),
-			&mcp.StreamableClientTransport{Endpoint: base + "/mcp/s", MaxRetries: -1}, nil)
+			&mcp.StreamableClientTransport{Endpoint: base + "/mcp/s", MaxRetries: -1}, wardentest.Session2025)
 		if err != nil {
 			t.Fatalf("start %d: connect: %v", n, err)
 		}

@@ -384,7 +384,7 @@ func (d *wlDaemon) latches() []wlLatch {
 func (d *wlDaemon) connect() *mcp.ClientSession {
 	t := d.t
 	c := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil)
-	cs, err := c.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: "http://" + d.listen + "/mcp/s"}, nil)
+	cs, err := c.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: "http://" + d.listen + "/mcp/s"}, wardentest.Session2025)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,8 @@ import (
 // its own request meanwhile, so the call cannot be re-run (for a write, that
 // would do it twice). The state names the waiting call and is signed, so a
 // client can neither forge nor swap one; a call whose client does not come
-// back within roundWait is abandoned, as a call whose client went away.
+// back within roundWait is abandoned, as is one whose client goes away in
+// the middle of a round.
 
 // roundWait is how long a call waits for its client's next round.
 const roundWait = 5 * time.Minute
@@ -98,8 +99,10 @@ func (rs *rounds) run(ctx context.Context, bind, state string, answers mcp.Input
 		r.open[a.id] = a
 		r.mu.Unlock()
 	case <-ctx.Done():
-		// The client is gone; it may still come back with the state it had.
-		rs.keep(r)
+		// The client is gone in the middle of a round: as for any call
+		// whose stream broke, the call is abandoned (a write's outcome is
+		// then unknown).
+		r.cancel()
 		return nil, nil, "", ctx.Err()
 	}
 	// Questions asked together go out together.

@@ -36,6 +36,8 @@ func TestCallOn2026SessionSendsStandardHeaders(t *testing.T) {
 		switch m.Method {
 		case "initialize":
 			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2026-07-28","capabilities":{"tools":{}},"serverInfo":{"name":"up","version":"1"}}}`, m.ID)
+		case "server/discover": // a server of 2025's initialize only
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"method not found"}}`, m.ID)
 		case "tools/list":
 			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"t","inputSchema":{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}}}}]}}`, m.ID)
 		case "tools/call":

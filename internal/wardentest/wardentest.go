@@ -148,13 +148,21 @@ func (w *Warden) Stop() {
 // URL is the daemon's base URL plus path.
 func (w *Warden) URL(path string) string { return "http://" + w.Addr + path }
 
-// Connect opens an MCP client session on path ("/mcp" or "/mcp/NAME").
+// Session2025 asks for a 2025-11-25 session. The tests of session features
+// (log levels, progress, subscriptions, cancellation, idle sessions) use it:
+// the SDK client would otherwise speak 2026-07-28, which has no sessions.
+// The eras are tested against each other in e2e/eras_test.go and by the
+// suite's 2026-07-28 requirements.
+var Session2025 = &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"}
+
+// Connect opens an MCP client session on path ("/mcp" or "/mcp/NAME"), at
+// 2025-11-25 (see Session2025).
 func (w *Warden) Connect(t testing.TB, path string, opts *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()
 	c := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, opts)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: w.URL(path)}, nil)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: w.URL(path)}, Session2025)
 	if err != nil {
 		t.Fatalf("connect %s: %v\n%s", path, err, w.Logs)
 	}
