@@ -84,6 +84,7 @@ func (rs *rounds) run(ctx context.Context, bind, state string, answers mcp.Input
 	var r *round
 	if state == "" {
 		r = rs.start(bind, caps, fn)
+		answers = nil // answers to nothing asked yet: a new call has none
 	} else if r, err = rs.take(bind, state); err != nil {
 		return nil, nil, "", err
 	}
