@@ -92,19 +92,24 @@ func (rs *rounds) run(ctx context.Context, bind, state string, answers mcp.Input
 		rs.keep(r)
 		return nil, nil, "", err
 	}
-	select {
-	case <-r.done:
-		return r.res, nil, "", r.err
-	case a := <-r.asks:
-		r.mu.Lock()
-		r.open[a.id] = a
-		r.mu.Unlock()
-	case <-ctx.Done():
-		// The client is gone in the middle of a round: as for any call
-		// whose stream broke, the call is abandoned (a write's outcome is
-		// then unknown).
-		r.cancel()
-		return nil, nil, "", ctx.Err()
+	r.mu.Lock()
+	unanswered := len(r.open) > 0 // the call waits on them: ask them again
+	r.mu.Unlock()
+	if !unanswered {
+		select {
+		case <-r.done:
+			return r.res, nil, "", r.err
+		case a := <-r.asks:
+			r.mu.Lock()
+			r.open[a.id] = a
+			r.mu.Unlock()
+		case <-ctx.Done():
+			// The client is gone in the middle of a round: as for any
+			// call whose stream broke, the call is abandoned (a write's
+			// outcome is then unknown).
+			r.cancel()
+			return nil, nil, "", ctx.Err()
+		}
 	}
 	// Questions asked together go out together.
 	for collecting := true; collecting; {

@@ -77,3 +77,26 @@ func TestRounds(t *testing.T) {
 	}
 	refused("a finished call's state", bind, state2, nil)
 }
+
+// A round that answers only some of the questions gets the others again.
+func TestRoundsAskAgainWhatWasNotAnswered(t *testing.T) {
+	rs := newRounds()
+	call := func(ctx context.Context, c gateway.Client) (mcp.Result, error) {
+		_, err := c.ListRoots(ctx)
+		return &mcp.CallToolResult{}, err
+	}
+	ctx := context.Background()
+	_, open, state, err := rs.run(ctx, "b", "", nil, nil, call)
+	if err != nil || len(open) != 1 {
+		t.Fatalf("round 1: %v, %d questions", err, len(open))
+	}
+	_, again, state2, err := rs.run(ctx, "b", state, nil, nil, call)
+	if err != nil || len(again) != 1 || state2 == state {
+		t.Fatalf("round 2 without answers: %v, %d questions; want the same question again with a new state", err, len(again))
+	}
+	for id := range open {
+		if again[id] == nil {
+			t.Errorf("round 2 asked %v, want %q again", again, id)
+		}
+	}
+}
