@@ -65,6 +65,12 @@ func statelessRequest(r *http.Request) bool {
 	return err == nil && bytes.Contains(body, []byte(`"`+mcp.MetaKeyProtocolVersion+`"`))
 }
 
+// isStateless reports whether a request's session is a stateless-era one.
+func isStateless(ss *mcp.ServerSession) bool {
+	p := ss.InitializeParams()
+	return p != nil && p.ProtocolVersion >= statelessSince
+}
+
 // hopMeta is a request's _meta without the keys the protocol reserves for
 // the hop it came over (in the stateless era: the client's protocol
 // version, info, capabilities and log level). They describe the client's

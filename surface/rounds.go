@@ -70,12 +70,6 @@ type ask struct {
 	answer chan mcp.InputResponse // buffered: one answer
 }
 
-// isStateless reports whether a request's session is a stateless-era one.
-func isStateless(ss *mcp.ServerSession) bool {
-	p := ss.InitializeParams()
-	return p != nil && p.ProtocolVersion >= statelessSince
-}
-
 // run serves one round of a call: the first (state == "") starts fn, a
 // later one hands over the client's answers. It returns the call's result,
 // or the questions still open with the state to call again with.
@@ -246,39 +240,30 @@ func (c roundClient) CreateMessage(ctx context.Context, p *mcp.CreateMessageWith
 	if c.r.caps == nil || c.r.caps.Sampling == nil {
 		return nil, fmt.Errorf("client does not support sampling")
 	}
-	resp, err := c.ask(ctx, p)
-	if err != nil {
-		return nil, err
-	}
-	return convert[mcp.CreateMessageWithToolsResult](resp)
+	return answerAs[mcp.CreateMessageWithToolsResult](c.ask(ctx, p))
 }
 
 func (c roundClient) Elicit(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
 	if c.r.caps == nil || c.r.caps.Elicitation == nil {
 		return nil, fmt.Errorf("client does not support elicitation")
 	}
-	resp, err := c.ask(ctx, p)
-	if err != nil {
-		return nil, err
-	}
-	return convert[mcp.ElicitResult](resp)
+	return answerAs[mcp.ElicitResult](c.ask(ctx, p))
 }
 
 func (c roundClient) ListRoots(ctx context.Context) (*mcp.ListRootsResult, error) {
-	resp, err := c.ask(ctx, &mcp.ListRootsParams{})
-	if err != nil {
-		return nil, err
-	}
-	return convert[mcp.ListRootsResult](resp)
+	return answerAs[mcp.ListRootsResult](c.ask(ctx, &mcp.ListRootsParams{}))
 }
 
 func (roundClient) Progress(context.Context, *mcp.ProgressNotificationParams) {}
 func (roundClient) Log(context.Context, *mcp.LoggingMessageParams)            {}
 
-// convert reads a client's answer as the type the question asked for: the
+// answerAs reads a client's answer as the type the question asked for: the
 // SDK tells answers apart by their keys, so an answer of the wrong kind
 // arrives as another type.
-func convert[T any](resp mcp.InputResponse) (*T, error) {
+func answerAs[T any](resp mcp.InputResponse, err error) (*T, error) {
+	if err != nil {
+		return nil, err
+	}
 	if t, ok := any(resp).(*T); ok {
 		return t, nil
 	}

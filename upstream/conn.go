@@ -454,7 +454,7 @@ func (c *Conn) protocol() string {
 	c.mu.Lock()
 	v := c.spoke
 	c.mu.Unlock()
-	if v == "" && c.http != nil && c.opts.Sessions != nil {
+	if v == "" && c.opts.Sessions != nil {
 		if rec, ok := c.opts.Sessions.Load(c.Name, c.Config().Fingerprint()); ok {
 			v = rec.ProtocolVersion
 		}
