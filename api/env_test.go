@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -120,4 +121,21 @@ func expectError(t *testing.T, rec *httptest.ResponseRecorder, want refusal) Err
 		}
 	}
 	return e
+}
+
+// openStream opens an authenticated GET of a streaming route (events, a
+// followed log) on srv. The stream ends with cancel, or with the test, or
+// after 30 s.
+func openStream(t *testing.T, srv *httptest.Server, path string) (*http.Response, context.CancelFunc) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL+path, nil)
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	return resp, cancel
 }

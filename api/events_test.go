@@ -48,15 +48,7 @@ func TestEvents(t *testing.T) {
 	e, _, _ := standardEnv(t)
 	srv := httptest.NewServer(e.h)
 	t.Cleanup(srv.Close)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL+"/v1/events", nil)
-	req.Header.Set("Authorization", "Bearer "+testToken)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
+	resp, _ := openStream(t, srv, "/v1/events")
 	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream" || resp.Header.Get("Cache-Control") != "no-cache" {
 		t.Fatalf("GET /v1/events: %d %v", resp.StatusCode, resp.Header)
 	}

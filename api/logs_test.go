@@ -2,7 +2,6 @@ package api
 
 import (
 	"bufio"
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -80,15 +79,7 @@ func TestLogsFollow(t *testing.T) {
 		close(ended)
 	}))
 	t.Cleanup(srv.Close)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL+"/v1/servers/st/logs?lines=1&follow=1", nil)
-	req.Header.Set("Authorization", "Bearer "+testToken)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
+	resp, cancel := openStream(t, srv, "/v1/servers/st/logs?lines=1&follow=1")
 	r := bufio.NewReader(resp.Body)
 	if line, err := r.ReadString('\n'); err != nil || line != "line 5\n" {
 		t.Fatalf("first line %q, %v", line, err)
