@@ -2,8 +2,10 @@ package gateway
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/wardenmcp/warden/question"
 )
 
 // Client is the downstream client behind a call: what the upstream asks or
@@ -12,9 +14,10 @@ import (
 // Surfaces implement it; operator calls (CLI, REST) have none.
 type Client interface {
 	Capabilities() *mcp.ClientCapabilities
-	CreateMessage(ctx context.Context, p *mcp.CreateMessageWithToolsParams) (*mcp.CreateMessageWithToolsResult, error)
-	Elicit(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error)
-	ListRoots(ctx context.Context) (*mcp.ListRootsResult, error)
+	// Ask puts one of the upstream's questions to the client. key is the
+	// upstream's name for it in an input-required result, "" for a 2025
+	// request. The answer is of the type question.NewAnswer(q) gives.
+	Ask(ctx context.Context, key string, q mcp.InputRequest) (mcp.InputResponse, error)
 	Progress(ctx context.Context, p *mcp.ProgressNotificationParams)
 	Log(ctx context.Context, p *mcp.LoggingMessageParams)
 }
@@ -30,12 +33,19 @@ func (s SessionClient) Capabilities() *mcp.ClientCapabilities {
 	return nil
 }
 
-func (s SessionClient) CreateMessage(ctx context.Context, p *mcp.CreateMessageWithToolsParams) (*mcp.CreateMessageWithToolsResult, error) {
-	return s.CreateMessageWithTools(ctx, p)
-}
-
-func (s SessionClient) ListRoots(ctx context.Context) (*mcp.ListRootsResult, error) {
-	return s.ServerSession.ListRoots(ctx, nil)
+func (s SessionClient) Ask(ctx context.Context, _ string, q mcp.InputRequest) (mcp.InputResponse, error) {
+	if err := question.Capable(s.Capabilities(), q); err != nil {
+		return nil, err
+	}
+	switch p := q.(type) {
+	case *mcp.CreateMessageWithToolsParams:
+		return s.CreateMessageWithTools(ctx, p)
+	case *mcp.ElicitParams:
+		return s.Elicit(ctx, p)
+	case *mcp.ListRootsParams:
+		return s.ListRoots(ctx, p)
+	}
+	return nil, fmt.Errorf("unknown question %T", q)
 }
 
 func (s SessionClient) Progress(ctx context.Context, p *mcp.ProgressNotificationParams) {

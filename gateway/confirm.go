@@ -22,15 +22,18 @@ func (g *Gateway) confirm(ctx context.Context, call Call) error {
 	if caps == nil || caps.Elicitation == nil {
 		return declined("the client does not support elicitation")
 	}
-	res, err := call.Client.Elicit(ctx, &mcp.ElicitParams{
+	a, err := call.Client.Ask(ctx, "", &mcp.ElicitParams{
 		Message: fmt.Sprintf("Allow the destructive tool %q on server %q?\nArguments: %s", call.Tool, call.Server, summarize(call.Args)),
 		RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{
 			"confirm": map[string]any{"type": "boolean", "title": "Run it", "default": false},
 		}},
 	})
+	res, _ := a.(*mcp.ElicitResult)
 	switch {
 	case err != nil:
 		return declined("no answer: " + err.Error())
+	case res == nil:
+		return declined("the answer was not an elicitation result")
 	case res.Action != "accept":
 		return declined("the person chose " + res.Action)
 	case res.Content["confirm"] != true:

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/wardenmcp/warden/question"
 )
 
 // inflight is a call on its way through Warden. It is what routes the
@@ -143,29 +144,12 @@ func (g *Gateway) askedBy(ctx context.Context, server, what string) (*inflight, 
 	return nil, fmt.Errorf("%s from %q: %w", what, server, errNoCaller)
 }
 
-func (g *Gateway) CreateMessage(ctx context.Context, server string, p *mcp.CreateMessageWithToolsParams) (*mcp.CreateMessageWithToolsResult, error) {
-	f, err := g.askedBy(ctx, server, "sampling")
-	if err != nil {
-		return nil, err
-	}
-	rctx, cancel := relatedContext(f, ctx)
-	defer cancel()
-	return f.client.CreateMessage(rctx, p)
-}
-
-func (g *Gateway) Elicit(ctx context.Context, server string, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
-	f, err := g.askedBy(ctx, server, "elicitation")
-	if err != nil {
-		return nil, err
-	}
-	rctx, cancel := relatedContext(f, ctx)
-	defer cancel()
-	return f.client.Elicit(rctx, p)
-}
-
-func (g *Gateway) ListRoots(ctx context.Context, server string) (*mcp.ListRootsResult, error) {
-	f, err := g.askedBy(ctx, server, "roots/list")
-	if errors.Is(err, errNoCaller) {
+// Ask puts a server's question to the client of the call it came with
+// (upstream.Peer). A roots request with no client waiting is answered with
+// no roots.
+func (g *Gateway) Ask(ctx context.Context, server, key string, q mcp.InputRequest) (mcp.InputResponse, error) {
+	f, err := g.askedBy(ctx, server, question.Method(q))
+	if _, roots := q.(*mcp.ListRootsParams); roots && errors.Is(err, errNoCaller) {
 		return &mcp.ListRootsResult{Roots: []*mcp.Root{}}, nil
 	}
 	if err != nil {
@@ -173,7 +157,7 @@ func (g *Gateway) ListRoots(ctx context.Context, server string) (*mcp.ListRootsR
 	}
 	rctx, cancel := relatedContext(f, ctx)
 	defer cancel()
-	return f.client.ListRoots(rctx)
+	return f.client.Ask(rctx, key, q)
 }
 
 // Progress goes to the call its token was minted for, and only if server is

@@ -26,24 +26,18 @@ type fakeClient struct {
 
 func (c *fakeClient) Capabilities() *mcp.ClientCapabilities { return &mcp.ClientCapabilities{} }
 
-func (c *fakeClient) CreateMessage(ctx context.Context, p *mcp.CreateMessageWithToolsParams) (*mcp.CreateMessageWithToolsResult, error) {
+func (c *fakeClient) Ask(ctx context.Context, _ string, q mcp.InputRequest) (mcp.InputResponse, error) {
 	c.mu.Lock()
-	c.samples++
-	c.mu.Unlock()
-	return &mcp.CreateMessageWithToolsResult{Model: c.name}, nil
-}
-
-func (c *fakeClient) Elicit(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
-	c.mu.Lock()
-	c.elicits++
-	c.mu.Unlock()
-	return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"who": c.name}}, nil
-}
-
-func (c *fakeClient) ListRoots(ctx context.Context) (*mcp.ListRootsResult, error) {
-	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch q.(type) {
+	case *mcp.CreateMessageWithToolsParams:
+		c.samples++
+		return &mcp.CreateMessageWithToolsResult{Model: c.name}, nil
+	case *mcp.ElicitParams:
+		c.elicits++
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"who": c.name}}, nil
+	}
 	c.roots++
-	c.mu.Unlock()
 	return &mcp.ListRootsResult{Roots: []*mcp.Root{{URI: "file:///" + c.name}}}, nil
 }
 
@@ -168,15 +162,15 @@ func TestServerRequestsFollowTheirCall(t *testing.T) {
 	defer doneB()
 
 	ctxA := withInflight(context.Background(), fa)
-	res, err := g.CreateMessage(ctxA, "s", &mcp.CreateMessageWithToolsParams{})
+	res, err := ask[mcp.CreateMessageWithToolsResult](g, ctxA, "s", &mcp.CreateMessageWithToolsParams{})
 	if err != nil || res.Model != "a" {
 		t.Fatalf("sampling with a's call context answered by %v (%v), want a", res, err)
 	}
-	er, err := g.Elicit(ctxA, "s", &mcp.ElicitParams{Message: "q"})
+	er, err := ask[mcp.ElicitResult](g, ctxA, "s", &mcp.ElicitParams{Message: "q"})
 	if err != nil || er.Content["who"] != "a" {
 		t.Fatalf("elicitation with a's call context answered by %v (%v), want a", er, err)
 	}
-	rr, err := g.ListRoots(ctxA, "s")
+	rr, err := ask[mcp.ListRootsResult](g, ctxA, "s", &mcp.ListRootsParams{})
 	if err != nil || len(rr.Roots) != 1 || rr.Roots[0].URI != "file:///a" {
 		t.Fatalf("roots with a's call context answered %v (%v), want a's", rr, err)
 	}
@@ -185,7 +179,7 @@ func TestServerRequestsFollowTheirCall(t *testing.T) {
 	}
 
 	// Without a call in the context: the newest call's client.
-	res, err = g.CreateMessage(context.Background(), "s", &mcp.CreateMessageWithToolsParams{})
+	res, err = ask[mcp.CreateMessageWithToolsResult](g, context.Background(), "s", &mcp.CreateMessageWithToolsParams{})
 	if err != nil || res.Model != "b" {
 		t.Fatalf("sampling with no call context answered by %v (%v), want the newest caller b", res, err)
 	}
@@ -201,15 +195,15 @@ func TestServerRequestOfOperatorCallIsNotSentToAnotherClient(t *testing.T) {
 	op := &inflight{server: "s", ctx: context.Background()}
 	_, doneOp := g.router.add(op)
 	defer doneOp()
-	_, err := g.CreateMessage(withInflight(context.Background(), op), "s", &mcp.CreateMessageWithToolsParams{})
+	_, err := ask[mcp.CreateMessageWithToolsResult](g, withInflight(context.Background(), op), "s", &mcp.CreateMessageWithToolsParams{})
 	if !errors.Is(err, errNoCaller) {
 		t.Fatalf("sampling during an operator call: %v, want errNoCaller", err)
 	}
-	_, err = g.Elicit(withInflight(context.Background(), op), "s", &mcp.ElicitParams{})
+	_, err = ask[mcp.ElicitResult](g, withInflight(context.Background(), op), "s", &mcp.ElicitParams{})
 	if !errors.Is(err, errNoCaller) {
 		t.Fatalf("elicitation during an operator call: %v, want errNoCaller", err)
 	}
-	rr, err := g.ListRoots(withInflight(context.Background(), op), "s")
+	rr, err := ask[mcp.ListRootsResult](g, withInflight(context.Background(), op), "s", &mcp.ListRootsParams{})
 	if err != nil || len(rr.Roots) != 0 {
 		t.Fatalf("roots during an operator call: %v %v, want an empty list", rr, err)
 	}
@@ -218,7 +212,7 @@ func TestServerRequestOfOperatorCallIsNotSentToAnotherClient(t *testing.T) {
 	}
 	// With no caller at all, sampling fails clearly.
 	g2 := testGateway(t)
-	if _, err := g2.CreateMessage(context.Background(), "s", &mcp.CreateMessageWithToolsParams{}); !errors.Is(err, errNoCaller) {
+	if _, err := ask[mcp.CreateMessageWithToolsResult](g2, context.Background(), "s", &mcp.CreateMessageWithToolsParams{}); !errors.Is(err, errNoCaller) {
 		t.Fatalf("sampling with nobody waiting: %v, want errNoCaller", err)
 	}
 }
@@ -279,19 +273,28 @@ func TestQuarantinedServerReachesNoClient(t *testing.T) {
 	g.Progress("q", &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: 1})
 	g.Log(ctx, "q", &mcp.LoggingMessageParams{Level: "info", Data: "from q"})
 	g.Log(context.Background(), "q", &mcp.LoggingMessageParams{Level: "info", Data: "from q"})
-	if _, err := g.CreateMessage(ctx, "q", &mcp.CreateMessageWithToolsParams{}); !errors.Is(err, errNotExposed) {
+	if _, err := ask[mcp.CreateMessageWithToolsResult](g, ctx, "q", &mcp.CreateMessageWithToolsParams{}); !errors.Is(err, errNotExposed) {
 		t.Fatalf("sampling from a quarantined server: %v, want errNotExposed", err)
 	}
-	if _, err := g.Elicit(ctx, "q", &mcp.ElicitParams{}); !errors.Is(err, errNotExposed) {
+	if _, err := ask[mcp.ElicitResult](g, ctx, "q", &mcp.ElicitParams{}); !errors.Is(err, errNotExposed) {
 		t.Fatalf("elicitation from a quarantined server: %v, want errNotExposed", err)
 	}
-	if _, err := g.ListRoots(ctx, "q"); !errors.Is(err, errNotExposed) {
+	if _, err := ask[mcp.ListRootsResult](g, ctx, "q", &mcp.ListRootsParams{}); !errors.Is(err, errNotExposed) {
 		t.Fatalf("roots/list from a quarantined server: %v, want errNotExposed", err)
 	}
-	if _, err := g.ListRoots(context.Background(), "gone"); !errors.Is(err, errNotExposed) {
+	if _, err := ask[mcp.ListRootsResult](g, context.Background(), "gone", &mcp.ListRootsParams{}); !errors.Is(err, errNotExposed) {
 		t.Fatalf("roots/list from a server not configured: %v, want errNotExposed", err)
 	}
 	if len(a.progress)+len(a.logs)+a.samples+a.elicits+a.roots != 0 {
 		t.Fatalf("a quarantined server reached a client: %+v", a)
 	}
+}
+
+// ask is g.Ask with its answer as the type q asks for.
+func ask[T any](g *Gateway, ctx context.Context, server string, q mcp.InputRequest) (*T, error) {
+	a, err := g.Ask(ctx, server, "", q)
+	if err != nil {
+		return nil, err
+	}
+	return any(a).(*T), nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/wardenmcp/warden/gateway"
+	"github.com/wardenmcp/warden/question"
 	"github.com/wardenmcp/warden/upstream"
 )
 
@@ -309,25 +310,12 @@ func (s *stream) Capabilities() *mcp.ClientCapabilities {
 	return gateway.SessionClient{ServerSession: s.l.ss.Load()}.Capabilities()
 }
 
-func (s *stream) CreateMessage(ctx context.Context, p *mcp.CreateMessageWithToolsParams) (*mcp.CreateMessageWithToolsResult, error) {
-	if c := s.Capabilities(); c == nil || c.Sampling == nil {
-		return nil, fmt.Errorf("client does not support sampling")
+func (s *stream) Ask(ctx context.Context, _ string, q mcp.InputRequest) (mcp.InputResponse, error) {
+	if err := question.Capable(s.Capabilities(), q); err != nil {
+		return nil, err
 	}
-	var res mcp.CreateMessageWithToolsResult
-	return &res, s.request(ctx, "sampling/createMessage", p, &res)
-}
-
-func (s *stream) Elicit(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
-	if c := s.Capabilities(); c == nil || c.Elicitation == nil {
-		return nil, fmt.Errorf("client does not support elicitation")
-	}
-	var res mcp.ElicitResult
-	return &res, s.request(ctx, "elicitation/create", p, &res)
-}
-
-func (s *stream) ListRoots(ctx context.Context) (*mcp.ListRootsResult, error) {
-	var res mcp.ListRootsResult
-	return &res, s.request(ctx, "roots/list", struct{}{}, &res)
+	a := question.NewAnswer(q)
+	return a, s.request(ctx, question.Method(q), q, a)
 }
 
 func (s *stream) Progress(_ context.Context, p *mcp.ProgressNotificationParams) {

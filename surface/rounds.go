@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/wardenmcp/warden/gateway"
+	"github.com/wardenmcp/warden/question"
 	"github.com/wardenmcp/warden/upstream"
 )
 
@@ -65,7 +66,7 @@ type round struct {
 
 // ask is one question of a call to its client.
 type ask struct {
-	id     string
+	id     string // its key in the input-required result
 	req    mcp.InputRequest
 	answer chan mcp.InputResponse // buffered: one answer
 }
@@ -94,9 +95,7 @@ func (rs *rounds) run(ctx context.Context, bind, state string, answers mcp.Input
 		case <-r.done:
 			return r.res, nil, "", r.err
 		case a := <-r.asks:
-			r.mu.Lock()
-			r.open[a.id] = a
-			r.mu.Unlock()
+			r.add(a)
 		case <-ctx.Done():
 			// The client is gone in the middle of a round: as for any
 			// call whose stream broke, the call is abandoned (a write's
@@ -109,9 +108,7 @@ func (rs *rounds) run(ctx context.Context, bind, state string, answers mcp.Input
 	for collecting := true; collecting; {
 		select {
 		case a := <-r.asks:
-			r.mu.Lock()
-			r.open[a.id] = a
-			r.mu.Unlock()
+			r.add(a)
 		case <-time.After(10 * time.Millisecond):
 			collecting = false
 		}
@@ -198,6 +195,17 @@ func (rs *rounds) mac(signed, bind string) string {
 	return base64.RawURLEncoding.EncodeToString(h.Sum(nil))
 }
 
+// add opens a question under the upstream's own key for it, or a key of
+// Warden's when it has none (a 2025 request) or that key is in use.
+func (r *round) add(a *ask) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, taken := r.open[a.id]; taken || a.id == "" {
+		a.id = "warden-" + rand.Text()[:10]
+	}
+	r.open[a.id] = a
+}
+
 // answer hands the client's answers to the questions they answer.
 func (r *round) answer(answers mcp.InputResponseMap) error {
 	r.mu.Lock()
@@ -221,8 +229,11 @@ type roundClient struct{ r *round }
 
 func (c roundClient) Capabilities() *mcp.ClientCapabilities { return c.r.caps }
 
-func (c roundClient) ask(ctx context.Context, req mcp.InputRequest) (mcp.InputResponse, error) {
-	a := &ask{id: "warden-" + rand.Text()[:10], req: req, answer: make(chan mcp.InputResponse, 1)}
+func (c roundClient) Ask(ctx context.Context, key string, q mcp.InputRequest) (mcp.InputResponse, error) {
+	if err := question.Capable(c.r.caps, q); err != nil {
+		return nil, err
+	}
+	a := &ask{id: key, req: q, answer: make(chan mcp.InputResponse, 1)}
 	select {
 	case c.r.asks <- a:
 	case <-ctx.Done():
@@ -230,53 +241,14 @@ func (c roundClient) ask(ctx context.Context, req mcp.InputRequest) (mcp.InputRe
 	}
 	select {
 	case resp := <-a.answer:
-		return resp, nil
+		return question.AnswerAs(q, resp)
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
 }
 
-func (c roundClient) CreateMessage(ctx context.Context, p *mcp.CreateMessageWithToolsParams) (*mcp.CreateMessageWithToolsResult, error) {
-	if c.r.caps == nil || c.r.caps.Sampling == nil {
-		return nil, fmt.Errorf("client does not support sampling")
-	}
-	return answerAs[mcp.CreateMessageWithToolsResult](c.ask(ctx, p))
-}
-
-func (c roundClient) Elicit(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
-	if c.r.caps == nil || c.r.caps.Elicitation == nil {
-		return nil, fmt.Errorf("client does not support elicitation")
-	}
-	return answerAs[mcp.ElicitResult](c.ask(ctx, p))
-}
-
-func (c roundClient) ListRoots(ctx context.Context) (*mcp.ListRootsResult, error) {
-	return answerAs[mcp.ListRootsResult](c.ask(ctx, &mcp.ListRootsParams{}))
-}
-
 func (roundClient) Progress(context.Context, *mcp.ProgressNotificationParams) {}
 func (roundClient) Log(context.Context, *mcp.LoggingMessageParams)            {}
-
-// answerAs reads a client's answer as the type the question asked for: the
-// SDK tells answers apart by their keys, so an answer of the wrong kind
-// arrives as another type.
-func answerAs[T any](resp mcp.InputResponse, err error) (*T, error) {
-	if err != nil {
-		return nil, err
-	}
-	if t, ok := any(resp).(*T); ok {
-		return t, nil
-	}
-	b, err := json.Marshal(resp)
-	if err != nil {
-		return nil, err
-	}
-	var t T
-	if err := json.Unmarshal(b, &t); err != nil {
-		return nil, fmt.Errorf("the client's answer is not a %T: %w", t, err)
-	}
-	return &t, nil
-}
 
 // callRounds runs a stateless-era client's tools/call over its rounds.
 func (v *view) callRounds(ctx context.Context, r *mcp.CallToolRequest) (*mcp.CallToolResult, error) {

@@ -2,6 +2,8 @@ package surface
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -17,11 +19,11 @@ func TestRounds(t *testing.T) {
 	ran := 0
 	call := func(ctx context.Context, c gateway.Client) (mcp.Result, error) {
 		ran++
-		first, err := c.Elicit(ctx, &mcp.ElicitParams{Message: "name?"})
+		first, err := askAs[mcp.ElicitResult](ctx, c, &mcp.ElicitParams{Message: "name?"})
 		if err != nil {
 			return nil, err
 		}
-		second, err := c.ListRoots(ctx)
+		second, err := askAs[mcp.ListRootsResult](ctx, c, &mcp.ListRootsParams{})
 		if err != nil {
 			return nil, err
 		}
@@ -82,7 +84,7 @@ func TestRounds(t *testing.T) {
 func TestRoundsAskAgainWhatWasNotAnswered(t *testing.T) {
 	rs := newRounds()
 	call := func(ctx context.Context, c gateway.Client) (mcp.Result, error) {
-		_, err := c.ListRoots(ctx)
+		_, err := c.Ask(ctx, "", &mcp.ListRootsParams{})
 		return &mcp.CallToolResult{}, err
 	}
 	ctx := context.Background()
@@ -98,5 +100,58 @@ func TestRoundsAskAgainWhatWasNotAnswered(t *testing.T) {
 		if again[id] == nil {
 			t.Errorf("round 2 asked %v, want %q again", again, id)
 		}
+	}
+}
+
+// askAs is c.Ask with its answer as the type q asks for.
+func askAs[T any](ctx context.Context, c gateway.Client, q mcp.InputRequest) (*T, error) {
+	a, err := c.Ask(ctx, "", q)
+	if err != nil {
+		return nil, err
+	}
+	return any(a).(*T), nil
+}
+
+// A question goes to the client under the upstream's own key for it, so
+// that the client's answer can be matched to it; a key already open, or
+// none (a 2025 request), gets one of Warden's.
+func TestRoundsKeepTheUpstreamsKeys(t *testing.T) {
+	rs := newRounds()
+	call := func(ctx context.Context, c gateway.Client) (mcp.Result, error) {
+		errs := make(chan error, 3)
+		for _, key := range []string{"user_name", "user_name", ""} {
+			go func() { _, err := c.Ask(ctx, key, &mcp.ListRootsParams{}); errs <- err }()
+		}
+		for range 3 {
+			if err := <-errs; err != nil {
+				return nil, err
+			}
+		}
+		return &mcp.CallToolResult{}, nil
+	}
+	ctx := context.Background()
+	var open mcp.InputRequestMap
+	state := ""
+	for len(open) < 3 {
+		_, more, next, err := rs.run(ctx, "b", state, nil, nil, call)
+		if err != nil {
+			t.Fatal(err)
+		}
+		open, state = more, next
+	}
+	if open["user_name"] == nil {
+		t.Errorf("asked %v, want the upstream's key user_name among them", slices.Collect(maps.Keys(open)))
+	}
+	for id := range open {
+		if id != "user_name" && !strings.HasPrefix(id, "warden-") {
+			t.Errorf("key %q is neither the upstream's nor Warden's", id)
+		}
+	}
+	answers := mcp.InputResponseMap{}
+	for id := range open {
+		answers[id] = &mcp.ListRootsResult{}
+	}
+	if res, more, _, err := rs.run(ctx, "b", state, answers, nil, call); err != nil || more != nil || res == nil {
+		t.Errorf("after answering all three: %v, %d questions, %v", res, len(more), err)
 	}
 }

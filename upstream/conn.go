@@ -87,9 +87,9 @@ func (inv *Inventory) Tool(name string) *mcp.Tool {
 type Peer interface {
 	Inventory(server string, inv *Inventory)
 	StateChanged(server string, st Status)
-	CreateMessage(ctx context.Context, server string, p *mcp.CreateMessageWithToolsParams) (*mcp.CreateMessageWithToolsResult, error)
-	Elicit(ctx context.Context, server string, p *mcp.ElicitParams) (*mcp.ElicitResult, error)
-	ListRoots(ctx context.Context, server string) (*mcp.ListRootsResult, error)
+	// Ask has the client of server's call answer q; key is server's name
+	// for it in an input-required result, "" for a 2025 request.
+	Ask(ctx context.Context, server, key string, q mcp.InputRequest) (mcp.InputResponse, error)
 	Log(ctx context.Context, server string, p *mcp.LoggingMessageParams) // ctx names the call, if it came with one
 	Progress(server string, p *mcp.ProgressNotificationParams)
 	ResourceUpdated(server string, p *mcp.ResourceUpdatedNotificationParams)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/wardenmcp/warden/question"
 )
 
 // The direct tools/call path for streamable-HTTP upstreams. A tool call is
@@ -373,31 +374,21 @@ func (c *Conn) notification(ctx context.Context, m rpcMessage) {
 // answerUpstream forwards a server-to-client request made during a call to
 // the calling client and posts the answer back.
 func (c *Conn) answerUpstream(ctx context.Context, cs *mcp.ClientSession, m rpcMessage) {
-	peer := c.opts.Peer
 	var result any
 	var err error
-	switch m.Method {
-	case "sampling/createMessage":
-		var p mcp.CreateMessageWithToolsParams
-		if err = json.Unmarshal(m.Params, &p); err == nil {
-			result, err = peer.CreateMessage(ctx, c.Name, &p)
+	if q := question.New(m.Method); q != nil {
+		if err = json.Unmarshal(m.Params, q); err == nil {
+			result, err = c.opts.Peer.Ask(ctx, c.Name, "", q)
 		}
-	case "elicitation/create":
-		var p mcp.ElicitParams
-		if err = json.Unmarshal(m.Params, &p); err == nil {
-			result, err = peer.Elicit(ctx, c.Name, &p)
-		}
-	case "roots/list":
-		result, err = peer.ListRoots(ctx, c.Name)
-	case "ping":
+	} else if m.Method == "ping" {
 		result = struct{}{}
-	default:
+	} else {
 		err = &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "method not found: " + m.Method}
 	}
 	reply := map[string]any{"jsonrpc": "2.0", "id": m.ID}
 	if err != nil {
-		werr, ok := err.(*jsonrpc.Error)
-		if !ok {
+		var werr *jsonrpc.Error
+		if !errors.As(err, &werr) {
 			werr = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
 		}
 		reply["error"] = werr

@@ -83,14 +83,8 @@ type nopPeer struct{}
 func (nopPeer) Exposed(string) bool          { return true }
 func (nopPeer) Inventory(string, *Inventory) {}
 func (nopPeer) StateChanged(string, Status)  {}
-func (nopPeer) CreateMessage(context.Context, string, *mcp.CreateMessageWithToolsParams) (*mcp.CreateMessageWithToolsResult, error) {
-	return nil, errors.New("no sampling here")
-}
-func (nopPeer) Elicit(context.Context, string, *mcp.ElicitParams) (*mcp.ElicitResult, error) {
-	return nil, errors.New("no elicitation here")
-}
-func (nopPeer) ListRoots(context.Context, string) (*mcp.ListRootsResult, error) {
-	return &mcp.ListRootsResult{}, nil
+func (nopPeer) Ask(context.Context, string, string, mcp.InputRequest) (mcp.InputResponse, error) {
+	return nil, errors.New("no questions here")
 }
 func (nopPeer) Log(context.Context, string, *mcp.LoggingMessageParams)         {}
 func (nopPeer) Progress(string, *mcp.ProgressNotificationParams)               {}

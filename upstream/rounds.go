@@ -19,19 +19,6 @@ import (
 // maxRounds bounds the rounds of one call with a stateless-era upstream.
 const maxRounds = 10
 
-// answer has the Peer answer one server-to-client question.
-func (c *Conn) answer(ctx context.Context, q mcp.InputRequest) (mcp.InputResponse, error) {
-	switch p := q.(type) {
-	case *mcp.CreateMessageWithToolsParams:
-		return c.opts.Peer.CreateMessage(ctx, c.Name, p)
-	case *mcp.ElicitParams:
-		return c.opts.Peer.Elicit(ctx, c.Name, p)
-	case *mcp.ListRootsParams:
-		return c.opts.Peer.ListRoots(ctx, c.Name)
-	}
-	return nil, fmt.Errorf("unknown server-to-client request %T", q)
-}
-
 // forwardServerRequests hands a 2025 upstream's requests to answer,
 // instead of the SDK client's handlers.
 func (c *Conn) forwardServerRequests(next mcp.MethodHandler) mcp.MethodHandler {
@@ -47,7 +34,7 @@ func (c *Conn) forwardServerRequests(next mcp.MethodHandler) mcp.MethodHandler {
 		default:
 			return next(ctx, method, req)
 		}
-		a, err := c.answer(ctx, q)
+		a, err := c.opts.Peer.Ask(ctx, c.Name, "", q)
 		if err != nil {
 			return nil, err
 		}
@@ -96,7 +83,7 @@ func (c *Conn) answerAll(ctx context.Context, asks mcp.InputRequestMap) (mcp.Inp
 	)
 	for id, q := range asks {
 		wg.Go(func() {
-			a, err := c.answer(ctx, q)
+			a, err := c.opts.Peer.Ask(ctx, c.Name, id, q)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {

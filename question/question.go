@@ -1,0 +1,94 @@
+// Package question is the one table of the questions an upstream server
+// may put to the downstream client during a call (sampling, elicitation,
+// roots), in either era: as a 2025 request or in a 2026-07-28 input-required
+// result. Every path that carries a question reads it here: its method, the
+// capability answering it takes and the type of its answer.
+package question
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Method is the server-to-client method of q.
+func Method(q mcp.InputRequest) string {
+	switch q.(type) {
+	case *mcp.CreateMessageWithToolsParams:
+		return "sampling/createMessage"
+	case *mcp.ElicitParams:
+		return "elicitation/create"
+	case *mcp.ListRootsParams:
+		return "roots/list"
+	}
+	return fmt.Sprintf("%T", q)
+}
+
+// New is an empty question of a server-to-client method, nil for a
+// method that is not one.
+func New(method string) mcp.InputRequest {
+	switch method {
+	case "sampling/createMessage":
+		return &mcp.CreateMessageWithToolsParams{}
+	case "elicitation/create":
+		return &mcp.ElicitParams{}
+	case "roots/list":
+		return &mcp.ListRootsParams{}
+	}
+	return nil
+}
+
+// NewAnswer is an empty answer of the type q asks for.
+func NewAnswer(q mcp.InputRequest) mcp.InputResponse {
+	switch q.(type) {
+	case *mcp.CreateMessageWithToolsParams:
+		return &mcp.CreateMessageWithToolsResult{}
+	case *mcp.ElicitParams:
+		return &mcp.ElicitResult{}
+	}
+	return &mcp.ListRootsResult{}
+}
+
+// Capable refuses q, with the protocol's MissingRequiredClientCapability
+// error, when caps do not declare what answering it takes. Roots are asked
+// of any client: one without them answers with an error of its own.
+func Capable(caps *mcp.ClientCapabilities, q mcp.InputRequest) error {
+	var need mcp.ClientCapabilities
+	switch q.(type) {
+	case *mcp.CreateMessageWithToolsParams:
+		if caps != nil && caps.Sampling != nil {
+			return nil
+		}
+		need.Sampling = &mcp.SamplingCapabilities{}
+	case *mcp.ElicitParams:
+		if caps != nil && caps.Elicitation != nil {
+			return nil
+		}
+		need.Elicitation = &mcp.ElicitationCapabilities{}
+	default:
+		return nil
+	}
+	data, _ := json.Marshal(mcp.MissingRequiredClientCapabilityData{RequiredCapabilities: &need})
+	return &jsonrpc.Error{Code: mcp.CodeMissingRequiredClientCapabilities, Data: data,
+		Message: fmt.Sprintf("the client did not declare the capability %s needs", Method(q))}
+}
+
+// AnswerAs reads a client's answer as the type q asks for: an answer that
+// came as JSON is told apart by its keys alone, so it may arrive as another
+// type.
+func AnswerAs(q mcp.InputRequest, a mcp.InputResponse) (mcp.InputResponse, error) {
+	want := NewAnswer(q)
+	if fmt.Sprintf("%T", a) == fmt.Sprintf("%T", want) {
+		return a, nil
+	}
+	b, err := json.Marshal(a)
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(b, want); err != nil {
+		return nil, fmt.Errorf("the client's answer to %s is not one: %w", Method(q), err)
+	}
+	return want, nil
+}
