@@ -141,7 +141,11 @@ func (g *Gateway) callTool(ctx context.Context, call Call, entry *activity.Entry
 		}
 		ctx, dispatch = upstream.WithDispatch(ctx, onSent)
 		var err error
-		res, err = c.CallTool(ctx, cs, params)
+		var caller *mcp.ClientCapabilities
+		if call.Client != nil {
+			caller = call.Client.Capabilities()
+		}
+		res, err = c.CallTool(ctx, cs, params, caller)
 		return err
 	})
 	if err == nil {

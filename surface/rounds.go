@@ -60,8 +60,10 @@ type round struct {
 	res  mcp.Result
 	err  error
 
-	mu   sync.Mutex
-	open map[string]*ask // asked, not yet answered
+	mu      sync.Mutex
+	open    map[string]*ask // asked, not yet answered
+	here    gateway.Client  // the round's request, while one is open
+	hereCtx context.Context // its context: what is sent with it goes on its stream
 }
 
 // ask is one question of a call to its client.
@@ -71,18 +73,23 @@ type ask struct {
 	answer chan mcp.InputResponse // buffered: one answer
 }
 
-// run serves one round of a call: the first (state == "") starts fn, a
-// later one hands over the client's answers. It returns the call's result,
-// or the questions still open with the state to call again with.
-func (rs *rounds) run(ctx context.Context, bind, state string, answers mcp.InputResponseMap, caps *mcp.ClientCapabilities,
+// run serves one round of a call, a request of the client here: the first
+// (state == "") starts fn, a later one hands over the client's answers. It
+// returns the call's result, or the questions still open with the state to
+// call again with. While it runs, the call's progress and log messages go
+// on this request's stream.
+func (rs *rounds) run(ctx context.Context, here gateway.Client, bind, state string, answers mcp.InputResponseMap,
 	fn func(context.Context, gateway.Client) (mcp.Result, error)) (res mcp.Result, open mcp.InputRequestMap, next string, err error) {
 	var r *round
 	if state == "" {
-		r = rs.start(bind, caps, fn)
+		r = rs.start(ctx, here, bind, fn)
 		answers = nil // answers to nothing asked yet: a new call has none
 	} else if r, err = rs.take(bind, state); err != nil {
 		return nil, nil, "", err
+	} else {
+		r.tell(ctx, here)
 	}
+	defer r.tell(nil, nil)
 	if err := r.answer(answers); err != nil {
 		rs.keep(r)
 		return nil, nil, "", err
@@ -124,11 +131,12 @@ func (rs *rounds) run(ctx context.Context, bind, state string, answers mcp.Input
 	return nil, open, next, nil
 }
 
-// start begins a call of its own, outliving the request that began it.
-func (rs *rounds) start(bind string, caps *mcp.ClientCapabilities, fn func(context.Context, gateway.Client) (mcp.Result, error)) *round {
+// start begins a call of its own, outliving the request here that began it.
+func (rs *rounds) start(hereCtx context.Context, here gateway.Client, bind string, fn func(context.Context, gateway.Client) (mcp.Result, error)) *round {
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &round{id: rand.Text(), bind: bind, caps: caps, cancel: cancel,
-		asks: make(chan *ask), done: make(chan struct{}), open: map[string]*ask{}}
+	r := &round{id: rand.Text(), bind: bind, caps: here.Capabilities(), cancel: cancel,
+		asks: make(chan *ask), done: make(chan struct{}), open: map[string]*ask{},
+		here: here, hereCtx: hereCtx}
 	go func() {
 		defer close(r.done)
 		defer cancel()
@@ -195,6 +203,21 @@ func (rs *rounds) mac(signed, bind string) string {
 	return base64.RawURLEncoding.EncodeToString(h.Sum(nil))
 }
 
+// tell makes the request of the round now open the one the call's
+// notifications go to; nil, none.
+func (r *round) tell(ctx context.Context, here gateway.Client) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.here, r.hereCtx = here, ctx
+}
+
+// told is what tell set.
+func (r *round) told() (context.Context, gateway.Client) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.hereCtx, r.here
+}
+
 // add opens a question under the upstream's own key for it, or a key of
 // Warden's when it has none (a 2025 request) or that key is in use.
 func (r *round) add(a *ask) {
@@ -223,8 +246,8 @@ func (r *round) answer(answers mcp.InputResponseMap) error {
 }
 
 // roundClient is the calling client as the gateway sees it: its questions
-// become the input required by the next round. Notifications have no
-// stream to go on between rounds and are not sent.
+// become the input required by the next round; notifications go on the
+// stream of the round open, and between rounds, with none, are dropped.
 type roundClient struct{ r *round }
 
 func (c roundClient) Capabilities() *mcp.ClientCapabilities { return c.r.caps }
@@ -247,19 +270,24 @@ func (c roundClient) Ask(ctx context.Context, key string, q mcp.InputRequest) (m
 	}
 }
 
-func (roundClient) Progress(context.Context, *mcp.ProgressNotificationParams) {}
-func (roundClient) Log(context.Context, *mcp.LoggingMessageParams)            {}
+func (c roundClient) Progress(_ context.Context, p *mcp.ProgressNotificationParams) {
+	if ctx, here := c.r.told(); here != nil {
+		here.Progress(ctx, p)
+	}
+}
+
+func (c roundClient) Log(_ context.Context, p *mcp.LoggingMessageParams) {
+	if ctx, here := c.r.told(); here != nil {
+		here.Log(ctx, p)
+	}
+}
 
 // callRounds runs a stateless-era client's tools/call over its rounds.
 func (v *view) callRounds(ctx context.Context, r *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	p := *r.Params
 	state, answers := p.RequestState, p.InputResponses
 	p.RequestState, p.InputResponses = "", nil
-	var caps *mcp.ClientCapabilities
-	if ip := r.Session.InitializeParams(); ip != nil {
-		caps = ip.Capabilities
-	}
-	res, open, next, err := v.rounds.run(ctx, v.surface+"\x00tool\x00"+p.Name, state, answers, caps,
+	res, open, next, err := v.rounds.run(ctx, gateway.SessionClient{ServerSession: r.Session}, v.surface+"\x00tool\x00"+p.Name, state, answers,
 		func(ctx context.Context, c gateway.Client) (mcp.Result, error) {
 			ctx, after := upstream.WithAfterAnswer(ctx)
 			defer after.Run()

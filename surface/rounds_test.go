@@ -2,9 +2,11 @@ package surface
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -33,12 +35,12 @@ func TestRounds(t *testing.T) {
 	caps := &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{}}
 
 	// A client that did not declare elicitation is not asked.
-	if _, open, _, err := rs.run(ctx, bind, "", nil, &mcp.ClientCapabilities{}, call); err == nil || open != nil {
+	if _, open, _, err := rs.run(ctx, &here{caps: &mcp.ClientCapabilities{}}, bind, "", nil, call); err == nil || open != nil {
 		t.Errorf("without the capability: %d questions, error %v; want none and an error", len(open), err)
 	}
 	ran = 0
 
-	_, open, state1, err := rs.run(ctx, bind, "", nil, caps, call)
+	_, open, state1, err := rs.run(ctx, &here{caps: caps}, bind, "", nil, call)
 	if err != nil || len(open) != 1 {
 		t.Fatalf("round 1: %v, %d questions", err, len(open))
 	}
@@ -52,7 +54,7 @@ func TestRounds(t *testing.T) {
 
 	refused := func(what, bind, state string, answers mcp.InputResponseMap) {
 		t.Helper()
-		if _, _, _, err := rs.run(ctx, bind, state, answers, caps, call); err == nil || !strings.Contains(err.Error(), "requestState") && !strings.Contains(err.Error(), "inputResponses") {
+		if _, _, _, err := rs.run(ctx, &here{caps: caps}, bind, state, answers, call); err == nil || !strings.Contains(err.Error(), "requestState") && !strings.Contains(err.Error(), "inputResponses") {
 			t.Errorf("%s: want a refusal, got %v", what, err)
 		}
 	}
@@ -61,7 +63,7 @@ func TestRounds(t *testing.T) {
 	refused("another tool's state", "mcp\x00tool\x00other", state1, nil)
 	refused("an answer to no question", bind, state1, mcp.InputResponseMap{"nope": &mcp.ElicitResult{Action: "accept"}})
 
-	_, open, state2, err := rs.run(ctx, bind, state1, mcp.InputResponseMap{id1: &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada"}}}, caps, call)
+	_, open, state2, err := rs.run(ctx, &here{caps: caps}, bind, state1, mcp.InputResponseMap{id1: &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada"}}}, call)
 	if err != nil || len(open) != 1 || state2 == state1 {
 		t.Fatalf("round 2: %v, %d questions, new state %v", err, len(open), state2 != state1)
 	}
@@ -70,7 +72,7 @@ func TestRounds(t *testing.T) {
 	for id := range open {
 		id2 = id
 	}
-	res, open, _, err := rs.run(ctx, bind, state2, mcp.InputResponseMap{id2: &mcp.ListRootsResult{Roots: []*mcp.Root{{URI: "file:///r"}}}}, caps, call)
+	res, open, _, err := rs.run(ctx, &here{caps: caps}, bind, state2, mcp.InputResponseMap{id2: &mcp.ListRootsResult{Roots: []*mcp.Root{{URI: "file:///r"}}}}, call)
 	if err != nil || open != nil {
 		t.Fatalf("round 3: %v, %d questions", err, len(open))
 	}
@@ -88,11 +90,11 @@ func TestRoundsAskAgainWhatWasNotAnswered(t *testing.T) {
 		return &mcp.CallToolResult{}, err
 	}
 	ctx := context.Background()
-	_, open, state, err := rs.run(ctx, "b", "", nil, nil, call)
+	_, open, state, err := rs.run(ctx, &here{caps: nil}, "b", "", nil, call)
 	if err != nil || len(open) != 1 {
 		t.Fatalf("round 1: %v, %d questions", err, len(open))
 	}
-	_, again, state2, err := rs.run(ctx, "b", state, nil, nil, call)
+	_, again, state2, err := rs.run(ctx, &here{caps: nil}, "b", state, nil, call)
 	if err != nil || len(again) != 1 || state2 == state {
 		t.Fatalf("round 2 without answers: %v, %d questions; want the same question again with a new state", err, len(again))
 	}
@@ -133,7 +135,7 @@ func TestRoundsKeepTheUpstreamsKeys(t *testing.T) {
 	var open mcp.InputRequestMap
 	state := ""
 	for len(open) < 3 {
-		_, more, next, err := rs.run(ctx, "b", state, nil, nil, call)
+		_, more, next, err := rs.run(ctx, &here{caps: nil}, "b", state, nil, call)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -151,7 +153,59 @@ func TestRoundsKeepTheUpstreamsKeys(t *testing.T) {
 	for id := range open {
 		answers[id] = &mcp.ListRootsResult{}
 	}
-	if res, more, _, err := rs.run(ctx, "b", state, answers, nil, call); err != nil || more != nil || res == nil {
+	if res, more, _, err := rs.run(ctx, &here{caps: nil}, "b", state, answers, call); err != nil || more != nil || res == nil {
 		t.Errorf("after answering all three: %v, %d questions, %v", res, len(more), err)
+	}
+}
+
+// here is the request of a round, as the gateway's client: it records the
+// notifications sent on its stream.
+type here struct {
+	caps *mcp.ClientCapabilities
+
+	mu       sync.Mutex
+	progress []float64
+}
+
+func (h *here) Capabilities() *mcp.ClientCapabilities { return h.caps }
+
+func (h *here) Ask(context.Context, string, mcp.InputRequest) (mcp.InputResponse, error) {
+	return nil, errors.New("a round's request is not asked: its questions go in the result")
+}
+
+func (h *here) Progress(_ context.Context, p *mcp.ProgressNotificationParams) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.progress = append(h.progress, p.Progress)
+}
+
+func (h *here) Log(context.Context, *mcp.LoggingMessageParams) {}
+
+// A call's progress goes on the stream of the round open when it is sent.
+func TestRoundsProgressGoesOnTheOpenRound(t *testing.T) {
+	rs := newRounds()
+	call := func(ctx context.Context, c gateway.Client) (mcp.Result, error) {
+		c.Progress(ctx, &mcp.ProgressNotificationParams{Progress: 1})
+		if _, err := c.Ask(ctx, "", &mcp.ListRootsParams{}); err != nil {
+			return nil, err
+		}
+		c.Progress(ctx, &mcp.ProgressNotificationParams{Progress: 2})
+		return &mcp.CallToolResult{}, nil
+	}
+	ctx := context.Background()
+	first, second := &here{}, &here{}
+	_, open, state, err := rs.run(ctx, first, "b", "", nil, call)
+	if err != nil || len(open) != 1 {
+		t.Fatalf("round 1: %v, %d questions", err, len(open))
+	}
+	answers := mcp.InputResponseMap{}
+	for id := range open {
+		answers[id] = &mcp.ListRootsResult{}
+	}
+	if _, _, _, err := rs.run(ctx, second, "b", state, answers, call); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(first.progress, []float64{1}) || !slices.Equal(second.progress, []float64{2}) {
+		t.Errorf("progress on round 1: %v, on round 2: %v; want [1] and [2]", first.progress, second.progress)
 	}
 }

@@ -56,7 +56,7 @@ func TestCallOn2026SessionSendsStandardHeaders(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := c.Do(context.Background(), func(ctx context.Context, cs *mcp.ClientSession) error {
-		_, err := c.CallTool(ctx, cs, &mcp.CallToolParams{Name: "t", Arguments: map[string]any{"region": "us-west1"}})
+		_, err := c.CallTool(ctx, cs, &mcp.CallToolParams{Name: "t", Arguments: map[string]any{"region": "us-west1"}}, nil)
 		return err
 	})
 	if err != nil {

@@ -428,12 +428,16 @@ func (c *Conn) cancelUpstream(cs *mcp.ClientSession, id string, cause error) {
 // 2025 revisions only: on a session an upstream negotiated at 2026-07-28
 // the call goes through the SDK client, which sends what that revision
 // requires (the Mcp-Method, Mcp-Name and Mcp-Param-* headers, _meta).
-func (c *Conn) CallTool(ctx context.Context, cs *mcp.ClientSession, params *mcp.CallToolParams) (*Result, error) {
+func (c *Conn) CallTool(ctx context.Context, cs *mcp.ClientSession, params *mcp.CallToolParams, caller *mcp.ClientCapabilities) (*Result, error) {
 	h := c.opts.Answers.hold()
 	defer afterAnswer(ctx, h.end)
 	ctx = withAnswerHold(ctx, h)
-	if c.http != nil && !stateless(cs) {
-		return c.callToolHTTP(ctx, cs, params)
+	if !stateless(cs) {
+		if c.http != nil {
+			return c.callToolHTTP(ctx, cs, params)
+		}
+	} else {
+		params = askable(params, caller)
 	}
 	res, err := cs.CallTool(ctx, params)
 	if err != nil {

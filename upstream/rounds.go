@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -128,4 +129,28 @@ func again(req mcp.Request, answers mcp.InputResponseMap, state string) (mcp.Req
 		return &mcp.ClientRequest[*mcp.ReadResourceParams]{Session: cs, Params: &q}, nil
 	}
 	return nil, fmt.Errorf("cannot call %T again with input", req.GetParams())
+}
+
+// askable is a stateless-era call's params saying, as the client's
+// capabilities, which questions the upstream may put to it: those the
+// calling client can answer (caller; nil for an operator call, which can
+// answer none). Without them the SDK would declare its own, which stand
+// for Warden's client, not the caller, and the upstream could not refuse
+// with MissingRequiredClientCapability as the protocol wants.
+func askable(params *mcp.CallToolParams, caller *mcp.ClientCapabilities) *mcp.CallToolParams {
+	var caps struct {
+		Sampling    *mcp.SamplingCapabilities    `json:"sampling,omitempty"`
+		Elicitation *mcp.ElicitationCapabilities `json:"elicitation,omitempty"`
+		Roots       *mcp.RootCapabilities        `json:"roots,omitempty"`
+	}
+	if caller != nil {
+		caps.Sampling, caps.Elicitation, caps.Roots = caller.Sampling, caller.Elicitation, caller.RootsV2
+	}
+	p := *params
+	p.Meta = maps.Clone(params.Meta)
+	if p.Meta == nil {
+		p.Meta = mcp.Meta{}
+	}
+	p.Meta[mcp.MetaKeyClientCapabilities] = caps
+	return &p
 }
