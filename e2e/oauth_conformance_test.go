@@ -21,18 +21,16 @@ func TestOAuthConformance(t *testing.T) {
 		t.Errorf("auth suite, 2025-11-25: want 14 scenarios passed, got %v\n%s", got, out)
 	}
 
-	// What 2026-07-28 requires of an OAuth client. Out: two scenarios that
-	// still fail now that Warden's upstream client speaks 2026-07-28
-	// (authorization-server-migration, scope-step-up; issue 14), and the
-	// extensions (client credentials, enterprise, DPoP, workload identity),
-	// which are not scored.
+	// What 2026-07-28 requires of an OAuth client. Out: the extensions
+	// (client credentials, enterprise, DPoP, workload identity), which are
+	// not scored.
 	got, out = testenv.RunConformanceClient(t, harness, env, "--requirements", "2026-07-28", "--timeout", "120000")
 	want := []string{"metadata-default", "metadata-var1", "metadata-var2", "metadata-var3", "basic-cimd",
 		"scope-from-www-authenticate", "scope-from-scopes-supported", "scope-omitted-when-undefined",
 		"token-endpoint-auth-basic", "token-endpoint-auth-post", "token-endpoint-auth-none", "pre-registration",
 		"resource-mismatch", "offline-access-scope", "offline-access-not-supported",
 		"iss-supported", "iss-not-advertised", "iss-supported-missing", "iss-wrong-issuer", "iss-unexpected", "iss-normalized",
-		"metadata-issuer-mismatch", "scope-retry-limit"}
+		"metadata-issuer-mismatch", "scope-retry-limit", "scope-step-up", "authorization-server-migration"}
 	var failed []string
 	for _, s := range want {
 		if !got["auth/"+s] {

@@ -183,7 +183,13 @@ func (m *Manager) Login(ctx context.Context, cfg *config.Server) (*LoginStarted,
 		m.finish(l, err)
 		return nil, l.err
 	}
-	h, err := auth.NewAuthorizationCodeHandler(m.handlerConfig(cfg, rec, callback, l))
+	var prior []string // scopes granted before, kept through a step-up
+	if rec != nil && rec.Fingerprint == cfg.Fingerprint() {
+		prior = rec.Scopes
+	}
+	stored := storedClient(rec, callback)
+	refused := fake(resp.StatusCode, resp.Header.Clone()) // for a second attempt: Authorize consumes resp
+	h, err := auth.NewAuthorizationCodeHandler(m.handlerConfig(cfg, prior, stored, callback, l))
 	if err != nil {
 		resp.Body.Close()
 		m.finish(l, err)
@@ -191,6 +197,9 @@ func (m *Manager) Login(ctx context.Context, cfg *config.Server) (*LoginStarted,
 	}
 	go func() {
 		err := h.Authorize(lctx, req, resp)
+		if err != nil && stored != nil && l.movedFrom(stored.Issuer) {
+			err = m.reregister(lctx, cfg, prior, callback, l, req, refused)
+		}
 		if err == nil {
 			err = m.complete(cfg, l, callback)
 		}
@@ -254,12 +263,13 @@ func fake(code int, h http.Header) *http.Response {
 	return &http.Response{StatusCode: code, Header: h, Body: io.NopCloser(strings.NewReader(""))}
 }
 
-// handlerConfig is the SDK handler's config for one login. The client is,
-// in the spec's order: the configured one (clientId); else a client ID
-// metadata document (clientMetadataUrl) where the authorization server
-// supports it; else the client this server registered dynamically before;
+// handlerConfig is the SDK handler's config for one login, asking for the
+// discovered scopes and the prior ones. The client is, in the spec's order:
+// the configured one (clientId); else a client ID metadata document
+// (clientMetadataUrl) where the authorization server supports it; else
+// stored, the client this server registered dynamically before (nil: none);
 // else a new dynamic registration.
-func (m *Manager) handlerConfig(cfg *config.Server, rec *Record, callback string, l *login) *auth.AuthorizationCodeHandlerConfig {
+func (m *Manager) handlerConfig(cfg *config.Server, prior []string, stored *oauthex.ClientCredentials, callback string, l *login) *auth.AuthorizationCodeHandlerConfig {
 	base := m.client.Transport
 	if base == nil {
 		base = http.DefaultTransport
@@ -283,10 +293,6 @@ func (m *Manager) handlerConfig(cfg *config.Server, rec *Record, callback string
 	if o == nil {
 		o = &config.OAuth{}
 	}
-	var prior []string // scopes granted before, kept through a step-up
-	if rec != nil && rec.Fingerprint == cfg.Fingerprint() {
-		prior = rec.Scopes
-	}
 	hc.ScopeFilter = func(discovered []string) []string {
 		if len(o.Scopes) > 0 {
 			return o.Scopes
@@ -303,12 +309,7 @@ func (m *Manager) handlerConfig(cfg *config.Server, rec *Record, callback string
 	if o.ClientMetadataURL != "" {
 		hc.ClientIDMetadataDocumentConfig = &auth.ClientIDMetadataDocumentConfig{URL: o.ClientMetadataURL}
 	}
-	if rec != nil && rec.Registered && rec.Issuer != "" && rec.RedirectURL == callback {
-		hc.PreregisteredClient = &oauthex.ClientCredentials{ClientID: rec.ClientID, Issuer: rec.Issuer}
-		if rec.ClientSecret != "" {
-			hc.PreregisteredClient.ClientSecretAuth = &oauthex.ClientSecretAuth{ClientSecret: rec.ClientSecret}
-		}
-	}
+	hc.PreregisteredClient = stored
 	hc.DynamicClientRegistrationConfig = &auth.DynamicClientRegistrationConfig{Metadata: &oauthex.ClientRegistrationMetadata{
 		RedirectURIs: []string{callback}, ClientName: "Warden",
 		GrantTypes: []string{"authorization_code", "refresh_token"}, ResponseTypes: []string{"code"},

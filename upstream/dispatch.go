@@ -40,10 +40,12 @@ func markSent(ctx context.Context) {
 
 // Answered reports whether err is the upstream's own answer (a JSON-RPC error
 // response), as opposed to a transport failure or a cancellation: an answered
-// call has a known outcome.
+// call has a known outcome. A refusal for want of a login is Warden's own,
+// even where the SDK's client wraps it in its JSON-RPC "rejected by
+// transport" error (it does on the 2026-07-28 path).
 func Answered(err error) bool {
 	var werr *jsonrpc.Error
-	return errors.As(err, &werr)
+	return errors.As(err, &werr) && !errors.Is(err, ErrAuthRequired)
 }
 
 // ErrUnavailable is returned when the server is not connected.
