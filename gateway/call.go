@@ -152,8 +152,11 @@ func (g *Gateway) callTool(ctx context.Context, call Call, entry *activity.Entry
 		return res, nil
 	}
 	var ref *Refusal
-	if errors.As(err, &ref) || upstream.Answered(err) {
+	if errors.As(err, &ref) {
 		return nil, err
+	}
+	if a := upstream.Answer(err); a != nil {
+		return nil, a // as the upstream said it, code and data
 	}
 	if errors.Is(err, upstream.ErrAuthRequired) {
 		// Refused by the upstream for want of a token: nothing ran there.

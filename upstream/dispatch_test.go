@@ -22,6 +22,8 @@ func TestAnsweredNotAuthRequired(t *testing.T) {
 		{"auth required, wrapped by the SDK", fmt.Errorf("sending %q: %w: %w", "tools/call", rejected, AuthRequired("s")), false},
 		{"auth required", AuthRequired("s"), false},
 		{"a plain transport error", errors.New("connection refused"), false},
+		{"a transport error, wrapped by the SDK", fmt.Errorf("sending %q: %w: %w", "tools/call", rejected, errors.New("connection reset")), false},
+		{"a non-2xx answer's JSON-RPC body, wrapped by the SDK", fmt.Errorf("sending %q: %w: %w", "tools/call", rejected, &jsonrpc.Error{Code: -32021, Message: "need sampling"}), true},
 	} {
 		if got := Answered(c.err); got != c.want {
 			t.Errorf("%s: Answered = %v, want %v", c.name, got, c.want)

@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"net/url"
 	"strconv"
@@ -31,6 +32,12 @@ func (e *redactedError) Unwrap() error { return e.err }
 func (c *Conn) redact(err error) error {
 	if err == nil {
 		return err
+	}
+	if a := Answer(err); a != nil {
+		// The upstream's answer is passed on to the client as it is (see
+		// Answer), so it is masked where it sits.
+		a.Message = redactText(a.Message, c.Config())
+		a.Data = json.RawMessage(redactText(string(a.Data), c.Config()))
 	}
 	msg := err.Error()
 	if out := redactText(msg, c.Config()); out != msg {

@@ -1,7 +1,10 @@
 package upstream
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"net/http"
 	"strings"
 	"testing"
@@ -49,6 +52,17 @@ func TestRedactHidesSecrets(t *testing.T) {
 	}
 	if got := c.redact(dialErr).Error(); !strings.Contains(got, `"http://127.0.0.1:1/mcp/${env:PATHSECRET}"`) {
 		t.Errorf("redact(%q) = %q, want the URL as written, without userinfo and query", dialErr, got)
+	}
+	// The upstream's own answer goes to the client as it is: masked inside.
+	answer := &jsonrpc.Error{Code: -32602, Message: "bad token tok-0123456789", Data: json.RawMessage(`{"echo":"hunter2pass"}`)}
+	c.redact(fmt.Errorf("calling %q: %w", "tools/call", answer))
+	for _, secret := range secrets {
+		if strings.Contains(answer.Message+string(answer.Data), secret) {
+			t.Errorf("the upstream's answer still shows %q: %q %s", secret, answer.Message, answer.Data)
+		}
+	}
+	if !json.Valid(answer.Data) {
+		t.Errorf("masked data is no longer JSON: %s", answer.Data)
 	}
 	harmless := errors.New("upstream answered 415: want application/json")
 	if got := c.redact(harmless); got != harmless {
