@@ -23,6 +23,9 @@ type Call struct {
 	Meta         mcp.Meta
 	Surface      string // "mcp", "mcp/{server}", "stdio", "cli"
 	Client       Client // the calling client; nil for operator calls
+	// Answers are what a stateless-era client answered before it was
+	// asked, with a new call; a stateless-era upstream reads them.
+	Answers mcp.InputResponseMap
 }
 
 // CallTool runs call through policy and, if allowed, upstream. A policy
@@ -104,7 +107,7 @@ func (g *Gateway) callTool(ctx context.Context, call Call, entry *activity.Entry
 		meta = cloneMeta(call.Meta)
 		meta["progressToken"] = upToken
 	}
-	params := &mcp.CallToolParams{Meta: meta, Name: call.Tool, Arguments: call.Args}
+	params := &mcp.CallToolParams{Meta: meta, Name: call.Tool, Arguments: call.Args, InputResponses: call.Answers}
 	if len(call.Args) == 0 || string(call.Args) == "null" {
 		// No arguments go upstream as {} on every path, as the SDK client
 		// sends them: servers validate "arguments" as an object.

@@ -7,14 +7,19 @@ import (
 	"github.com/wardenmcp/warden/upstream"
 )
 
-// Do runs a non-tool request (prompts, resources, completion) on server's
-// live session. Quarantined servers answer nothing.
-func (g *Gateway) Do(ctx context.Context, server string, fn func(context.Context, *mcp.ClientSession) error) error {
+// Do runs a non-tool request (prompts, resources, completion) of client's
+// on server's live session; what the server asks meanwhile goes to client
+// (nil: an operator's request, which nothing is asked of). Quarantined
+// servers answer nothing.
+func (g *Gateway) Do(ctx context.Context, server string, client Client, fn func(context.Context, *mcp.ClientSession) error) error {
 	c, err := g.forwardable(server)
 	if err != nil {
 		return err
 	}
-	return c.Do(ctx, fn)
+	f := &inflight{server: server, client: client, ctx: ctx}
+	_, done := g.router.add(f)
+	defer done()
+	return c.Do(withInflight(ctx, f), fn)
 }
 
 // forwardable is server's connection, if non-tool requests may go to it.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/wardenmcp/warden/gateway"
 	"github.com/wardenmcp/warden/metrics"
 )
 
@@ -35,12 +36,18 @@ func (v *view) syncPrompts(server string, old, now *exposed) {
 			params := *r.Params
 			params.Name = upstreamName
 			params.Meta = hopMeta(params.Meta)
-			var res *mcp.GetPromptResult
-			err := v.g.Do(ctx, server, func(ctx context.Context, cs *mcp.ClientSession) (err error) {
-				res, err = cs.GetPrompt(ctx, &params)
-				return err
-			})
-			return res, err
+			firstRound(&params.RequestState, &params.InputResponses)
+			return inRounds(ctx, v, r.Session, "prompt\x00"+name, r.Params.RequestState, r.Params.InputResponses,
+				func(ctx context.Context, c gateway.Client) (res *mcp.GetPromptResult, err error) {
+					err = v.g.Do(ctx, server, c, func(ctx context.Context, cs *mcp.ClientSession) (err error) {
+						res, err = cs.GetPrompt(ctx, &params)
+						return err
+					})
+					return res, err
+				},
+				func(open mcp.InputRequestMap, next string) *mcp.GetPromptResult {
+					return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{}, InputRequests: open, RequestState: next}
+				})
 		})
 	}
 	if drop := v.dropped("prompt:", old.prompts, keep); len(drop) > 0 {
@@ -55,12 +62,18 @@ func (v *view) syncResources(server string, old, now *exposed) {
 	read := func(ctx context.Context, r *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		params := *r.Params
 		params.Meta = hopMeta(params.Meta)
-		var res *mcp.ReadResourceResult
-		err := v.g.Do(ctx, server, func(ctx context.Context, cs *mcp.ClientSession) (err error) {
-			res, err = cs.ReadResource(ctx, &params)
-			return err
-		})
-		return res, err
+		firstRound(&params.RequestState, &params.InputResponses)
+		return inRounds(ctx, v, r.Session, "resource\x00"+params.URI, r.Params.RequestState, r.Params.InputResponses,
+			func(ctx context.Context, c gateway.Client) (res *mcp.ReadResourceResult, err error) {
+				err = v.g.Do(ctx, server, c, func(ctx context.Context, cs *mcp.ClientSession) (err error) {
+					res, err = cs.ReadResource(ctx, &params)
+					return err
+				})
+				return res, err
+			},
+			func(open mcp.InputRequestMap, next string) *mcp.ReadResourceResult {
+				return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{}, InputRequests: open, RequestState: next}
+			})
 	}
 	keepR, keepT := map[string]bool{}, map[string]bool{}
 	for _, r := range v.g.Resources(server) {
@@ -177,7 +190,7 @@ func (v *view) complete(ctx context.Context, r *mcp.CompleteRequest) (*mcp.Compl
 	params.Ref = upRef
 	params.Meta = hopMeta(params.Meta)
 	var res *mcp.CompleteResult
-	err = v.g.Do(ctx, server, func(ctx context.Context, cs *mcp.ClientSession) (err error) {
+	err = v.g.Do(ctx, server, gateway.SessionClient{ServerSession: r.Session}, func(ctx context.Context, cs *mcp.ClientSession) (err error) {
 		res, err = cs.Complete(ctx, &params)
 		return err
 	})

@@ -282,13 +282,49 @@ func (c roundClient) Log(_ context.Context, p *mcp.LoggingMessageParams) {
 	}
 }
 
+// inRounds serves a request of ss whose upstream may ask its client for
+// input (tools/call, prompts/get, resources/read), with fn doing it for
+// client c. A 2025 session is asked on its own request's stream; a
+// stateless-era one over rounds, the request naming its round by state and
+// answering with answers. bind says what a state is good for; pending
+// makes the input-required result.
+func inRounds[R any, P interface {
+	*R
+	mcp.Result
+}](ctx context.Context, v *view, ss *mcp.ServerSession, bind, state string, answers mcp.InputResponseMap,
+	fn func(ctx context.Context, c gateway.Client) (P, error), pending func(mcp.InputRequestMap, string) P) (P, error) {
+	if !isStateless(ss) {
+		return fn(ctx, gateway.SessionClient{ServerSession: ss})
+	}
+	res, open, next, err := v.rounds.run(ctx, gateway.SessionClient{ServerSession: ss}, v.surface+"\x00"+bind, state, answers,
+		func(ctx context.Context, c gateway.Client) (mcp.Result, error) { return fn(ctx, c) })
+	if err != nil {
+		return nil, err
+	}
+	if open != nil {
+		return withResultType(pending(open, next), "input_required")
+	}
+	return withResultType(res.(P), "complete")
+}
+
+// firstRound is a stateless-era request's params as they go upstream: its
+// request state is Warden's, not the upstream's, and so are the answers of
+// a later round; a new request's answers, given before anything was asked,
+// are the upstream's to read.
+func firstRound(state *string, answers *mcp.InputResponseMap) {
+	if *state != "" {
+		*answers = nil
+	}
+	*state = ""
+}
+
 // callRounds runs a stateless-era client's tools/call over its rounds.
 func (v *view) callRounds(ctx context.Context, r *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	p := *r.Params
 	state, answers := p.RequestState, p.InputResponses
-	p.RequestState, p.InputResponses = "", nil
-	res, open, next, err := v.rounds.run(ctx, gateway.SessionClient{ServerSession: r.Session}, v.surface+"\x00tool\x00"+p.Name, state, answers,
-		func(ctx context.Context, c gateway.Client) (mcp.Result, error) {
+	firstRound(&p.RequestState, &p.InputResponses)
+	return inRounds(ctx, v, r.Session, "tool\x00"+p.Name, state, answers,
+		func(ctx context.Context, c gateway.Client) (*mcp.CallToolResult, error) {
 			ctx, after := upstream.WithAfterAnswer(ctx)
 			defer after.Run()
 			res, err := v.call(ctx, &p, c)
@@ -296,20 +332,20 @@ func (v *view) callRounds(ctx context.Context, r *mcp.CallToolRequest) (*mcp.Cal
 				return nil, err
 			}
 			return res.Tool()
+		},
+		func(open mcp.InputRequestMap, next string) *mcp.CallToolResult {
+			return &mcp.CallToolResult{InputRequests: open, RequestState: next}
 		})
-	if err != nil {
-		return nil, err
-	}
-	if open != nil {
-		return withResultType(&mcp.CallToolResult{InputRequests: open, RequestState: next}, "input_required")
-	}
-	return withResultType(res.(*mcp.CallToolResult), "complete")
 }
 
 // withResultType is res saying its result type, which a stateless-era
-// client requires. The SDK sets it only on results of the tool handlers it
-// calls itself, and tools/call is Warden's (see intercept).
-func withResultType(res *mcp.CallToolResult, t string) (*mcp.CallToolResult, error) {
+// client requires. The SDK sets it only on results of the handlers it
+// calls itself, and tools/call is Warden's (see intercept); the field is
+// the SDK's own, set from JSON.
+func withResultType[R any, P interface {
+	*R
+	mcp.Result
+}](res P, t string) (P, error) {
 	b, err := json.Marshal(res)
 	if err != nil {
 		return nil, err
@@ -322,6 +358,6 @@ func withResultType(res *mcp.CallToolResult, t string) (*mcp.CallToolResult, err
 	if b, err = json.Marshal(m); err != nil {
 		return nil, err
 	}
-	var out mcp.CallToolResult
-	return &out, json.Unmarshal(b, &out)
+	out := P(new(R))
+	return out, json.Unmarshal(b, out)
 }

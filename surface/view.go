@@ -166,6 +166,7 @@ func (v *view) call(ctx context.Context, p *mcp.CallToolParamsRaw, client gatewa
 	}
 	return v.g.CallTool(ctx, gateway.Call{
 		Server: t.server, Tool: t.name, Args: p.Arguments, Meta: hopMeta(p.Meta), Surface: v.surface, Client: client,
+		Answers: p.InputResponses,
 	})
 }
 

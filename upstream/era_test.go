@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/wardenmcp/warden/config"
 )
@@ -68,5 +69,68 @@ func TestCallOn2026SessionSendsStandardHeaders(t *testing.T) {
 		if v := got.Get(h); v != want {
 			t.Errorf("tools/call header %s = %q, want %q", h, v, want)
 		}
+	}
+}
+
+// askPeer answers every question with err.
+type askPeer struct {
+	nopPeer
+	err error
+}
+
+func (p askPeer) Ask(context.Context, string, string, mcp.InputRequest) (mcp.InputResponse, error) {
+	return nil, p.err
+}
+
+// A stateless-era upstream that asks for input which never comes has
+// answered every request it was sent, and is sent no other: the call ends
+// with a JSON-RPC error, an answered outcome (a write is not latched for
+// it), and the client's own refusal passes as it is.
+func TestRoundsWithoutAnswersAreAnswered(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "up", Version: "1"}, nil)
+	var calls sync.Mutex
+	sent := 0
+	mcp.AddTool(srv, &mcp.Tool{Name: "ask"}, func(ctx context.Context, req *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, any, error) {
+		calls.Lock()
+		sent++
+		calls.Unlock()
+		return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"user_name": &mcp.ElicitParams{Message: "name?"}}}, nil, nil
+	})
+	up := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Stateless: true}))
+	defer up.Close()
+	for _, c := range []struct {
+		name     string
+		peerErr  error
+		wantCode int64
+	}{
+		{"the client is gone", context.DeadlineExceeded, jsonrpc.CodeInternalError},
+		{"the client cannot elicit", &jsonrpc.Error{Code: mcp.CodeMissingRequiredClientCapabilities, Message: "no elicitation"}, mcp.CodeMissingRequiredClientCapabilities},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			conn := Start(&config.Server{Name: "up", URL: up.URL, Transport: config.TransportHTTP, CallTimeout: 10 * time.Second}, Options{Peer: askPeer{err: c.peerErr}})
+			defer conn.Stop()
+			if err := conn.Ready(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			calls.Lock()
+			sent = 0
+			calls.Unlock()
+			err := conn.Do(context.Background(), func(ctx context.Context, cs *mcp.ClientSession) error {
+				if v := cs.InitializeResult().ProtocolVersion; v != ProtocolVersion {
+					t.Fatalf("negotiated %s, want %s", v, ProtocolVersion)
+				}
+				_, err := conn.CallTool(ctx, cs, &mcp.CallToolParams{Name: "ask", Arguments: map[string]any{}}, nil)
+				return err
+			})
+			a := Answer(err)
+			if a == nil || a.Code != c.wantCode {
+				t.Fatalf("error %v; want an answered one of code %d", err, c.wantCode)
+			}
+			calls.Lock()
+			defer calls.Unlock()
+			if sent != 1 {
+				t.Errorf("the server was called %d times, want once", sent)
+			}
+		})
 	}
 }

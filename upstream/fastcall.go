@@ -432,12 +432,15 @@ func (c *Conn) CallTool(ctx context.Context, cs *mcp.ClientSession, params *mcp.
 	h := c.opts.Answers.hold()
 	defer afterAnswer(ctx, h.end)
 	ctx = withAnswerHold(ctx, h)
-	if !stateless(cs) {
-		if c.http != nil {
-			return c.callToolHTTP(ctx, cs, params)
-		}
-	} else {
+	if stateless(cs) {
 		params = askable(params, caller)
+	} else if params.InputResponses != nil {
+		p := *params
+		p.InputResponses = nil // a 2025 server has no use for them
+		params = &p
+	}
+	if c.http != nil && !stateless(cs) {
+		return c.callToolHTTP(ctx, cs, params)
 	}
 	res, err := cs.CallTool(ctx, params)
 	if err != nil {

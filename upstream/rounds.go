@@ -7,6 +7,7 @@ import (
 	"maps"
 	"sync"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -65,7 +66,14 @@ func (c *Conn) roundTrips(next mcp.MethodHandler) mcp.MethodHandler {
 			}
 			answers, err := c.answerAll(ctx, asks)
 			if err != nil {
-				return nil, err
+				if a := Answer(err); a != nil {
+					return nil, a // the client's refusal, such as a capability it lacks
+				}
+				// The server answered every request it was sent, and is
+				// not sent another: nothing is in doubt, unlike a 2025
+				// server left waiting on its own question.
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+					Message: fmt.Sprintf("%s: server %q asked for input that did not come (%v), so Warden did not call it again", method, c.Name, err)}
 			}
 			if req, err = again(req, answers, state); err != nil {
 				return nil, err
