@@ -73,12 +73,14 @@ func isStateless(ss *mcp.ServerSession) bool {
 
 // hopMeta is a request's _meta without the keys the protocol reserves for
 // the hop it came over (in the stateless era: the client's protocol
-// version, info, capabilities and log level). They describe the client's
-// connection to Warden, not Warden's to the upstream, which has its own.
+// version, info and capabilities). They describe the client's connection
+// to Warden, not Warden's to the upstream, which has its own. The log
+// level the request asks for stays: it is the client's wish of the
+// upstream too.
 func hopMeta(m mcp.Meta) mcp.Meta {
 	var out mcp.Meta
 	for k := range m {
-		if strings.HasPrefix(k, reservedMeta) {
+		if strings.HasPrefix(k, reservedMeta) && k != mcp.MetaKeyLogLevel {
 			if out == nil {
 				out = maps.Clone(m)
 			}

@@ -566,8 +566,22 @@ func (c *Conn) SetLogLevel(ctx context.Context, level mcp.LoggingLevel) error {
 	return setLevelOn(ctx, cs, level)
 }
 
+// exposedLevel is the log level clients set for the server, while they may
+// hear from it.
+func (c *Conn) exposedLevel() mcp.LoggingLevel {
+	c.mu.Lock()
+	level := c.logLevel
+	c.mu.Unlock()
+	if !c.exposed() {
+		return ""
+	}
+	return level
+}
+
+// setLevelOn sets the level on a session; a stateless-era server has none,
+// and is told the level with each call (see askable).
 func setLevelOn(ctx context.Context, cs *mcp.ClientSession, level mcp.LoggingLevel) error {
-	if cs.InitializeResult().Capabilities.Logging == nil {
+	if cs.InitializeResult().Capabilities.Logging == nil || stateless(cs) {
 		return nil
 	}
 	return cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: level})

@@ -134,3 +134,26 @@ func TestRoundsWithoutAnswersAreAnswered(t *testing.T) {
 		})
 	}
 }
+
+// A stateless-era call tells the upstream what the caller can answer and
+// the log level clients set, unless the call names its own.
+func TestAskable(t *testing.T) {
+	caller := &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{}, RootsV2: &mcp.RootCapabilities{}}
+	in := &mcp.CallToolParams{Name: "t", Meta: mcp.Meta{"progressToken": "p"}}
+	got := askable(in, caller, "debug")
+	b, _ := json.Marshal(got.Meta[mcp.MetaKeyClientCapabilities])
+	if string(b) != `{"elicitation":{},"roots":{}}` {
+		t.Errorf("capabilities %s, want elicitation and roots only", b)
+	}
+	if got.Meta[mcp.MetaKeyLogLevel] != mcp.LoggingLevel("debug") || got.Meta["progressToken"] != "p" {
+		t.Errorf("meta %v, want the level and the progress token", got.Meta)
+	}
+	if len(in.Meta) != 1 {
+		t.Errorf("the caller's params were changed: %v", in.Meta)
+	}
+	own := askable(&mcp.CallToolParams{Meta: mcp.Meta{mcp.MetaKeyLogLevel: "error"}}, nil, "debug")
+	b, _ = json.Marshal(own.Meta[mcp.MetaKeyClientCapabilities])
+	if own.Meta[mcp.MetaKeyLogLevel] != "error" || string(b) != `{}` {
+		t.Errorf("an operator call naming its level: %v, capabilities %s", own.Meta, b)
+	}
+}

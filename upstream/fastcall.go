@@ -433,7 +433,7 @@ func (c *Conn) CallTool(ctx context.Context, cs *mcp.ClientSession, params *mcp.
 	defer afterAnswer(ctx, h.end)
 	ctx = withAnswerHold(ctx, h)
 	if stateless(cs) {
-		params = askable(params, caller)
+		params = askable(params, caller, c.exposedLevel())
 	} else if params.InputResponses != nil {
 		p := *params
 		p.InputResponses = nil // a 2025 server has no use for them

@@ -144,8 +144,11 @@ func again(req mcp.Request, answers mcp.InputResponseMap, state string) (mcp.Req
 // calling client can answer (caller; nil for an operator call, which can
 // answer none). Without them the SDK would declare its own, which stand
 // for Warden's client, not the caller, and the upstream could not refuse
-// with MissingRequiredClientCapability as the protocol wants.
-func askable(params *mcp.CallToolParams, caller *mcp.ClientCapabilities) *mcp.CallToolParams {
+// with MissingRequiredClientCapability as the protocol wants. A call that
+// names no log level asks for level, the one 2025 clients set for the
+// server's session (see SetLogLevel): a stateless server has no session to
+// set it on.
+func askable(params *mcp.CallToolParams, caller *mcp.ClientCapabilities, level mcp.LoggingLevel) *mcp.CallToolParams {
 	var caps struct {
 		Sampling    *mcp.SamplingCapabilities    `json:"sampling,omitempty"`
 		Elicitation *mcp.ElicitationCapabilities `json:"elicitation,omitempty"`
@@ -160,5 +163,8 @@ func askable(params *mcp.CallToolParams, caller *mcp.ClientCapabilities) *mcp.Ca
 		p.Meta = mcp.Meta{}
 	}
 	p.Meta[mcp.MetaKeyClientCapabilities] = caps
+	if _, named := p.Meta[mcp.MetaKeyLogLevel]; !named && level != "" {
+		p.Meta[mcp.MetaKeyLogLevel] = level
+	}
 	return &p
 }
