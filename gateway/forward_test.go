@@ -214,10 +214,10 @@ func TestToolTokensCountVisibleTools(t *testing.T) {
 	if before == 0 {
 		t.Fatal("r's visible tool costs no tokens")
 	}
-	if _, err := p.Approvals.Block("r", []string{fixture.RichTool}); err != nil {
+	if _, err := p.Approvals.Block("r", []string{fixture.RichTool, fixture.RichMetaTool}); err != nil {
 		t.Fatal(err)
 	}
 	if after := g.ToolTokens("r"); after != 0 {
-		t.Errorf("with its only tool blocked, r costs %d tokens", after)
+		t.Errorf("with its tools blocked, r costs %d tokens", after)
 	}
 }
