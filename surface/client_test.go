@@ -144,4 +144,12 @@ func TestLogOutsideCalls(t *testing.T) {
 	if quiet.has(&quiet.logs, "for the loud") {
 		t.Error("a session that asked for errors only got an info message")
 	}
+
+	// Nor during its own call (the fast path sends on the call's stream).
+	if out, isErr, _, err := callText(t, csQuiet, fixture.RichTool, nil); err != nil || isErr || out != "Ada||client-model" {
+		t.Fatalf("the quiet session's call: %q %v (%v)", out, isErr, err)
+	}
+	if quiet.has(&quiet.logs, "asking") {
+		t.Error("a session that asked for errors only got a warning during its call")
+	}
 }
