@@ -240,8 +240,7 @@ func TestCloseWaitsForCallsInFlight(t *testing.T) {
 		}
 		done <- answer{text: text(res)}
 	}()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
+	ctx := testCtx(t)
 	if err := fx.WaitWriteDispatches(ctx, 1); err != nil {
 		t.Fatal(err)
 	}

@@ -13,8 +13,7 @@ import (
 // SessionClient passes what the gateway routes to a client on to the SDK
 // session of that client: the client's handlers answer and hear it.
 func TestSessionClient(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
+	ctx := testCtx(t)
 	progress := make(chan *mcp.ProgressNotificationParams, 1)
 	logs := make(chan *mcp.LoggingMessageParams, 1)
 	c := mcp.NewClient(&mcp.Implementation{Name: "downstream", Version: "1"}, &mcp.ClientOptions{

@@ -29,11 +29,17 @@ func start(t *testing.T, mcpServers string) *parts.Parts {
 	return p
 }
 
+// testCtx bounds one test's waits on the upstreams.
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
 // call runs a tools/call through the gateway from the /mcp surface.
 func call(t *testing.T, p *parts.Parts, server, tool, args string, client gateway.Client) (*mcp.CallToolResult, error) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
+	ctx := testCtx(t)
 	c := gateway.Call{Server: server, Tool: tool, Surface: "mcp", Client: client}
 	if args != "" {
 		c.Args = []byte(args)

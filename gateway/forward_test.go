@@ -69,8 +69,7 @@ func richPair(t *testing.T) (*parts.Parts, *fixture.Rich, *fixture.Rich) {
 func TestForwardingAndQuarantine(t *testing.T) {
 	p, _, _ := richPair(t)
 	g := p.Gateway
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
+	ctx := testCtx(t)
 
 	if ps := g.Prompts("r"); len(ps) != 1 || ps[0].Name != fixture.RichPrompt {
 		t.Errorf("prompts of r: %+v", ps)
@@ -148,8 +147,7 @@ func TestSubscriptions(t *testing.T) {
 	g := p.Gateway
 	v := &view{}
 	g.AddView(v)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
+	ctx := testCtx(t)
 	next := func() string {
 		t.Helper()
 		select {
@@ -195,8 +193,7 @@ func TestLogWithoutCallGoesToViews(t *testing.T) {
 	g := p.Gateway
 	v := &view{}
 	g.AddView(v)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
+	ctx := testCtx(t)
 	g.SetLogLevel(ctx, []string{"r"}, "debug")
 	for ss := range r.Server.Sessions() {
 		if err := ss.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Data: "from r"}); err != nil {

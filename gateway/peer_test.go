@@ -1,11 +1,9 @@
 package gateway_test
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/wardenmcp/warden/gateway"
@@ -19,8 +17,7 @@ func TestUpstreamTalksToItsCaller(t *testing.T) {
 	r := fixture.NewRich(t)
 	p := start(t, fmt.Sprintf(`{"r": {"url": %q, "trusted": true}}`, r.URL))
 	p.WaitListed(t, "r")
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
+	ctx := testCtx(t)
 	p.Gateway.SetLogLevel(ctx, []string{"r", "nosuch"}, "info")
 
 	c := &client{caps: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{}},

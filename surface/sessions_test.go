@@ -26,21 +26,16 @@ func TestSessionLimit(t *testing.T) {
 	e.WaitListed(t, "fx")
 	first := e.connect(t, "/mcp", nil, session2025)
 
-	req, _ := http.NewRequest(http.MethodPost, e.URL+"/mcp/fx", strings.NewReader(initialize))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp, body := rawPost(t, e.URL+"/mcp/fx", initialize, nil)
 	var refusal struct {
 		Error struct {
 			Code    int
 			Message string
 		}
 	}
-	json.NewDecoder(resp.Body).Decode(&refusal)
-	resp.Body.Close()
+	if err := json.Unmarshal([]byte(body), &refusal); err != nil {
+		t.Fatalf("a session over the limit: %d %q (%v)", resp.StatusCode, body, err)
+	}
 	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != "10" || refusal.Error.Code != -32000 ||
 		!strings.Contains(refusal.Error.Message, "1 client sessions open, its limit") {
 		t.Fatalf("a session over the limit: %d, Retry-After %q, %+v", resp.StatusCode, resp.Header.Get("Retry-After"), refusal)
@@ -79,34 +74,20 @@ func TestIdleSessionClosed(t *testing.T) {
 	streaming := e.connect(t, "/mcp/fx", nil, session2025)
 
 	// A raw session, initialized, then left alone.
-	resp, err := rawInit(e.URL + "/mcp/fx")
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp, _ := rawPost(t, e.URL+"/mcp/fx", initialize, nil)
 	id := resp.Header.Get("Mcp-Session-Id")
-	if code, _ := rawPost(t, e.URL+"/mcp/fx", `{"jsonrpc":"2.0","method":"notifications/initialized"}`, map[string]string{"Mcp-Session-Id": id}); code != http.StatusAccepted {
-		t.Fatalf("initialized: %d", code)
+	if resp, _ := rawPost(t, e.URL+"/mcp/fx", `{"jsonrpc":"2.0","method":"notifications/initialized"}`, map[string]string{"Mcp-Session-Id": id}); resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("initialized: %d", resp.StatusCode)
 	}
 	// Awaited without a request of its own, which would keep it alive.
 	parts.WaitFor(t, 20*time.Second, "the idle session to be closed", func() bool { return sessions() == 1 })
-	if code, _ := rawPost(t, e.URL+"/mcp/fx", `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, map[string]string{"Mcp-Session-Id": id}); code != http.StatusNotFound {
-		t.Errorf("a request of the closed session: %d, want 404", code)
+	if resp, _ := rawPost(t, e.URL+"/mcp/fx", `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, map[string]string{"Mcp-Session-Id": id}); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("a request of the closed session: %d, want 404", resp.StatusCode)
 	}
 	// The streaming session, older and as quiet, lives on.
 	if names := toolNames(t, streaming); !has(names, fixture.ToolEcho) {
 		t.Fatalf("the streaming session sees %v", names)
 	}
-}
-
-func rawInit(url string) (*http.Response, error) {
-	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(initialize))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	resp, err := http.DefaultClient.Do(req)
-	if err == nil {
-		resp.Body.Close()
-	}
-	return resp, err
 }
 
 // Two tools of a server whose aggregated names meet (one altered to fit

@@ -3,7 +3,6 @@ package surface_test
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -48,27 +47,6 @@ func TestStatelessClient(t *testing.T) {
 	}
 }
 
-// rawPost posts body to url with headers, answering the status and body.
-func rawPost(t *testing.T, url, body string, headers map[string]string) (int, string) {
-	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	for k, v := range headers {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
-}
-
 // resultText is the text of the tool result in an answer, JSON or one event.
 func resultText(t *testing.T, body string) string {
 	t.Helper()
@@ -102,34 +80,34 @@ func TestEraOfARawRequest(t *testing.T) {
 	meta := `"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"}, "io.modelcontextprotocol/clientCapabilities": {}}`
 
 	// Stateless, with the header: answered on its own, no session.
-	code, body := rawPost(t, url, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"fx__echo","arguments":{"x":1},`+meta+`}}`,
+	resp, body := rawPost(t, url, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"fx__echo","arguments":{"x":1},`+meta+`}}`,
 		stateless("fx__echo"))
-	if code != http.StatusOK || !strings.Contains(body, `{\"x\":1}`) || !strings.Contains(body, `"resultType":"complete"`) {
-		t.Errorf("a stateless call: %d %s", code, body)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, `{\"x\":1}`) || !strings.Contains(body, `"resultType":"complete"`) {
+		t.Errorf("a stateless call: %d %s", resp.StatusCode, body)
 	}
 
 	// The hop's own _meta keys do not go upstream; others do.
-	code, body = rawPost(t, url, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"r__meta",`+
+	resp, body = rawPost(t, url, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"r__meta",`+
 		strings.Replace(meta, `"_meta": {`, `"_meta": {"vendor/x": 1, `, 1)+`}}`, stateless("r__meta"))
-	if keys := resultText(t, body); code != http.StatusOK || keys != "vendor/x" {
-		t.Errorf("the upstream saw the _meta keys %q (%d %s); want vendor/x and none of the hop's", keys, code, body)
+	if keys := resultText(t, body); resp.StatusCode != http.StatusOK || keys != "vendor/x" {
+		t.Errorf("the upstream saw the _meta keys %q (%d %s); want vendor/x and none of the hop's", keys, resp.StatusCode, body)
 	}
 
 	// Without the header, the _meta tells the era.
-	code, body = rawPost(t, url, `{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{`+meta+`}}`, nil)
+	resp, body = rawPost(t, url, `{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{`+meta+`}}`, nil)
 	if !strings.Contains(strings.ToLower(body), "mcp-protocol-version") {
-		t.Errorf("a stateless request without its header: %d %s; want the stateless handler to ask for the header", code, body)
+		t.Errorf("a stateless request without its header: %d %s; want the stateless handler to ask for the header", resp.StatusCode, body)
 	}
 
 	// A request state Warden never gave.
-	code, body = rawPost(t, url, `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"fx__echo","requestState":"forged.1.AAAA",`+meta+`}}`, stateless("fx__echo"))
+	resp, body = rawPost(t, url, `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"fx__echo","requestState":"forged.1.AAAA",`+meta+`}}`, stateless("fx__echo"))
 	if !strings.Contains(body, "requestState is not one Warden gave") {
-		t.Errorf("a forged request state: %d %s", code, body)
+		t.Errorf("a forged request state: %d %s", resp.StatusCode, body)
 	}
 
 	// A session-era initialize without the header goes to the session handler.
-	code, body = rawPost(t, url, `{"jsonrpc":"2.0","id":5,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`, nil)
-	if code != http.StatusOK || !strings.Contains(body, `"protocolVersion":"2025-11-25"`) {
-		t.Errorf("a 2025 initialize: %d %s", code, body)
+	resp, body = rawPost(t, url, `{"jsonrpc":"2.0","id":5,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`, nil)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, `"protocolVersion":"2025-11-25"`) {
+		t.Errorf("a 2025 initialize: %d %s", resp.StatusCode, body)
 	}
 }
