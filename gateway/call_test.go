@@ -127,7 +127,7 @@ func TestCallRefusals(t *testing.T) {
 // nothing.
 func TestUnknownOutcomeLatchesWrites(t *testing.T) {
 	fx := fixture.NewServer(fixture.Options{})
-	p := start(t, fmt.Sprintf(`{"w": {"url": %q, "trusted": true, "callTimeout": "300ms"}}`, fx.Serve(t)))
+	p := start(t, fmt.Sprintf(`{"w": {"url": %q, "trusted": true, "callTimeout": "1s"}}`, fx.Serve(t)))
 	p.WaitListed(t, "w")
 
 	res, err := call(t, p, "w", fixture.ToolRead, `{"sleep_ms": 5000}`, nil)

@@ -62,7 +62,7 @@ func TestSessionLimit(t *testing.T) {
 // event stream open (as the SDK client does) is not idle.
 func TestIdleSessionClosed(t *testing.T) {
 	fx := fixture.NewServer(fixture.Options{})
-	e := newEnv(t, fmt.Sprintf(`{"fx": {"url": %q, "trusted": true}}`, fx.Serve(t)), 100*time.Millisecond, 0)
+	e := newEnv(t, fmt.Sprintf(`{"fx": {"url": %q, "trusted": true}}`, fx.Serve(t)), time.Second, 0)
 	e.WaitListed(t, "fx")
 	sessions := func() int {
 		n := 0
