@@ -8,12 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -106,24 +106,21 @@ func TestServeRejectsBadConfig(t *testing.T) {
 }
 
 // Rule 1: with no config file, serve starts with no servers, /healthz
-// answers and the log says how to add a server. It listens on the default
-// address (there is no file to say otherwise), so 127.0.0.1:7373 must be free.
+// answers and the log says how to add a server. It is told a free port with
+// --listen (without it, it would take the default address, which the config
+// tests check, and which another process may hold).
 func TestServeWithoutConfigFile(t *testing.T) {
 	bin := testenv.BuildBinary(t, "./cmd/warden")
-	ln, err := net.Listen("tcp", "127.0.0.1:7373")
-	if err != nil {
-		t.Fatalf("127.0.0.1:7373, the default listen address, is in use; this test needs it free: %v", err)
-	}
-	ln.Close()
+	listen := "127.0.0.1:" + strconv.Itoa(testenv.FreePort(t))
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "no-such-dir", "config.json")
 	state := filepath.Join(dir, "state")
 	var stderr lockedBuffer
-	cmd := exec.Command(bin, "serve", "--config", cfg, "--state-dir", state)
+	cmd := exec.Command(bin, "serve", "--config", cfg, "--state-dir", state, "--listen", listen)
 	cmd.Stderr = &stderr
 	p := testenv.StartProcess(t, cmd)
-	testenv.WaitHTTP(t, "http://127.0.0.1:7373/healthz", 20*time.Second)
-	resp, err := http.Get("http://127.0.0.1:7373/healthz")
+	testenv.WaitHTTP(t, "http://"+listen+"/healthz", 20*time.Second)
+	resp, err := http.Get("http://" + listen + "/healthz")
 	if err != nil {
 		t.Fatal(err)
 	}

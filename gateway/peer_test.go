@@ -1,0 +1,59 @@
+package gateway_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/wardenmcp/warden/gateway"
+	"github.com/wardenmcp/warden/internal/fixture"
+)
+
+// What an upstream sends during a call (progress under the client's own
+// token, log messages, elicitation, roots, sampling) reaches the client
+// that made the call, and the call's answer carries the client's answers.
+func TestUpstreamTalksToItsCaller(t *testing.T) {
+	r := fixture.NewRich(t)
+	p := start(t, fmt.Sprintf(`{"r": {"url": %q, "trusted": true}}`, r.URL))
+	p.WaitListed(t, "r")
+	ctx := testCtx(t)
+	p.Gateway.SetLogLevel(ctx, []string{"r", "nosuch"}, "info")
+
+	c := &client{caps: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{}},
+		elicit: func(*mcp.ElicitParams) (*mcp.ElicitResult, error) {
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"who": "Ada"}}, nil
+		}}
+	res, err := p.Gateway.CallTool(ctx, gateway.Call{Server: "r", Tool: fixture.RichTool, Surface: "mcp", Client: c,
+		Meta: mcp.Meta{"progressToken": "client-token-1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := decoded(t, res)
+	if out.IsError || text(out) != "Ada|file:///root-of-test|test-model" {
+		t.Fatalf("ask answered %+v %q; want the client's answers", out, text(out))
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.asked) != 1 || c.asked[0].Message != "who are you?" {
+		t.Errorf("the client was asked %+v", c.asked)
+	}
+	if len(c.progress) != 1 || c.progress[0].ProgressToken != "client-token-1" || c.progress[0].Message != "half way" {
+		t.Errorf("progress reached the client as %+v; want one, under the client's own token", c.progress)
+	}
+	if len(c.logs) != 1 || c.logs[0].Data != "asking" || c.logs[0].Level != "warning" {
+		t.Errorf("log messages reached the client as %+v", c.logs)
+	}
+}
+
+// An operator call (no client) of a tool that asks its client gets the
+// upstream's error about it, not another session's answer.
+func TestUpstreamRequestDuringOperatorCall(t *testing.T) {
+	r := fixture.NewRich(t)
+	p := start(t, fmt.Sprintf(`{"r": {"url": %q, "trusted": true}}`, r.URL))
+	p.WaitListed(t, "r")
+	res, err := call(t, p, "r", fixture.RichTool, "", nil)
+	if err == nil || !strings.Contains(err.Error(), "no client session is waiting on this server") {
+		t.Fatalf("ask without a client answered %v (%v); want the upstream's error that no client waits", res, err)
+	}
+}
