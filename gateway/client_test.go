@@ -48,14 +48,14 @@ func TestSessionClient(t *testing.T) {
 	if caps := sc.Capabilities(); caps.Elicitation == nil || caps.Sampling == nil {
 		t.Errorf("capabilities %+v; want elicitation and sampling", caps)
 	}
-	if er, err := sc.Elicit(ctx, &mcp.ElicitParams{Message: "sure?", RequestedSchema: map[string]any{"type": "object"}}); err != nil || er.Content["asked"] != "sure?" {
-		t.Errorf("elicit: %+v (%v)", er, err)
+	if a, err := sc.Ask(ctx, "", &mcp.ElicitParams{Message: "sure?", RequestedSchema: map[string]any{"type": "object"}}); err != nil || a.(*mcp.ElicitResult).Content["asked"] != "sure?" {
+		t.Errorf("elicit: %+v (%v)", a, err)
 	}
-	if cm, err := sc.CreateMessage(ctx, &mcp.CreateMessageWithToolsParams{MaxTokens: 1}); err != nil || cm.Model != "downstream-model" {
-		t.Errorf("sampling: %+v (%v)", cm, err)
+	if a, err := sc.Ask(ctx, "", &mcp.CreateMessageWithToolsParams{MaxTokens: 1}); err != nil || a.(*mcp.CreateMessageWithToolsResult).Model != "downstream-model" {
+		t.Errorf("sampling: %+v (%v)", a, err)
 	}
-	if rr, err := sc.ListRoots(ctx); err != nil || len(rr.Roots) != 1 || rr.Roots[0].URI != "file:///downstream" {
-		t.Errorf("roots: %+v (%v)", rr, err)
+	if a, err := sc.Ask(ctx, "", &mcp.ListRootsParams{}); err != nil || len(a.(*mcp.ListRootsResult).Roots) != 1 || a.(*mcp.ListRootsResult).Roots[0].URI != "file:///downstream" {
+		t.Errorf("roots: %+v (%v)", a, err)
 	}
 	sc.Progress(ctx, &mcp.ProgressNotificationParams{ProgressToken: "tok", Progress: 3})
 	sc.Log(ctx, &mcp.LoggingMessageParams{Level: "error", Data: "bad"})

@@ -155,18 +155,16 @@ type client struct {
 
 func (c *client) Capabilities() *mcp.ClientCapabilities { return c.caps }
 
-func (c *client) CreateMessage(ctx context.Context, p *mcp.CreateMessageWithToolsParams) (*mcp.CreateMessageWithToolsResult, error) {
-	return &mcp.CreateMessageWithToolsResult{Model: "test-model", Role: "assistant", Content: []mcp.Content{&mcp.TextContent{Text: "sampled"}}}, nil
-}
-
-func (c *client) Elicit(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
-	c.mu.Lock()
-	c.asked = append(c.asked, p)
-	c.mu.Unlock()
-	return c.elicit(p)
-}
-
-func (c *client) ListRoots(ctx context.Context) (*mcp.ListRootsResult, error) {
+func (c *client) Ask(ctx context.Context, _ string, q mcp.InputRequest) (mcp.InputResponse, error) {
+	switch p := q.(type) {
+	case *mcp.CreateMessageWithToolsParams:
+		return &mcp.CreateMessageWithToolsResult{Model: "test-model", Role: "assistant", Content: []mcp.Content{&mcp.TextContent{Text: "sampled"}}}, nil
+	case *mcp.ElicitParams:
+		c.mu.Lock()
+		c.asked = append(c.asked, p)
+		c.mu.Unlock()
+		return c.elicit(p)
+	}
 	return &mcp.ListRootsResult{Roots: []*mcp.Root{{URI: "file:///root-of-test"}}}, nil
 }
 

@@ -84,7 +84,7 @@ func TestForwardingAndQuarantine(t *testing.T) {
 		t.Errorf("instructions of r: %q", got)
 	}
 	var got string
-	err := g.Do(ctx, "r", func(ctx context.Context, cs *mcp.ClientSession) error {
+	err := g.Do(ctx, "r", nil, func(ctx context.Context, cs *mcp.ClientSession) error {
 		res, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: fixture.RichPrompt, Arguments: map[string]string{"who": "Ada"}})
 		if err == nil {
 			got = res.Messages[0].Content.(*mcp.TextContent).Text
@@ -105,7 +105,7 @@ func TestForwardingAndQuarantine(t *testing.T) {
 		do   func() error
 	}{
 		{"Do", func() error {
-			return g.Do(ctx, "q", func(context.Context, *mcp.ClientSession) error {
+			return g.Do(ctx, "q", nil, func(context.Context, *mcp.ClientSession) error {
 				t.Error("a request reached quarantined q")
 				return nil
 			})
@@ -119,7 +119,7 @@ func TestForwardingAndQuarantine(t *testing.T) {
 		}
 	}
 	var ref *gateway.Refusal
-	if err := g.Do(ctx, "nosuch", nil); !errors.As(err, &ref) || ref.Code != gateway.CodeUnavailable {
+	if err := g.Do(ctx, "nosuch", nil, nil); !errors.As(err, &ref) || ref.Code != gateway.CodeUnavailable {
 		t.Errorf("Do on a server not configured: %v", err)
 	}
 	if g.Prompts("nosuch") != nil || g.Tools("nosuch") != nil || g.Instructions("nosuch") != "" {

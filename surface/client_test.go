@@ -110,7 +110,7 @@ func TestClientWithoutCapabilities(t *testing.T) {
 	cs := e.connect(t, "/mcp", nil, session2025)
 	waitTools(t, cs, "the rich tool", func(n []string) bool { return has(n, "r__ask") })
 	out, _, _, err := callText(t, cs, "r__ask", nil)
-	if err == nil || !strings.Contains(err.Error(), "client does not support elicitation") {
+	if err == nil || !strings.Contains(err.Error(), "did not declare the capability elicitation/create needs") {
 		t.Fatalf("a call needing elicitation from a client without it: %q (%v); want the upstream's error", out, err)
 	}
 }

@@ -377,7 +377,10 @@ func (c *Conn) answerUpstream(ctx context.Context, cs *mcp.ClientSession, m rpcM
 	var result any
 	var err error
 	if q := question.New(m.Method); q != nil {
-		if err = json.Unmarshal(m.Params, q); err == nil {
+		if len(m.Params) > 0 { // roots/list may come without
+			err = json.Unmarshal(m.Params, q)
+		}
+		if err == nil {
 			result, err = c.opts.Peer.Ask(ctx, c.Name, "", q)
 		}
 	} else if m.Method == "ping" {
