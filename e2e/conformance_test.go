@@ -36,12 +36,21 @@ func TestConformanceThroughWarden(t *testing.T) {
 // itself) and a stateful one (2025 sessions only, which Warden translates
 // for stateless-era clients). And 2025-11-25 through the stateless one.
 //
-// Known short of the upstream directly (issue 13, left open): progress and
-// log messages of a stateless-era call, the upstream's own input request
-// keys (Warden names the questions itself), input-required rounds of
-// prompts/get and resources/read, and declining a call that needs a
-// capability the client did not declare (-32021); and the tasks extension,
-// which neither Warden nor the fixture's stateful mode serves.
+// Through Warden first: the fixture's list-changing tools add the same
+// tool and prompt each time, which is a change only the first time.
+//
+// Short of the stateless upstream directly by one check, by Warden's rule:
+// the tool the suite has the upstream add, to see tools/list_changed on a
+// subscription (a SHOULD), waits for an operator's approval, so the list
+// clients see does not change. Short of that with the stateful upstream by
+// 7 checks, for what a 2025 server cannot say: the names of its questions
+// (the suite looks for those its 2026 tools use: 4 checks, 2 of them the
+// rounds after, and 1 for answers sent before the question, which need the
+// names), and which questions the calling client can answer (a 2025
+// session declares capabilities once, for Warden: the tool that needs
+// sampling runs instead of refusing with -32021, 2 checks). The tasks
+// extension fails in all four runs: neither Warden nor the fixture serves
+// it.
 func TestConformance2026ThroughWarden(t *testing.T) {
 	stateless := testenv.StartStatelessEverythingServer(t)
 	stateful := testenv.StartEverythingServer(t)
@@ -53,18 +62,18 @@ func TestConformance2026ThroughWarden(t *testing.T) {
 	w.WaitReady(t, "sf")
 	req := []string{"--requirements", "2026-07-28"}
 
-	directSL, _, _ := testenv.RunConformance(t, stateless, req...)
-	directSF, _, _ := testenv.RunConformance(t, stateful, req...)
 	viaSL, _, outSL := testenv.RunConformance(t, w.URL("/mcp/sl"), req...)
 	viaSF, _, outSF := testenv.RunConformance(t, w.URL("/mcp/sf"), req...)
+	directSL, _, _ := testenv.RunConformance(t, stateless, req...)
+	directSF, _, _ := testenv.RunConformance(t, stateful, req...)
 	t.Logf("2026-07-28 requirements: stateless upstream %d directly, %d through Warden; stateful upstream %d directly, %d through Warden",
 		directSL, viaSL, directSF, viaSF)
-	// Measured when written: 165 and 155, 69 and 152-153.
-	if viaSL < directSL-14 {
-		t.Errorf("stateless upstream: %d checks passed through Warden, %d directly: more than the known 11-12 short\n%s", viaSL, directSL, outSL)
+	// Measured when written: 165 and 164, 69 and 157.
+	if viaSL < directSL-1 {
+		t.Errorf("stateless upstream: %d checks passed through Warden, %d directly: more than the one check short by Warden's rule\n%s", viaSL, directSL, outSL)
 	}
-	if viaSF < viaSL-3 || viaSF <= directSF {
-		t.Errorf("stateful upstream: %d checks passed through Warden (%d directly, %d through Warden with the stateless one): translating should pass nearly as many\n%s", viaSF, directSF, viaSL, outSF)
+	if viaSF < viaSL-7 || viaSF <= directSF {
+		t.Errorf("stateful upstream: %d checks passed through Warden (%d directly, %d through Warden with the stateless one): translating should pass all but the 7 a 2025 server cannot\n%s", viaSF, directSF, viaSL, outSF)
 	}
 
 	direct, _, _ := testenv.RunConformance(t, stateless)
