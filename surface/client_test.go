@@ -122,11 +122,12 @@ func TestLogOutsideCalls(t *testing.T) {
 	loud, quiet := &heard{}, &heard{}
 	csLoud := e.connect(t, "/mcp", answering(loud), session2025)
 	csQuiet := e.connect(t, "/mcp/r", answering(quiet), session2025)
-	// The upstream is asked for the level set last; each session filters.
-	if err := csQuiet.SetLoggingLevel(ctx(t), &mcp.SetLoggingLevelParams{Level: "error"}); err != nil {
+	// The upstream is asked for the most verbose level any session set,
+	// whatever the order; each session filters for itself.
+	if err := csLoud.SetLoggingLevel(ctx(t), &mcp.SetLoggingLevelParams{Level: "debug"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := csLoud.SetLoggingLevel(ctx(t), &mcp.SetLoggingLevelParams{Level: "debug"}); err != nil {
+	if err := csQuiet.SetLoggingLevel(ctx(t), &mcp.SetLoggingLevelParams{Level: "error"}); err != nil {
 		t.Fatal(err)
 	}
 	logUp := func(level mcp.LoggingLevel, data string) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/wardenmcp/warden/metrics"
+	"github.com/wardenmcp/warden/upstream"
 )
 
 // live is a downstream session, known from the moment the SDK names it (so
@@ -183,11 +184,7 @@ func (l *live) wants(level mcp.LoggingLevel) bool {
 	l.mu.Lock()
 	min := l.level
 	l.mu.Unlock()
-	return min != "" && levelRank[level] >= levelRank[min]
-}
-
-var levelRank = map[mcp.LoggingLevel]int{
-	"debug": 0, "info": 1, "notice": 2, "warning": 3, "error": 4, "critical": 5, "alert": 6, "emergency": 7,
+	return min != "" && upstream.LevelRank[level] >= upstream.LevelRank[min]
 }
 
 // enqueue queues a log message from server for the session, or drops it

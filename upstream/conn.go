@@ -552,11 +552,22 @@ func (c *Conn) noticeAllowed() bool {
 	return c.Config().Transport == "stdio" || c.notices.allow()
 }
 
+// LevelRank orders the log levels, the most verbose first.
+var LevelRank = map[mcp.LoggingLevel]int{
+	"debug": 0, "info": 1, "notice": 2, "warning": 3, "error": 4, "critical": 5, "alert": 6, "emergency": 7,
+}
+
 // SetLogLevel asks the upstream for log messages at level and above, now and
 // after every reconnect; while clients may not hear from it (see
-// Peer.Exposed), only once they may.
+// Peer.Exposed), only once they may. The upstream's level only ever gets
+// more verbose: several clients share it, each with a level of its own that
+// Warden filters for, and one asking for less must not silence another.
 func (c *Conn) SetLogLevel(ctx context.Context, level mcp.LoggingLevel) error {
 	c.mu.Lock()
+	if c.logLevel != "" && LevelRank[level] >= LevelRank[c.logLevel] {
+		c.mu.Unlock()
+		return nil
+	}
 	c.logLevel = level
 	cs := c.session
 	c.mu.Unlock()
