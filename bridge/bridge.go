@@ -349,6 +349,9 @@ func (b *Bridge) post(ctx context.Context, msg []byte, session, version string, 
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
 		setHeaders(req.Header, session, version)
+		if session == "" {
+			statelessHeaders(req.Header, msg)
+		}
 		if resp, err = b.Client.Do(req); err == nil {
 			break
 		}
@@ -372,8 +375,18 @@ func (b *Bridge) post(ctx context.Context, msg []byte, session, version string, 
 	case resp.StatusCode == http.StatusAccepted:
 		return newSession, nil
 	case resp.StatusCode >= 300:
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return "", fmt.Errorf("warden answered %s: %s", resp.Status, strings.TrimSpace(string(body)))
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, maxLine))
+		body = bytes.TrimSpace(body)
+		if isReplyTo(body, idKeyOf(msg)) {
+			// The stateless era answers a refused request with an HTTP
+			// status and its JSON-RPC error: the error is the answer.
+			emit(body)
+			return newSession, nil
+		}
+		if len(body) > 4096 {
+			body = body[:4096]
+		}
+		return "", fmt.Errorf("warden answered %s: %s", resp.Status, string(body))
 	case strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream"):
 		if _, err := readEvents(resp.Body, emit); err != nil {
 			return newSession, fmt.Errorf("%w: %v", errEnded, err)
@@ -396,6 +409,45 @@ func unreachable(err error) bool {
 	var op *net.OpError
 	return errors.As(err, &op) && op.Op == "dial"
 }
+
+// idKeyOf is the idKey of msg's id, "" if it has none.
+func idKeyOf(msg []byte) string {
+	var m envelope
+	if json.Unmarshal(msg, &m) != nil || !hasID(m.ID) {
+		return ""
+	}
+	return idKey(m.ID)
+}
+
+// statelessHeaders sets the headers the 2026-07-28 revision's HTTP transport
+// asks of a request that names that revision (or a later one) in its _meta:
+// it has no session, so the bridge has no version of its own to send.
+func statelessHeaders(h http.Header, msg []byte) {
+	var m struct {
+		Method string `json:"method"`
+		Params struct {
+			Name string `json:"name"`
+			URI  string `json:"uri"`
+			Meta struct {
+				Version string `json:"io.modelcontextprotocol/protocolVersion"`
+			} `json:"_meta"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(msg, &m) != nil || m.Params.Meta.Version < statelessSince {
+		return
+	}
+	h.Set("Mcp-Protocol-Version", m.Params.Meta.Version)
+	h.Set("Mcp-Method", m.Method)
+	switch m.Method {
+	case "tools/call", "prompts/get":
+		h.Set("Mcp-Name", m.Params.Name)
+	case "resources/read":
+		h.Set("Mcp-Name", m.Params.URI)
+	}
+}
+
+// statelessSince is the first revision without sessions.
+const statelessSince = "2026-07-28"
 
 func setHeaders(h http.Header, session, version string) {
 	if session != "" {

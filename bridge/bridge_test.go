@@ -322,3 +322,69 @@ func TestBridgeWithoutDaemon(t *testing.T) {
 		t.Fatalf("Run without a daemon: %v, want an error that names \"warden serve\"", err)
 	}
 }
+
+// A client of the 2026-07-28 revision has no session: each request goes
+// with the headers that revision's HTTP transport asks for, and a request
+// the endpoint refuses with an HTTP status gets its JSON-RPC error as the
+// answer.
+func TestStatelessClient(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "fake-warden", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "echo"}, func(ctx context.Context, req *mcp.CallToolRequest, in map[string]any) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprint(in["say"])}}}, nil, nil
+	})
+	var mu sync.Mutex
+	var headers []http.Header
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Stateless: true})
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		headers = append(headers, r.Header.Clone())
+		mu.Unlock()
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ts.Close)
+
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		_ = (&Bridge{URL: ts.URL}).Run(context.Background(), inR, outW)
+		outW.Close()
+	}()
+	t.Cleanup(func() {
+		go io.Copy(io.Discard, outR)
+		inW.Close()
+		<-stopped
+	})
+	c := mcp.NewClient(&mcp.Implementation{Name: "stdio-client", Version: "1"}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cs, err := c.Connect(ctx, &mcp.IOTransport{Reader: outR, Writer: inW}, &mcp.ClientSessionOptions{ProtocolVersion: "2026-07-28"})
+	if err != nil {
+		t.Fatalf("connect through the bridge: %v", err)
+	}
+	defer cs.Close()
+	if v := cs.InitializeResult().ProtocolVersion; v != "2026-07-28" {
+		t.Fatalf("negotiated %s through the bridge, want 2026-07-28", v)
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"say": "hi"}})
+	if err != nil || res.Content[0].(*mcp.TextContent).Text != "hi" {
+		t.Fatalf("call: %+v (%v)", res, err)
+	}
+	mu.Lock()
+	last := headers[len(headers)-1]
+	mu.Unlock()
+	for k, want := range map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "echo"} {
+		if got := last.Get(k); got != want {
+			t.Errorf("tools/call went with %s: %q, want %q", k, got, want)
+		}
+	}
+	if last.Get("Mcp-Session-Id") != "" {
+		t.Errorf("a stateless request went with a session id")
+	}
+	// The endpoint answers an unknown method with 404 and its JSON-RPC error.
+	_, err = cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "nope"}) // the server has no prompts
+	if err == nil || strings.Contains(err.Error(), "warden answered") {
+		t.Errorf("an unknown prompt: %v; want the endpoint's own JSON-RPC error", err)
+	}
+}

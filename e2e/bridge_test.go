@@ -120,3 +120,29 @@ func TestBridgeStartsWithoutTheDaemonsVariables(t *testing.T) {
 		t.Fatalf("echo answered %q", got)
 	}
 }
+
+// A client of the 2026-07-28 revision speaks it through `warden stdio` too:
+// no session, each request answered on its own, through the same policy.
+func TestBridgeStatelessClient(t *testing.T) {
+	f := fixture.NewServer(fixture.Options{})
+	w := wardentest.Start(t, map[string]any{"up": map[string]any{"url": f.Serve(t), "trusted": true}})
+	w.WaitReady(t, "up")
+	c := mcp.NewClient(&mcp.Implementation{Name: "stdio-client", Version: "1"}, nil)
+	cmd := exec.Command(testenv.BuildBinary(t, "./cmd/warden"), "stdio", "--config", w.ConfigPath, "--state-dir", w.StateDir)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cs, err := c.Connect(ctx, &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: "2026-07-28"})
+	if err != nil {
+		t.Fatalf("connect through warden stdio: %v", err)
+	}
+	defer cs.Close()
+	if v := cs.InitializeResult().ProtocolVersion; v != "2026-07-28" {
+		t.Fatalf("negotiated %s through warden stdio, want 2026-07-28", v)
+	}
+	if got := callText(t, cs, "up__echo", map[string]any{"n": 1}); got != `{"n":1}` {
+		t.Fatalf("echo answered %q", got)
+	}
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "up__nope", Arguments: map[string]any{}}); err == nil || strings.Contains(err.Error(), "warden answered") {
+		t.Errorf("an unknown tool: %v; want Warden's JSON-RPC error", err)
+	}
+}
