@@ -14,6 +14,9 @@ import (
 // track), and its "calling notifications/...: ..." warning for each
 // notification a client could not be sent: a client without an open event
 // stream is normal, and every list change would warn once per such client.
+// Its error for a request of a method the 2026-07-28 revision removed is
+// the client's probe of the era (initialize, ping), answered as the
+// protocol says: debug too.
 func sdkLog(log *slog.Logger, endpoint string) *slog.Logger {
 	return slog.New(quietHandler{log.Handler()}).With("endpoint", endpoint)
 }
@@ -21,7 +24,8 @@ func sdkLog(log *slog.Logger, endpoint string) *slog.Logger {
 type quietHandler struct{ slog.Handler }
 
 func (h quietHandler) Handle(ctx context.Context, r slog.Record) error {
-	if r.Level == slog.LevelInfo || r.Level == slog.LevelWarn && strings.HasPrefix(r.Message, "calling notifications/") {
+	if r.Level == slog.LevelInfo || r.Level == slog.LevelWarn && strings.HasPrefix(r.Message, "calling notifications/") ||
+		r.Level == slog.LevelError && r.Message == "method removed in the new protocol" {
 		if !h.Handler.Enabled(ctx, slog.LevelDebug) {
 			return nil
 		}
