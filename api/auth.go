@@ -22,16 +22,16 @@ func (a *handler) authServer(w http.ResponseWriter, r *http.Request) (*config.Se
 	if !ok {
 		return nil, false
 	}
-	c, live := a.Gateway.Conn(sc.Name)
+	cfg, live := a.Gateway.LiveConfig(sc.Name)
 	switch {
 	case a.Auth == nil:
 		fail(w, http.StatusNotFound, "not_found", "this Warden has no OAuth support")
 	case !live:
 		fail(w, http.StatusConflict, "server_disabled", "server "+sc.Name+" is disabled: to log in to it, "+gateway.DisabledHelp)
-	case c.Config().Transport == config.TransportStdio:
+	case cfg.Transport == config.TransportStdio:
 		fail(w, http.StatusBadRequest, "not_http", "server "+sc.Name+" is a stdio server: OAuth is for HTTP servers")
 	default:
-		return c.Config(), true
+		return cfg, true
 	}
 	return nil, false
 }

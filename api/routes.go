@@ -12,16 +12,12 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/wardenmcp/warden/approval"
 	"github.com/wardenmcp/warden/gateway"
-	"github.com/wardenmcp/warden/upstream"
 	"github.com/wardenmcp/warden/writes"
 )
 
 func (a *handler) serverInfo(sc ServerConfig) Server {
 	s := Server{Name: sc.Name, Transport: sc.Transport, Target: sc.Target, Trusted: sc.Trusted, Disabled: sc.Disabled,
-		State: upstream.Status{State: upstream.StateStopped}, ConfigError: sc.ConfigError}
-	if c, ok := a.Gateway.Conn(sc.Name); ok {
-		s.State = c.Status()
-	}
+		State: a.Gateway.Connection(sc.Name), ConfigError: sc.ConfigError}
 	if st, ok := a.Approvals.Server(sc.Name); ok {
 		s.Quarantined, s.Tools = st.Quarantined, st.Counts
 	}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/wardenmcp/warden/approval"
-	"github.com/wardenmcp/warden/upstream"
+	"github.com/wardenmcp/warden/gateway"
 )
 
 // Status answers GET /v1/status.
@@ -29,15 +29,15 @@ type Status struct {
 
 // Server answers GET /v1/servers/{s}.
 type Server struct {
-	Name        string          `json:"name"`
-	Transport   string          `json:"transport"`
-	Target      string          `json:"target"` // command or URL, without secrets
-	Trusted     bool            `json:"trusted"`
-	Quarantined bool            `json:"quarantined"`
-	Disabled    bool            `json:"disabled"`
-	State       upstream.Status `json:"connection"`
-	Tools       approval.Counts `json:"tools"`
-	ToolTokens  int             `json:"tool_tokens"` // its visible tools' definitions on /mcp, bytes / 4
+	Name        string             `json:"name"`
+	Transport   string             `json:"transport"`
+	Target      string             `json:"target"` // command or URL, without secrets
+	Trusted     bool               `json:"trusted"`
+	Quarantined bool               `json:"quarantined"`
+	Disabled    bool               `json:"disabled"`
+	State       gateway.Connection `json:"connection"`
+	Tools       approval.Counts    `json:"tools"`
+	ToolTokens  int                `json:"tool_tokens"` // its visible tools' definitions on /mcp, bytes / 4
 	// ConfigError says why the server's entry in the config file cannot be
 	// loaded; a server that ran before keeps its previous entry.
 	ConfigError string `json:"config_error,omitempty"`

@@ -273,7 +273,7 @@ func (s *Surfaces) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		serve(v, h, stateless, w, r)
 		return
 	}
-	if _, ok := s.g.Conn(server); !ok {
+	if _, ok := s.g.LiveConfig(server); !ok {
 		msg := "no server named " + server + " is configured; see: warden servers list"
 		if s.g.Disabled(server) {
 			msg = "server " + server + " is disabled; to use it, " + gateway.DisabledHelp
@@ -369,7 +369,7 @@ func (s *Surfaces) update() {
 			if s.searchOn.Load() {
 				s.search.Changed(server)
 			}
-			if _, live := s.g.Conn(server); !live {
+			if _, live := s.g.LiveConfig(server); !live {
 				s.forget(server) // removed: its endpoint answers 404 now
 				continue
 			}

@@ -182,7 +182,7 @@ func (v *view) resolve(name string) (ref, bool) {
 	if !found || Join(server, tool) != name {
 		return ref{}, false
 	}
-	if _, ok := v.g.Conn(server); !ok && !v.g.Disabled(server) {
+	if _, ok := v.g.LiveConfig(server); !ok && !v.g.Disabled(server) {
 		return ref{}, false
 	}
 	return ref{server, tool}, true // a disabled server's call is refused, saying so

@@ -20,6 +20,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/wardenmcp/warden/api"
 	"github.com/wardenmcp/warden/approval"
+	"github.com/wardenmcp/warden/gateway"
 	"github.com/wardenmcp/warden/config"
 	"github.com/wardenmcp/warden/internal/state"
 	"github.com/wardenmcp/warden/upstream"
@@ -584,10 +585,10 @@ func TestStatusAndJSON(t *testing.T) {
 	f := newFakeAPI(t)
 	st := api.Status{Version: "1.2.3", UptimeSeconds: 3725, ConfigPath: f.config, Listen: "127.0.0.1:7373",
 		Servers: []api.Server{
-			{Name: "memory", Transport: "stdio", Target: "npx", State: upstream.Status{State: upstream.StateReady},
+			{Name: "memory", Transport: "stdio", Target: "npx", State: gateway.Connection{State: upstream.StateReady},
 				Tools: approval.Counts{Approved: 9}},
 			{Name: "remote", Transport: "http", Target: "https://example.test/mcp", Quarantined: true,
-				State: upstream.Status{State: upstream.StateBackoff, Error: "connection refused"}, Tools: approval.Counts{Pending: 4}},
+				State: gateway.Connection{State: upstream.StateBackoff, Error: "connection refused"}, Tools: approval.Counts{Pending: 4}},
 		}}
 	f.handle("GET /v1/status", 200, st)
 	code, out, stderr := f.run("", "status")
@@ -917,7 +918,7 @@ func TestFindsDaemonThroughItsRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	refused := "config " + f.config + ": line 1, column 42: invalid JSON: the file ends before the JSON does"
-	servers := []api.Server{{Name: "memory", Transport: "stdio", State: upstream.Status{State: upstream.StateReady}},
+	servers := []api.Server{{Name: "memory", Transport: "stdio", State: gateway.Connection{State: upstream.StateReady}},
 		{Name: "remote", ConfigError: "config " + f.config + ": mcpServers.remote.url: is not an http:// or https:// URL"}}
 	f.handle("GET /v1/status", 200, api.Status{Version: "1", ConfigPath: f.config, ReloadError: refused, Servers: servers})
 	for _, cmd := range []string{"status", "servers"} {
