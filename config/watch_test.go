@@ -17,7 +17,8 @@ func startWatch(t *testing.T, path string) <-chan struct{} {
 	ready := make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
-		done <- watch(ctx, path, 50*time.Millisecond, func() { changes <- struct{}{} }, func() { close(ready) })
+		// 250ms: room for a loaded machine between the steps of one write.
+		done <- watch(ctx, path, 250*time.Millisecond, func() { changes <- struct{}{} }, func() { close(ready) })
 	}()
 	select {
 	case <-ready:
