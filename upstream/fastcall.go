@@ -442,7 +442,7 @@ func (c *Conn) CallTool(ctx context.Context, cs *mcp.ClientSession, params *mcp.
 		p.InputResponses = nil // a 2025 server has no use for them
 		params = &p
 	}
-	if c.http != nil && !stateless(cs) {
+	if c.http != nil && !stateless(cs) && !c.opts.NoFastPath {
 		return c.callToolHTTP(ctx, cs, params)
 	}
 	res, err := cs.CallTool(ctx, params)
