@@ -1,0 +1,280 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/wardenmcp/warden/daemon"
+	"github.com/wardenmcp/warden/internal/fixture"
+	"github.com/wardenmcp/warden/internal/testenv"
+	"github.com/wardenmcp/warden/internal/wardentest"
+)
+
+// The differential tests: the same requests through a Warden with its
+// tools/call fast paths (surface/fast.go downstream, upstream/fastcall.go
+// upstream) and through one with them off (WARDEN_FASTPATH=off: the SDK's
+// server and client carry everything) must get the same answers, ids aside.
+
+// startPaths starts two Wardens on the servers each gets from servers: the
+// first with the fast paths, the second without.
+func startPaths(t *testing.T, servers func(path string) map[string]any) (fast, sdk *wardentest.Warden) {
+	t.Helper()
+	fast = wardentest.Start(t, servers("fast"))
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.json")
+	wardentest.WriteConfig(t, cfg, servers("sdk"))
+	sdk = wardentest.StartWith(t, cfg, filepath.Join(dir, "state"), func(o *daemon.Options) { o.NoFastPath = true })
+	return fast, sdk
+}
+
+// The official suite's 2025-11-25 scenarios through both, each Warden on a
+// stateful fixture of its own (its list-changing tools change a list only
+// the first time): every check of every scenario has the same status.
+func TestDifferentialConformance(t *testing.T) {
+	fast, sdk := startPaths(t, func(string) map[string]any {
+		return map[string]any{"everything": map[string]any{"url": testenv.StartEverythingServer(t), "trusted": true}}
+	})
+	fast.WaitReady(t, "everything")
+	sdk.WaitReady(t, "everything")
+	results := map[string]map[string][]string{}
+	for name, w := range map[string]*wardentest.Warden{"fast": fast, "sdk": sdk} {
+		dir := t.TempDir()
+		passed, failed, _ := testenv.RunConformance(t, w.URL("/mcp/everything"), "-o", dir)
+		t.Logf("%s paths: %d passed, %d failed", name, passed, failed)
+		results[name] = readChecks(t, dir)
+	}
+	if len(results["fast"]) == 0 {
+		t.Fatal("the suite wrote no results")
+	}
+	for scenario, want := range results["sdk"] {
+		if got := results["fast"][scenario]; !slices.Equal(got, want) {
+			t.Errorf("scenario %s: fast paths %v, SDK %v", scenario, got, want)
+		}
+	}
+	for scenario := range results["fast"] {
+		if _, ok := results["sdk"][scenario]; !ok {
+			t.Errorf("scenario %s ran only with the fast paths", scenario)
+		}
+	}
+}
+
+// readChecks reads the suite's -o directory: each scenario's checks as
+// "id status", in order.
+func readChecks(t *testing.T, dir string) map[string][]string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*", "checks.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stamp := regexp.MustCompile(`-\d{4}-\d\d-\d\dT[\d-]+Z$`)
+	out := map[string][]string{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var checks []struct{ ID, Status string }
+		if err := json.Unmarshal(b, &checks); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		scenario := stamp.ReplaceAllString(filepath.Base(filepath.Dir(f)), "")
+		for _, c := range checks {
+			out[scenario] = append(out[scenario], c.ID+" "+c.Status)
+		}
+	}
+	return out
+}
+
+// A fixed set of raw tools/call requests through both, each Warden on a
+// chatty fixture of its own: an upstream JSON-RPC error with its own code
+// and data, a call without arguments, an unknown tool, a call during which
+// the upstream pings the client, asks it an unknown method and cancels an
+// elicitation it sent, and a call the client cancels. What the client
+// receives on each call's stream is the same, ids aside, and so is what
+// the upstream hears of the cancellation.
+func TestDifferentialCalls(t *testing.T) {
+	type side struct {
+		f   *fixture.Fixture
+		ids *callIDs
+		url string
+		s   *fpSession
+	}
+	sides := map[string]*side{"fast": {}, "sdk": {}}
+	for _, sd := range sides {
+		sd.f, sd.ids = fixture.NewServer(fixture.Options{}), &callIDs{}
+		ts := httptest.NewServer(sd.ids.observe(sd.f.Chatty()))
+		t.Cleanup(func() { ts.CloseClientConnections(); ts.Close() })
+		sd.url = ts.URL + "/mcp"
+	}
+	fast, sdk := startPaths(t, func(path string) map[string]any {
+		return map[string]any{"s": map[string]any{"url": sides[path].url, "trusted": true}}
+	})
+	sides["fast"].s, sides["sdk"].s = diffOpen(t, fast), diffOpen(t, sdk)
+
+	calls := []struct{ name, params string }{
+		{"upstream JSON-RPC error", `{"name":"rpc_error","arguments":{}}`},
+		{"no arguments", `{"name":"echo"}`},
+		{"unknown tool", `{"name":"no_such_tool","arguments":{}}`},
+		{"upstream pings, asks an unknown method, cancels its question", `{"name":"chatty","arguments":{}}`},
+	}
+	got := map[string]map[string]string{}
+	for name, sd := range sides {
+		got[name] = map[string]string{}
+		for i, c := range calls {
+			body := `{"jsonrpc":"2.0","id":` + string(rune('1'+i)) + `,"method":"tools/call","params":` + c.params + `}`
+			code, answer, _ := sd.s.send("POST", body, nil)
+			got[name][c.name] = http.StatusText(code) + "\n" + stripIDs(t, answer)
+			if c.name == calls[3].name {
+				// The question went to the client on the path under test.
+				fastID := strings.Contains(answer, `"id":"warden-fp-`)
+				if fastID != (name == "fast") {
+					t.Errorf("%s: the elicitation's id says the fast path is %v:\n%s", name, fastID, answer)
+				}
+			}
+		}
+		got[name]["cancelled by the client"] = cancelledCall(t, sd.s, sd.f)
+		if kinds := sd.ids.kinds(); !slices.Equal(kinds, []string{map[string]string{"fast": "string", "sdk": "number"}[name]}) {
+			t.Errorf("%s: ids of the tools/call requests upstream were of kinds %v: not the path under test", name, kinds)
+		}
+	}
+	for _, c := range append(calls, struct{ name, params string }{name: "cancelled by the client"}) {
+		if f, s := got["fast"][c.name], got["sdk"][c.name]; f != s {
+			t.Errorf("%s: the paths differ\nfast paths:\n%s\nSDK:\n%s", c.name, f, s)
+		}
+	}
+}
+
+// diffOpen opens a raw 2025-11-25 session on /mcp/s of w, as a client that
+// answers elicitation, once the chatty tool is listed.
+func diffOpen(t *testing.T, w *wardentest.Warden) *fpSession {
+	t.Helper()
+	w.WaitReady(t, "s")
+	s := &fpSession{t: t, url: w.URL("/mcp/s")}
+	code, _, hdr := s.send("POST", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"raw","version":"1"}}}`, nil)
+	if code != http.StatusOK {
+		t.Fatalf("initialize: %d", code)
+	}
+	s.id = hdr.Get("Mcp-Session-Id")
+	if code, body, _ := s.send("POST", `{"jsonrpc":"2.0","method":"notifications/initialized"}`, nil); code != http.StatusAccepted {
+		t.Fatalf("initialized: %d %s", code, body)
+	}
+	wardentest.WaitFor(t, 20*time.Second, "the tools listed", func() bool {
+		_, body, _ := s.send("POST", `{"jsonrpc":"2.0","id":"l","method":"tools/list"}`, nil)
+		return strings.Contains(body, fixture.ToolChatty)
+	})
+	return s
+}
+
+// cancelledCall sends a slow write, cancels it once it reached the
+// upstream, and returns what the client got and whether the upstream saw
+// the cancellation.
+func cancelledCall(t *testing.T, s *fpSession, f *fixture.Fixture) string {
+	t.Helper()
+	answer := make(chan string, 1)
+	go func() {
+		code, body, _ := s.send("POST", `{"jsonrpc":"2.0","id":"c","method":"tools/call","params":{"name":"write_value","arguments":{"key":"k","value":"v","sleep_ms":20000}}}`, nil)
+		answer <- http.StatusText(code) + "\n" + stripIDs(t, body)
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := f.WaitWriteDispatches(ctx, 1); err != nil {
+		t.Fatalf("the write did not reach the upstream: %v", err)
+	}
+	if code, body, _ := s.send("POST", `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"c","reason":"the test cancels"}}`, nil); code != http.StatusAccepted {
+		t.Fatalf("notifications/cancelled: %d %s", code, body)
+	}
+	var got string
+	select {
+	case got = <-answer:
+	case <-ctx.Done():
+		t.Fatal("no answer to the cancelled call within 20s")
+	}
+	wardentest.WaitFor(t, 10*time.Second, "the upstream told of the cancellation", func() bool { return f.WritesCancelled() == 1 })
+	return got
+}
+
+// stripIDs turns a call's answer (JSON, or an event stream) into its
+// messages, one a line, without their ids and the ids they refer to.
+func stripIDs(t *testing.T, body string) string {
+	t.Helper()
+	var msgs []string
+	if strings.HasPrefix(body, "{") {
+		msgs = []string{body}
+	} else {
+		for line := range strings.SplitSeq(body, "\n") {
+			if d, ok := strings.CutPrefix(line, "data:"); ok && strings.TrimSpace(d) != "" {
+				msgs = append(msgs, strings.TrimSpace(d))
+			}
+		}
+	}
+	var out []string
+	for _, m := range msgs {
+		var v map[string]any
+		if err := json.Unmarshal([]byte(m), &v); err != nil {
+			t.Fatalf("not a JSON-RPC message: %v: %s", err, m)
+		}
+		delete(v, "id")
+		if p, ok := v["params"].(map[string]any); ok {
+			delete(p, "requestId")
+		}
+		b, _ := json.Marshal(v)
+		out = append(out, string(b))
+	}
+	return strings.Join(out, "\n")
+}
+
+// callIDs notes the kinds of the ids of the tools/call requests an upstream
+// receives: the fast path's are strings, the SDK client's numbers.
+type callIDs struct {
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+func (c *callIDs) observe(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			body, _ := io.ReadAll(r.Body)
+			var m struct {
+				ID     json.RawMessage `json:"id"`
+				Method string          `json:"method"`
+			}
+			if json.Unmarshal(body, &m) == nil && m.Method == "tools/call" {
+				kind := "number"
+				if bytes.HasPrefix(m.ID, []byte(`"`)) {
+					kind = "string"
+				}
+				c.mu.Lock()
+				if c.seen == nil {
+					c.seen = map[string]bool{}
+				}
+				c.seen[kind] = true
+				c.mu.Unlock()
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (c *callIDs) kinds() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for k := range c.seen {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
