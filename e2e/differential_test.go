@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -106,15 +107,17 @@ func readChecks(t *testing.T, dir string) map[string][]string {
 // the upstream hears of the cancellation.
 func TestDifferentialCalls(t *testing.T) {
 	type side struct {
-		f   *fixture.Fixture
-		ids *callIDs
-		url string
-		s   *fpSession
+		f      *fixture.Fixture
+		ids    *callIDs
+		url    string
+		s      *fpSession
+		asked  chan struct{} // closed when the client has the chatty tool's question
+		closed sync.Once
 	}
 	sides := map[string]*side{"fast": {}, "sdk": {}}
 	for _, sd := range sides {
-		sd.f, sd.ids = fixture.NewServer(fixture.Options{}), &callIDs{}
-		ts := httptest.NewServer(sd.ids.observe(sd.f.Chatty()))
+		sd.f, sd.ids, sd.asked = fixture.NewServer(fixture.Options{}), &callIDs{}, make(chan struct{})
+		ts := httptest.NewServer(sd.ids.observe(sd.f.Chatty(sd.asked)))
 		t.Cleanup(func() { ts.CloseClientConnections(); ts.Close() })
 		sd.url = ts.URL + "/mcp"
 	}
@@ -134,7 +137,11 @@ func TestDifferentialCalls(t *testing.T) {
 		got[name] = map[string]string{}
 		for i, c := range calls {
 			body := `{"jsonrpc":"2.0","id":` + string(rune('1'+i)) + `,"method":"tools/call","params":` + c.params + `}`
-			code, answer, _ := sd.s.send("POST", body, nil)
+			code, answer := sd.s.stream(body, func(msg string) {
+				if strings.Contains(msg, `"method":"elicitation/create"`) {
+					sd.closed.Do(func() { close(sd.asked) })
+				}
+			})
 			got[name][c.name] = http.StatusText(code) + "\n" + stripIDs(t, answer)
 			if c.name == calls[3].name {
 				// The question went to the client on the path under test.
@@ -175,6 +182,32 @@ func diffOpen(t *testing.T, w *wardentest.Warden) *fpSession {
 		return strings.Contains(body, fixture.ToolChatty)
 	})
 	return s
+}
+
+// stream posts a request and reads its answer as it comes, handing each
+// event's data to seen; it returns the status and the whole body.
+func (s *fpSession) stream(body string, seen func(data string)) (int, string) {
+	s.t.Helper()
+	req, _ := http.NewRequest("POST", s.url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	req.Header.Set("Mcp-Session-Id", s.id)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		s.t.Fatalf("POST: %v", err)
+	}
+	defer resp.Body.Close()
+	var all strings.Builder
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		all.WriteString(sc.Text() + "\n")
+		if d, ok := strings.CutPrefix(sc.Text(), "data:"); ok {
+			seen(d)
+		}
+	}
+	return resp.StatusCode, strings.TrimSuffix(all.String(), "\n")
 }
 
 // cancelledCall sends a slow write, cancels it once it reached the
