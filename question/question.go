@@ -51,6 +51,32 @@ func NewAnswer(q mcp.InputRequest) mcp.InputResponse {
 	return &mcp.ListRootsResult{}
 }
 
+// Prepare is q as it goes to a 2025 client, filled in as the SDK's server
+// session fills it before sending: an elicitation's mode inferred ("url"
+// when it names a URL or an elicitation id, else "form"), a sampling
+// request's messages never null. The fast path, which sends questions
+// itself, uses it so that a client gets the same request on either path.
+func Prepare(q mcp.InputRequest) mcp.InputRequest {
+	switch p := q.(type) {
+	case *mcp.ElicitParams:
+		if p.Mode == "" {
+			c := *p
+			c.Mode = "form"
+			if p.URL != "" || p.ElicitationID != "" {
+				c.Mode = "url"
+			}
+			return &c
+		}
+	case *mcp.CreateMessageWithToolsParams:
+		if p.Messages == nil {
+			c := *p
+			c.Messages = []*mcp.SamplingMessageV2{}
+			return &c
+		}
+	}
+	return q
+}
+
 // Capable refuses q, with the protocol's MissingRequiredClientCapability
 // error, when caps do not declare what answering it takes. Roots are asked
 // of any client: one without them answers with an error of its own.
