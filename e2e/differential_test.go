@@ -107,17 +107,19 @@ func readChecks(t *testing.T, dir string) map[string][]string {
 // the upstream hears of the cancellation.
 func TestDifferentialCalls(t *testing.T) {
 	type side struct {
-		f      *fixture.Fixture
-		ids    *callIDs
-		url    string
-		s      *fpSession
-		asked  chan struct{} // closed when the client has the chatty tool's question
-		closed sync.Once
+		f     *fixture.Fixture
+		ids   *callIDs
+		url   string
+		s     *fpSession
+		asked chan struct{} // closed when the client has the chatty tool's question
+		told  chan struct{} // and its cancellation
+		once  [2]sync.Once
 	}
 	sides := map[string]*side{"fast": {}, "sdk": {}}
 	for _, sd := range sides {
-		sd.f, sd.ids, sd.asked = fixture.NewServer(fixture.Options{}), &callIDs{}, make(chan struct{})
-		ts := httptest.NewServer(sd.ids.observe(sd.f.Chatty(sd.asked)))
+		sd.f, sd.ids = fixture.NewServer(fixture.Options{}), &callIDs{}
+		sd.asked, sd.told = make(chan struct{}), make(chan struct{})
+		ts := httptest.NewServer(sd.ids.observe(sd.f.Chatty(sd.asked, sd.told)))
 		t.Cleanup(func() { ts.CloseClientConnections(); ts.Close() })
 		sd.url = ts.URL + "/mcp"
 	}
@@ -138,8 +140,11 @@ func TestDifferentialCalls(t *testing.T) {
 		for i, c := range calls {
 			body := `{"jsonrpc":"2.0","id":` + string(rune('1'+i)) + `,"method":"tools/call","params":` + c.params + `}`
 			code, answer := sd.s.stream(body, func(msg string) {
-				if strings.Contains(msg, `"method":"elicitation/create"`) {
-					sd.closed.Do(func() { close(sd.asked) })
+				switch {
+				case strings.Contains(msg, `"method":"elicitation/create"`):
+					sd.once[0].Do(func() { close(sd.asked) })
+				case strings.Contains(msg, `"method":"notifications/cancelled"`):
+					sd.once[1].Do(func() { close(sd.told) })
 				}
 			})
 			got[name][c.name] = http.StatusText(code) + "\n" + stripIDs(t, answer)
