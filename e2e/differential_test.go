@@ -128,11 +128,14 @@ func TestDifferentialCalls(t *testing.T) {
 	})
 	sides["fast"].s, sides["sdk"].s = diffOpen(t, fast), diffOpen(t, sdk)
 
-	calls := []struct{ name, params string }{
-		{"upstream JSON-RPC error", `{"name":"rpc_error","arguments":{}}`},
-		{"no arguments", `{"name":"echo"}`},
-		{"unknown tool", `{"name":"no_such_tool","arguments":{}}`},
-		{"upstream pings, asks an unknown method, cancels its question", `{"name":"chatty","arguments":{}}`},
+	// Each answer also holds want, on both paths: the same wrong answer on
+	// both would pass the comparison.
+	calls := []struct{ name, params, want string }{
+		{"upstream JSON-RPC error", `{"name":"rpc_error","arguments":{}}`, `"error":{"code":-32042,"data":{"why":"the fixture says so"}`},
+		{"no arguments", `{"name":"echo"}`, `{"text":"{}","type":"text"}`}, // the upstream got "arguments":{}
+		{"unknown tool", `{"name":"no_such_tool","arguments":{}}`, `"code":-32602`},
+		{"upstream pings, asks an unknown method, cancels its question", `{"name":"chatty","arguments":{}}`,
+			`"method":"notifications/cancelled"`},
 	}
 	got := map[string]map[string]string{}
 	for name, sd := range sides {
@@ -148,6 +151,9 @@ func TestDifferentialCalls(t *testing.T) {
 				}
 			})
 			got[name][c.name] = http.StatusText(code) + "\n" + stripIDs(t, answer)
+			if !strings.Contains(got[name][c.name], c.want) {
+				t.Errorf("%s, %s: the answer lacks %s:\n%s", name, c.name, c.want, got[name][c.name])
+			}
 			if c.name == calls[3].name {
 				// The question went to the client on the path under test.
 				fastID := strings.Contains(answer, `"id":"warden-fp-`)
@@ -161,7 +167,7 @@ func TestDifferentialCalls(t *testing.T) {
 			t.Errorf("%s: ids of the tools/call requests upstream were of kinds %v: not the path under test", name, kinds)
 		}
 	}
-	for _, c := range append(calls, struct{ name, params string }{name: "cancelled by the client"}) {
+	for _, c := range append(calls, struct{ name, params, want string }{name: "cancelled by the client"}) {
 		if f, s := got["fast"][c.name], got["sdk"][c.name]; f != s {
 			t.Errorf("%s: the paths differ\nfast paths:\n%s\nSDK:\n%s", c.name, f, s)
 		}
