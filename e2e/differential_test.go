@@ -101,8 +101,9 @@ func readChecks(t *testing.T, dir string) map[string][]string {
 // A fixed set of raw tools/call requests through both, each Warden on a
 // chatty fixture of its own: an upstream JSON-RPC error with its own code
 // and data, a call without arguments, an unknown tool, a call during which
-// the upstream pings the client, asks it an unknown method and cancels an
-// elicitation it sent, and a call the client cancels. What the client
+// the upstream pings the client, asks it an unknown method, sends it a
+// notification with an id and an elicitation without params, and cancels
+// an elicitation it sent, and a call the client cancels. What the client
 // receives on each call's stream is the same, ids aside, and so is what
 // the upstream hears of the cancellation.
 func TestDifferentialCalls(t *testing.T) {
@@ -134,7 +135,7 @@ func TestDifferentialCalls(t *testing.T) {
 		{"upstream JSON-RPC error", `{"name":"rpc_error","arguments":{}}`, `"error":{"code":-32042,"data":{"why":"the fixture says so"}`},
 		{"no arguments", `{"name":"echo"}`, `{"text":"{}","type":"text"}`}, // the upstream got "arguments":{}
 		{"unknown tool", `{"name":"no_such_tool","arguments":{}}`, `"code":-32602`},
-		{"upstream pings, asks an unknown method, cancels its question", `{"name":"chatty","arguments":{}}`,
+		{"upstream pings, asks an unknown method and odd requests, cancels its question", `{"name":"chatty","arguments":{}}`,
 			`"method":"notifications/cancelled"`},
 	}
 	got := map[string]map[string]string{}
