@@ -380,7 +380,9 @@ func (c *Conn) notification(ctx context.Context, m rpcMessage) {
 func (c *Conn) answerUpstream(ctx context.Context, cs *mcp.ClientSession, m rpcMessage) {
 	var result any
 	var err error
-	if q := question.New(m.Method); q != nil {
+	if bad := malformed(m.Method, m.Params); bad != nil {
+		err = bad
+	} else if q := question.New(m.Method); q != nil {
 		if len(m.Params) > 0 { // roots/list may come without
 			err = json.Unmarshal(m.Params, q)
 		}
