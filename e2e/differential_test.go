@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -42,10 +44,19 @@ func startPaths(t *testing.T, servers func(path string) map[string]any) (fast, s
 
 // The official suite's 2025-11-25 scenarios through both, each Warden on a
 // stateful fixture of its own (its list-changing tools change a list only
-// the first time): every check of every scenario has the same status.
+// the first time), behind a proxy that sees which path each tools/call
+// came by: every check of every scenario has the same status.
 func TestDifferentialConformance(t *testing.T) {
-	fast, sdk := startPaths(t, func(string) map[string]any {
-		return map[string]any{"everything": map[string]any{"url": testenv.StartEverythingServer(t), "trusted": true}}
+	ids := map[string]*callIDs{}
+	fast, sdk := startPaths(t, func(path string) map[string]any {
+		target, err := url.Parse(testenv.StartEverythingServer(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[path] = &callIDs{}
+		ts := httptest.NewServer(ids[path].observe(httputil.NewSingleHostReverseProxy(target)))
+		t.Cleanup(func() { ts.CloseClientConnections(); ts.Close() })
+		return map[string]any{"everything": map[string]any{"url": ts.URL + target.Path, "trusted": true}}
 	})
 	fast.WaitReady(t, "everything")
 	sdk.WaitReady(t, "everything")
@@ -58,6 +69,11 @@ func TestDifferentialConformance(t *testing.T) {
 	}
 	if len(results["fast"]) == 0 {
 		t.Fatal("the suite wrote no results")
+	}
+	for path, want := range map[string]string{"fast": "string", "sdk": "number"} {
+		if kinds := ids[path].kinds(); !slices.Equal(kinds, []string{want}) {
+			t.Errorf("%s: ids of the tools/call requests upstream were of kinds %v: not the path under test", path, kinds)
+		}
 	}
 	for scenario, want := range results["sdk"] {
 		if got := results["fast"][scenario]; !slices.Equal(got, want) {
