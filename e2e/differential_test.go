@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -196,20 +197,7 @@ func TestDifferentialCalls(t *testing.T) {
 func diffOpen(t *testing.T, w *wardentest.Warden) *fpSession {
 	t.Helper()
 	w.WaitReady(t, "s")
-	s := &fpSession{t: t, url: w.URL("/mcp/s")}
-	code, _, hdr := s.send("POST", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"raw","version":"1"}}}`, nil)
-	if code != http.StatusOK {
-		t.Fatalf("initialize: %d", code)
-	}
-	s.id = hdr.Get("Mcp-Session-Id")
-	if code, body, _ := s.send("POST", `{"jsonrpc":"2.0","method":"notifications/initialized"}`, nil); code != http.StatusAccepted {
-		t.Fatalf("initialized: %d %s", code, body)
-	}
-	wardentest.WaitFor(t, 20*time.Second, "the tools listed", func() bool {
-		_, body, _ := s.send("POST", `{"jsonrpc":"2.0","id":"l","method":"tools/list"}`, nil)
-		return strings.Contains(body, fixture.ToolChatty)
-	})
-	return s
+	return fpOpenWith(t, w, "/mcp/s", `{"elicitation":{}}`, fixture.ToolChatty)
 }
 
 // stream posts a request and reads its answer as it comes, handing each
@@ -332,10 +320,5 @@ func (c *callIDs) observe(next http.Handler) http.Handler {
 func (c *callIDs) kinds() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var out []string
-	for k := range c.seen {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
+	return slices.Sorted(maps.Keys(c.seen))
 }
