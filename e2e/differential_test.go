@@ -162,7 +162,13 @@ func TestDifferentialCalls(t *testing.T) {
 			body := `{"jsonrpc":"2.0","id":` + string(rune('1'+i)) + `,"method":"tools/call","params":` + c.params + `}`
 			code, answer := sd.s.stream(body, func(msg string) {
 				switch {
-				case strings.Contains(msg, `"method":"elicitation/create"`):
+				case strings.Contains(msg, fixture.ChattyRefuse):
+					sd.s.reply(msg, `"error":{"code":-31999,"message":"the test refuses","data":{"n":1}}`)
+				case strings.Contains(msg, fixture.ChattyAcceptEmpty):
+					sd.s.reply(msg, `"result":{"action":"accept","content":{}}`)
+				case strings.Contains(msg, fixture.ChattyAcceptWrong):
+					sd.s.reply(msg, `"result":{"action":"accept","content":{"n":"seven"}}`)
+				case strings.Contains(msg, "Never mind."):
 					sd.once[0].Do(func() { close(sd.asked) })
 				case strings.Contains(msg, `"method":"notifications/cancelled"`):
 					sd.once[1].Do(func() { close(sd.told) })
@@ -193,11 +199,24 @@ func TestDifferentialCalls(t *testing.T) {
 }
 
 // diffOpen opens a raw 2025-11-25 session on /mcp/s of w, as a client that
-// answers elicitation, once the chatty tool is listed.
+// answers elicitation and sampling, once the chatty tool is listed.
 func diffOpen(t *testing.T, w *wardentest.Warden) *fpSession {
 	t.Helper()
 	w.WaitReady(t, "s")
-	return fpOpenWith(t, w, "/mcp/s", `{"elicitation":{}}`, fixture.ToolChatty)
+	return fpOpenWith(t, w, "/mcp/s", `{"elicitation":{},"sampling":{}}`, fixture.ToolChatty)
+}
+
+// reply posts the client's answer (answer: its "result" or "error" member)
+// to the request msg.
+func (s *fpSession) reply(msg, answer string) {
+	s.t.Helper()
+	var m struct{ ID json.RawMessage }
+	if err := json.Unmarshal([]byte(msg), &m); err != nil {
+		s.t.Fatalf("a request without an id: %s", msg)
+	}
+	if code, body, _ := s.send("POST", `{"jsonrpc":"2.0","id":`+string(m.ID)+`,`+answer+`}`, nil); code != http.StatusAccepted {
+		s.t.Fatalf("answering %s: %d %s", msg, code, body)
+	}
 }
 
 // stream posts a request and reads its answer as it comes, handing each
