@@ -113,3 +113,27 @@ func TestPrepare(t *testing.T) {
 		t.Error("Prepare changed a roots request")
 	}
 }
+
+// Checked reads an accepted elicitation as the SDK's server session does:
+// the form's defaults filled in, content the form does not allow refused;
+// other answers pass as they are.
+func TestChecked(t *testing.T) {
+	form := &mcp.ElicitParams{Message: "m", RequestedSchema: map[string]any{"type": "object",
+		"properties": map[string]any{"n": map[string]any{"type": "integer", "default": 7}}}}
+	a, err := Checked(form, &mcp.ElicitResult{Action: "accept", Content: map[string]any{}})
+	if err != nil || a.(*mcp.ElicitResult).Content["n"] != float64(7) {
+		t.Errorf("accepted without content: %+v, %v; want n 7", a, err)
+	}
+	if _, err := Checked(form, &mcp.ElicitResult{Action: "accept", Content: map[string]any{"n": "seven"}}); err == nil ||
+		!strings.Contains(err.Error(), "does not match requested schema") {
+		t.Errorf("accepted with a string for n: %v; want refused", err)
+	}
+	declined := &mcp.ElicitResult{Action: "decline"}
+	if a, err := Checked(form, declined); a != declined || err != nil {
+		t.Errorf("declined: %+v, %v", a, err)
+	}
+	roots := &mcp.ListRootsResult{}
+	if a, err := Checked(&mcp.ListRootsParams{}, roots); a != roots || err != nil {
+		t.Errorf("roots: %+v, %v", a, err)
+	}
+}

@@ -315,8 +315,12 @@ func (s *stream) Ask(ctx context.Context, _ string, q mcp.InputRequest) (mcp.Inp
 	if err := question.Capable(s.Capabilities(), q); err != nil {
 		return nil, err
 	}
+	q = question.Prepare(q)
 	a := question.NewAnswer(q)
-	return a, s.request(ctx, question.Method(q), question.Prepare(q), a)
+	if err := s.request(ctx, question.Method(q), q, a); err != nil {
+		return nil, err
+	}
+	return question.Checked(q, a)
 }
 
 func (s *stream) Progress(_ context.Context, p *mcp.ProgressNotificationParams) {
