@@ -55,6 +55,10 @@ type Options struct {
 	// surface.DefaultSessionIdle (tests shorten it).
 	SessionIdle time.Duration
 	Limits      Limits // on client connections and sessions
+	// NoFastPath turns off both tools/call fast paths (surface/fast.go
+	// downstream, upstream/fastcall.go upstream): every call goes through
+	// the SDK's server and client. WARDEN_FASTPATH=off; for diagnosis.
+	NoFastPath bool
 }
 
 // Daemon is a running Warden.
@@ -140,7 +144,7 @@ func Run(ctx context.Context, opts Options) error {
 	m := metrics.New()
 	d.gw = gateway.New(gateway.Deps{
 		Approvals: d.approvals, Writes: d.ledger, Activity: d.activity, Events: d.events, Metrics: m, Logger: log,
-		Upstream: upstream.Options{Launcher: d.launcher, Version: opts.Version, Stderr: d.logs.writer,
+		Upstream: upstream.Options{Launcher: d.launcher, Version: opts.Version, Stderr: d.logs.writer, NoFastPath: opts.NoFastPath,
 			Sessions: d.sessions, Auth: d.auth, SessionEvent: func(server, kind string) {
 				m.SessionEvent(server, kind)
 				d.events.Publish(events.Event{Type: "session", Server: server, Data: map[string]string{"event": kind}})
@@ -150,6 +154,10 @@ func Run(ctx context.Context, opts Options) error {
 	surfaces := surface.New(d.gw, log, opts.Version, opts.SessionIdle, lim.MaxSessions)
 	defer surfaces.Close()
 	d.surfaces = surfaces
+	if opts.NoFastPath {
+		surfaces.DisableFastPath()
+		log.Warn("the tools/call fast paths are off (WARDEN_FASTPATH=off): every call goes through the SDK, slower")
+	}
 	d.setToolSearch(cfg)
 	// No ReadTimeout or WriteTimeout: they would end event streams and long
 	// calls; the handler bounds the body and each write instead.

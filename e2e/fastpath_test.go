@@ -25,8 +25,15 @@ type fpSession struct {
 
 func fpOpen(t *testing.T, w *wardentest.Warden, path string) *fpSession {
 	t.Helper()
+	return fpOpenWith(t, w, path, `{}`, fixture.ToolWrite)
+}
+
+// fpOpenWith opens a session declaring capabilities (JSON), once tool is
+// listed.
+func fpOpenWith(t *testing.T, w *wardentest.Warden, path, capabilities, tool string) *fpSession {
+	t.Helper()
 	s := &fpSession{t: t, url: w.URL(path)}
-	code, _, hdr := s.send("POST", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`, nil)
+	code, _, hdr := s.send("POST", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":`+capabilities+`,"clientInfo":{"name":"raw","version":"1"}}}`, nil)
 	if code != http.StatusOK {
 		t.Fatalf("initialize: %d", code)
 	}
@@ -36,7 +43,7 @@ func fpOpen(t *testing.T, w *wardentest.Warden, path string) *fpSession {
 	}
 	wardentest.WaitFor(t, 20*time.Second, "the tools listed", func() bool {
 		_, body, _ := s.send("POST", `{"jsonrpc":"2.0","id":"l","method":"tools/list"}`, nil)
-		return strings.Contains(body, fixture.ToolWrite)
+		return strings.Contains(body, tool)
 	})
 	return s
 }

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -49,6 +50,64 @@ func NewAnswer(q mcp.InputRequest) mcp.InputResponse {
 		return &mcp.ElicitResult{}
 	}
 	return &mcp.ListRootsResult{}
+}
+
+// Prepare is q as it goes to a 2025 client, filled in as the SDK's server
+// session fills it before sending: an elicitation's mode inferred ("url"
+// when it names a URL or an elicitation id, else "form"), a sampling
+// request's messages never null. The fast path, which sends questions
+// itself, uses it so that a client gets the same request on either path.
+func Prepare(q mcp.InputRequest) mcp.InputRequest {
+	switch p := q.(type) {
+	case *mcp.ElicitParams:
+		if p.Mode == "" {
+			c := *p
+			c.Mode = "form"
+			if p.URL != "" || p.ElicitationID != "" {
+				c.Mode = "url"
+			}
+			return &c
+		}
+	case *mcp.CreateMessageWithToolsParams:
+		if p.Messages == nil {
+			c := *p
+			c.Messages = []*mcp.SamplingMessageV2{}
+			return &c
+		}
+	}
+	return q
+}
+
+// Checked is the client's answer a to q as the SDK's server session
+// returns it: an accepted elicitation's content validated against the
+// form asked for, with the form's defaults filled in. The fast path,
+// which reads answers itself, uses it. (The SDK also refuses forms the
+// elicitation rules do not allow; that check is the SDK's alone.)
+func Checked(q mcp.InputRequest, a mcp.InputResponse) (mcp.InputResponse, error) {
+	p, ok := q.(*mcp.ElicitParams)
+	r, _ := a.(*mcp.ElicitResult)
+	if !ok || r == nil || r.Action != "accept" || r.Content == nil || p.RequestedSchema == nil {
+		return a, nil
+	}
+	b, err := json.Marshal(p.RequestedSchema)
+	if err != nil {
+		return nil, err
+	}
+	var schema *jsonschema.Schema
+	if err := json.Unmarshal(b, &schema); err != nil || schema == nil {
+		return a, err
+	}
+	resolved, err := schema.Resolve(nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := resolved.Validate(r.Content); err != nil {
+		return nil, fmt.Errorf("elicitation result content does not match requested schema: %v", err)
+	}
+	if err := resolved.ApplyDefaults(&r.Content); err != nil {
+		return nil, fmt.Errorf("failed to apply schema defaults to elicitation result: %v", err)
+	}
+	return r, nil
 }
 
 // Capable refuses q, with the protocol's MissingRequiredClientCapability

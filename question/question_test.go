@@ -3,6 +3,7 @@ package question
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -81,5 +82,58 @@ func TestAnswerAs(t *testing.T) {
 	e := &mcp.ElicitResult{Action: "accept"}
 	if a, err := AnswerAs(&mcp.ElicitParams{}, e); err != nil || a != e {
 		t.Errorf("an answer of the right type was not passed as it is: %v %v", a, err)
+	}
+}
+
+// Prepare fills a question in as the SDK's server session does before
+// sending it: the fast path sends what the SDK path would.
+func TestPrepare(t *testing.T) {
+	for _, c := range []struct {
+		q    *mcp.ElicitParams
+		mode string
+	}{
+		{&mcp.ElicitParams{Message: "m"}, "form"},
+		{&mcp.ElicitParams{Message: "m", URL: "https://example.test/x", ElicitationID: "e"}, "url"},
+		{&mcp.ElicitParams{Message: "m", Mode: "url"}, "url"},
+	} {
+		got := Prepare(c.q).(*mcp.ElicitParams)
+		if got.Mode != c.mode || got.Message != "m" {
+			t.Errorf("Prepare(%+v) = %+v, want mode %q", c.q, got, c.mode)
+		}
+	}
+	q := &mcp.ElicitParams{Message: "m"}
+	if Prepare(q); q.Mode != "" {
+		t.Error("Prepare changed the question it was given")
+	}
+	s := Prepare(&mcp.CreateMessageWithToolsParams{MaxTokens: 5}).(*mcp.CreateMessageWithToolsParams)
+	if b, _ := json.Marshal(s); s.MaxTokens != 5 || !strings.Contains(string(b), `"messages":[]`) {
+		t.Errorf("Prepare(sampling without messages) = %s, want messages []", b)
+	}
+	if r := (&mcp.ListRootsParams{}); Prepare(r) != r {
+		t.Error("Prepare changed a roots request")
+	}
+}
+
+// Checked reads an accepted elicitation as the SDK's server session does:
+// the form's defaults filled in, content the form does not allow refused;
+// other answers pass as they are.
+func TestChecked(t *testing.T) {
+	form := &mcp.ElicitParams{Message: "m", RequestedSchema: map[string]any{"type": "object",
+		"properties": map[string]any{"n": map[string]any{"type": "integer", "default": 7}}}}
+	a, err := Checked(form, &mcp.ElicitResult{Action: "accept", Content: map[string]any{}})
+	if err != nil || a.(*mcp.ElicitResult).Content["n"] != float64(7) {
+		t.Errorf("accepted without content: %+v, %v; want n 7", a, err)
+	}
+	if _, err := Checked(form, &mcp.ElicitResult{Action: "accept", Content: map[string]any{"n": "seven"}}); err == nil ||
+		!strings.Contains(err.Error(), "does not match requested schema") {
+		t.Errorf("accepted with a string for n: %v; want refused", err)
+	}
+	declined := &mcp.ElicitResult{Action: "decline"}
+	if a, err := Checked(form, declined); a != declined || err != nil {
+		t.Errorf("declined: %+v, %v", a, err)
+	}
+	roots := &mcp.ListRootsResult{}
+	if a, err := Checked(&mcp.ListRootsParams{}, roots); a != roots || err != nil {
+		t.Errorf("roots: %+v, %v", a, err)
 	}
 }

@@ -287,7 +287,8 @@ func (s *stream) request(ctx context.Context, method string, params, result any)
 	}
 	select {
 	case <-ctx.Done():
-		_ = s.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/cancelled", "params": map[string]any{"requestId": id}})
+		// With the reason the SDK's server session gives.
+		_ = s.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/cancelled", "params": map[string]any{"requestId": id, "reason": ctx.Err().Error()}})
 		return ctx.Err()
 	case raw := <-ch:
 		var m struct {
@@ -314,8 +315,12 @@ func (s *stream) Ask(ctx context.Context, _ string, q mcp.InputRequest) (mcp.Inp
 	if err := question.Capable(s.Capabilities(), q); err != nil {
 		return nil, err
 	}
+	q = question.Prepare(q)
 	a := question.NewAnswer(q)
-	return a, s.request(ctx, question.Method(q), q, a)
+	if err := s.request(ctx, question.Method(q), q, a); err != nil {
+		return nil, err
+	}
+	return question.Checked(q, a)
 }
 
 func (s *stream) Progress(_ context.Context, p *mcp.ProgressNotificationParams) {

@@ -34,6 +34,7 @@ type Surfaces struct {
 	searchOnce  sync.Once   // the search view is kept up to date from its first use
 	searchOn    atomic.Bool // on: after that
 	toolSearch  atomic.Pointer[ToolSearch]
+	noFast      atomic.Bool // every request to the SDK server (DisableFastPath)
 
 	mu    sync.Mutex
 	views map[string]*view
@@ -142,9 +143,15 @@ func (s *Surfaces) closeIdle(idle time.Duration) {
 // maxBody bounds a request body.
 const maxBody = 4 << 20
 
-// serve offers a POST on an established session to the fast path first; a
-// request of the stateless era goes to the stateless handler.
-func serve(v *view, h endpoint, stateless bool, w http.ResponseWriter, r *http.Request) {
+// DisableFastPath sends every request to the SDK server, none to the fast
+// path (surface/fast.go): WARDEN_FASTPATH=off, for diagnosis and the
+// differential test.
+func (s *Surfaces) DisableFastPath() { s.noFast.Store(true) }
+
+// serve offers a POST on an established session to the fast path first
+// (unless it is off); a request of the stateless era goes to the stateless
+// handler.
+func (s *Surfaces) serve(v *view, h endpoint, stateless bool, w http.ResponseWriter, r *http.Request) {
 	if stateless {
 		h.stateless.ServeHTTP(w, r)
 		return
@@ -154,7 +161,7 @@ func serve(v *view, h endpoint, stateless bool, w http.ResponseWriter, r *http.R
 		l.enter()
 		defer l.leave()
 	}
-	if r.Method == http.MethodPost && l != nil && l.ss.Load() != nil && fastHeaders(r) { // initialized
+	if r.Method == http.MethodPost && l != nil && l.ss.Load() != nil && !s.noFast.Load() && fastHeaders(r) { // initialized
 		body, err := readBody(r)
 		if err != nil {
 			http.Error(w, "reading the request: "+err.Error(), http.StatusBadRequest)
@@ -270,7 +277,7 @@ func (s *Surfaces) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, err, http.StatusBadRequest)
 			return
 		}
-		serve(v, h, stateless, w, r)
+		s.serve(v, h, stateless, w, r)
 		return
 	}
 	if _, ok := s.g.LiveConfig(server); !ok {
@@ -282,7 +289,7 @@ func (s *Surfaces) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v, h := s.view(server)
-	serve(v, h, stateless, w, r)
+	s.serve(v, h, stateless, w, r)
 }
 
 // ToolSearch is which view /mcp shows without ?view= (config toolSearch).

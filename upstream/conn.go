@@ -112,6 +112,10 @@ type Options struct {
 	NoticeDropped func(server string)           // a notification above the rate was dropped
 	Flood         func(server string, f Flood)  // a flooding episode began or ended
 	Answers       *Answers                      // bound over the answers being relayed; nil: a bound of its own
+	// NoFastPath sends every tools/call through the SDK client, not the
+	// direct HTTP path (callToolHTTP): WARDEN_FASTPATH=off, for diagnosis
+	// and the differential test.
+	NoFastPath bool
 }
 
 // Conn is one supervised upstream connection.

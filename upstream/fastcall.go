@@ -273,8 +273,9 @@ func (c *Conn) post(ctx context.Context, cs *mcp.ClientSession, body []byte) (*h
 // makes waiting it a MUST).
 func (c *Conn) readResumable(ctx context.Context, cs *mcp.ClientSession, resp *http.Response, body *answerReader, id string) (*rpcMessage, error) {
 	lastID, retry := "", time.Duration(0)
+	asked := &askedTable{}
 	for attempt := 0; ; attempt++ {
-		answer, err := c.readStream(ctx, cs, body, id, &lastID, &retry)
+		answer, err := c.readStream(ctx, cs, body, id, &lastID, &retry, asked)
 		if answer != nil || ctx.Err() != nil || lastID == "" || attempt == 2 {
 			return answer, err
 		}
@@ -307,7 +308,7 @@ func (c *Conn) readResumable(ctx context.Context, cs *mcp.ClientSession, resp *h
 
 // readStream reads an answer's event stream until the response with id,
 // handling what the upstream sends before it.
-func (c *Conn) readStream(ctx context.Context, cs *mcp.ClientSession, r *answerReader, id string, lastID *string, retry *time.Duration) (*rpcMessage, error) {
+func (c *Conn) readStream(ctx context.Context, cs *mcp.ClientSession, r *answerReader, id string, lastID *string, retry *time.Duration, asked *askedTable) (*rpcMessage, error) {
 	var answer *rpcMessage
 	err := scanEvents(r, retry, func(eventID string, data []byte) bool {
 		*lastID = eventID
@@ -324,7 +325,10 @@ func (c *Conn) readStream(ctx context.Context, cs *mcp.ClientSession, r *answerR
 			answer = m
 			return true
 		case m.Method != "" && len(m.ID) > 0:
-			go c.answerUpstream(ctx, cs, *m)
+			actx, done := asked.start(ctx, m.ID)
+			go func(m rpcMessage) { defer done(); c.answerUpstream(actx, cs, m) }(*m)
+		case m.Method == "notifications/cancelled":
+			asked.cancel(m.Params)
 		case m.Method != "" && (!isNotice(m.Method) || c.notices.allow()):
 			c.notification(ctx, *m)
 		}
@@ -376,7 +380,9 @@ func (c *Conn) notification(ctx context.Context, m rpcMessage) {
 func (c *Conn) answerUpstream(ctx context.Context, cs *mcp.ClientSession, m rpcMessage) {
 	var result any
 	var err error
-	if q := question.New(m.Method); q != nil {
+	if bad := malformed(m.Method, m.Params); bad != nil {
+		err = bad
+	} else if q := question.New(m.Method); q != nil {
 		if len(m.Params) > 0 { // roots/list may come without
 			err = json.Unmarshal(m.Params, q)
 		}
@@ -386,15 +392,12 @@ func (c *Conn) answerUpstream(ctx context.Context, cs *mcp.ClientSession, m rpcM
 	} else if m.Method == "ping" {
 		result = struct{}{}
 	} else {
-		err = &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "method not found: " + m.Method}
+		// Worded as the SDK client words it.
+		err = &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("method not found: %q", m.Method)}
 	}
 	reply := map[string]any{"jsonrpc": "2.0", "id": m.ID}
 	if err != nil {
-		var werr *jsonrpc.Error
-		if !errors.As(err, &werr) {
-			werr = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
-		}
-		reply["error"] = werr
+		reply["error"] = replyError(err)
 	} else {
 		reply["result"] = result
 	}
@@ -442,7 +445,7 @@ func (c *Conn) CallTool(ctx context.Context, cs *mcp.ClientSession, params *mcp.
 		p.InputResponses = nil // a 2025 server has no use for them
 		params = &p
 	}
-	if c.http != nil && !stateless(cs) {
+	if c.http != nil && !stateless(cs) && !c.opts.NoFastPath {
 		return c.callToolHTTP(ctx, cs, params)
 	}
 	res, err := cs.CallTool(ctx, params)

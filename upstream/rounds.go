@@ -38,10 +38,23 @@ func (c *Conn) forwardServerRequests(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		a, err := c.opts.Peer.Ask(ctx, c.Name, "", q)
 		if err != nil {
-			return nil, err
+			return nil, replyError(err)
 		}
 		return a.(mcp.Result), nil
 	}
+}
+
+// replyError is the error an upstream's request is answered with when
+// answering it failed, on both paths: the client's own JSON-RPC error as it
+// came (code, message, data), anything else an internal error (the SDK
+// alone would send a Go error with code 0, and a wrapped JSON-RPC error
+// with the wrapper's message).
+func replyError(err error) *jsonrpc.Error {
+	var werr *jsonrpc.Error
+	if errors.As(err, &werr) {
+		return werr
+	}
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
 }
 
 // roundTrips runs a stateless-era upstream's rounds: while a call's result

@@ -51,6 +51,14 @@ func newServeCmd(g *globals) *cobra.Command {
 			default:
 				return fmt.Errorf("WARDEN_ISOLATION=%q: write off or reaper, or unset it for the default", v)
 			}
+			noFast := false
+			switch v := os.Getenv("WARDEN_FASTPATH"); v {
+			case "off": // diagnosis: every call through the SDK; warned about at start
+				noFast = true
+			case "", "on":
+			default:
+				return fmt.Errorf("WARDEN_FASTPATH=%q: write off, or unset it for the default", v)
+			}
 			if listen != "" {
 				if err := config.CheckListen(listen); err != nil {
 					return usageErrorf("--listen: %v", err)
@@ -58,6 +66,7 @@ func newServeCmd(g *globals) *cobra.Command {
 			}
 			return daemon.Run(ctx, daemon.Options{
 				ConfigPath: g.configPath, StateDir: g.stateDir, Listen: listen, Version: build.Version, Self: self, Isolation: isolation,
+				NoFastPath: noFast,
 			})
 		},
 	}
