@@ -26,6 +26,9 @@ type Call struct {
 	// Answers are what a stateless-era client answered before it was
 	// asked, with a new call; a stateless-era upstream reads them.
 	Answers mcp.InputResponseMap
+	// After, if set, takes the work left once the answer is read, for the
+	// caller to do after it sent the answer on (see upstream.AfterAnswer).
+	After *upstream.AfterAnswer
 }
 
 // CallTool runs call through policy and, if allowed, upstream. A policy
@@ -115,7 +118,7 @@ func (g *Gateway) callTool(ctx context.Context, call Call, entry *activity.Entry
 	}
 
 	var res *upstream.Result
-	var dispatch *upstream.Dispatch
+	var sent *upstream.Call // the last attempt's
 	var intent *writes.Intent
 	defer func() {
 		if r := recover(); r != nil {
@@ -142,13 +145,12 @@ func (g *Gateway) callTool(ctx context.Context, call Call, entry *activity.Entry
 			}
 			intent = in
 		}
-		ctx, dispatch = upstream.WithDispatch(ctx, onSent)
-		var err error
-		var caller *mcp.ClientCapabilities
+		sent = &upstream.Call{Params: params, OnSent: onSent, After: call.After}
 		if call.Client != nil {
-			caller = call.Client.Capabilities()
+			sent.Caller = call.Client.Capabilities()
 		}
-		res, err = c.CallTool(ctx, cs, params, caller)
+		var err error
+		res, err = c.CallTool(ctx, cs, sent)
 		return err
 	})
 	if err == nil {
@@ -165,7 +167,7 @@ func (g *Gateway) callTool(ctx context.Context, call Call, entry *activity.Entry
 		// Refused by the upstream for want of a token: nothing ran there.
 		return nil, unavailable(call.Server, err)
 	}
-	if dispatch == nil || !dispatch.Sent() || errors.Is(err, mcp.ErrSessionMissing) {
+	if sent == nil || !sent.Sent() || errors.Is(err, mcp.ErrSessionMissing) {
 		// Nothing left Warden, or the upstream answered that it does not
 		// know the session (404): nothing happened upstream.
 		return nil, unavailable(call.Server, err)

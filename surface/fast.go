@@ -138,7 +138,7 @@ func validID(raw json.RawMessage) bool {
 func (v *view) fastCall(w http.ResponseWriter, r *http.Request, l *live, id json.RawMessage, p *mcp.CallToolParamsRaw) {
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	ctx, after := upstream.WithAfterAnswer(ctx)
+	after := &upstream.AfterAnswer{}
 	defer after.Run() // once the answer is sent
 	st := &stream{w: w, l: l}
 	if !l.begin(string(id), cancel) {
@@ -147,7 +147,7 @@ func (v *view) fastCall(w http.ResponseWriter, r *http.Request, l *live, id json
 		return
 	}
 	defer l.end(string(id))
-	res, err := v.call(ctx, p, st)
+	res, err := v.call(ctx, p, st, after)
 	st.finish(answer(id, res, err))
 }
 

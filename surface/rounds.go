@@ -325,9 +325,9 @@ func (v *view) callRounds(ctx context.Context, r *mcp.CallToolRequest) (*mcp.Cal
 	firstRound(&p.RequestState, &p.InputResponses)
 	return inRounds(ctx, v, r.Session, "tool\x00"+p.Name, state, answers,
 		func(ctx context.Context, c gateway.Client) (*mcp.CallToolResult, error) {
-			ctx, after := upstream.WithAfterAnswer(ctx)
+			after := &upstream.AfterAnswer{}
 			defer after.Run()
-			res, err := v.call(ctx, &p, c)
+			res, err := v.call(ctx, &p, c, after)
 			if err != nil {
 				return nil, err
 			}

@@ -133,9 +133,9 @@ func (v *view) callTool(ctx context.Context, r *mcp.CallToolRequest) (*mcp.CallT
 	}
 	// A large answer holds its room in the answers' bound until decoded
 	// for the SDK (which sends it after this returns).
-	ctx, after := upstream.WithAfterAnswer(ctx)
+	after := &upstream.AfterAnswer{}
 	defer after.Run()
-	res, err := v.call(ctx, r.Params, gateway.SessionClient{ServerSession: r.Session})
+	res, err := v.call(ctx, r.Params, gateway.SessionClient{ServerSession: r.Session}, after)
 	if err != nil {
 		return nil, err
 	}
@@ -144,7 +144,7 @@ func (v *view) callTool(ctx context.Context, r *mcp.CallToolRequest) (*mcp.CallT
 
 // call runs a tools/call of this view through the gateway: both the SDK
 // server's path and the fast path come here.
-func (v *view) call(ctx context.Context, p *mcp.CallToolParamsRaw, client gateway.Client) (*upstream.Result, error) {
+func (v *view) call(ctx context.Context, p *mcp.CallToolParamsRaw, client gateway.Client, after *upstream.AfterAnswer) (*upstream.Result, error) {
 	if v.index != nil {
 		res, inner, err := v.searchCall(p)
 		if res != nil || err != nil {
@@ -166,7 +166,7 @@ func (v *view) call(ctx context.Context, p *mcp.CallToolParamsRaw, client gatewa
 	}
 	return v.g.CallTool(ctx, gateway.Call{
 		Server: t.server, Tool: t.name, Args: p.Arguments, Meta: hopMeta(p.Meta), Surface: v.surface, Client: client,
-		Answers: p.InputResponses,
+		Answers: p.InputResponses, After: after,
 	})
 }
 

@@ -6,36 +6,56 @@ import (
 	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// The dispatch boundary: whether a request's bytes left Warden. A call that
-// failed before that changed nothing upstream; one that failed after it has an
-// unknown outcome. The mark travels in the call's context down to the
-// transport, which sets it once the request is written (stdio: the line was
-// written to the process; HTTP: the request body was sent).
+// Call is one tools/call on its way upstream, with what its caller needs
+// of the call's life: the call's request is marked once it left Warden (the
+// dispatch boundary: a call that failed before it changed nothing
+// upstream; one that failed after it has an unknown outcome), and the work
+// left after its answer can wait for the caller.
+type Call struct {
+	Params *mcp.CallToolParams
+	// Caller is what the calling client can answer, nil for an operator
+	// call (see askable).
+	Caller *mcp.ClientCapabilities
+	// OnSent, if set, runs once, right when the request has left Warden.
+	OnSent func()
+	// After, if set, takes the work left once the answer is read (see
+	// AfterAnswer); else CallTool does it before it returns.
+	After *AfterAnswer
 
-type dispatchKey struct{}
-
-// Dispatch records whether a call's request was sent upstream.
-type Dispatch struct {
-	sent   atomic.Bool
-	onSent func()
+	sent atomic.Bool
 }
 
-// Sent reports whether the request left Warden.
-func (d *Dispatch) Sent() bool { return d.sent.Load() }
+// Sent reports whether the call's request left Warden.
+func (c *Call) Sent() bool { return c.sent.Load() }
 
-// WithDispatch returns a context that carries a new dispatch mark. onSent, if
-// not nil, runs once, right when the request has been sent.
-func WithDispatch(ctx context.Context, onSent func()) (context.Context, *Dispatch) {
-	d := &Dispatch{onSent: onSent}
-	return context.WithValue(ctx, dispatchKey{}, d), d
+// The mark is set by the transport, below the SDK: the call rides in the
+// context of its request down to it (stdio: the line was written to the
+// process; HTTP: the request body was sent). Only this package sets and
+// reads it.
+type dispatchKey struct{}
+
+func withCall(ctx context.Context, c *Call) context.Context {
+	return context.WithValue(ctx, dispatchKey{}, c)
 }
 
 func markSent(ctx context.Context) {
-	if d, ok := ctx.Value(dispatchKey{}).(*Dispatch); ok && d.sent.CompareAndSwap(false, true) && d.onSent != nil {
-		d.onSent()
+	if c, ok := ctx.Value(dispatchKey{}).(*Call); ok && c != nil && c.sent.CompareAndSwap(false, true) && c.OnSent != nil {
+		c.OnSent()
 	}
+}
+
+// after leaves fn to c.After, or does it now.
+func (c *Call) after(fn func()) {
+	if c.After == nil {
+		fn()
+		return
+	}
+	c.After.mu.Lock()
+	c.After.fns = append(c.After.fns, fn)
+	c.After.mu.Unlock()
 }
 
 // Answered reports whether err is the upstream's own answer (a JSON-RPC error

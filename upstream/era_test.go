@@ -57,7 +57,7 @@ func TestCallOn2026SessionSendsStandardHeaders(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := c.Do(context.Background(), func(ctx context.Context, cs *mcp.ClientSession) error {
-		_, err := c.CallTool(ctx, cs, &mcp.CallToolParams{Name: "t", Arguments: map[string]any{"region": "us-west1"}}, nil)
+		_, err := c.CallTool(ctx, cs, &Call{Params: &mcp.CallToolParams{Name: "t", Arguments: map[string]any{"region": "us-west1"}}})
 		return err
 	})
 	if err != nil {
@@ -119,7 +119,7 @@ func TestRoundsWithoutAnswersAreAnswered(t *testing.T) {
 				if v := cs.InitializeResult().ProtocolVersion; v != ProtocolVersion {
 					t.Fatalf("negotiated %s, want %s", v, ProtocolVersion)
 				}
-				_, err := conn.CallTool(ctx, cs, &mcp.CallToolParams{Name: "ask", Arguments: map[string]any{}}, nil)
+				_, err := conn.CallTool(ctx, cs, &Call{Params: &mcp.CallToolParams{Name: "ask", Arguments: map[string]any{}}})
 				return err
 			})
 			a := Answer(err)

@@ -43,8 +43,8 @@ type rpcMessage struct {
 	Error  *jsonrpc.Error  `json:"error,omitempty"`
 }
 
-// callToolHTTP runs one tools/call over the session's HTTP transport.
-func (c *Conn) callToolHTTP(ctx context.Context, cs *mcp.ClientSession, params *mcp.CallToolParams) (*Result, error) {
+// callToolHTTP runs call, with params, over the session's HTTP transport.
+func (c *Conn) callToolHTTP(ctx context.Context, cs *mcp.ClientSession, call *Call, params *mcp.CallToolParams) (*Result, error) {
 	id := fastIDPrefix + strconv.FormatUint(fastID.Add(1), 36)
 	body, err := callRequest(id, params)
 	if err != nil {
@@ -53,10 +53,9 @@ func (c *Conn) callToolHTTP(ctx context.Context, cs *mcp.ClientSession, params *
 	// When the call is abandoned, the upstream is told (once, and only if
 	// the request reached it), also while waiting for the response
 	// headers: an upstream may send them only with the answer.
-	d, _ := ctx.Value(dispatchKey{}).(*Dispatch)
 	var told sync.Once
 	tell := func() {
-		if d == nil || d.Sent() {
+		if call.Sent() {
 			told.Do(func() { c.cancelUpstream(cs, id, context.Cause(ctx)) })
 		}
 	}
@@ -79,7 +78,7 @@ func (c *Conn) callToolHTTP(ctx context.Context, cs *mcp.ClientSession, params *
 	}
 	defer func() {
 		if unlink() {
-			afterAnswer(ctx, func() { release(resp.Body); endExchange() })
+			call.after(func() { release(resp.Body); endExchange() })
 		} else {
 			resp.Body.Close()
 			endExchange()
@@ -220,15 +219,6 @@ type AfterAnswer struct {
 	fns []func()
 }
 
-type afterAnswerKey struct{}
-
-// WithAfterAnswer returns a context whose calls leave their after-answer
-// work to a; the caller must Run it.
-func WithAfterAnswer(ctx context.Context) (context.Context, *AfterAnswer) {
-	a := &AfterAnswer{}
-	return context.WithValue(ctx, afterAnswerKey{}, a), a
-}
-
 // Run does the work left, once.
 func (a *AfterAnswer) Run() {
 	a.mu.Lock()
@@ -238,16 +228,6 @@ func (a *AfterAnswer) Run() {
 	for _, fn := range fns {
 		fn()
 	}
-}
-
-func afterAnswer(ctx context.Context, fn func()) {
-	if a, ok := ctx.Value(afterAnswerKey{}).(*AfterAnswer); ok {
-		a.mu.Lock()
-		a.fns = append(a.fns, fn)
-		a.mu.Unlock()
-		return
-	}
-	fn()
 }
 
 // ErrLost means the upstream connection broke before the answer came.
@@ -434,19 +414,20 @@ func (c *Conn) cancelUpstream(cs *mcp.ClientSession, id string, cause error) {
 // 2025 revisions only: on a session an upstream negotiated at 2026-07-28
 // the call goes through the SDK client, which sends what that revision
 // requires (the Mcp-Method, Mcp-Name and Mcp-Param-* headers, _meta).
-func (c *Conn) CallTool(ctx context.Context, cs *mcp.ClientSession, params *mcp.CallToolParams, caller *mcp.ClientCapabilities) (*Result, error) {
+func (c *Conn) CallTool(ctx context.Context, cs *mcp.ClientSession, call *Call) (*Result, error) {
 	h := c.opts.Answers.hold()
-	defer afterAnswer(ctx, h.end)
-	ctx = withAnswerHold(ctx, h)
+	defer call.after(h.end)
+	ctx = withAnswerHold(withCall(ctx, call), h)
+	params := call.Params
 	if stateless(cs) {
-		params = askable(params, caller, c.exposedLevel())
+		params = askable(params, call.Caller, c.exposedLevel())
 	} else if params.InputResponses != nil {
 		p := *params
 		p.InputResponses = nil // a 2025 server has no use for them
 		params = &p
 	}
 	if c.http != nil && !stateless(cs) && !c.opts.NoFastPath {
-		return c.callToolHTTP(ctx, cs, params)
+		return c.callToolHTTP(ctx, cs, call, params)
 	}
 	res, err := cs.CallTool(ctx, params)
 	if err != nil {

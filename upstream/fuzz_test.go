@@ -110,7 +110,7 @@ func call(t *testing.T, c *Conn) (*Result, error) {
 	var res *Result
 	err := c.Do(context.Background(), func(ctx context.Context, cs *mcp.ClientSession) error {
 		var err error
-		res, err = c.CallTool(ctx, cs, &mcp.CallToolParams{Name: "t", Arguments: json.RawMessage(`{"a":1}`)}, nil)
+		res, err = c.CallTool(ctx, cs, &Call{Params: &mcp.CallToolParams{Name: "t", Arguments: json.RawMessage(`{"a":1}`)}})
 		return err
 	})
 	if errors.Is(err, ErrTimeout) {

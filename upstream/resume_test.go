@@ -101,7 +101,7 @@ func TestCallResumesAfterRetry(t *testing.T) {
 			defer c.Stop()
 			var res *Result
 			err := c.Do(context.Background(), func(ctx context.Context, cs *mcp.ClientSession) (err error) {
-				res, err = c.CallTool(ctx, cs, &mcp.CallToolParams{Name: "t", Arguments: map[string]any{}}, nil)
+				res, err = c.CallTool(ctx, cs, &Call{Params: &mcp.CallToolParams{Name: "t", Arguments: map[string]any{}}})
 				return err
 			})
 			if err != nil {

@@ -206,7 +206,7 @@ func (t *sessionTransport) ensureProbed(req *http.Request) error {
 	}()
 	// The probe is Warden's own request: it must not mark the call whose
 	// request triggered it as sent.
-	post := postRequest(req.WithContext(context.WithValue(req.Context(), dispatchKey{}, nil)))
+	post := postRequest(req.WithContext(withCall(req.Context(), nil)))
 	resp, err := t.send(post, probeBody)
 	if err != nil {
 		return err

@@ -177,7 +177,8 @@ func TestWireMarksDispatch(t *testing.T) {
 	tr := newWireTransport()
 	defer tr.CloseIdleConnections()
 
-	ctx, d := WithDispatch(context.Background(), nil)
+	d := &Call{}
+	ctx := withCall(context.Background(), d)
 	readAll(t, post(t, tr, ctx, srv.URL, "x"))
 	if !d.Sent() {
 		t.Fatal("a request the server answered is not marked sent")
@@ -189,7 +190,8 @@ func TestWireMarksDispatch(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close() // nothing listens there now
-	ctx, d = WithDispatch(context.Background(), nil)
+	d = &Call{}
+	ctx = withCall(context.Background(), d)
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+"/mcp", strings.NewReader("x"))
 	if _, err := tr.RoundTrip(req); err == nil {
 		t.Fatal("a POST to a closed port succeeded")
@@ -218,7 +220,8 @@ func TestWireLeavesOtherRequestsToTheStandardTransport(t *testing.T) {
 		}
 	}
 	srv, _ := countingServer(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, r.Method) })
-	ctx, d := WithDispatch(context.Background(), nil)
+	d := &Call{}
+	ctx := withCall(context.Background(), d)
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
 	resp, err := tr.RoundTrip(req)
 	if err != nil {
@@ -243,7 +246,8 @@ func TestWireSendsNothingForAnAbandonedCall(t *testing.T) {
 	for range 20 {
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
-		ctx, d := WithDispatch(ctx, nil)
+		d := &Call{}
+		ctx = withCall(ctx, d)
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL, strings.NewReader("x"))
 		if _, err := tr.RoundTrip(req); !errors.Is(err, context.Canceled) {
 			t.Fatalf("err %v, want context.Canceled", err)
