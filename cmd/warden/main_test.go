@@ -20,8 +20,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/wardenmcp/warden/api"
 	"github.com/wardenmcp/warden/approval"
-	"github.com/wardenmcp/warden/gateway"
 	"github.com/wardenmcp/warden/config"
+	"github.com/wardenmcp/warden/gateway"
 	"github.com/wardenmcp/warden/internal/state"
 	"github.com/wardenmcp/warden/upstream"
 )
