@@ -19,8 +19,10 @@ import (
 
 // BenchmarkToolCall measures tools/call latency and throughput against one
 // HTTP upstream, side by side in one run, at concurrency 1 and 16: directly,
-// through /mcp/{server}, through the aggregated /mcp, and, for scale, through
-// two yardsticks: a TCP forwarder (the cost of one more process in the path,
+// through /mcp/{server}, through the aggregated /mcp, through /mcp/{server}
+// with Warden's fast paths off (WARDEN_FASTPATH=off: the SDK's server and
+// client alone) and for a 2026-07-28 client, and, for scale, through two
+// yardsticks: a TCP forwarder (the cost of one more process in the path,
 // whatever it does) and a bare HTTP reverse proxy. The upstream (the Go SDK
 // fixture), Warden and the yardsticks run as their own processes, as they do
 // in use; the clients are the official Go SDK's. The ways take turns in short
@@ -34,33 +36,45 @@ func BenchmarkToolCall(b *testing.B) {
 	upURL := "http://" + upAddr + "/mcp"
 	testenv.WaitHTTP(b, upURL, 20*time.Second)
 
-	dir := b.TempDir()
-	listen := "127.0.0.1:" + strconv.Itoa(testenv.FreePort(b))
-	cfg, _ := json.Marshal(map[string]any{"listen": listen, "mcpServers": map[string]any{"bench": map[string]any{"url": upURL, "trusted": true}}})
-	if err := os.WriteFile(filepath.Join(dir, "config.json"), cfg, 0o600); err != nil {
-		b.Fatal(err)
+	// Warden as it runs, and with its fast paths off (every call through
+	// the SDK's server and client, as a 2026-07-28 client's goes in part).
+	startWarden := func(env ...string) string {
+		dir := b.TempDir()
+		listen := "127.0.0.1:" + strconv.Itoa(testenv.FreePort(b))
+		cfg, _ := json.Marshal(map[string]any{"listen": listen, "mcpServers": map[string]any{"bench": map[string]any{"url": upURL, "trusted": true}}})
+		if err := os.WriteFile(filepath.Join(dir, "config.json"), cfg, 0o600); err != nil {
+			b.Fatal(err)
+		}
+		cmd := exec.Command(testenv.BuildBinary(b, "./cmd/warden"), "serve",
+			"--config", filepath.Join(dir, "config.json"), "--state-dir", filepath.Join(dir, "state"))
+		cmd.Env = append(os.Environ(), env...)
+		testenv.StartProcess(b, cmd)
+		testenv.WaitHTTP(b, "http://"+listen+"/healthz", 20*time.Second)
+		return listen
 	}
-	testenv.StartProcess(b, exec.Command(testenv.BuildBinary(b, "./cmd/warden"), "serve",
-		"--config", filepath.Join(dir, "config.json"), "--state-dir", filepath.Join(dir, "state")))
-	testenv.WaitHTTP(b, "http://"+listen+"/healthz", 20*time.Second)
+	listen := startWarden()
+	sdkListen := startWarden("WARDEN_FASTPATH=off")
 	proxyAddr := "127.0.0.1:" + strconv.Itoa(testenv.FreePort(b))
 	testenv.StartProcess(b, exec.Command(testenv.BuildBinary(b, "./internal/fixture/cmd/plainproxy"), proxyAddr, upURL))
 	testenv.WaitHTTP(b, "http://"+proxyAddr+"/mcp", 20*time.Second)
 	fwdAddr := "127.0.0.1:" + strconv.Itoa(testenv.FreePort(b))
 	testenv.StartProcess(b, exec.Command(testenv.BuildBinary(b, "./internal/fixture/cmd/tcpforward"), fwdAddr, upAddr))
 	testenv.WaitHTTP(b, "http://"+fwdAddr+"/mcp", 20*time.Second)
-	targets := []struct{ name, url, tool string }{
-		{"direct", upURL, "echo"},
-		{"tcp-forward", "http://" + fwdAddr + "/mcp", "echo"},
-		{"plain-proxy", "http://" + proxyAddr + "/mcp", "echo"},
-		{"warden-server", "http://" + listen + "/mcp/bench", "echo"},
-		{"warden-aggregated", "http://" + listen + "/mcp", "bench__echo"},
+	const era2025, era2026 = "2025-11-25", "2026-07-28"
+	targets := []struct{ name, url, tool, version string }{
+		{"direct", upURL, "echo", era2025},
+		{"tcp-forward", "http://" + fwdAddr + "/mcp", "echo", era2025},
+		{"plain-proxy", "http://" + proxyAddr + "/mcp", "echo", era2025},
+		{"warden-server", "http://" + listen + "/mcp/bench", "echo", era2025},
+		{"warden-aggregated", "http://" + listen + "/mcp", "bench__echo", era2025},
+		{"warden-sdk-paths", "http://" + sdkListen + "/mcp/bench", "echo", era2025},
+		{"warden-2026-client", "http://" + listen + "/mcp/bench", "echo", era2026},
 	}
 	for _, conc := range []int{1, 16} {
 		b.Run(fmt.Sprintf("c%d", conc), func(b *testing.B) {
 			runs := make([]*benchTarget, len(targets))
 			for i, tg := range targets {
-				runs[i] = newBenchTarget(b, tg.url, tg.tool, conc)
+				runs[i] = newBenchTarget(b, tg.url, tg.tool, tg.version, conc)
 			}
 			// Targets take turns in short rounds, so that a change in the
 			// machine's speed during the run touches them all alike.
@@ -100,14 +114,17 @@ type benchTarget struct {
 	elapsed  time.Duration
 }
 
-func newBenchTarget(b *testing.B, url, tool string, conc int) *benchTarget {
+func newBenchTarget(b *testing.B, url, tool, version string, conc int) *benchTarget {
 	t := &benchTarget{tool: tool}
 	for range conc {
 		c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
 		cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url, DisableStandaloneSSE: true},
-			&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+			&mcp.ClientSessionOptions{ProtocolVersion: version})
 		if err != nil {
 			b.Fatal(err)
+		}
+		if v := cs.InitializeResult().ProtocolVersion; v != version {
+			b.Fatalf("%s: negotiated %s, want %s", url, v, version)
 		}
 		b.Cleanup(func() { cs.Close() })
 		t.sessions = append(t.sessions, cs)

@@ -36,7 +36,7 @@ func BenchmarkSoak(b *testing.B) {
 		"bench": map[string]any{"url": upURL, "trusted": true},
 		"flood": map[string]any{"command": fixture, "args": []string{"-flood", "-1"}, "trusted": true},
 	})
-	calls := newBenchTarget(b, "http://"+listen+"/mcp", "bench__echo", 16)
+	calls := newBenchTarget(b, "http://"+listen+"/mcp", "bench__echo", "2025-11-25", 16)
 	before := vmKB(b, warden.PID(), "VmRSS")
 
 	// The listeners read their streams raw: decoding thousands of
@@ -74,7 +74,7 @@ func BenchmarkSoak(b *testing.B) {
 func BenchmarkLargeAnswers(b *testing.B) {
 	const size = 60 << 20
 	listen, warden := startWardenProcess(b, map[string]any{"big": map[string]any{"url": hugeAnswerFixture(b, size), "trusted": true, "callTimeout": "10m"}})
-	t := newBenchTarget(b, "http://"+listen+"/mcp", "big__echo", 10)
+	t := newBenchTarget(b, "http://"+listen+"/mcp", "big__echo", "2025-11-25", 10)
 	before := vmKB(b, warden.PID(), "VmRSS")
 	b.ResetTimer()
 	for range b.N {

@@ -34,7 +34,7 @@ var session2025 = &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"}
 
 // newEnv serves the surfaces over the servers of mcpServers (a config's
 // mcpServers JSON); idle and maxSessions as for surface.New (0: defaults).
-func newEnv(t *testing.T, mcpServers string, idle time.Duration, maxSessions int) *env {
+func newEnv(t testing.TB, mcpServers string, idle time.Duration, maxSessions int) *env {
 	t.Helper()
 	log := slog.New(slog.DiscardHandler)
 	p := parts.New(t, log)
@@ -63,7 +63,7 @@ func (e *env) connect(t *testing.T, path string, opts *mcp.ClientOptions, so *mc
 }
 
 // ctx is a context for one step of a test.
-func ctx(t *testing.T) context.Context {
+func ctx(t testing.TB) context.Context {
 	c, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	t.Cleanup(cancel)
 	return c
