@@ -6,13 +6,16 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wardenmcp/warden/internal/launcher"
 	"github.com/wardenmcp/warden/internal/testenv"
 )
 
 // TestLauncherStopsBeforeWardensInit: the warden binary started as a
-// server's launcher does its work from package sandbox's init, so it never
+// server's launcher does its work from package launcher's init, so it never
 // initializes what only the rest of Warden needs (main, the MCP surface,
-// the operator API): every stdio server's start pays for the launcher.
+// the operator API, and the SDK, Prometheus and protobuf, whose inits run
+// early unless the launcher imports nothing that comes late in Go's init
+// order): every stdio server's start pays for the launcher.
 func TestLauncherStopsBeforeWardensInit(t *testing.T) {
 	warden := testenv.BuildBinary(t, "./cmd/warden")
 	r, w, err := os.Pipe() // the lifeline, as Warden passes it
@@ -27,7 +30,7 @@ func TestLauncherStopsBeforeWardensInit(t *testing.T) {
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
-	cmd.Env = append(cmd.Env, `WARDEN_LAUNCH={"probe":true}`, "GODEBUG=inittrace=1")
+	cmd.Env = append(cmd.Env, launcher.Env+"="+launcher.Plan{Probe: true}.Encode(), "GODEBUG=inittrace=1")
 	cmd.ExtraFiles = []*os.File{r}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -37,7 +40,9 @@ func TestLauncherStopsBeforeWardensInit(t *testing.T) {
 	if !strings.Contains(trace, "init runtime @") {
 		t.Fatalf("no init trace in the launcher's output:\n%s", trace)
 	}
-	for _, pkg := range []string{"main", "github.com/wardenmcp/warden/surface", "github.com/wardenmcp/warden/api"} {
+	for _, pkg := range []string{"main", "github.com/wardenmcp/warden/surface", "github.com/wardenmcp/warden/api",
+		"github.com/modelcontextprotocol/go-sdk/mcp", "github.com/google/jsonschema-go/jsonschema", "encoding/gob",
+		"github.com/prometheus/procfs", "google.golang.org/protobuf/internal/detrand", "encoding/json"} {
 		if strings.Contains(trace, "init "+pkg+" @") {
 			t.Errorf("the launcher initialized %s", pkg)
 		}

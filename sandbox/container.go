@@ -5,6 +5,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/wardenmcp/warden/internal/launcher"
 )
 
 // Container runs a server inside a container image instead of on the host.
@@ -27,7 +29,7 @@ func inContainer(spec Spec, env []string) (Spec, error) {
 	}
 	engine := ""
 	for _, e := range engines {
-		if _, err := lookPath(e, env); err == nil {
+		if _, err := launcher.LookPath(e, env); err == nil {
 			engine = e
 			break
 		}

@@ -1,16 +1,15 @@
 package sandbox
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
 	"os"
 	"strconv"
-	"strings"
 	"syscall"
 
+	"github.com/wardenmcp/warden/internal/launcher"
 	"golang.org/x/sys/unix"
 )
 
@@ -135,38 +134,10 @@ func diagAddr(into []byte, ip net.IP, family uint8) bool {
 	return true
 }
 
-// parents maps every process's PID to its parent's.
-func parents() map[int]int {
-	out := map[int]int{}
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid ...; comm may hold spaces and parentheses.
-		i := bytes.LastIndexByte(b, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(string(b[i+1:]))
-		if len(f) > 1 {
-			if pp, err := strconv.Atoi(f[1]); err == nil {
-				out[pid] = pp
-			}
-		}
-	}
-	return out
-}
-
 // descendants lists the processes below root, children first.
 func descendants(root int) []int {
 	kids := map[int][]int{}
-	for pid, pp := range parents() {
+	for pid, pp := range launcher.Parents() {
 		kids[pp] = append(kids[pp], pid)
 	}
 	var out []int
@@ -176,17 +147,6 @@ func descendants(root int) []int {
 		queue = queue[1:]
 		out = append(out, pid)
 		queue = append(queue, kids[pid]...)
-	}
-	return out
-}
-
-// childrenOf lists pid's direct children.
-func childrenOf(pid int) []int {
-	var out []int
-	for p, pp := range parents() {
-		if pp == pid {
-			out = append(out, p)
-		}
 	}
 	return out
 }

@@ -4,7 +4,7 @@
 // the operator API, and it must not outlive Warden.
 //
 // Warden starts every stdio server through a copy of its own binary, the
-// launcher (run from this package's init), in new user, mount and PID
+// launcher (package launcher, run from its init), in new user, mount and PID
 // namespaces. Before it execs the server, the launcher
 //
 //  1. asks for SIGKILL when Warden dies and checks Warden's lifeline pipe;
@@ -26,7 +26,6 @@
 package sandbox
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -37,6 +36,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/wardenmcp/warden/internal/launcher"
 	"golang.org/x/sys/unix"
 )
 
@@ -81,24 +81,6 @@ type Spec struct {
 	Read      []string // read (and execute) access
 	Write     []string // read and write access
 	Container *Container
-}
-
-// launchEnv carries the launcher's instructions in its environment; the
-// launcher removes it before it execs the server.
-const launchEnv = "WARDEN_LAUNCH"
-
-// plan is what the launcher is told to do (JSON in launchEnv). It holds
-// paths, never secrets.
-type plan struct {
-	Namespaces bool     `json:"ns,omitempty"`
-	Hide       []string `json:"hide,omitempty"`
-	HideFiles  []string `json:"hideFiles,omitempty"`
-	Dir        string   `json:"dir,omitempty"`
-	NoNetwork  bool     `json:"noNetwork,omitempty"`
-	Paths      bool     `json:"paths,omitempty"`
-	Read       []string `json:"read,omitempty"`
-	Write      []string `json:"write,omitempty"`
-	Probe      bool     `json:"probe,omitempty"` // set up, then exit 0
 }
 
 // Launcher starts stdio servers confined as its Mode says.
@@ -211,12 +193,12 @@ func (l *Launcher) command(spec Spec, probe bool) (*exec.Cmd, error) {
 		}
 		return startDirect(spec, env), nil
 	}
-	p := plan{Namespaces: l.Mode == Namespaces, Dir: spec.Dir, NoNetwork: spec.NoNetwork,
+	p := launcher.Plan{Namespaces: l.Mode == Namespaces, Dir: spec.Dir, NoNetwork: spec.NoNetwork,
 		Paths: spec.Paths, Read: spec.Read, Write: spec.Write, Probe: probe}
-	if p.NoNetwork && !p.Namespaces && landlockABI() < 4 {
+	if p.NoNetwork && !p.Namespaces && launcher.LandlockABI() < 4 {
 		return nil, errors.New(`"sandbox": {"network": false} needs user namespaces or Landlock ABI 4, and this kernel has neither`)
 	}
-	if p.Paths && landlockABI() < 1 {
+	if p.Paths && launcher.LandlockABI() < 1 {
 		return nil, errors.New(`"sandbox": {"paths": ...} needs Landlock, which this kernel does not offer`)
 	}
 	if p.Namespaces {
@@ -229,12 +211,8 @@ func (l *Launcher) command(spec Spec, probe bool) (*exec.Cmd, error) {
 			}
 		}
 	}
-	b, err := json.Marshal(p)
-	if err != nil {
-		return nil, err
-	}
 	cmd := exec.Command(l.self, append([]string{spec.Command}, spec.Args...)...)
-	cmd.Env = append(env, launchEnv+"="+string(b))
+	cmd.Env = append(env, launcher.Env+"="+p.Encode())
 	cmd.Dir = spec.Dir
 	cmd.ExtraFiles = []*os.File{l.lifeR}
 	// The launcher asks for its parent-death signal itself: Go's check
@@ -268,7 +246,7 @@ func (l *Launcher) hidden(spec Spec, env []string) (dirs, files []string) {
 		return dirs, nil
 	}
 	cdir := filepath.Dir(l.config)
-	needed := []string{spec.Dir, envValue(env, "HOME"), envValue(env, "TMPDIR"), os.TempDir()}
+	needed := []string{spec.Dir, launcher.EnvValue(env, "HOME"), launcher.EnvValue(env, "TMPDIR"), os.TempDir()}
 	needed = append(needed, spec.Read...)
 	needed = append(needed, spec.Write...)
 	for _, n := range needed {
@@ -294,15 +272,6 @@ func (l *Launcher) hidden(spec Spec, env []string) (dirs, files []string) {
 func within(path, dir string) bool {
 	rel, err := filepath.Rel(filepath.Clean(dir), filepath.Clean(path))
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
-}
-
-func envValue(env []string, name string) string {
-	for _, kv := range slices.Backward(env) {
-		if v, ok := strings.CutPrefix(kv, name+"="); ok {
-			return v
-		}
-	}
-	return ""
 }
 
 // ProtectSelf makes this process non-dumpable, so that processes of the same

@@ -1,11 +1,10 @@
-package sandbox
+package launcher
 
 import (
-	"fmt"
+	"errors"
 	"os"
+	"syscall"
 	"unsafe"
-
-	"golang.org/x/sys/unix"
 )
 
 // systemRead are the directories a server with "paths" may still read and
@@ -15,15 +14,40 @@ var systemRead = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "
 // systemWrite: device files such as /dev/null and /dev/tty are written too.
 var systemWrite = []string{"/dev"}
 
+// Landlock's ABI (linux/landlock.h; see sys.go for why not from x/sys/unix).
 const (
-	llRead     = unix.LANDLOCK_ACCESS_FS_EXECUTE | unix.LANDLOCK_ACCESS_FS_READ_FILE | unix.LANDLOCK_ACCESS_FS_READ_DIR
-	llFileOnly = unix.LANDLOCK_ACCESS_FS_EXECUTE | unix.LANDLOCK_ACCESS_FS_WRITE_FILE | unix.LANDLOCK_ACCESS_FS_READ_FILE |
-		unix.LANDLOCK_ACCESS_FS_TRUNCATE | unix.LANDLOCK_ACCESS_FS_IOCTL_DEV
+	llExecute    = 0x1
+	llWriteFile  = 0x2
+	llReadFile   = 0x4
+	llReadDir    = 0x8
+	llRefer      = 0x2000
+	llTruncate   = 0x4000
+	llIoctlDev   = 0x8000
+	llBindTCP    = 0x1
+	llConnectTCP = 0x2
+
+	llCreateRulesetVersion = 0x1
+	llRulePathBeneath      = 0x1
+
+	llRead     = llExecute | llReadFile | llReadDir
+	llFileOnly = llExecute | llWriteFile | llReadFile | llTruncate | llIoctlDev
 )
 
-// landlockABI is the kernel's Landlock ABI version, 0 without Landlock.
-func landlockABI() int {
-	v, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION)
+// rulesetAttr is struct landlock_ruleset_attr.
+type rulesetAttr struct {
+	accessFS, accessNet, scoped uint64
+}
+
+// pathBeneathAttr is struct landlock_path_beneath_attr (packed: the kernel
+// reads its first 12 bytes).
+type pathBeneathAttr struct {
+	allowedAccess uint64
+	parentFd      int32
+}
+
+// LandlockABI is the kernel's Landlock ABI version, 0 without Landlock.
+func LandlockABI() int {
+	v, _, errno := syscall.Syscall(sysLandlockCreateRuleset, 0, 0, llCreateRulesetVersion)
 	if errno != 0 {
 		return 0
 	}
@@ -34,13 +58,13 @@ func landlockABI() int {
 func fsRights(abi int) uint64 {
 	r := uint64(1<<13 - 1) // ABI 1: execute ... make_sym
 	if abi >= 2 {
-		r |= unix.LANDLOCK_ACCESS_FS_REFER
+		r |= llRefer
 	}
 	if abi >= 3 {
-		r |= unix.LANDLOCK_ACCESS_FS_TRUNCATE
+		r |= llTruncate
 	}
 	if abi >= 5 {
-		r |= unix.LANDLOCK_ACCESS_FS_IOCTL_DEV
+		r |= llIoctlDev
 	}
 	return r
 }
@@ -48,24 +72,24 @@ func fsRights(abi int) uint64 {
 // restrict applies p's Landlock ruleset to this thread (and what it execs):
 // with Paths, files only under Read (read, execute), Write (everything) and
 // the system directories; with NoNetwork, no TCP bind or connect.
-func restrict(p plan) error {
-	abi := landlockABI()
+func restrict(p Plan) error {
+	abi := LandlockABI()
 	if abi < 1 {
-		return fmt.Errorf("the kernel offers no Landlock")
+		return errors.New("the kernel offers no Landlock")
 	}
-	var attr unix.LandlockRulesetAttr
+	var attr rulesetAttr
 	all := fsRights(abi)
 	if p.Paths {
-		attr.Access_fs = all
+		attr.accessFS = all
 	}
 	if p.NoNetwork && abi >= 4 {
-		attr.Access_net = unix.LANDLOCK_ACCESS_NET_BIND_TCP | unix.LANDLOCK_ACCESS_NET_CONNECT_TCP
+		attr.accessNet = llBindTCP | llConnectTCP
 	}
-	fd, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr), 0)
+	fd, _, errno := syscall.Syscall(sysLandlockCreateRuleset, uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr), 0)
 	if errno != 0 {
-		return fmt.Errorf("create ruleset: %w", errno)
+		return errors.New("create ruleset: " + errno.Error())
 	}
-	defer unix.Close(int(fd))
+	defer syscall.Close(int(fd))
 	if p.Paths {
 		rules := []struct {
 			paths  []string
@@ -83,16 +107,16 @@ func restrict(p plan) error {
 			}
 		}
 	}
-	_, _, errno = unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, fd, 0, 0)
+	_, _, errno = syscall.Syscall(sysLandlockRestrictSelf, fd, 0, 0)
 	if errno != 0 {
-		return fmt.Errorf("restrict: %w", errno)
+		return errors.New("restrict: " + errno.Error())
 	}
 	return nil
 }
 
 // allow adds a rule granting access beneath path.
 func allow(ruleset int, path string, access uint64) error {
-	f, err := os.OpenFile(path, unix.O_PATH|unix.O_CLOEXEC, 0)
+	f, err := os.OpenFile(path, oPath|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		return err
 	}
@@ -100,11 +124,11 @@ func allow(ruleset int, path string, access uint64) error {
 	if fi, err := f.Stat(); err == nil && !fi.IsDir() {
 		access &= llFileOnly
 	}
-	rule := unix.LandlockPathBeneathAttr{Allowed_access: access, Parent_fd: int32(f.Fd())}
-	_, _, errno := unix.Syscall6(unix.SYS_LANDLOCK_ADD_RULE, uintptr(ruleset), unix.LANDLOCK_RULE_PATH_BENEATH,
+	rule := pathBeneathAttr{allowedAccess: access, parentFd: int32(f.Fd())}
+	_, _, errno := syscall.Syscall6(sysLandlockAddRule, uintptr(ruleset), llRulePathBeneath,
 		uintptr(unsafe.Pointer(&rule)), 0, 0, 0)
 	if errno != 0 {
-		return fmt.Errorf("allow %s: %w", path, errno)
+		return errors.New("allow " + path + ": " + errno.Error())
 	}
 	return nil
 }
