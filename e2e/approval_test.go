@@ -29,7 +29,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/wardenmcp/warden/api"
 	"github.com/wardenmcp/warden/approval"
-	"github.com/wardenmcp/warden/client"
 	"github.com/wardenmcp/warden/internal/fixture"
 	"github.com/wardenmcp/warden/internal/testenv"
 	"github.com/wardenmcp/warden/internal/wardentest"
@@ -118,24 +117,7 @@ func apHashes(tools map[string]api.Tool, statuses ...approval.Status) map[string
 // mentions each of mention.
 func apExpectRefusal(t testing.TB, cs *mcp.ClientSession, tool, code string, mention ...string) {
 	t.Helper()
-	res := callResult(t.(*testing.T), cs, tool, map[string]any{"key": "k"})
-	text := resultText(res)
-	if !res.IsError || client.Refusal(res) != code {
-		t.Fatalf("call %s: want a %s refusal, got isError=%v code=%q meta=%v text=%q", tool, code, res.IsError, client.Refusal(res), res.Meta, text)
-	}
-	for _, m := range mention {
-		if !strings.Contains(text, m) {
-			t.Fatalf("call %s: refusal text %q does not mention %q", tool, text, m)
-		}
-	}
-}
-
-// apList lists a session's tool names, sorted.
-func apList(t testing.TB, cs *mcp.ClientSession) []string {
-	t.Helper()
-	names := toolNames(t.(*testing.T), cs)
-	slices.Sort(names)
-	return names
+	wardentest.WantRefusal(t, wardentest.CallResult(t, cs, tool, map[string]any{"key": "k"}), code, mention...)
 }
 
 // apCLI runs the warden binary against w and returns its exit status and output.
@@ -258,7 +240,7 @@ func TestApprovalUntrustedServerQuarantinedThenAdmitted(t *testing.T) {
 
 	agg := w.Connect(t, "/mcp", nil)
 	one := w.Connect(t, "/mcp/q", nil)
-	names := apList(t, agg)
+	names := wardentest.SortedToolNames(t, agg)
 	if len(names) != 4 {
 		t.Fatalf("/mcp lists %v, want only the trusted server's 4 tools", names)
 	}
@@ -267,7 +249,7 @@ func TestApprovalUntrustedServerQuarantinedThenAdmitted(t *testing.T) {
 			t.Fatalf("/mcp lists %s of the quarantined server: %v", n, names)
 		}
 	}
-	if names := apList(t, one); len(names) != 0 {
+	if names := wardentest.SortedToolNames(t, one); len(names) != 0 {
 		t.Fatalf("/mcp/q lists %v, want nothing while quarantined", names)
 	}
 	apExpectRefusal(t, agg, "q__echo", "SERVER_QUARANTINED", "warden servers approve q")
@@ -332,14 +314,14 @@ func TestApprovalUntrustedServerQuarantinedThenAdmitted(t *testing.T) {
 
 	want := []string{fixture.ToolEcho, fixture.ToolRead, fixture.ToolWrite}
 	wardentest.WaitFor(t, 10*time.Second, "/mcp/q to list the approved tools", func() bool {
-		return slices.Equal(apList(t, one), want)
+		return slices.Equal(wardentest.SortedToolNames(t, one), want)
 	})
-	if got := apList(t, agg); !slices.Contains(got, "q__echo") || slices.Contains(got, "q__late_tool") || slices.Contains(got, "q__delete_value") {
+	if got := wardentest.SortedToolNames(t, agg); !slices.Contains(got, "q__echo") || slices.Contains(got, "q__late_tool") || slices.Contains(got, "q__delete_value") {
 		t.Fatalf("/mcp after approval lists %v", got)
 	}
 	apExpectRefusal(t, one, "late_tool", "TOOL_PENDING", "warden review approve q late_tool")
 	apExpectRefusal(t, agg, "q__delete_value", "TOOL_BLOCKED", "warden review approve q delete_value")
-	if got := callText(t, one, fixture.ToolEcho, map[string]any{"admitted": true}); !strings.Contains(got, "admitted") {
+	if got := wardentest.CallText(t, one, fixture.ToolEcho, map[string]any{"admitted": true}); !strings.Contains(got, "admitted") {
 		t.Fatalf("echo after admission = %q", got)
 	}
 }
@@ -580,7 +562,7 @@ func TestApprovalRugPull(t *testing.T) {
 	one := w.Connect(t, "/mcp/s", notes.options())
 	aggNotes := newAPNotes()
 	agg := w.Connect(t, "/mcp", aggNotes.options())
-	if got := apList(t, one); !slices.Contains(got, fixture.ToolEcho) || !slices.Contains(got, fixture.ToolRead) {
+	if got := wardentest.SortedToolNames(t, one); !slices.Contains(got, fixture.ToolEcho) || !slices.Contains(got, fixture.ToolRead) {
 		t.Fatalf("/mcp/s lists %v", got)
 	}
 
@@ -598,10 +580,10 @@ func TestApprovalRugPull(t *testing.T) {
 		}
 		notes.wait(t, tool+" changed (/mcp/s)")
 		aggNotes.wait(t, tool+" changed (/mcp)")
-		if got := apList(t, one); slices.Contains(got, tool) {
+		if got := wardentest.SortedToolNames(t, one); slices.Contains(got, tool) {
 			t.Fatalf("changed %s still listed on /mcp/s: %v", tool, got)
 		}
-		if got := apList(t, agg); slices.Contains(got, "s__"+tool) {
+		if got := wardentest.SortedToolNames(t, agg); slices.Contains(got, "s__"+tool) {
 			t.Fatalf("changed %s still listed on /mcp: %v", tool, got)
 		}
 		apExpectRefusal(t, one, tool, "TOOL_CHANGED", "warden review s")
@@ -622,11 +604,11 @@ func TestApprovalRugPull(t *testing.T) {
 			t.Fatalf("reverted record: approved %s current %s, want both %s", x.ApprovedHash, x.CurrentHash, orig.ApprovedHash)
 		}
 		notes.wait(t, tool+" reverted")
-		if got := apList(t, one); !slices.Contains(got, tool) {
+		if got := wardentest.SortedToolNames(t, one); !slices.Contains(got, tool) {
 			t.Fatalf("reverted %s not listed: %v", tool, got)
 		}
-		if res := callResult(t, one, tool, args); res.IsError {
-			t.Fatalf("reverted %s refused: %s", tool, resultText(res))
+		if res := wardentest.CallResult(t, one, tool, args); res.IsError {
+			t.Fatalf("reverted %s refused: %s", tool, wardentest.ResultText(res))
 		}
 	}
 
@@ -685,7 +667,7 @@ func TestApprovalRugPullAfterConnectionRestart(t *testing.T) {
 	}
 	apWaitTool(t, w, "s", fixture.ToolEcho, "changed", apStatusIs(approval.StatusChanged))
 	cs := w.Connect(t, "/mcp/s", nil)
-	if got := apList(t, cs); slices.Contains(got, fixture.ToolEcho) {
+	if got := wardentest.SortedToolNames(t, cs); slices.Contains(got, fixture.ToolEcho) {
 		t.Fatalf("changed echo listed: %v", got)
 	}
 	cs.Close()
@@ -722,7 +704,7 @@ func TestApprovalEmptyBaselineThenNewToolPending(t *testing.T) {
 		t.Fatalf("a tool new after an empty baseline is %s (by %q), want pending", x.Status, x.ApprovedBy)
 	}
 	cs := w.Connect(t, "/mcp/empty", nil)
-	if got := apList(t, cs); len(got) != 0 {
+	if got := wardentest.SortedToolNames(t, cs); len(got) != 0 {
 		t.Fatalf("/mcp/empty lists %v, want nothing", got)
 	}
 	apExpectRefusal(t, cs, "newcomer", "TOOL_PENDING")
@@ -815,7 +797,7 @@ func TestApprovalNoSelfApproval(t *testing.T) {
 		{"warden stdio --server q", stdio("--server", "q"), nil},
 	}
 	for _, s := range surfaces {
-		got := apList(t, s.cs)
+		got := wardentest.SortedToolNames(t, s.cs)
 		if !slices.Equal(got, s.want) {
 			t.Fatalf("%s lists %v; want exactly the approved upstream tools %v", s.name, got, s.want)
 		}
@@ -838,7 +820,7 @@ func TestApprovalNoSelfApproval(t *testing.T) {
 		for _, name := range []string{"approve", "warden__approve", "q__approve", "servers_approve", "warden_review_approve", "t__approve"} {
 			res, err := s.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: map[string]any{"server": "q", "all": true}})
 			if err == nil && !res.IsError {
-				t.Fatalf("%s: tools/call %s succeeded: %s", s.name, name, resultText(res))
+				t.Fatalf("%s: tools/call %s succeeded: %s", s.name, name, wardentest.ResultText(res))
 			}
 		}
 		// Calling the quarantined server's tools is refused.
@@ -1082,7 +1064,7 @@ func apListSettled(t *testing.T, cs *mcp.ClientSession, want int) []string {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		names := apList(t, cs)
+		names := wardentest.SortedToolNames(t, cs)
 		if len(names) == want || time.Now().After(deadline) {
 			return names
 		}
@@ -1125,7 +1107,7 @@ func TestApprovalSurvivesKill9(t *testing.T) {
 		t.Fatalf("after kill -9: %v, want %v", got, want)
 	}
 	cs := d.connect()
-	if got := callText(t, cs, fixture.ToolEcho, map[string]any{"after": "kill"}); !strings.Contains(got, "kill") {
+	if got := wardentest.CallText(t, cs, fixture.ToolEcho, map[string]any{"after": "kill"}); !strings.Contains(got, "kill") {
 		t.Fatalf("echo after restart = %q", got)
 	}
 	apExpectRefusal(t, cs, fixture.ToolDelete, "TOOL_BLOCKED", "warden review approve s "+fixture.ToolDelete)

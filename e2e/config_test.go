@@ -276,7 +276,7 @@ func TestHotReload(t *testing.T) {
 	keepPID, dropPID, changePID := readPID(t, stats("keep")), readPID(t, stats("drop")), readPID(t, stats("change"))
 	keepInits := readStats(t, stats("keep")).Initializes
 	cs := w.Connect(t, "/mcp", nil)
-	callText(t, cs, "keep__echo", map[string]any{"before": "reload"})
+	wardentest.CallText(t, cs, "keep__echo", map[string]any{"before": "reload"})
 
 	// One edit: add, remove, change, keep.
 	next := map[string]any{
@@ -317,7 +317,7 @@ func TestHotReload(t *testing.T) {
 
 	// Calls see the new set; the downstream session survived the reload.
 	for _, tool := range []string{"keep__echo", "added__echo", "change__echo"} {
-		callText(t, cs, tool, map[string]any{"after": "reload"})
+		wardentest.CallText(t, cs, tool, map[string]any{"after": "reload"})
 	}
 	if res, err := cs.CallTool(ctxT(t, 20*time.Second), &mcp.CallToolParams{Name: "drop__echo", Arguments: map[string]any{}}); err == nil && !res.IsError {
 		t.Fatal("a removed server's tool still answers")
@@ -376,7 +376,7 @@ func TestHotReload(t *testing.T) {
 		t.Fatalf("/v1/status after a refused reload lists %v, want the 3 running servers", st.Servers)
 	}
 	for _, tool := range []string{"keep__echo", "added__echo", "change__echo"} {
-		callText(t, cs, tool, map[string]any{"during": "bad config"})
+		wardentest.CallText(t, cs, tool, map[string]any{"during": "bad config"})
 	}
 	assertUntouched("after a refused reload")
 
@@ -483,7 +483,7 @@ func TestServersAddRemoveThroughCLI(t *testing.T) {
 		return servers()["second"] == "ready"
 	})
 	cs := w.Connect(t, "/mcp", nil)
-	callText(t, cs, "second__echo", map[string]any{"via": "cli"})
+	wardentest.CallText(t, cs, "second__echo", map[string]any{"via": "cli"})
 
 	cli("servers", "remove", "second")
 	text = checkComments("after servers remove")

@@ -113,9 +113,9 @@ func TestDisabledHTTPServer(t *testing.T) {
 	notes := newAPNotes()
 	agg := w.Connect(t, "/mcp", notes.options())
 	wardentest.WaitFor(t, 10*time.Second, "/mcp to list up's 4 tools", func() bool {
-		return len(dsWithPrefix(apList(t, agg), "up__")) == 4
+		return len(dsWithPrefix(wardentest.SortedToolNames(t, agg), "up__")) == 4
 	})
-	callText(t, agg, "up__echo", map[string]any{"before": "disable"})
+	wardentest.CallText(t, agg, "up__echo", map[string]any{"before": "disable"})
 	if got := dsSessionServers(t, w); !slices.Contains(got, "up") {
 		t.Fatalf("/v1/sessions = %v before disabling, want a record of up", got)
 	}
@@ -141,7 +141,7 @@ func TestDisabledHTTPServer(t *testing.T) {
 		t.Fatalf("GET /v1/servers/up = %+v, want disabled", s)
 	}
 	qtListAfterNotes(t, agg, notes, "disabling up", func(names []string) bool { return len(dsWithPrefix(names, "up__")) == 0 })
-	if got := dsWithPrefix(apList(t, agg), "other__"); len(got) != 4 {
+	if got := dsWithPrefix(wardentest.SortedToolNames(t, agg), "other__"); len(got) != 4 {
 		t.Fatalf("/mcp lists %v of other after disabling up, want its 4 tools", got)
 	}
 	calls := f.Calls(fixture.ToolEcho)
@@ -152,7 +152,7 @@ func TestDisabledHTTPServer(t *testing.T) {
 	}
 	// Nothing is sent to a disabled server (the DELETE was the last request).
 	mark := len(f.HTTP().Requests())
-	callText(t, agg, "other__echo", map[string]any{"while": "disabled"})
+	wardentest.CallText(t, agg, "other__echo", map[string]any{"while": "disabled"})
 	if reqs := f.HTTP().Requests()[mark:]; len(reqs) != 0 {
 		t.Fatalf("the disabled upstream got %d requests, first %+v", len(reqs), reqs[0])
 	}
@@ -162,11 +162,11 @@ func TestDisabledHTTPServer(t *testing.T) {
 	apReload(t, w, dsSetDisabled("up", false))
 	w.WaitReady(t, "up")
 	qtListAfterNotes(t, agg, notes, "enabling up", func(names []string) bool { return len(dsWithPrefix(names, "up__")) == 4 })
-	if got := callText(t, agg, "up__echo", map[string]any{"after": "enable"}); !strings.Contains(got, "enable") {
+	if got := wardentest.CallText(t, agg, "up__echo", map[string]any{"after": "enable"}); !strings.Contains(got, "enable") {
 		t.Fatalf("up__echo after enabling = %q", got)
 	}
 	one := w.Connect(t, "/mcp/up", nil)
-	if got := apList(t, one); len(got) != 4 {
+	if got := wardentest.SortedToolNames(t, one); len(got) != 4 {
 		t.Fatalf("/mcp/up after enabling lists %v, want 4 tools", got)
 	}
 	if n := f.Initializes(); n != 2 {
@@ -201,7 +201,7 @@ func TestDisabledHTTPServer(t *testing.T) {
 		t.Fatalf("/v1/sessions = %v after a start with up disabled", got)
 	}
 	agg = w.Connect(t, "/mcp", nil)
-	if got := apList(t, agg); len(dsWithPrefix(got, "up__")) != 0 || len(dsWithPrefix(got, "other__")) != 4 {
+	if got := wardentest.SortedToolNames(t, agg); len(dsWithPrefix(got, "up__")) != 0 || len(dsWithPrefix(got, "other__")) != 4 {
 		t.Fatalf("/mcp lists %v with up disabled from the start", got)
 	}
 	dsExpectCLIRefusal(t, w, "up", fixture.ToolEcho, "UPSTREAM_UNAVAILABLE")
@@ -230,11 +230,11 @@ func TestDisabledCallRefusedOnMCP(t *testing.T) {
 	apWaitTool(t, w, "up", fixture.ToolEcho, "baselined", apStatusIs(approval.StatusApproved))
 	agg := w.Connect(t, "/mcp", nil)
 	wardentest.WaitFor(t, 10*time.Second, "/mcp to list up's tools", func() bool {
-		return slices.Contains(apList(t, agg), "up__echo")
+		return slices.Contains(wardentest.SortedToolNames(t, agg), "up__echo")
 	})
 	apReload(t, w, dsSetDisabled("up", true))
 	wardentest.WaitFor(t, 10*time.Second, "up's tools to leave /mcp", func() bool {
-		return len(dsWithPrefix(apList(t, agg), "up__")) == 0
+		return len(dsWithPrefix(wardentest.SortedToolNames(t, agg), "up__")) == 0
 	})
 	calls := f.Calls(fixture.ToolEcho)
 	// `warden call`, which runs "the same policy as agents", refuses it.
@@ -243,9 +243,9 @@ func TestDisabledCallRefusedOnMCP(t *testing.T) {
 	if err != nil {
 		t.Fatalf("call up__echo on /mcp after disabling up: protocol error %v; want the policy refusal (isError, UPSTREAM_UNAVAILABLE, saying the server is disabled) that warden call gives", err)
 	}
-	if !res.IsError || client.Refusal(res) != "UPSTREAM_UNAVAILABLE" || !strings.Contains(resultText(res), "disabled") {
+	if !res.IsError || client.Refusal(res) != "UPSTREAM_UNAVAILABLE" || !strings.Contains(wardentest.ResultText(res), "disabled") {
 		t.Fatalf("call up__echo on /mcp after disabling up: isError=%v code=%q text=%q; want an UPSTREAM_UNAVAILABLE refusal saying the server is disabled",
-			res.IsError, client.Refusal(res), resultText(res))
+			res.IsError, client.Refusal(res), wardentest.ResultText(res))
 	}
 	if f.Calls(fixture.ToolEcho) != calls {
 		t.Fatal("a call to the disabled server reached the upstream")
@@ -279,9 +279,9 @@ func TestDisabledStdioServer(t *testing.T) {
 	notes := newAPNotes()
 	agg := w.Connect(t, "/mcp", notes.options())
 	wardentest.WaitFor(t, 10*time.Second, "/mcp to list local's 4 tools", func() bool {
-		return len(dsWithPrefix(apList(t, agg), "local__")) == 4
+		return len(dsWithPrefix(wardentest.SortedToolNames(t, agg), "local__")) == 4
 	})
-	callText(t, agg, "local__echo", map[string]any{"before": "disable"})
+	wardentest.CallText(t, agg, "local__echo", map[string]any{"before": "disable"})
 
 	notes.quiet()
 	apReload(t, w, dsSetDisabled("local", true))
@@ -293,7 +293,7 @@ func TestDisabledStdioServer(t *testing.T) {
 		t.Fatalf("GET /v1/servers/local = %+v, want disabled", s)
 	}
 	qtListAfterNotes(t, agg, notes, "disabling local", func(names []string) bool { return len(dsWithPrefix(names, "local__")) == 0 })
-	if got := dsWithPrefix(apList(t, agg), "other__"); len(got) != 4 {
+	if got := dsWithPrefix(wardentest.SortedToolNames(t, agg), "other__"); len(got) != 4 {
 		t.Fatalf("/mcp lists %v of other after disabling local", got)
 	}
 	if got := dsSessionServers(t, w); slices.Contains(got, "local") {
@@ -315,7 +315,7 @@ func TestDisabledStdioServer(t *testing.T) {
 		return pid2 != pid && alive(pid2)
 	})
 	qtListAfterNotes(t, agg, notes, "enabling local", func(names []string) bool { return len(dsWithPrefix(names, "local__")) == 4 })
-	if got := callText(t, agg, "local__echo", map[string]any{"after": "enable"}); !strings.Contains(got, "enable") {
+	if got := wardentest.CallText(t, agg, "local__echo", map[string]any{"after": "enable"}); !strings.Contains(got, "enable") {
 		t.Fatalf("local__echo after enabling = %q", got)
 	}
 
@@ -330,7 +330,7 @@ func TestDisabledStdioServer(t *testing.T) {
 	w = wardentest.StartWith(t, w.ConfigPath, w.StateDir)
 	w.WaitReady(t, "other")
 	agg = w.Connect(t, "/mcp", nil)
-	if got := apList(t, agg); len(dsWithPrefix(got, "local__")) != 0 || len(dsWithPrefix(got, "other__")) != 4 {
+	if got := wardentest.SortedToolNames(t, agg); len(dsWithPrefix(got, "local__")) != 0 || len(dsWithPrefix(got, "other__")) != 4 {
 		t.Fatalf("/mcp lists %v with local disabled from the start", got)
 	}
 	dsExpectCLIRefusal(t, w, "local", fixture.ToolEcho, "UPSTREAM_UNAVAILABLE")

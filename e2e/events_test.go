@@ -104,7 +104,7 @@ func TestEventsForOperators(t *testing.T) {
 	}
 
 	cs := w.Connect(t, "/mcp/s", nil)
-	callResult(t, cs, fixture.ToolWrite, map[string]any{"key": "k", "value": "v", "sleep_ms": 5000}) // times out
+	wardentest.CallResult(t, cs, fixture.ToolWrite, map[string]any{"key": "k", "value": "v", "sleep_ms": 5000}) // times out
 	awaitEvent(t, events, "writes", "s latched", on("s", `"latched":true`))
 	if code, _, stderr := apCLI(t, w, "writes", "clear", "s"); code != 0 {
 		t.Fatalf("writes clear: exit %d: %s", code, stderr)

@@ -75,7 +75,7 @@ func TestNotificationFlood(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("/healthz during a flood: %s", resp.Status)
 	}
-	if res := callResult(t, clients[0], "flood__"+fixture.ToolEcho, map[string]any{"payload": "still here"}); res.IsError || !strings.Contains(resultText(res), "still here") {
+	if res := wardentest.CallResult(t, clients[0], "flood__"+fixture.ToolEcho, map[string]any{"payload": "still here"}); res.IsError || !strings.Contains(wardentest.ResultText(res), "still here") {
 		t.Fatalf("a call during a flood: %+v", res)
 	}
 	select {

@@ -227,7 +227,7 @@ func hsCall(ctx context.Context, cs *mcp.ClientSession, name string, args any, t
 	go func() {
 		res, err := cs.CallTool(ctx, p)
 		if err == nil && res.IsError {
-			err = fmt.Errorf("isError: %s", resultText(res))
+			err = fmt.Errorf("isError: %s", wardentest.ResultText(res))
 		}
 		done <- err
 	}()

@@ -315,28 +315,28 @@ func TestReferenceServersUnderIsolation(t *testing.T) {
 		return res
 	}
 	if r := call("memory", "create_entities", map[string]any{"entities": []any{map[string]any{"name": "w", "entityType": "t", "observations": []string{"o"}}}}); r.IsError {
-		t.Fatalf("memory: %s", resultText(r))
+		t.Fatalf("memory: %s", wardentest.ResultText(r))
 	}
-	if r := call("everything", "echo", map[string]any{"message": "hi"}); r.IsError || !strings.Contains(resultText(r), "hi") {
-		t.Fatalf("everything echo: %s", resultText(r))
+	if r := call("everything", "echo", map[string]any{"message": "hi"}); r.IsError || !strings.Contains(wardentest.ResultText(r), "hi") {
+		t.Fatalf("everything echo: %s", wardentest.ResultText(r))
 	}
 	read := func(server, path string) *mcp.CallToolResult {
 		return call(server, "read_text_file", map[string]any{"path": path})
 	}
-	if r := read("fs", filepath.Join(allowed, "note.txt")); r.IsError || !strings.Contains(resultText(r), "hello from allowed") {
-		t.Fatalf("fs, allowed dir: %s", resultText(r))
+	if r := read("fs", filepath.Join(allowed, "note.txt")); r.IsError || !strings.Contains(wardentest.ResultText(r), "hello from allowed") {
+		t.Fatalf("fs, allowed dir: %s", wardentest.ResultText(r))
 	}
 	if r := call("fs", "write_file", map[string]any{"path": filepath.Join(allowed, "new.txt"), "content": "x"}); r.IsError {
-		t.Fatalf("fs, write in allowed dir: %s", resultText(r))
+		t.Fatalf("fs, write in allowed dir: %s", wardentest.ResultText(r))
 	}
-	if r := read("fs", filepath.Join(other, "note.txt")); !r.IsError || strings.Contains(resultText(r), "hello") {
-		t.Fatalf("fs read outside its sandbox's paths: %s", resultText(r))
+	if r := read("fs", filepath.Join(other, "note.txt")); !r.IsError || strings.Contains(wardentest.ResultText(r), "hello") {
+		t.Fatalf("fs read outside its sandbox's paths: %s", wardentest.ResultText(r))
 	}
-	if r := read("fsopen", filepath.Join(other, "note.txt")); r.IsError || !strings.Contains(resultText(r), "hello from other") {
-		t.Fatalf("fsopen (no sandbox), other dir: %s", resultText(r))
+	if r := read("fsopen", filepath.Join(other, "note.txt")); r.IsError || !strings.Contains(wardentest.ResultText(r), "hello from other") {
+		t.Fatalf("fsopen (no sandbox), other dir: %s", wardentest.ResultText(r))
 	}
 	var got map[string]isoOutcome
-	if err := json.Unmarshal([]byte(resultText(call("offline", "attempt", map[string]any{}))), &got); err != nil {
+	if err := json.Unmarshal([]byte(wardentest.ResultText(call("offline", "attempt", map[string]any{}))), &got); err != nil {
 		t.Fatal(err)
 	}
 	if o := got["api_with_stolen_token"]; o.OK || !strings.Contains(o.Detail, "connect") {

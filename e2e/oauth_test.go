@@ -19,7 +19,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/wardenmcp/warden/client"
 	"github.com/wardenmcp/warden/internal/fixture"
 	"github.com/wardenmcp/warden/internal/testenv"
 	"github.com/wardenmcp/warden/internal/wardentest"
@@ -239,22 +238,13 @@ func expectEcho(t *testing.T, cs *mcp.ClientSession) {
 	defer cancel()
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: fixture.ToolEcho, Arguments: map[string]any{"text": "hi"}})
 	if err != nil || res.IsError {
-		t.Errorf("echo: %v %v", err, resultText(res))
+		t.Errorf("echo: %v %v", err, wardentest.ResultText(res))
 	}
 }
 
 func expectRefusal(t *testing.T, cs *mcp.ClientSession, code, text string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: fixture.ToolEcho, Arguments: map[string]any{"text": "hi"}})
-	if err != nil {
-		t.Fatalf("echo: %v", err)
-	}
-	got := client.Refusal(res)
-	if !res.IsError || got != code || !strings.Contains(resultText(res), text) {
-		t.Fatalf("echo answered %v %q; want refusal %s naming %q", got, resultText(res), code, text)
-	}
+	wardentest.WantRefusal(t, wardentest.CallResult(t, cs, fixture.ToolEcho, map[string]any{"text": "hi"}), code, text)
 }
 
 // collectEvents reads /v1/events into a buffer; the returned func reads it.

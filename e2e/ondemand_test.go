@@ -63,7 +63,7 @@ func TestOnDemandServer(t *testing.T) {
 	cs := w.Connect(t, "/mcp", nil)
 	defer cs.Close()
 	wardentest.WaitFor(t, 20*time.Second, "the pinned tools on /mcp", func() bool {
-		return slices.Contains(apList(t, cs), "memory__create_entities")
+		return slices.Contains(wardentest.SortedToolNames(t, cs), "memory__create_entities")
 	})
 	search := w.Connect(t, "/mcp?view=search", nil)
 	defer search.Close()
@@ -74,8 +74,8 @@ func TestOnDemandServer(t *testing.T) {
 		t.Fatalf("listing or searching started the server (%d processes)", n)
 	}
 	// The first call starts it and waits for it.
-	callText(t, cs, "memory__create_entities", map[string]any{"entities": []map[string]any{{"name": "Alice", "entityType": "person", "observations": []string{"likes tea"}}}})
-	if got := callText(t, cs, "memory__read_graph", map[string]any{}); !json.Valid([]byte(got)) || !strings.Contains(got, "Alice") {
+	wardentest.CallText(t, cs, "memory__create_entities", map[string]any{"entities": []map[string]any{{"name": "Alice", "entityType": "person", "observations": []string{"likes tea"}}}})
+	if got := wardentest.CallText(t, cs, "memory__read_graph", map[string]any{}); !json.Valid([]byte(got)) || !strings.Contains(got, "Alice") {
 		t.Fatalf("read_graph after a write: %s", got)
 	}
 	// Idle, it stops, leaving no process.
@@ -83,7 +83,7 @@ func TestOnDemandServer(t *testing.T) {
 		return odState(t, w) == upstream.StateIdle && len(processesMentioning(marker)) == 0
 	})
 	// And starts again for the next call, with what it stored.
-	if got := callText(t, cs, "memory__read_graph", map[string]any{}); !strings.Contains(got, "Alice") {
+	if got := wardentest.CallText(t, cs, "memory__read_graph", map[string]any{}); !strings.Contains(got, "Alice") {
 		t.Fatalf("read_graph after a restart of the server: %s", got)
 	}
 }

@@ -79,13 +79,13 @@ func TestPassThroughAggregated(t *testing.T) {
 				if got := cs.InitializeResult().ProtocolVersion; got != v {
 					t.Fatalf("negotiated %q, asked for %q", got, v)
 				}
-				if names := toolNames(t, cs); !slices.Contains(names, "everything__test_simple_text") || !slices.Contains(names, "slow__echo") {
+				if names := wardentest.ToolNames(t, cs); !slices.Contains(names, "everything__test_simple_text") || !slices.Contains(names, "slow__echo") {
 					t.Fatalf("tools/list lacks everything__test_simple_text or slow__echo (%d tools)", len(names))
 				}
-				if got := callText(t, cs, "everything__test_simple_text", map[string]any{}); !strings.Contains(got, "simple text") {
+				if got := wardentest.CallText(t, cs, "everything__test_simple_text", map[string]any{}); !strings.Contains(got, "simple text") {
 					t.Fatalf("test_simple_text answered %q", got)
 				}
-				if got := callText(t, cs, "slow__echo", map[string]any{"v": v}); !strings.Contains(got, v) {
+				if got := wardentest.CallText(t, cs, "slow__echo", map[string]any{"v": v}); !strings.Contains(got, v) {
 					t.Fatalf("slow__echo answered %q", got)
 				}
 			})
@@ -244,7 +244,7 @@ func TestPassThroughAggregated(t *testing.T) {
 		if err := cs.SetLoggingLevel(ctxT(t, 20*time.Second), &mcp.SetLoggingLevelParams{Level: "debug"}); err != nil {
 			t.Fatalf("logging/setLevel: %v", err)
 		}
-		callText(t, cs, "everything__test_tool_with_logging", map[string]any{})
+		wardentest.CallText(t, cs, "everything__test_tool_with_logging", map[string]any{})
 		wardentest.WaitFor(t, 10*time.Second, "three log messages from test_tool_with_logging", func() bool {
 			mu.Lock()
 			defer mu.Unlock()
@@ -286,7 +286,7 @@ func TestPassThroughAggregated(t *testing.T) {
 		var wg sync.WaitGroup
 		res := make([]string, 2)
 		for i, s := range []*sess{a, b} {
-			wg.Go(func() { res[i] = tryCall(s.cs, "everything__test_tool_with_logging", map[string]any{}) })
+			wg.Go(func() { res[i] = wardentest.TryCall(s.cs, "everything__test_tool_with_logging", map[string]any{}) })
 		}
 		wg.Wait()
 		for _, r := range res {
@@ -391,10 +391,10 @@ func TestPassThroughAggregated(t *testing.T) {
 			var wg sync.WaitGroup
 			for _, c := range clients {
 				wg.Go(func() {
-					c.sampleRes = tryCall(c.cs, "everything__test_sampling", map[string]any{"prompt": fmt.Sprintf("prompt-of-%s-%d", c.name, round)})
+					c.sampleRes = wardentest.TryCall(c.cs, "everything__test_sampling", map[string]any{"prompt": fmt.Sprintf("prompt-of-%s-%d", c.name, round)})
 				})
 				wg.Go(func() {
-					c.elicitRes = tryCall(c.cs, "everything__test_elicitation", map[string]any{"message": fmt.Sprintf("question-for-%s-%d", c.name, round)})
+					c.elicitRes = wardentest.TryCall(c.cs, "everything__test_elicitation", map[string]any{"message": fmt.Sprintf("question-for-%s-%d", c.name, round)})
 				})
 			}
 			wg.Wait()
@@ -468,7 +468,7 @@ func TestPassThroughAggregated(t *testing.T) {
 		if first.NextCursor == "" || len(first.Tools) >= bigTools {
 			t.Fatalf("first page has %d tools and cursor %q: the aggregated list is not paged", len(first.Tools), first.NextCursor)
 		}
-		names := toolNames(t, cs)
+		names := wardentest.ToolNames(t, cs)
 		big := 0
 		seen := map[string]bool{}
 		for _, n := range names {
@@ -483,7 +483,7 @@ func TestPassThroughAggregated(t *testing.T) {
 		if big != bigTools {
 			t.Fatalf("listed %d big__tool_* tools over all pages, want %d (total %d)", big, bigTools, len(names))
 		}
-		if got := callText(t, cs, "big__"+fixture.GeneratedToolName(bigTools), map[string]any{}); !strings.Contains(got, "ok") {
+		if got := wardentest.CallText(t, cs, "big__"+fixture.GeneratedToolName(bigTools), map[string]any{}); !strings.Contains(got, "ok") {
 			t.Fatalf("last generated tool answered %q", got)
 		}
 	})
@@ -491,7 +491,7 @@ func TestPassThroughAggregated(t *testing.T) {
 	// Rule 7, after the calls above.
 	t.Run("metrics", func(t *testing.T) {
 		cs := w.Connect(t, "/mcp", nil)
-		callText(t, cs, "slow__read_value", map[string]any{"key": "x"})
+		wardentest.CallText(t, cs, "slow__read_value", map[string]any{"key": "x"})
 		resp, err := http.Get(w.URL("/metrics"))
 		if err != nil {
 			t.Fatal(err)
@@ -512,21 +512,6 @@ func TestPassThroughAggregated(t *testing.T) {
 			}
 		}
 	})
-}
-
-// tryCall calls a tool and returns its text, or the error as text (for use
-// off the test goroutine).
-func tryCall(cs *mcp.ClientSession, name string, args any) string {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
-	if err != nil {
-		return "error: " + err.Error()
-	}
-	if res.IsError {
-		return "error result: " + resultText(res)
-	}
-	return resultText(res)
 }
 
 func grepLines(s, substr string) string {

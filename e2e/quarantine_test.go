@@ -44,10 +44,10 @@ func qtExpectQuarantined(t *testing.T, w *wardentest.Warden, f *fixture.Fixture,
 	defer one.Close()
 	agg := w.Connect(t, "/mcp", nil)
 	defer agg.Close()
-	if got := apList(t, one); len(got) != 0 {
+	if got := wardentest.SortedToolNames(t, one); len(got) != 0 {
 		t.Fatalf("%s: /mcp/s lists %v, want nothing", when, got)
 	}
-	if got := apList(t, agg); !slices.Equal(got, qtPrefixed("other__", qtAll)) {
+	if got := wardentest.SortedToolNames(t, agg); !slices.Equal(got, qtPrefixed("other__", qtAll)) {
 		t.Fatalf("%s: /mcp lists %v, want only other's tools", when, got)
 	}
 	calls := f.Calls(fixture.ToolEcho) + f.Calls(fixture.ToolRead)
@@ -82,11 +82,11 @@ func qtEmergencyStop(t *testing.T, quarantine func(w *wardentest.Warden)) {
 	oneNotes, aggNotes := newAPNotes(), newAPNotes()
 	one := w.Connect(t, "/mcp/s", oneNotes.options())
 	agg := w.Connect(t, "/mcp", aggNotes.options())
-	if got := apList(t, one); !slices.Equal(got, qtAll) {
+	if got := wardentest.SortedToolNames(t, one); !slices.Equal(got, qtAll) {
 		t.Fatalf("/mcp/s lists %v before the quarantine", got)
 	}
-	callText(t, one, fixture.ToolEcho, map[string]any{"before": "quarantine"})
-	callText(t, agg, "s__"+fixture.ToolEcho, map[string]any{"before": "quarantine"})
+	wardentest.CallText(t, one, fixture.ToolEcho, map[string]any{"before": "quarantine"})
+	wardentest.CallText(t, agg, "s__"+fixture.ToolEcho, map[string]any{"before": "quarantine"})
 
 	oneNotes.quiet()
 	aggNotes.quiet()
@@ -144,10 +144,10 @@ func qtEmergencyStop(t *testing.T, quarantine func(w *wardentest.Warden)) {
 		return len(names) == 8 && slices.Contains(names, "s__"+fixture.ToolEcho)
 	})
 	calls := f.Calls(fixture.ToolEcho)
-	if got := callText(t, one, fixture.ToolEcho, map[string]any{"after": "approve"}); !strings.Contains(got, "approve") {
+	if got := wardentest.CallText(t, one, fixture.ToolEcho, map[string]any{"after": "approve"}); !strings.Contains(got, "approve") {
 		t.Fatalf("echo after the approval = %q", got)
 	}
-	callText(t, agg, "s__"+fixture.ToolEcho, map[string]any{"after": "approve"})
+	wardentest.CallText(t, agg, "s__"+fixture.ToolEcho, map[string]any{"after": "approve"})
 	if code, out, errOut := apCLI(t, w, "call", "s", fixture.ToolEcho, "--args", `{"via":"cli"}`); code != 0 || !strings.Contains(out, "cli") {
 		t.Fatalf("warden call s echo after the approval: exit %d\n%s\n%s", code, out, errOut)
 	}
@@ -188,7 +188,7 @@ func qtListAfterNotes(t *testing.T, cs *mcp.ClientSession, notes *apNotes, what 
 	var names []string
 	for {
 		notes.wait(t, what+" (last listed: "+strings.Join(names, ", ")+")")
-		if names = apList(t, cs); cond(names) {
+		if names = wardentest.SortedToolNames(t, cs); cond(names) {
 			return
 		}
 	}
@@ -205,7 +205,7 @@ func qtSetup(t *testing.T) (f *fixture.Fixture, w *wardentest.Warden, one, agg *
 	oneNotes, aggNotes = newAPNotes(), newAPNotes()
 	one = w.Connect(t, "/mcp/s", oneNotes.options())
 	agg = w.Connect(t, "/mcp", aggNotes.options())
-	if got := apList(t, one); !slices.Equal(got, qtAll) {
+	if got := wardentest.SortedToolNames(t, one); !slices.Equal(got, qtAll) {
 		t.Fatalf("/mcp/s lists %v", got)
 	}
 	return f, w, one, agg, oneNotes, aggNotes
@@ -221,7 +221,7 @@ func TestListChangedOnToolApproval(t *testing.T) {
 
 	oneNotes.quiet()
 	aggNotes.quiet()
-	if got := apList(t, one); slices.Contains(got, "fresh") {
+	if got := wardentest.SortedToolNames(t, one); slices.Contains(got, "fresh") {
 		t.Fatalf("pending fresh is listed: %v", got)
 	}
 	code, stdout, stderr := apCLI(t, w, "review", "approve", "s", "fresh", "--yes")
@@ -230,7 +230,7 @@ func TestListChangedOnToolApproval(t *testing.T) {
 	}
 	qtListAfterNotes(t, one, oneNotes, "approving fresh on /mcp/s", func(names []string) bool { return slices.Contains(names, "fresh") })
 	qtListAfterNotes(t, agg, aggNotes, "approving fresh on /mcp", func(names []string) bool { return slices.Contains(names, "s__fresh") })
-	if got := callText(t, agg, "s__fresh", map[string]any{"approved": "yes"}); !strings.Contains(got, "approved") {
+	if got := wardentest.CallText(t, agg, "s__fresh", map[string]any{"approved": "yes"}); !strings.Contains(got, "approved") {
 		t.Fatalf("s__fresh = %q", got)
 	}
 }
@@ -239,7 +239,7 @@ func TestListChangedOnToolApproval(t *testing.T) {
 // is refused with TOOL_BLOCKED on the MCP surfaces and through `warden call`.
 func TestListChangedOnReviewBlock(t *testing.T) {
 	f, w, one, agg, oneNotes, aggNotes := qtSetup(t)
-	callText(t, one, fixture.ToolEcho, map[string]any{"before": "block"})
+	wardentest.CallText(t, one, fixture.ToolEcho, map[string]any{"before": "block"})
 	oneNotes.quiet()
 	aggNotes.quiet()
 	code, stdout, stderr := apCLI(t, w, "review", "block", "s", fixture.ToolEcho)
@@ -263,7 +263,7 @@ func TestListChangedOnReviewBlock(t *testing.T) {
 		t.Fatal("a blocked tool's call reached the upstream")
 	}
 	// The other tools still work.
-	callText(t, one, fixture.ToolRead, map[string]any{"key": "k"})
+	wardentest.CallText(t, one, fixture.ToolRead, map[string]any{"key": "k"})
 }
 
 // A hot reload that adds a trusted server tells /mcp clients, which then
@@ -273,7 +273,7 @@ func TestListChangedOnHotReloadAddingServer(t *testing.T) {
 	added := fixture.NewServer(fixture.Options{})
 	url := added.Serve(t)
 	aggNotes.quiet()
-	if got := apList(t, agg); !slices.Equal(got, qtPrefixed("s__", qtAll)) {
+	if got := wardentest.SortedToolNames(t, agg); !slices.Equal(got, qtPrefixed("s__", qtAll)) {
 		t.Fatalf("/mcp lists %v before the reload", got)
 	}
 	apReload(t, w, func(servers map[string]any) {
@@ -283,7 +283,7 @@ func TestListChangedOnHotReloadAddingServer(t *testing.T) {
 	qtListAfterNotes(t, agg, aggNotes, "added's 4 tools on /mcp", func(names []string) bool {
 		return len(dsWithPrefix(names, "added__")) == 4
 	})
-	if got := callText(t, agg, "added__echo", map[string]any{"new": "server"}); !strings.Contains(got, "server") {
+	if got := wardentest.CallText(t, agg, "added__echo", map[string]any{"new": "server"}); !strings.Contains(got, "server") {
 		t.Fatalf("added__echo = %q", got)
 	}
 }

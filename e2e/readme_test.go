@@ -228,7 +228,7 @@ func TestReadmeFirstHour(t *testing.T) {
 	}
 
 	cs := isoConnect(t, "http://"+listen+"/mcp")
-	names := toolNames(t, cs)
+	names := wardentest.ToolNames(t, cs)
 	for _, n := range []string{"memory__read_graph", "everything__echo"} {
 		if !slices.Contains(names, n) {
 			t.Errorf("the client does not see %s: %q", n, names)

@@ -241,9 +241,9 @@ func TestURLSecretNeverShown(t *testing.T) {
 			}
 			surfaces := map[string][]byte{}
 			cs := w.Connect(t, "/mcp/down", nil)
-			res := callResult(t, cs, "echo", map[string]any{})
+			res := wardentest.CallResult(t, cs, "echo", map[string]any{})
 			if !res.IsError {
-				t.Fatalf("a call to the unreachable server succeeded: %q", resultText(res))
+				t.Fatalf("a call to the unreachable server succeeded: %q", wardentest.ResultText(res))
 			}
 			surfaces["refusal"] = secJSON(t, res)
 			wardentest.WaitFor(t, 20*time.Second, "the refusal in the activity log", func() bool {
@@ -365,12 +365,12 @@ func TestSecretsNeverShown(t *testing.T) {
 	// Calls, so the activity log and the store have entries.
 	surfaces := map[string][]byte{}
 	cs := w.Connect(t, "/mcp", nil)
-	surfaces["tools/list"] = secJSON(t, toolNames(t, cs))
+	surfaces["tools/list"] = secJSON(t, wardentest.ToolNames(t, cs))
 	for _, s := range []string{"hdr", "proc", "late"} {
-		callText(t, cs, s+"__echo", map[string]any{"n": 1})
-		res := callResult(t, cs, s+"__write_value", map[string]any{"key": "k", "value": s})
+		wardentest.CallText(t, cs, s+"__echo", map[string]any{"n": 1})
+		res := wardentest.CallResult(t, cs, s+"__write_value", map[string]any{"key": "k", "value": s})
 		if res.IsError {
-			t.Fatalf("%s__write_value: %q", s, resultText(res))
+			t.Fatalf("%s__write_value: %q", s, wardentest.ResultText(res))
 		}
 	}
 	// A call the upstream refuses with 401: an error the agent and the
@@ -386,7 +386,7 @@ func TestSecretsNeverShown(t *testing.T) {
 	case refused.IsError:
 		surfaces["refused call result"] = secJSON(t, refused)
 	default:
-		t.Fatalf("hdr__echo answered 401 upstream succeeded: %q", resultText(refused))
+		t.Fatalf("hdr__echo answered 401 upstream succeeded: %q", wardentest.ResultText(refused))
 	}
 	if !slices.ContainsFunc(hf.HTTP().Requests()[mark:], func(r fixture.Request) bool {
 		return slices.Contains(r.RPCMethods, "tools/call") && r.Status == http.StatusUnauthorized

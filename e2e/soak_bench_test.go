@@ -17,6 +17,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/wardenmcp/warden/internal/testenv"
+	"github.com/wardenmcp/warden/internal/wardentest"
 )
 
 // BenchmarkSoak runs b.N tool calls at 16 clients through Warden (as its
@@ -82,8 +83,8 @@ func BenchmarkLargeAnswers(b *testing.B) {
 		for _, cs := range t.sessions {
 			wg.Go(func() {
 				res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "big__huge_answer"})
-				if err != nil || res.IsError || len(resultText(res)) != size {
-					b.Errorf("call: %v, %d bytes", err, len(resultText(res)))
+				if err != nil || res.IsError || len(wardentest.ResultText(res)) != size {
+					b.Errorf("call: %v, %d bytes", err, len(wardentest.ResultText(res)))
 				}
 			})
 		}

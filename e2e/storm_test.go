@@ -325,8 +325,8 @@ func TestKill9Storm(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			if res.IsError || resultText(res) != "stored" {
-				t.Errorf("start %d: write %d answered isError=%v %q", n, i, res.IsError, resultText(res))
+			if res.IsError || wardentest.ResultText(res) != "stored" {
+				t.Errorf("start %d: write %d answered isError=%v %q", n, i, res.IsError, wardentest.ResultText(res))
 			}
 			mu.Lock()
 			answered++

@@ -311,7 +311,7 @@ func TestReviewPageInBrowser(t *testing.T) {
 	// A write past callTimeout latches beta; the page clears it after a
 	// confirmation.
 	cs := w.Connect(t, "/mcp/beta", nil)
-	if res := callResult(t, cs, fixture.ToolWrite, map[string]any{"key": "k", "value": "v", "sleep_ms": 5000}); !res.IsError {
+	if res := wardentest.CallResult(t, cs, fixture.ToolWrite, map[string]any{"key": "k", "value": "v", "sleep_ms": 5000}); !res.IsError {
 		t.Fatal("a write past callTimeout succeeded")
 	}
 	// Activity, filtered by server. (The log is written off the call path.)
