@@ -137,45 +137,6 @@ func apCLI(t testing.TB, w *wardentest.Warden, args ...string) (code int, stdout
 	return cmd.ProcessState.ExitCode(), o.String(), e.String()
 }
 
-// apEditConfig rewrites w's config file (atomically, keeping listen and
-// everything else), after edit changes its mcpServers map; a nil edit
-// rewrites the same content, which the daemon sees as a reload.
-func apEditConfig(t testing.TB, path string, edit func(servers map[string]any)) {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cfg map[string]any
-	if err := json.Unmarshal(b, &cfg); err != nil {
-		t.Fatal(err)
-	}
-	if edit != nil {
-		edit(cfg["mcpServers"].(map[string]any))
-		if b, err = json.MarshalIndent(cfg, "", "  "); err != nil {
-			t.Fatal(err)
-		}
-	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// apReloads counts the daemon's applied reloads.
-func apReloads(w *wardentest.Warden) int { return strings.Count(w.Logs.String(), "config reloaded") }
-
-// apReload rewrites the config through edit and waits until the daemon applied it.
-func apReload(t testing.TB, w *wardentest.Warden, edit func(servers map[string]any)) {
-	t.Helper()
-	n := apReloads(w)
-	apEditConfig(t, w.ConfigPath, edit)
-	wardentest.WaitFor(t, 20*time.Second, "the config reload", func() bool { return apReloads(w) > n })
-}
-
 // apNotes records notifications/tools/list_changed a client receives.
 type apNotes struct{ ch chan struct{} }
 
@@ -403,7 +364,7 @@ func TestApprovalReviewApproveAllExceptSurvives(t *testing.T) {
 	w.WaitReady(t, "big")
 	check("after restart")
 
-	apReload(t, w, nil)
+	w.Reload(t, nil)
 	w.WaitReady(t, "big")
 	check("after reload")
 
@@ -480,7 +441,7 @@ func apBaselineUnderChurn(t *testing.T, fixtureBin string, run int) {
 	reloads := 0
 	tick(120*time.Millisecond, func(n int) { // policy-only reloads
 		timeout := []string{"61s", "60s"}[n%2]
-		apEditConfig(t, w.ConfigPath, func(servers map[string]any) {
+		wardentest.EditConfig(t, w.ConfigPath, func(servers map[string]any) {
 			servers["big"].(map[string]any)["callTimeout"] = timeout
 		})
 		reloads++
@@ -511,7 +472,7 @@ func apBaselineUnderChurn(t *testing.T, fixtureBin string, run int) {
 	time.Sleep(700 * time.Millisecond)
 	close(stop)
 	wg.Wait()
-	applied := apReloads(w)
+	applied := w.Reloads()
 	if applied == 0 || storms == 0 || kills == 0 {
 		t.Fatalf("churn did not run: %d config writes (%d reloads applied), %d list_changed signals, %d kills", reloads, applied, storms, kills)
 	}
@@ -654,7 +615,7 @@ func TestApprovalRugPullAfterConnectionRestart(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	first, _ := w.D.Gateway().Conn("s")
-	apReload(t, w, func(servers map[string]any) {
+	w.Reload(t, func(servers map[string]any) {
 		servers["s"].(map[string]any)["headers"] = map[string]string{"X-Warden-Test": "2"}
 	})
 	wardentest.WaitFor(t, 20*time.Second, "a new connection", func() bool {
@@ -710,7 +671,7 @@ func TestApprovalEmptyBaselineThenNewToolPending(t *testing.T) {
 	apExpectRefusal(t, cs, "newcomer", "TOOL_PENDING")
 
 	// A reload (policy change, same connection) is no second baseline.
-	apReload(t, w, func(servers map[string]any) { servers["empty"].(map[string]any)["callTimeout"] = "61s" })
+	w.Reload(t, func(servers map[string]any) { servers["empty"].(map[string]any)["callTimeout"] = "61s" })
 	c, _ := w.D.Gateway().Conn("empty")
 	c.Refresh()
 	if x := apTools(t, w, "empty")["newcomer"]; x.Status != approval.StatusPending {

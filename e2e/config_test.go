@@ -202,25 +202,13 @@ func (e *events) waitConfig(t *testing.T, result string, timeout time.Duration) 
 	}
 }
 
-// writeConfigAtomic replaces the config file the way editors do.
-func writeConfigAtomic(t *testing.T, path string, content []byte) {
-	t.Helper()
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, content, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func writeServers(t *testing.T, w *wardentest.Warden, servers map[string]any) {
 	t.Helper()
 	b, err := json.MarshalIndent(map[string]any{"listen": w.Addr, "mcpServers": servers}, "", "  ")
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeConfigAtomic(t, w.ConfigPath, b)
+	wardentest.WriteFileAtomic(t, w.ConfigPath, b, 0o600)
 }
 
 type fixtureStats struct {
@@ -359,7 +347,7 @@ func TestHotReload(t *testing.T) {
 
 	// A file bad as a whole is refused: the running servers keep serving.
 	bad := []byte(fmt.Sprintf(`{"listen": %q, "mcpServers": {"keep": {"command": %q}`, w.Addr, bin))
-	writeConfigAtomic(t, w.ConfigPath, bad)
+	wardentest.WriteFileAtomic(t, w.ConfigPath, bad, 0o600)
 	refused := ev.waitConfig(t, "refused", 10*time.Second)
 	if e, _ := refused["error"].(string); !strings.Contains(e, "invalid JSON") || !strings.Contains(e, w.ConfigPath) {
 		t.Fatalf("refused event does not name the file and problem: %v", refused)
@@ -433,7 +421,7 @@ func TestServersAddRemoveThroughCLI(t *testing.T) {
 	w := wardentest.Start(t, map[string]any{"first": map[string]any{"command": fixtureBin, "trusted": true}})
 	w.WaitReady(t, "first")
 	ev := followEvents(t, w)
-	writeConfigAtomic(t, w.ConfigPath, []byte(fmt.Sprintf(commentedConfig, w.Addr, fixtureBin)))
+	wardentest.WriteFileAtomic(t, w.ConfigPath, []byte(fmt.Sprintf(commentedConfig, w.Addr, fixtureBin)), 0o600)
 	ev.waitConfig(t, "applied", 10*time.Second)
 
 	comments := []string{"// Warden config, written by a person.", "// where the daemon listens", "/* the servers */", "// the first one"}

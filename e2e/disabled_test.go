@@ -126,7 +126,7 @@ func TestDisabledHTTPServer(t *testing.T) {
 
 	// Disable it.
 	notes.quiet()
-	apReload(t, w, dsSetDisabled("up", true))
+	w.Reload(t, dsSetDisabled("up", true))
 	wardentest.WaitFor(t, 20*time.Second, "up's session to be DELETEd", func() bool { return f.HTTP().Deletes() == 1 })
 	if got := f.HTTP().DeletedSessions(); !slices.Equal(got, []string{sid}) {
 		t.Fatalf("DELETE named sessions %v, want [%s]", got, sid)
@@ -159,7 +159,7 @@ func TestDisabledHTTPServer(t *testing.T) {
 
 	// Enable it again: a fresh session, tools back, calls answered.
 	notes.quiet()
-	apReload(t, w, dsSetDisabled("up", false))
+	w.Reload(t, dsSetDisabled("up", false))
 	w.WaitReady(t, "up")
 	qtListAfterNotes(t, agg, notes, "enabling up", func(names []string) bool { return len(dsWithPrefix(names, "up__")) == 4 })
 	if got := wardentest.CallText(t, agg, "up__echo", map[string]any{"after": "enable"}); !strings.Contains(got, "enable") {
@@ -189,7 +189,7 @@ func TestDisabledHTTPServer(t *testing.T) {
 	if n := f.HTTP().Deletes(); n != 1 {
 		t.Fatalf("a clean stop sent a DELETE (%d in all), want the session kept", n)
 	}
-	apEditConfig(t, w.ConfigPath, dsSetDisabled("up", true))
+	wardentest.EditConfig(t, w.ConfigPath, dsSetDisabled("up", true))
 	mark = len(f.HTTP().Requests())
 	w = wardentest.StartWith(t, w.ConfigPath, w.StateDir)
 	w.WaitReady(t, "other")
@@ -232,7 +232,7 @@ func TestDisabledCallRefusedOnMCP(t *testing.T) {
 	wardentest.WaitFor(t, 10*time.Second, "/mcp to list up's tools", func() bool {
 		return slices.Contains(wardentest.SortedToolNames(t, agg), "up__echo")
 	})
-	apReload(t, w, dsSetDisabled("up", true))
+	w.Reload(t, dsSetDisabled("up", true))
 	wardentest.WaitFor(t, 10*time.Second, "up's tools to leave /mcp", func() bool {
 		return len(dsWithPrefix(wardentest.SortedToolNames(t, agg), "up__")) == 0
 	})
@@ -284,7 +284,7 @@ func TestDisabledStdioServer(t *testing.T) {
 	wardentest.CallText(t, agg, "local__echo", map[string]any{"before": "disable"})
 
 	notes.quiet()
-	apReload(t, w, dsSetDisabled("local", true))
+	w.Reload(t, dsSetDisabled("local", true))
 	wardentest.WaitFor(t, 10*time.Second, "local's process to exit", func() bool { return !alive(pid) })
 	if _, ok := w.D.Gateway().Conn("local"); ok {
 		t.Fatal("the disabled server is still connected")
@@ -307,7 +307,7 @@ func TestDisabledStdioServer(t *testing.T) {
 
 	// Enable it again: a new child, tools back.
 	notes.quiet()
-	apReload(t, w, dsSetDisabled("local", false))
+	w.Reload(t, dsSetDisabled("local", false))
 	w.WaitReady(t, "local")
 	var pid2 int
 	wardentest.WaitFor(t, 10*time.Second, "a new process of local", func() bool {
@@ -326,7 +326,7 @@ func TestDisabledStdioServer(t *testing.T) {
 	if err := os.Remove(stats); err != nil {
 		t.Fatal(err)
 	}
-	apEditConfig(t, w.ConfigPath, dsSetDisabled("local", true))
+	wardentest.EditConfig(t, w.ConfigPath, dsSetDisabled("local", true))
 	w = wardentest.StartWith(t, w.ConfigPath, w.StateDir)
 	w.WaitReady(t, "other")
 	agg = w.Connect(t, "/mcp", nil)

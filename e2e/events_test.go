@@ -112,13 +112,13 @@ func TestEventsForOperators(t *testing.T) {
 	awaitEvent(t, events, "writes", "s's latch cleared", on("s", `"latched":false`))
 
 	other := fixture.NewServer(fixture.Options{})
-	apEditConfig(t, w.ConfigPath, func(servers map[string]any) {
+	wardentest.EditConfig(t, w.ConfigPath, func(servers map[string]any) {
 		servers["other"] = map[string]any{"url": other.Serve(t), "trusted": true}
 	})
 	awaitEvent(t, events, "config", "the reload applied", has(`"applied"`))
 	awaitEvent(t, events, "server", "the added server ready", on("other", `"ready"`))
 
-	apEditConfig(t, w.ConfigPath, func(servers map[string]any) {
+	wardentest.EditConfig(t, w.ConfigPath, func(servers map[string]any) {
 		servers["broken"] = map[string]any{"trusted": true} // neither command nor url
 	})
 	awaitEvent(t, events, "config", "the reload applied, saying why broken was not loaded", func(_ string, data json.RawMessage) bool {

@@ -112,8 +112,8 @@ func TestIsolationHostileServer(t *testing.T) {
 			})
 			// Hand the intruder the token and Warden's PID, as if it had
 			// learnt them some other way.
-			isoWriteFile(t, stolen, w.token())
-			isoWriteFile(t, pidFile, strconv.Itoa(w.proc.PID()))
+			wardentest.WriteFileAtomic(t, stolen, []byte(w.token()), 0o644)
+			wardentest.WriteFileAtomic(t, pidFile, []byte(strconv.Itoa(w.proc.PID())), 0o644)
 
 			var got map[string]isoOutcome
 			wardentest.WaitFor(t, 30*time.Second, "the intruder's report", func() bool {
@@ -170,16 +170,6 @@ func isoStartAt(t *testing.T, dir, listen string, servers map[string]any, env ..
 	w.proc = testenv.StartProcess(t, cmd)
 	testenv.WaitHTTP(t, "http://"+w.listen+"/healthz", 20*time.Second)
 	return w
-}
-
-func isoWriteFile(t *testing.T, path, content string) {
-	t.Helper()
-	if err := os.WriteFile(path+".tmp", []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(path+".tmp", path); err != nil {
-		t.Fatal(err)
-	}
 }
 
 func isoConnect(t *testing.T, url string) *mcp.ClientSession {
@@ -278,7 +268,7 @@ func TestReferenceServersUnderIsolation(t *testing.T) {
 		if err := os.Mkdir(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		isoWriteFile(t, filepath.Join(d, "note.txt"), "hello from "+filepath.Base(d))
+		wardentest.WriteFileAtomic(t, filepath.Join(d, "note.txt"), []byte("hello from "+filepath.Base(d)), 0o644)
 	}
 	node, nodeDir := testenv.Node22(t), testenv.NodeDir(t)
 	fs := func(sandbox map[string]any) map[string]any {

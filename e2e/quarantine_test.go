@@ -104,11 +104,11 @@ func qtEmergencyStop(t *testing.T, quarantine func(w *wardentest.Warden)) {
 	}
 
 	// A reload that keeps "trusted": true does not lift it ...
-	apReload(t, w, nil)
+	w.Reload(t, nil)
 	qtExpectQuarantined(t, w, f, "after a reload")
 	// ... nor one that reconnects the server (a fresh listing).
 	first, _ := w.D.Gateway().Conn("s")
-	apReload(t, w, func(servers map[string]any) {
+	w.Reload(t, func(servers map[string]any) {
 		servers["s"].(map[string]any)["headers"] = map[string]string{"X-Warden-Test": "reconnect"}
 	})
 	wardentest.WaitFor(t, 20*time.Second, "s on a new connection", func() bool {
@@ -276,7 +276,7 @@ func TestListChangedOnHotReloadAddingServer(t *testing.T) {
 	if got := wardentest.SortedToolNames(t, agg); !slices.Equal(got, qtPrefixed("s__", qtAll)) {
 		t.Fatalf("/mcp lists %v before the reload", got)
 	}
-	apReload(t, w, func(servers map[string]any) {
+	w.Reload(t, func(servers map[string]any) {
 		servers["added"] = map[string]any{"url": url, "trusted": true}
 	})
 	w.WaitReady(t, "added")

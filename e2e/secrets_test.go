@@ -100,7 +100,7 @@ func (e *secEvents) stop() {
 func secSync(t *testing.T, w *wardentest.Warden, ev *secEvents) {
 	t.Helper()
 	n := strings.Count(ev.String(), `"type":"config"`)
-	apEditConfig(t, w.ConfigPath, nil)
+	wardentest.EditConfig(t, w.ConfigPath, nil)
 	wardentest.WaitFor(t, 20*time.Second, "the reload's config event on /v1/events", func() bool {
 		return strings.Count(ev.String(), `"type":"config"`) > n
 	})
@@ -351,7 +351,7 @@ func TestSecretsNeverShown(t *testing.T) {
 	lf.HTTP().RequireAuthorization("Bearer " + secrets["literal bearer token of a reload"])
 	lf.HTTP().UnauthorizedNext(2)
 	lateURL := lf.Serve(t)
-	apReload(t, w, func(s map[string]any) {
+	w.Reload(t, func(s map[string]any) {
 		s["late"] = map[string]any{"url": lateURL, "trusted": true, "headers": map[string]string{
 			"Authorization": "Bearer " + secrets["literal bearer token of a reload"],
 			"X-Late":        "${env:SEC_LATE}",
