@@ -953,40 +953,29 @@ func TestApprovalEventsOnChange(t *testing.T) {
 	w.WaitReady(t, "s")
 	apWaitTool(t, w, "s", fixture.ToolEcho, "baselined", apStatusIs(approval.StatusApproved))
 
-	events := subscribeEvents(t, w)
+	events := w.FollowEvents(t)
 	def, _ := f.Tool(fixture.ToolEcho)
 	if err := f.SetDescription(fixture.ToolEcho, def.Description+" (changed)"); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.After(15 * time.Second)
-	for {
-		select {
-		case e, ok := <-events:
-			if !ok {
-				t.Fatal("the event stream ended")
-			}
-			if e.event != "tools" {
-				continue
-			}
-			var ev struct {
-				Type, Server string
-				Data         approval.Change
-			}
-			if err := json.Unmarshal([]byte(e.data), &ev); err != nil {
-				t.Fatalf("tools event data %q: %v", e.data, err)
-			}
-			for _, tc := range ev.Data.Tools {
-				if ev.Server == "s" && tc.Tool == fixture.ToolEcho && tc.From == approval.StatusApproved && tc.To == approval.StatusChanged {
-					if !ev.Data.VisibleChanged {
-						t.Fatalf("tools event says the visible set did not change: %s", e.data)
-					}
-					return
-				}
-			}
-		case <-deadline:
-			t.Fatal("no tools event with echo approved → changed within 15s")
+	events.Await(t, 15*time.Second, "a tools event with echo approved → changed", func(e wardentest.Event) bool {
+		if e.Name != "tools" {
+			return false
 		}
-	}
+		var c approval.Change
+		if err := json.Unmarshal(e.Data, &c); err != nil {
+			t.Fatalf("tools event data %q: %v", e.Raw, err)
+		}
+		for _, tc := range c.Tools {
+			if e.Server == "s" && tc.Tool == fixture.ToolEcho && tc.From == approval.StatusApproved && tc.To == approval.StatusChanged {
+				if !c.VisibleChanged {
+					t.Fatalf("tools event says the visible set did not change: %s", e.Raw)
+				}
+				return true
+			}
+		}
+		return false
+	})
 }
 
 // A list_changed that arrives while Warden takes its first listing of a

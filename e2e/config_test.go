@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -144,62 +143,15 @@ func TestServeWithoutConfigFile(t *testing.T) {
 	}
 }
 
-// events follows /v1/events.
-type events struct {
-	ch chan map[string]any
-}
-
-func followEvents(t *testing.T, w *wardentest.Warden) *events {
+// waitConfig waits for a "config" event with the given result and returns its data.
+func waitConfig(t *testing.T, ev *wardentest.Events, result string, timeout time.Duration) map[string]any {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, w.URL("/v1/events"), nil)
-	req.Header.Set("Authorization", "Bearer "+w.Token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.StatusCode != 200 {
-		t.Fatalf("/v1/events: %s", resp.Status)
-	}
-	e := &events{ch: make(chan map[string]any, 1024)}
-	go func() {
-		defer resp.Body.Close()
-		sc := bufio.NewScanner(resp.Body)
-		sc.Buffer(make([]byte, 64<<10), 4<<20)
-		for sc.Scan() {
-			if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
-				var m map[string]any
-				if json.Unmarshal([]byte(d), &m) == nil {
-					select {
-					case e.ch <- m:
-					default:
-					}
-				}
-			}
-		}
-	}()
-	return e
-}
-
-// waitConfig waits for a "config" event with the given result.
-func (e *events) waitConfig(t *testing.T, result string, timeout time.Duration) map[string]any {
-	t.Helper()
-	deadline := time.After(timeout)
-	for {
-		select {
-		case m := <-e.ch:
-			if m["type"] != "config" {
-				continue
-			}
-			data, _ := m["data"].(map[string]any)
-			if data["result"] == result {
-				return data
-			}
-		case <-deadline:
-			t.Fatalf("no config event with result %q within %s", result, timeout)
-		}
-	}
+	var data map[string]any
+	ev.Await(t, timeout, "a config event with result "+result, func(e wardentest.Event) bool {
+		data = nil
+		return e.Type == "config" && json.Unmarshal(e.Data, &data) == nil && data["result"] == result
+	})
+	return data
 }
 
 func writeServers(t *testing.T, w *wardentest.Warden, servers map[string]any) {
@@ -259,7 +211,7 @@ func TestHotReload(t *testing.T) {
 	for name := range servers {
 		w.WaitReady(t, name)
 	}
-	ev := followEvents(t, w)
+	ev := w.FollowEvents(t)
 	keepConn, _ := w.D.Gateway().Conn("keep")
 	keepPID, dropPID, changePID := readPID(t, stats("keep")), readPID(t, stats("drop")), readPID(t, stats("change"))
 	keepInits := readStats(t, stats("keep")).Initializes
@@ -273,7 +225,7 @@ func TestHotReload(t *testing.T) {
 		"added":  stdio("added"),
 	}
 	writeServers(t, w, next)
-	ev.waitConfig(t, "applied", 10*time.Second)
+	waitConfig(t, ev, "applied", 10*time.Second)
 	w.WaitReady(t, "added")
 	w.WaitReady(t, "change")
 	if _, ok := w.D.Gateway().Conn("drop"); ok {
@@ -332,7 +284,7 @@ func TestHotReload(t *testing.T) {
 	}
 	badKeep["keep"] = map[string]any{"command": bin, "callTimeout": "soon"}
 	writeServers(t, w, badKeep)
-	applied := ev.waitConfig(t, "applied", 10*time.Second)
+	applied := waitConfig(t, ev, "applied", 10*time.Second)
 	if e, _ := applied["error.keep"].(string); !strings.Contains(e, "mcpServers.keep.callTimeout") || !strings.Contains(e, w.ConfigPath) {
 		t.Fatalf("config event does not name the file and field of the bad entry: %v", applied)
 	}
@@ -348,7 +300,7 @@ func TestHotReload(t *testing.T) {
 	// A file bad as a whole is refused: the running servers keep serving.
 	bad := []byte(fmt.Sprintf(`{"listen": %q, "mcpServers": {"keep": {"command": %q}`, w.Addr, bin))
 	wardentest.WriteFileAtomic(t, w.ConfigPath, bad, 0o600)
-	refused := ev.waitConfig(t, "refused", 10*time.Second)
+	refused := waitConfig(t, ev, "refused", 10*time.Second)
 	if e, _ := refused["error"].(string); !strings.Contains(e, "invalid JSON") || !strings.Contains(e, w.ConfigPath) {
 		t.Fatalf("refused event does not name the file and problem: %v", refused)
 	}
@@ -370,7 +322,7 @@ func TestHotReload(t *testing.T) {
 
 	// Fixing the file clears the error.
 	writeServers(t, w, next)
-	ev.waitConfig(t, "applied", 10*time.Second)
+	waitConfig(t, ev, "applied", 10*time.Second)
 	st.ReloadError = ""
 	w.API(t, "GET", "/v1/status", nil, &st)
 	if st.ReloadError != "" {
@@ -389,11 +341,9 @@ func TestHotReload(t *testing.T) {
 		if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
 			t.Fatal(err)
 		}
-		select {
-		case m := <-ev.ch:
-			data, _ := m["data"].(map[string]any)
-			got = m["type"] == "config" && data["result"] == "applied"
-		case <-time.After(time.Second):
+		if e, ok := ev.Next(time.Second); ok {
+			var data map[string]any
+			got = e.Type == "config" && json.Unmarshal(e.Data, &data) == nil && data["result"] == "applied"
 		}
 	}
 	if !got {
@@ -420,9 +370,9 @@ func TestServersAddRemoveThroughCLI(t *testing.T) {
 	wardenBin := testenv.BuildBinary(t, "./cmd/warden")
 	w := wardentest.Start(t, map[string]any{"first": map[string]any{"command": fixtureBin, "trusted": true}})
 	w.WaitReady(t, "first")
-	ev := followEvents(t, w)
+	ev := w.FollowEvents(t)
 	wardentest.WriteFileAtomic(t, w.ConfigPath, []byte(fmt.Sprintf(commentedConfig, w.Addr, fixtureBin)), 0o600)
-	ev.waitConfig(t, "applied", 10*time.Second)
+	waitConfig(t, ev, "applied", 10*time.Second)
 
 	comments := []string{"// Warden config, written by a person.", "// where the daemon listens", "/* the servers */", "// the first one"}
 	checkComments := func(when string) string {

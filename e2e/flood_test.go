@@ -29,7 +29,7 @@ func TestNotificationFlood(t *testing.T) {
 	w := wardentest.Start(t, map[string]any{
 		"flood": map[string]any{"command": bin, "args": []string{"-flood", "-1", "-flood-size", "4096"}, "trusted": true},
 	})
-	events := subscribeEvents(t, w)
+	events := w.FollowEvents(t)
 	w.WaitReady(t, "flood")
 
 	start := time.Now()

@@ -39,7 +39,7 @@ func TestOAuthUpstream(t *testing.T) {
 	cfgPath, stateDir := filepath.Join(dir, "config.json"), filepath.Join(dir, "state")
 	wardentest.WriteConfig(t, cfgPath, map[string]any{"hosted": map[string]any{"url": up.URL + "/mcp", "trusted": true}})
 	w := wardentest.StartWith(t, cfgPath, stateDir)
-	events := collectEvents(t, w)
+	events := w.FollowEvents(t)
 
 	wardentest.WaitFor(t, 30*time.Second, "hosted needs_login", func() bool { return connState(w, "hosted") == "needs_login" })
 	cs := w.Connect(t, "/mcp/hosted", nil)
@@ -106,7 +106,7 @@ func TestOAuthUpstream(t *testing.T) {
 	var status, activity json.RawMessage
 	w.API(t, "GET", "/v1/servers/hosted/auth", nil, &status)
 	w.API(t, "GET", "/v1/activity", nil, &activity)
-	shown := w.Logs.String() + events() + string(status) + string(activity) + out
+	shown := w.Logs.String() + events.Raw() + string(status) + string(activity) + out
 	for _, tok := range as.Issued() {
 		if strings.Contains(shown, tok) {
 			t.Fatalf("a token shows in logs, events or answers:\n%s", shown)
@@ -245,32 +245,4 @@ func expectEcho(t *testing.T, cs *mcp.ClientSession) {
 func expectRefusal(t *testing.T, cs *mcp.ClientSession, code, text string) {
 	t.Helper()
 	wardentest.WantRefusal(t, wardentest.CallResult(t, cs, fixture.ToolEcho, map[string]any{"text": "hi"}), code, text)
-}
-
-// collectEvents reads /v1/events into a buffer; the returned func reads it.
-func collectEvents(t *testing.T, w *wardentest.Warden) func() string {
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	req, _ := http.NewRequestWithContext(ctx, "GET", w.URL("/v1/events"), nil)
-	req.Header.Set("Authorization", "Bearer "+w.Token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var buf strings.Builder
-	go func() {
-		defer resp.Body.Close()
-		b := make([]byte, 4096)
-		for {
-			n, err := resp.Body.Read(b)
-			mu.Lock()
-			buf.Write(b[:n])
-			mu.Unlock()
-			if err != nil {
-				return
-			}
-		}
-	}()
-	return func() string { mu.Lock(); defer mu.Unlock(); return buf.String() }
 }

@@ -16,7 +16,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -40,69 +39,15 @@ func secMarker(what string) string {
 	return "sEcReT" + what + hex.EncodeToString(b)
 }
 
-// secEvents records the raw /v1/events stream.
-type secEvents struct {
-	mu     sync.Mutex
-	b      bytes.Buffer
-	cancel context.CancelFunc
-	done   chan struct{}
-}
-
-func secFollowEvents(t *testing.T, w *wardentest.Warden) *secEvents {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, w.URL("/v1/events"), nil)
-	req.Header.Set("Authorization", "Bearer "+w.Token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		cancel()
-		resp.Body.Close()
-		t.Fatalf("/v1/events: %s", resp.Status)
-	}
-	e := &secEvents{cancel: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(e.done)
-		defer resp.Body.Close()
-		buf := make([]byte, 32<<10)
-		for {
-			n, err := resp.Body.Read(buf)
-			e.mu.Lock()
-			e.b.Write(buf[:n])
-			e.mu.Unlock()
-			if err != nil {
-				return
-			}
-		}
-	}()
-	t.Cleanup(e.stop)
-	return e
-}
-
-func (e *secEvents) String() string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.b.String()
-}
-
-// stop ends the stream and returns everything it carried.
-func (e *secEvents) stop() {
-	e.cancel()
-	<-e.done
-}
-
 // secSync makes a reload that changes nothing and waits until its "config"
 // event has been streamed: every event published before it has been
 // streamed too (one subscriber's events are delivered in order).
-func secSync(t *testing.T, w *wardentest.Warden, ev *secEvents) {
+func secSync(t *testing.T, w *wardentest.Warden, ev *wardentest.Events) {
 	t.Helper()
-	n := strings.Count(ev.String(), `"type":"config"`)
+	n := strings.Count(ev.Raw(), `"type":"config"`)
 	wardentest.EditConfig(t, w.ConfigPath, nil)
 	wardentest.WaitFor(t, 20*time.Second, "the reload's config event on /v1/events", func() bool {
-		return strings.Count(ev.String(), `"type":"config"`) > n
+		return strings.Count(ev.Raw(), `"type":"config"`) > n
 	})
 }
 
@@ -229,7 +174,7 @@ func TestURLSecretNeverShown(t *testing.T) {
 			t.Setenv("UPSTREAM_PASS", secrets["URL password"])
 			down := strings.Replace(tc.url, "PORT", itoa(testenv.FreePort(t)), 1)
 			w := wardentest.Start(t, map[string]any{"down": map[string]any{"url": down, "trusted": true, "callTimeout": "1s"}})
-			ev := secFollowEvents(t, w)
+			ev := w.FollowEvents(t)
 
 			var st struct{ Connection struct{ Error string } }
 			wardentest.WaitFor(t, 20*time.Second, "a failed connection attempt", func() bool {
@@ -253,10 +198,10 @@ func TestURLSecretNeverShown(t *testing.T) {
 				surfaces[n] = b
 			}
 			secSync(t, w, ev)
-			ev.stop()
-			surfaces["/v1/events"] = []byte(ev.String())
-			if !strings.Contains(ev.String(), `"error":`) {
-				t.Fatalf("no event with the connection error streamed (is the test reading the events?): %s", ev.String())
+			ev.Stop()
+			surfaces["/v1/events"] = []byte(ev.Raw())
+			if !strings.Contains(ev.Raw(), `"error":`) {
+				t.Fatalf("no event with the connection error streamed (is the test reading the events?): %s", ev.Raw())
 			}
 			w.Stop()
 			surfaces["daemon log"] = []byte(w.Logs.String())
@@ -321,7 +266,7 @@ func TestSecretsNeverShown(t *testing.T) {
 		b, _ := os.ReadFile(loudLog)
 		return bytes.Contains(b, []byte("LOUD_TOKEN=***\n")) && bytes.Contains(b, []byte("LOUD_LITERAL=***\n"))
 	})
-	ev := secFollowEvents(t, w)
+	ev := w.FollowEvents(t)
 
 	// The secrets did reach the upstreams (so the test looks at live values).
 	if got := hf.HTTP().LastAuthorization(); got != "Bearer "+secrets["env-expanded bearer token"] {
@@ -406,10 +351,10 @@ func TestSecretsNeverShown(t *testing.T) {
 		}
 	}
 	secSync(t, w, ev)
-	ev.stop()
-	surfaces["/v1/events"] = []byte(ev.String())
-	if !strings.Contains(ev.String(), `"server":"late"`) {
-		t.Fatalf("no event of server late streamed: %s", ev.String())
+	ev.Stop()
+	surfaces["/v1/events"] = []byte(ev.Raw())
+	if !strings.Contains(ev.Raw(), `"server":"late"`) {
+		t.Fatalf("no event of server late streamed: %s", ev.Raw())
 	}
 	w.Stop()
 	logs := w.Logs.String()
