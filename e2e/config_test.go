@@ -231,14 +231,14 @@ func TestHotReload(t *testing.T) {
 	if _, ok := w.D.Gateway().Conn("drop"); ok {
 		t.Fatal("removed server drop is still connected")
 	}
-	wardentest.WaitFor(t, 10*time.Second, "drop's process to exit", func() bool { return !alive(dropPID) })
-	if !alive(readPID(t, stats("added"))) {
+	wardentest.WaitFor(t, 10*time.Second, "drop's process to exit", func() bool { return !testenv.Alive(dropPID) })
+	if !testenv.Alive(readPID(t, stats("added"))) {
 		t.Fatal("added server's process is not running")
 	}
 	wardentest.WaitFor(t, 10*time.Second, "change to run a new process", func() bool {
 		return readStats(t, stats("change")).PID != changePID
 	})
-	wardentest.WaitFor(t, 10*time.Second, "change's old process to exit", func() bool { return !alive(changePID) })
+	wardentest.WaitFor(t, 10*time.Second, "change's old process to exit", func() bool { return !testenv.Alive(changePID) })
 	assertUntouched := func(when string) {
 		t.Helper()
 		c, ok := w.D.Gateway().Conn("keep")
@@ -249,7 +249,7 @@ func TestHotReload(t *testing.T) {
 			t.Fatalf("%s: keep is %+v, want ready with no reconnects", when, st)
 		}
 		s := readStats(t, stats("keep"))
-		if s.PID != keepPID || !alive(keepPID) || s.Initializes != keepInits {
+		if s.PID != keepPID || !testenv.Alive(keepPID) || s.Initializes != keepInits {
 			t.Fatalf("%s: keep was restarted or reinitialized: pid %d→%d, initializes %d→%d", when, keepPID, s.PID, keepInits, s.Initializes)
 		}
 	}

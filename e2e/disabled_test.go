@@ -272,7 +272,7 @@ func TestDisabledStdioServer(t *testing.T) {
 	w.WaitReady(t, "other")
 	apWaitTool(t, w, "local", fixture.ToolEcho, "baselined", apStatusIs(approval.StatusApproved))
 	pid := readPID(t, stats)
-	if !alive(pid) {
+	if !testenv.Alive(pid) {
 		t.Fatalf("local's process %d is not running", pid)
 	}
 
@@ -285,7 +285,7 @@ func TestDisabledStdioServer(t *testing.T) {
 
 	notes.quiet()
 	w.Reload(t, dsSetDisabled("local", true))
-	wardentest.WaitFor(t, 10*time.Second, "local's process to exit", func() bool { return !alive(pid) })
+	wardentest.WaitFor(t, 10*time.Second, "local's process to exit", func() bool { return !testenv.Alive(pid) })
 	if _, ok := w.D.Gateway().Conn("local"); ok {
 		t.Fatal("the disabled server is still connected")
 	}
@@ -312,7 +312,7 @@ func TestDisabledStdioServer(t *testing.T) {
 	var pid2 int
 	wardentest.WaitFor(t, 10*time.Second, "a new process of local", func() bool {
 		pid2 = readPID(t, stats)
-		return pid2 != pid && alive(pid2)
+		return pid2 != pid && testenv.Alive(pid2)
 	})
 	qtListAfterNotes(t, agg, notes, "enabling local", func(names []string) bool { return len(dsWithPrefix(names, "local__")) == 4 })
 	if got := wardentest.CallText(t, agg, "local__echo", map[string]any{"after": "enable"}); !strings.Contains(got, "enable") {
@@ -322,7 +322,7 @@ func TestDisabledStdioServer(t *testing.T) {
 	// Disabled in the config at start: never run.
 	agg.Close()
 	w.Stop()
-	wardentest.WaitFor(t, 10*time.Second, "local's process to exit with Warden", func() bool { return !alive(pid2) })
+	wardentest.WaitFor(t, 10*time.Second, "local's process to exit with Warden", func() bool { return !testenv.Alive(pid2) })
 	if err := os.Remove(stats); err != nil {
 		t.Fatal(err)
 	}

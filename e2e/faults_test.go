@@ -43,19 +43,6 @@ func readPID(t *testing.T, statsFile string) int {
 	return pid
 }
 
-func alive(pid int) bool {
-	if syscall.Kill(pid, 0) != nil {
-		return false
-	}
-	// A zombie is dead for our purposes.
-	b, err := os.ReadFile(filepath.Join("/proc", itoa(pid), "stat"))
-	if err != nil {
-		return false
-	}
-	fields := strings.Fields(string(b))
-	return len(fields) > 2 && fields[2] != "Z"
-}
-
 func itoa(n int) string { return strconv.Itoa(n) }
 
 // A stdio upstream killed mid-session is reconnected, and the other server
@@ -168,40 +155,15 @@ func TestNoOrphansAfterKill9(t *testing.T) {
 	}
 	warden := testenv.StartProcess(t, exec.Command(testenv.BuildBinary(t, "./cmd/warden"), "serve", "--config", cfg, "--state-dir", filepath.Join(dir, "state")))
 	readPID(t, stats) // the fixture runs (its PID is its namespace's: find it by its command line)
-	if len(processesMentioning(stats)) != 2 {
-		t.Fatalf("want sh and the fixture running, got pids %v", processesMentioning(stats))
+	if len(testenv.ProcessesMentioning(stats)) != 2 {
+		t.Fatalf("want sh and the fixture running, got pids %v", testenv.ProcessesMentioning(stats))
 	}
 	if err := warden.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	wardentest.WaitFor(t, 10*time.Second, "the stdio server's process tree to die with warden", func() bool {
-		return len(processesMentioning(stats)) == 0
+		return len(testenv.ProcessesMentioning(stats)) == 0
 	})
-}
-
-// processesMentioning lists live pids whose command line contains s.
-func processesMentioning(s string) []int {
-	var pids []int
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid := atoi(e.Name())
-		if pid <= 0 {
-			continue
-		}
-		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err == nil && strings.Contains(string(cmdline), s) && alive(pid) {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
-}
-
-func atoi(s string) int {
-	n, err := strconv.Atoi(s)
-	if err != nil {
-		return -1
-	}
-	return n
 }
 
 // A server's calls in flight are bounded (32 by default): the rest wait

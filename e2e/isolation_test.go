@@ -226,12 +226,12 @@ func TestKill9LeavesNoProcess(t *testing.T) {
 			for trial := range tc.trials {
 				dir := t.TempDir()
 				w := isoStart(t, dir, servers, "WARDEN_ISOLATION="+tc.isolation)
-				var tree []procID
+				var tree []testenv.Proc
 				wardentest.WaitFor(t, 20*time.Second, "both servers and their grandchildren", func() bool {
-					tree = descendants(w.proc.PID())
+					tree = testenv.Descendants(w.proc.PID())
 					var n int
 					for _, p := range tree {
-						if p.what == "sleep 1001" || p.what == "sleep 1002" {
+						if p.What == "sleep 1001" || p.What == "sleep 1002" {
 							n++
 						}
 					}
@@ -243,11 +243,11 @@ func TestKill9LeavesNoProcess(t *testing.T) {
 				<-w.proc.Done()
 				deadline := time.Now().Add(10 * time.Second)
 				for _, p := range tree {
-					for p.alive() && time.Now().Before(deadline) {
+					for p.Alive() && time.Now().Before(deadline) {
 						time.Sleep(10 * time.Millisecond)
 					}
-					if p.alive() {
-						t.Fatalf("trial %d: %q (pid %d) outlived kill -9 of Warden", trial, p.what, p.pid)
+					if p.Alive() {
+						t.Fatalf("trial %d: %q (pid %d) outlived kill -9 of Warden", trial, p.What, p.PID)
 					}
 				}
 				w.proc.Stop()

@@ -51,14 +51,14 @@ func TestOnDemandServer(t *testing.T) {
 	// tools are baselined), then stops when idle.
 	apWaitTool(t, w, "memory", "read_graph", "baselined", apStatusIs(approval.StatusApproved))
 	wardentest.WaitFor(t, 30*time.Second, "the server to stop when idle", func() bool {
-		return odState(t, w) == upstream.StateIdle && len(processesMentioning(marker)) == 0
+		return odState(t, w) == upstream.StateIdle && len(testenv.ProcessesMentioning(marker)) == 0
 	})
 	w.Stop()
 
 	// Restarted with its definitions pinned: not running, yet listed.
 	w = wardentest.StartWith(t, cfg, state)
-	if st := odState(t, w); st != upstream.StateIdle || len(processesMentioning(marker)) != 0 {
-		t.Fatalf("after start: state %s, processes %v; want idle and none", st, processesMentioning(marker))
+	if st := odState(t, w); st != upstream.StateIdle || len(testenv.ProcessesMentioning(marker)) != 0 {
+		t.Fatalf("after start: state %s, processes %v; want idle and none", st, testenv.ProcessesMentioning(marker))
 	}
 	cs := w.Connect(t, "/mcp", nil)
 	defer cs.Close()
@@ -70,7 +70,7 @@ func TestOnDemandServer(t *testing.T) {
 	if got := stSearch(t, search, "remember a new person"); !slices.Contains(got, "memory__create_entities") {
 		t.Fatalf("search while stopped found %v, want memory__create_entities", got)
 	}
-	if n := len(processesMentioning(marker)); n != 0 {
+	if n := len(testenv.ProcessesMentioning(marker)); n != 0 {
 		t.Fatalf("listing or searching started the server (%d processes)", n)
 	}
 	// The first call starts it and waits for it.
@@ -80,7 +80,7 @@ func TestOnDemandServer(t *testing.T) {
 	}
 	// Idle, it stops, leaving no process.
 	wardentest.WaitFor(t, 30*time.Second, "the server to stop when idle", func() bool {
-		return odState(t, w) == upstream.StateIdle && len(processesMentioning(marker)) == 0
+		return odState(t, w) == upstream.StateIdle && len(testenv.ProcessesMentioning(marker)) == 0
 	})
 	// And starts again for the next call, with what it stored.
 	if got := wardentest.CallText(t, cs, "memory__read_graph", map[string]any{}); !strings.Contains(got, "Alice") {

@@ -260,11 +260,11 @@ func processMemory(b *testing.B, pid int, exe string) memory {
 	var m memory
 	m.daemonPSS, m.daemonRSS = rollup(b, pid)
 	m.ownPSS, m.ownRSS = m.daemonPSS, m.daemonRSS
-	for _, c := range descendantsOf(pid) {
-		if path, err := os.Readlink(filepath.Join("/proc", strconv.Itoa(c), "exe")); err != nil || path != exe {
+	for _, c := range testenv.Descendants(pid) {
+		if path, err := os.Readlink(filepath.Join("/proc", strconv.Itoa(c.PID), "exe")); err != nil || path != exe {
 			continue
 		}
-		p, r := rollup(b, c)
+		p, r := rollup(b, c.PID)
 		m.ownPSS += p
 		m.ownRSS += r
 	}
@@ -291,29 +291,6 @@ func rollup(b *testing.B, pid int) (pss, rss float64) {
 		}
 	}
 	return pss, rss
-}
-
-func descendantsOf(root int) []int {
-	var out []int
-	for _, t := range childPIDs(root) {
-		out = append(out, t)
-		out = append(out, descendantsOf(t)...)
-	}
-	return out
-}
-
-func childPIDs(pid int) []int {
-	tasks, _ := filepath.Glob(filepath.Join("/proc", strconv.Itoa(pid), "task", "*", "children"))
-	var out []int
-	for _, t := range tasks {
-		data, _ := os.ReadFile(t)
-		for f := range strings.FieldsSeq(string(data)) {
-			if n, err := strconv.Atoi(f); err == nil {
-				out = append(out, n)
-			}
-		}
-	}
-	return out
 }
 
 // cpuTicks is the user and system CPU time pid has used, in clock ticks.
