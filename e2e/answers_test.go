@@ -83,7 +83,7 @@ func TestLargeAnswers(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if m := metricsText(t, w); metricValue(m, "warden_answer_bytes_in_flight") != 0 {
+	if m := w.Metrics(t); wardentest.MetricValue(m, "warden_answer_bytes_in_flight") != 0 {
 		t.Fatalf("answer bytes still held after every answer was sent:\n%s", grepLines(m, "warden_answer"))
 	}
 }

@@ -6,10 +6,8 @@ package e2e
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"net"
@@ -35,30 +33,6 @@ import (
 )
 
 // ---- helpers ----
-
-// apTools is GET /v1/servers/{s}/tools, by tool name.
-func apTools(t testing.TB, w *wardentest.Warden, server string) map[string]api.Tool {
-	t.Helper()
-	var list []api.Tool
-	if code := w.API(t, "GET", "/v1/servers/"+server+"/tools", nil, &list); code != http.StatusOK {
-		t.Fatalf("GET /v1/servers/%s/tools: status %d", server, code)
-	}
-	out := make(map[string]api.Tool, len(list))
-	for _, x := range list {
-		out[x.Name] = x
-	}
-	return out
-}
-
-// apServer is GET /v1/servers/{s}.
-func apServer(t testing.TB, w *wardentest.Warden, server string) api.Server {
-	t.Helper()
-	var s api.Server
-	if code := w.API(t, "GET", "/v1/servers/"+server, nil, &s); code != http.StatusOK {
-		t.Fatalf("GET /v1/servers/%s: status %d", server, code)
-	}
-	return s
-}
 
 // apByStatus groups the present tools by status, names sorted.
 func apByStatus(tools map[string]api.Tool) map[approval.Status][]string {
@@ -91,7 +65,7 @@ func apWaitTool(t testing.TB, w *wardentest.Warden, server, tool, what string, c
 	t.Helper()
 	var got api.Tool
 	wardentest.WaitFor(t, 20*time.Second, server+"/"+tool+": "+what, func() bool {
-		x, ok := apTools(t, w, server)[tool]
+		x, ok := w.Tools(t, server)[tool]
 		got = x
 		return ok && cond(x)
 	})
@@ -118,23 +92,6 @@ func apHashes(tools map[string]api.Tool, statuses ...approval.Status) map[string
 func apExpectRefusal(t testing.TB, cs *mcp.ClientSession, tool, code string, mention ...string) {
 	t.Helper()
 	wardentest.WantRefusal(t, wardentest.CallResult(t, cs, tool, map[string]any{"key": "k"}), code, mention...)
-}
-
-// apCLI runs the warden binary against w and returns its exit status and output.
-func apCLI(t testing.TB, w *wardentest.Warden, args ...string) (code int, stdout, stderr string) {
-	t.Helper()
-	bin := testenv.BuildBinary(t, "./cmd/warden")
-	args = append(args, "--config", w.ConfigPath, "--state-dir", w.StateDir)
-	cmd := exec.Command(bin, args...)
-	cmd.Stdin = strings.NewReader("")
-	var o, e bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &o, &e
-	err := cmd.Run()
-	var ee *exec.ExitError
-	if err != nil && !errors.As(err, &ee) {
-		t.Fatalf("warden %s: %v", strings.Join(args, " "), err)
-	}
-	return cmd.ProcessState.ExitCode(), o.String(), e.String()
 }
 
 // apNotes records notifications/tools/list_changed a client receives.
@@ -189,13 +146,13 @@ func TestApprovalUntrustedServerQuarantinedThenAdmitted(t *testing.T) {
 	base := []string{fixture.ToolDelete, fixture.ToolEcho, fixture.ToolRead, fixture.ToolWrite}
 
 	wardentest.WaitFor(t, 20*time.Second, "q's tools recorded as pending", func() bool {
-		return slices.Equal(apByStatus(apTools(t, w, "q"))[approval.StatusPending], base)
+		return slices.Equal(apByStatus(w.Tools(t, "q"))[approval.StatusPending], base)
 	})
-	s := apServer(t, w, "q")
+	s := w.Server(t, "q")
 	if !s.Quarantined || s.Tools.Pending != 4 || s.Tools.Approved != 0 {
 		t.Fatalf("GET /v1/servers/q = quarantined %v, counts %+v; want quarantined with 4 pending", s.Quarantined, s.Tools)
 	}
-	if s := apServer(t, w, "other"); s.Quarantined || s.Tools.Approved != 4 {
+	if s := w.Server(t, "other"); s.Quarantined || s.Tools.Approved != 4 {
 		t.Fatalf("trusted server: quarantined %v, counts %+v", s.Quarantined, s.Tools)
 	}
 
@@ -221,7 +178,7 @@ func TestApprovalUntrustedServerQuarantinedThenAdmitted(t *testing.T) {
 
 	// The operator reviews; then read_value changes upstream: approving the
 	// review now must answer 409 and write nothing, block included.
-	review := apHashes(apTools(t, w, "q"), approval.StatusPending)
+	review := apHashes(w.Tools(t, "q"), approval.StatusPending)
 	if len(review) != 4 {
 		t.Fatalf("review = %v", review)
 	}
@@ -231,7 +188,7 @@ func TestApprovalUntrustedServerQuarantinedThenAdmitted(t *testing.T) {
 	apWaitTool(t, w, "q", fixture.ToolRead, "the new definition recorded", func(x api.Tool) bool {
 		return x.CurrentHash != review[fixture.ToolRead]
 	})
-	before := apTools(t, w, "q")
+	before := w.Tools(t, "q")
 	var errAns api.Error
 	code := w.API(t, "POST", "/v1/servers/q/approve", map[string]any{
 		"expected_hashes": review, "block": []string{fixture.ToolDelete},
@@ -239,16 +196,16 @@ func TestApprovalUntrustedServerQuarantinedThenAdmitted(t *testing.T) {
 	if code != http.StatusConflict || errAns.Error.Code != "hash_mismatch" || !strings.Contains(errAns.Error.Message, fixture.ToolRead) {
 		t.Fatalf("approve with a stale review: status %d, %+v; want 409 hash_mismatch naming %s", code, errAns.Error, fixture.ToolRead)
 	}
-	if got, want := apSnapshot(apTools(t, w, "q")), apSnapshot(before); got != want {
+	if got, want := apSnapshot(w.Tools(t, "q")), apSnapshot(before); got != want {
 		t.Fatalf("a 409 approval wrote something:\nbefore:\n%s\nafter:\n%s", want, got)
 	}
-	if s := apServer(t, w, "q"); !s.Quarantined || s.Tools.Pending != 4 || s.Tools.Blocked != 0 {
+	if s := w.Server(t, "q"); !s.Quarantined || s.Tools.Pending != 4 || s.Tools.Blocked != 0 {
 		t.Fatalf("after the 409: quarantined %v, counts %+v; want unchanged", s.Quarantined, s.Tools)
 	}
 
 	// Review again; a tool appears upstream after that review and before
 	// the approval: it stays pending.
-	review = apHashes(apTools(t, w, "q"), approval.StatusPending)
+	review = apHashes(w.Tools(t, "q"), approval.StatusPending)
 	quar.AddTool(&mcp.Tool{Name: "late_tool", Description: "Appeared after the review.", Annotations: fixture.ClassAnnotations("read")})
 	apWaitTool(t, w, "q", "late_tool", "recorded as pending", apStatusIs(approval.StatusPending))
 	delete(review, fixture.ToolDelete)
@@ -262,11 +219,11 @@ func TestApprovalUntrustedServerQuarantinedThenAdmitted(t *testing.T) {
 		!slices.Equal(ans.HeldTools, []string{"late_tool"}) || len(ans.NotApproved) != 0 {
 		t.Fatalf("approve answered %+v; want 3 approved, 1 blocked, late_tool still pending", ans)
 	}
-	s = apServer(t, w, "q")
+	s = w.Server(t, "q")
 	if s.Quarantined || s.Tools.Approved != 3 || s.Tools.Pending != 1 || s.Tools.Blocked != 1 {
 		t.Fatalf("after approval: quarantined %v, counts %+v", s.Quarantined, s.Tools)
 	}
-	tools := apTools(t, w, "q")
+	tools := w.Tools(t, "q")
 	for name, hash := range review {
 		if x := tools[name]; x.Status != approval.StatusApproved || x.ApprovedHash != hash {
 			t.Fatalf("%s: status %s approved_hash %s, want approved at the reviewed %s", name, x.Status, x.ApprovedHash, hash)
@@ -300,7 +257,7 @@ func TestApprovalReviewApproveAllExceptSurvives(t *testing.T) {
 	})
 	w.WaitReady(t, "big")
 	wardentest.WaitFor(t, 20*time.Second, "180 pending tools", func() bool {
-		return len(apByStatus(apTools(t, w, "big"))[approval.StatusPending]) == 180
+		return len(apByStatus(w.Tools(t, "big"))[approval.StatusPending]) == 180
 	})
 	var except []string
 	for i := 10; i <= 140; i += 10 {
@@ -309,7 +266,7 @@ func TestApprovalReviewApproveAllExceptSurvives(t *testing.T) {
 	except = append(except, fixture.ToolWrite)
 	slices.Sort(except)
 
-	code, stdout, stderr := apCLI(t, w, "review", "approve", "big", "--all", "--except", strings.Join(except, ","), "--yes")
+	code, stdout, stderr := w.CLI(t, "review", "approve", "big", "--all", "--except", strings.Join(except, ","), "--yes")
 	if code != 3 {
 		t.Fatalf("exit %d, want 3 (tools still held)\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
@@ -335,13 +292,13 @@ func TestApprovalReviewApproveAllExceptSurvives(t *testing.T) {
 
 	check := func(when string) {
 		t.Helper()
-		tools := apTools(t, w, "big")
+		tools := w.Tools(t, "big")
 		by := apByStatus(tools)
 		if len(by[approval.StatusApproved]) != 165 || !slices.Equal(by[approval.StatusPending], except) || len(tools) != 180 {
 			t.Fatalf("%s: %d approved, pending %v (of %d records); want 165 approved and exactly %v pending",
 				when, len(by[approval.StatusApproved]), by[approval.StatusPending], len(tools), except)
 		}
-		if s := apServer(t, w, "big"); s.Quarantined || s.Tools.Approved != 165 || s.Tools.Pending != 15 {
+		if s := w.Server(t, "big"); s.Quarantined || s.Tools.Approved != 165 || s.Tools.Pending != 15 {
 			t.Fatalf("%s: GET /v1/servers/big = quarantined %v, %+v", when, s.Quarantined, s.Tools)
 		}
 		cs := w.Connect(t, "/mcp/big", nil)
@@ -482,14 +439,14 @@ func apBaselineUnderChurn(t *testing.T, fixtureBin string, run int) {
 		w.WaitReady(t, "big")
 		var s api.Server
 		wardentest.WaitFor(t, 30*time.Second, "all 320 tools recorded "+when, func() bool {
-			s = apServer(t, w, "big")
+			s = w.Server(t, "big")
 			c := s.Tools
 			return c.Pending+c.Approved+c.Changed+c.Blocked == total
 		})
 		if s.Quarantined || s.Tools.Approved != total {
 			t.Fatalf("%s: %d of %d approved (counts %+v, quarantined %v)\n%s", when, s.Tools.Approved, total, s.Tools, s.Quarantined, w.Logs)
 		}
-		tools := apTools(t, w, "big")
+		tools := w.Tools(t, "big")
 		for name, x := range tools {
 			if x.Status != approval.StatusApproved || x.ApprovedBy != "baseline" || x.ApprovedHash != x.CurrentHash {
 				t.Fatalf("%s: %s is %s (by %q, approved %s, current %s), want approved by baseline", when, name, x.Status, x.ApprovedBy, x.ApprovedHash, x.CurrentHash)
@@ -528,7 +485,7 @@ func TestApprovalRugPull(t *testing.T) {
 	}
 
 	rugPull := func(t *testing.T, tool string, change, revert func() error, args map[string]any) {
-		orig := apTools(t, w, "s")[tool]
+		orig := w.Tools(t, "s")[tool]
 		calls := f.Calls(tool)
 		notes.quiet()
 		aggNotes.quiet()
@@ -552,7 +509,7 @@ func TestApprovalRugPull(t *testing.T) {
 		if f.Calls(tool) != calls {
 			t.Fatalf("a changed tool's call reached the upstream")
 		}
-		if s := apServer(t, w, "s"); s.Tools.Changed != 1 {
+		if s := w.Server(t, "s"); s.Tools.Changed != 1 {
 			t.Fatalf("counts %+v, want 1 changed", s.Tools)
 		}
 
@@ -656,7 +613,7 @@ func TestApprovalEmptyBaselineThenNewToolPending(t *testing.T) {
 	if c, _ := w.D.Gateway().Conn("empty"); len(c.Inventory().Tools) != 0 {
 		t.Fatalf("the fixture still lists %d tools", len(c.Inventory().Tools))
 	}
-	if s := apServer(t, w, "empty"); s.Quarantined || s.Tools != (approval.Counts{}) {
+	if s := w.Server(t, "empty"); s.Quarantined || s.Tools != (approval.Counts{}) {
 		t.Fatalf("empty trusted server: quarantined %v, counts %+v", s.Quarantined, s.Tools)
 	}
 	f.AddTool(&mcp.Tool{Name: "newcomer", Description: "Appeared after the empty baseline.", Annotations: fixture.ClassAnnotations("read")})
@@ -674,7 +631,7 @@ func TestApprovalEmptyBaselineThenNewToolPending(t *testing.T) {
 	w.Reload(t, func(servers map[string]any) { servers["empty"].(map[string]any)["callTimeout"] = "61s" })
 	c, _ := w.D.Gateway().Conn("empty")
 	c.Refresh()
-	if x := apTools(t, w, "empty")["newcomer"]; x.Status != approval.StatusPending {
+	if x := w.Tools(t, "empty")["newcomer"]; x.Status != approval.StatusPending {
 		t.Fatalf("after a reload newcomer is %s, want pending", x.Status)
 	}
 
@@ -686,7 +643,7 @@ func TestApprovalEmptyBaselineThenNewToolPending(t *testing.T) {
 	w = wardentest.StartWith(t, w.ConfigPath, w.StateDir)
 	w.WaitReady(t, "empty")
 	x = apWaitTool(t, w, "empty", "second", "recorded", func(api.Tool) bool { return true })
-	if by := apByStatus(apTools(t, w, "empty")); !slices.Equal(by[approval.StatusPending], []string{"newcomer", "second"}) || len(by[approval.StatusApproved]) != 0 {
+	if by := apByStatus(w.Tools(t, "empty")); !slices.Equal(by[approval.StatusPending], []string{"newcomer", "second"}) || len(by[approval.StatusApproved]) != 0 {
 		t.Fatalf("after restart: %v; want newcomer and second pending", by)
 	}
 }
@@ -708,15 +665,15 @@ func TestApprovalNoSelfApproval(t *testing.T) {
 	})
 	w.WaitReady(t, "q")
 	w.WaitReady(t, "t")
-	wardentest.WaitFor(t, 20*time.Second, "q's 4 pending tools", func() bool { return apServer(t, w, "q").Tools.Pending == 4 })
-	wardentest.WaitFor(t, 20*time.Second, "t's 4 approved tools", func() bool { return apServer(t, w, "t").Tools.Approved == 4 })
-	snapshot := func() string { return apSnapshot(apTools(t, w, "q")) + "\n" + apSnapshot(apTools(t, w, "t")) }
+	wardentest.WaitFor(t, 20*time.Second, "q's 4 pending tools", func() bool { return w.Server(t, "q").Tools.Pending == 4 })
+	wardentest.WaitFor(t, 20*time.Second, "t's 4 approved tools", func() bool { return w.Server(t, "t").Tools.Approved == 4 })
+	snapshot := func() string { return apSnapshot(w.Tools(t, "q")) + "\n" + apSnapshot(w.Tools(t, "t")) }
 	unchanged := func(when, before string) {
 		t.Helper()
-		if s := apServer(t, w, "q"); !s.Quarantined || s.Tools.Pending != 4 {
+		if s := w.Server(t, "q"); !s.Quarantined || s.Tools.Pending != 4 {
 			t.Fatalf("%s: q is quarantined=%v with %+v; want quarantined with 4 pending", when, s.Quarantined, s.Tools)
 		}
-		if s := apServer(t, w, "t"); s.Quarantined || s.Tools.Approved != 4 {
+		if s := w.Server(t, "t"); s.Quarantined || s.Tools.Approved != 4 {
 			t.Fatalf("%s: t is quarantined=%v with %+v", when, s.Quarantined, s.Tools)
 		}
 		if got := snapshot(); got != before {
@@ -887,7 +844,7 @@ func TestApprovalReviewShowsDiff(t *testing.T) {
 	w := wardentest.Start(t, map[string]any{"s": map[string]any{"url": f.Serve(t), "trusted": true}})
 	w.WaitReady(t, "s")
 	apWaitTool(t, w, "s", fixture.ToolEcho, "baselined", apStatusIs(approval.StatusApproved))
-	if code, out, errOut := apCLI(t, w, "review", "s"); code != 0 || !strings.Contains(out, "nothing to review") {
+	if code, out, errOut := w.CLI(t, "review", "s"); code != 0 || !strings.Contains(out, "nothing to review") {
 		t.Fatalf("review with nothing held: exit %d\n%s\n%s", code, out, errOut)
 	}
 
@@ -904,7 +861,7 @@ func TestApprovalReviewShowsDiff(t *testing.T) {
 	apWaitTool(t, w, "s", fixture.ToolRead, "changed", apStatusIs(approval.StatusChanged))
 	apWaitTool(t, w, "s", "fresh", "pending", apStatusIs(approval.StatusPending))
 
-	code, out, errOut := apCLI(t, w, "review", "s")
+	code, out, errOut := w.CLI(t, "review", "s")
 	if code != 3 {
 		t.Fatalf("warden review s: exit %d, want 3 (tools held)\n%s\n%s", code, out, errOut)
 	}
@@ -919,7 +876,7 @@ func TestApprovalReviewShowsDiff(t *testing.T) {
 			t.Fatalf("warden review s lacks %q:\n%s", want, out)
 		}
 	}
-	code, out, errOut = apCLI(t, w, "review", "s", "--diff")
+	code, out, errOut = w.CLI(t, "review", "s", "--diff")
 	if code != 3 {
 		t.Fatalf("warden review s --diff: exit %d, want 3\n%s\n%s", code, out, errOut)
 	}
@@ -1070,7 +1027,7 @@ func TestApprovalToolStatesWithoutDefinitions(t *testing.T) {
 	f := fixture.NewServer(fixture.Options{})
 	w := wardentest.Start(t, map[string]any{"s": map[string]any{"url": f.Serve(t)}})
 	apWaitTool(t, w, "s", fixture.ToolEcho, "pending", apStatusIs(approval.StatusPending))
-	full := apTools(t, w, "s")
+	full := w.Tools(t, "s")
 	var states []api.Tool
 	if code := w.API(t, "GET", "/v1/servers/s/tools?definitions=false", nil, &states); code != http.StatusOK {
 		t.Fatalf("GET tools?definitions=false: status %d", code)

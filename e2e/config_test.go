@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -24,24 +23,6 @@ import (
 	"github.com/wardenmcp/warden/internal/wardentest"
 	"github.com/wardenmcp/warden/upstream"
 )
-
-// lockedBuffer is an io.Writer safe for a child's output and the test.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // Rule 1: `warden serve` refuses a config file that is bad as a whole with
 // exit status 1 and a message naming the file, the field and the fix (not
@@ -114,7 +95,7 @@ func TestServeWithoutConfigFile(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "no-such-dir", "config.json")
 	state := filepath.Join(dir, "state")
-	var stderr lockedBuffer
+	var stderr wardentest.LogBuffer
 	cmd := exec.Command(bin, "serve", "--config", cfg, "--state-dir", state, "--listen", listen)
 	cmd.Stderr = &stderr
 	p := testenv.StartProcess(t, cmd)
@@ -179,17 +160,6 @@ func readStats(t *testing.T, file string) fixtureStats {
 		t.Fatalf("fixture stats %s: %v", file, err)
 	}
 	return s
-}
-
-func metricsText(t *testing.T, w *wardentest.Warden) string {
-	t.Helper()
-	resp, err := http.Get(w.URL("/metrics"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return string(b)
 }
 
 // Rule 2: hot reload on file change and on SIGHUP. Added servers start,
@@ -267,7 +237,7 @@ func TestHotReload(t *testing.T) {
 	if names := fmt.Sprint(listed); strings.Contains(names, "drop") || !strings.Contains(names, "added") {
 		t.Fatalf("/v1/servers after reload: %v", listed)
 	}
-	m := metricsText(t, w)
+	m := w.Metrics(t)
 	if strings.Contains(m, `server="drop"`) {
 		t.Fatalf("/metrics still reports the removed server drop:\n%s", grepLines(m, `server="drop"`))
 	}

@@ -59,7 +59,7 @@ func dsSetDisabled(server string, disabled bool) func(map[string]any) {
 // refusal of code on stderr.
 func dsExpectCLIRefusal(t *testing.T, w *wardentest.Warden, server, tool, code string, mention ...string) {
 	t.Helper()
-	exit, stdout, stderr := apCLI(t, w, "call", server, tool, "--args", `{"key":"k"}`)
+	exit, stdout, stderr := w.CLI(t, "call", server, tool, "--args", `{"key":"k"}`)
 	if exit != 1 || !strings.Contains(stderr, "refused ("+code+")") {
 		t.Fatalf("warden call %s %s: exit %d, want 1 with a %s refusal\nstdout:\n%s\nstderr:\n%s", server, tool, exit, code, stdout, stderr)
 	}
@@ -137,7 +137,7 @@ func TestDisabledHTTPServer(t *testing.T) {
 	if got := dsSessionServers(t, w); slices.Contains(got, "up") || !slices.Contains(got, "other") {
 		t.Fatalf("/v1/sessions = %v after disabling up, want other's record only", got)
 	}
-	if s := apServer(t, w, "up"); !s.Disabled {
+	if s := w.Server(t, "up"); !s.Disabled {
 		t.Fatalf("GET /v1/servers/up = %+v, want disabled", s)
 	}
 	qtListAfterNotes(t, agg, notes, "disabling up", func(names []string) bool { return len(dsWithPrefix(names, "up__")) == 0 })
@@ -289,7 +289,7 @@ func TestDisabledStdioServer(t *testing.T) {
 	if _, ok := w.D.Gateway().Conn("local"); ok {
 		t.Fatal("the disabled server is still connected")
 	}
-	if s := apServer(t, w, "local"); !s.Disabled {
+	if s := w.Server(t, "local"); !s.Disabled {
 		t.Fatalf("GET /v1/servers/local = %+v, want disabled", s)
 	}
 	qtListAfterNotes(t, agg, notes, "disabling local", func(names []string) bool { return len(dsWithPrefix(names, "local__")) == 0 })

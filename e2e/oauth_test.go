@@ -89,7 +89,7 @@ func TestOAuthUpstream(t *testing.T) {
 	expectEcho(t, cs)
 
 	// Logout revokes at the provider and forgets.
-	code, out, errOut := apCLI(t, w, "auth", "logout", "hosted")
+	code, out, errOut := w.CLI(t, "auth", "logout", "hosted")
 	if code != 0 || !strings.Contains(out, "tokens revoked") {
 		t.Fatalf("auth logout: exit %d\n%s%s", code, out, errOut)
 	}
@@ -97,7 +97,7 @@ func TestOAuthUpstream(t *testing.T) {
 		t.Fatalf("%d revocations; want 2 (refresh and access token)", as.Revokes())
 	}
 	expectRefusal(t, cs, "AUTH_REQUIRED", "warden auth login hosted")
-	code, out, _ = apCLI(t, w, "auth", "status")
+	code, out, _ = w.CLI(t, "auth", "status")
 	if code != 0 || !strings.Contains(out, "needs_login") {
 		t.Fatalf("auth status: exit %d\n%s", code, out)
 	}

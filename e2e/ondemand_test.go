@@ -120,7 +120,7 @@ func TestOnDemandChangedDefinition(t *testing.T) {
 	cs := w.Connect(t, "/mcp", nil)
 	defer cs.Close()
 	apExpectRefusal(t, cs, "s__"+fixture.ToolEcho, "TOOL_CHANGED", "warden review")
-	if tools := apTools(t, w, "s"); tools[fixture.ToolEcho].Status != approval.StatusChanged {
+	if tools := w.Tools(t, "s"); tools[fixture.ToolEcho].Status != approval.StatusChanged {
 		t.Fatalf("echo is %s after the changed start, want changed", tools[fixture.ToolEcho].Status)
 	}
 }

@@ -53,7 +53,7 @@ func ovWaitListed(t *testing.T, cs *mcp.ClientSession, want ...string) []string 
 // ovClass checks GET /v1/servers/{s}/tools reports tool with class.
 func ovClass(t *testing.T, w *wardentest.Warden, server, tool, class string) {
 	t.Helper()
-	x, ok := apTools(t, w, server)[tool]
+	x, ok := w.Tools(t, server)[tool]
 	if !ok || !x.Present || x.Class != class {
 		t.Fatalf("GET /v1/servers/%s/tools: %s: present=%v class=%q, want present with class %q", server, tool, x.Present, x.Class, class)
 	}
@@ -198,7 +198,7 @@ func TestToolOverrideHidden(t *testing.T) {
 		}),
 	})
 	w.WaitReady(t, "s")
-	tools := apTools(t, w, "s")
+	tools := w.Tools(t, "s")
 	for _, name := range []string{fixture.ToolEcho, fixture.ToolDelete} {
 		if x := tools[name]; !x.Present || x.Status != "approved" || !x.Hidden {
 			t.Fatalf("GET /v1/servers/s/tools: %s: present=%v status=%s hidden=%v, want present, approved and hidden", name, x.Present, x.Status, x.Hidden)
@@ -414,7 +414,7 @@ func TestAlteredNameNeverTakenOver(t *testing.T) {
 	apWaitTool(t, w, "s", twin, "the newcomer recorded", apStatusIs(approval.StatusPending))
 	for _, approved := range []bool{false, true} {
 		if approved {
-			if code, _, stderr := apCLI(t, w, "review", "approve", "s", twin, "--yes"); code != 0 {
+			if code, _, stderr := w.CLI(t, "review", "approve", "s", twin, "--yes"); code != 0 {
 				t.Fatalf("review approve: exit %d: %s", code, stderr)
 			}
 			apWaitTool(t, w, "s", twin, "the newcomer approved", apStatusIs(approval.StatusApproved))

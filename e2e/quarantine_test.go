@@ -37,7 +37,7 @@ func qtPrefixed(prefix string, names []string) []string {
 // both surfaces and through `warden call`, and nothing reaching the upstream.
 func qtExpectQuarantined(t *testing.T, w *wardentest.Warden, f *fixture.Fixture, when string) {
 	t.Helper()
-	if s := apServer(t, w, "s"); !s.Quarantined || !s.Trusted {
+	if s := w.Server(t, "s"); !s.Quarantined || !s.Trusted {
 		t.Fatalf("%s: GET /v1/servers/s = quarantined %v, trusted %v; want a quarantined trusted server", when, s.Quarantined, s.Trusted)
 	}
 	one := w.Connect(t, "/mcp/s", nil)
@@ -99,7 +99,7 @@ func qtEmergencyStop(t *testing.T, quarantine func(w *wardentest.Warden)) {
 	apExpectRefusal(t, one, fixture.ToolEcho, "SERVER_QUARANTINED", "warden servers approve s")
 	qtExpectQuarantined(t, w, f, "after the quarantine")
 	// The tools' own approvals are kept, only withheld.
-	if by := apByStatus(apTools(t, w, "s")); !slices.Equal(by[approval.StatusApproved], qtAll) {
+	if by := apByStatus(w.Tools(t, "s")); !slices.Equal(by[approval.StatusApproved], qtAll) {
 		t.Fatalf("after the quarantine the tools are %v, want all still approved", by)
 	}
 
@@ -132,11 +132,11 @@ func qtEmergencyStop(t *testing.T, quarantine func(w *wardentest.Warden)) {
 	agg = w.Connect(t, "/mcp", aggNotes.options())
 	oneNotes.quiet()
 	aggNotes.quiet()
-	code, stdout, stderr := apCLI(t, w, "servers", "approve", "s", "--yes")
+	code, stdout, stderr := w.CLI(t, "servers", "approve", "s", "--yes")
 	if code != 0 {
 		t.Fatalf("warden servers approve s: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
-	if s := apServer(t, w, "s"); s.Quarantined {
+	if s := w.Server(t, "s"); s.Quarantined {
 		t.Fatal("s is still quarantined after warden servers approve s")
 	}
 	qtListAfterNotes(t, one, oneNotes, "the approval on /mcp/s", func(names []string) bool { return slices.Equal(names, qtAll) })
@@ -148,7 +148,7 @@ func qtEmergencyStop(t *testing.T, quarantine func(w *wardentest.Warden)) {
 		t.Fatalf("echo after the approval = %q", got)
 	}
 	wardentest.CallText(t, agg, "s__"+fixture.ToolEcho, map[string]any{"after": "approve"})
-	if code, out, errOut := apCLI(t, w, "call", "s", fixture.ToolEcho, "--args", `{"via":"cli"}`); code != 0 || !strings.Contains(out, "cli") {
+	if code, out, errOut := w.CLI(t, "call", "s", fixture.ToolEcho, "--args", `{"via":"cli"}`); code != 0 || !strings.Contains(out, "cli") {
 		t.Fatalf("warden call s echo after the approval: exit %d\n%s\n%s", code, out, errOut)
 	}
 	if n := f.Calls(fixture.ToolEcho) - calls; n != 3 {
@@ -172,7 +172,7 @@ func TestQuarantineViaREST(t *testing.T) {
 // `warden servers quarantine NAME` against the running daemon.
 func TestQuarantineViaCLI(t *testing.T) {
 	qtEmergencyStop(t, func(w *wardentest.Warden) {
-		code, stdout, stderr := apCLI(t, w, "servers", "quarantine", "s")
+		code, stdout, stderr := w.CLI(t, "servers", "quarantine", "s")
 		if code != 0 || !strings.Contains(stdout, "warden servers approve s") {
 			t.Fatalf("warden servers quarantine s: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 		}
@@ -224,7 +224,7 @@ func TestListChangedOnToolApproval(t *testing.T) {
 	if got := wardentest.SortedToolNames(t, one); slices.Contains(got, "fresh") {
 		t.Fatalf("pending fresh is listed: %v", got)
 	}
-	code, stdout, stderr := apCLI(t, w, "review", "approve", "s", "fresh", "--yes")
+	code, stdout, stderr := w.CLI(t, "review", "approve", "s", "fresh", "--yes")
 	if code != 0 || !strings.Contains(stdout, "approved 1") {
 		t.Fatalf("warden review approve s fresh: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
@@ -242,7 +242,7 @@ func TestListChangedOnReviewBlock(t *testing.T) {
 	wardentest.CallText(t, one, fixture.ToolEcho, map[string]any{"before": "block"})
 	oneNotes.quiet()
 	aggNotes.quiet()
-	code, stdout, stderr := apCLI(t, w, "review", "block", "s", fixture.ToolEcho)
+	code, stdout, stderr := w.CLI(t, "review", "block", "s", fixture.ToolEcho)
 	if code != 0 || !strings.Contains(stdout, "blocked 1") {
 		t.Fatalf("warden review block s echo: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
@@ -252,7 +252,7 @@ func TestListChangedOnReviewBlock(t *testing.T) {
 	qtListAfterNotes(t, agg, aggNotes, "blocking echo on /mcp", func(names []string) bool {
 		return slices.Equal(names, qtPrefixed("s__", []string{fixture.ToolDelete, fixture.ToolRead, fixture.ToolWrite}))
 	})
-	if x := apTools(t, w, "s")[fixture.ToolEcho]; x.Status != approval.StatusBlocked {
+	if x := w.Tools(t, "s")[fixture.ToolEcho]; x.Status != approval.StatusBlocked {
 		t.Fatalf("echo is %s after the block", x.Status)
 	}
 	calls := f.Calls(fixture.ToolEcho)

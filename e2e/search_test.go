@@ -96,7 +96,7 @@ func TestSearchView(t *testing.T) {
 	if all, search := st.ViewTokens["all"], st.ViewTokens["search"]; all <= 0 || search <= 0 || all != fromServers {
 		t.Errorf("view_tokens %v, servers' tool_tokens add up to %d", st.ViewTokens, fromServers)
 	}
-	if code, out, _ := apCLI(t, w, "status"); code != 0 || !strings.Contains(out, "tokens on /mcp") {
+	if code, out, _ := w.CLI(t, "status"); code != 0 || !strings.Contains(out, "tokens on /mcp") {
 		t.Errorf("warden status: exit %d\n%s", code, out)
 	}
 

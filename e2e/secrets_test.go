@@ -93,7 +93,7 @@ func secLiveSurfaces(t *testing.T, w *wardentest.Warden, servers ...string) map[
 			if asJSON {
 				args = append(args, "--json")
 			}
-			code, stdout, stderr := apCLI(t, w, args...)
+			code, stdout, stderr := w.CLI(t, args...)
 			name := "warden " + strings.Join(args, " ")
 			if code != 0 && code != 3 {
 				t.Fatalf("%s: exit %d\nstdout: %s\nstderr: %s", name, code, stdout, stderr)
