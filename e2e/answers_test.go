@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/wardenmcp/warden/internal/fixture"
 	"github.com/wardenmcp/warden/internal/testenv"
 	"github.com/wardenmcp/warden/internal/wardentest"
 	"github.com/wardenmcp/warden/upstream"
@@ -24,7 +25,7 @@ func hugeAnswerFixture(t testing.TB, size int) string {
 	testenv.StartProcess(t, exec.Command(testenv.BuildBinary(t, fixturePkg), "-http", "127.0.0.1:0", "-stats", stats, "-huge-answer", strconv.Itoa(size)))
 	var url string
 	wardentest.WaitFor(t, 20*time.Second, "the HTTP fixture-server to listen", func() bool {
-		st, ok := wlReadStats(stats)
+		st, ok := fixture.ReadStatsFile(stats)
 		url = st.URL
 		return ok && url != ""
 	})

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/wardenmcp/warden/internal/fixture"
 	"github.com/wardenmcp/warden/internal/testenv"
 	"github.com/wardenmcp/warden/internal/wardentest"
 	"github.com/wardenmcp/warden/upstream"
@@ -144,20 +145,11 @@ func writeServers(t *testing.T, w *wardentest.Warden, servers map[string]any) {
 	wardentest.WriteFileAtomic(t, w.ConfigPath, b, 0o600)
 }
 
-type fixtureStats struct {
-	PID         int   `json:"pid"`
-	Initializes int64 `json:"initializes"`
-}
-
-func readStats(t *testing.T, file string) fixtureStats {
+func readStats(t *testing.T, file string) fixture.Stats {
 	t.Helper()
-	var s fixtureStats
-	b, err := os.ReadFile(file)
-	if err == nil {
-		err = json.Unmarshal(b, &s)
-	}
-	if err != nil {
-		t.Fatalf("fixture stats %s: %v", file, err)
+	s, ok := fixture.ReadStatsFile(file)
+	if !ok {
+		t.Fatalf("fixture stats %s: missing or not JSON", file)
 	}
 	return s
 }

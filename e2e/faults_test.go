@@ -29,16 +29,9 @@ func readPID(t *testing.T, statsFile string) int {
 	t.Helper()
 	var pid int
 	wardentest.WaitFor(t, 20*time.Second, "fixture stats file", func() bool {
-		b, err := os.ReadFile(statsFile)
-		if err != nil {
-			return false
-		}
-		var s struct{ PID int }
-		if json.Unmarshal(b, &s) != nil || s.PID == 0 {
-			return false
-		}
+		s, ok := fixture.ReadStatsFile(statsFile)
 		pid = s.PID
-		return true
+		return ok && pid != 0
 	})
 	return pid
 }

@@ -275,7 +275,7 @@ func TestSecretsNeverShown(t *testing.T) {
 	if hf.HTTP().Requests()[0].Status != http.StatusUnauthorized {
 		t.Fatalf("hdr's first request was not answered 401: %+v", hf.HTTP().Requests()[0])
 	}
-	st, ok := wlReadStats(stats)
+	st, ok := fixture.ReadStatsFile(stats)
 	if !ok || st.Values["argkey"] != secrets["env-expanded stdio arg"] {
 		t.Fatalf("proc did not get the expanded arg: %+v", st.Values)
 	}

@@ -201,7 +201,7 @@ func TestKill9Storm(t *testing.T) {
 		var st fixture.Stats
 		wardentest.WaitFor(t, 20*time.Second, "the stdio fixture to start", func() bool {
 			var ok bool
-			st, ok = wlReadStats(stats)
+			st, ok = fixture.ReadStatsFile(stats)
 			return ok && st.PID > 0
 		})
 		// The fixture's own PID is its namespace's: find it by its command line.
@@ -286,7 +286,7 @@ func TestKill9Storm(t *testing.T) {
 			}
 		})
 		wardentest.WaitFor(t, 20*time.Second, "the slow write to reach the upstream", func() bool {
-			st, _ := wlReadStats(stats)
+			st, _ := fixture.ReadStatsFile(stats)
 			return st.WriteDispatches >= 1
 		})
 		writers.Go(func() {

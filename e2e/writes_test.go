@@ -75,22 +75,13 @@ func wlProcUpstream(t *testing.T, kind string, extra map[string]any) *wlUpstream
 	u.proc = testenv.StartProcess(t, exec.Command(testenv.BuildBinary(t, fixturePkg), "-http", "127.0.0.1:0", "-stats", u.stats))
 	var url string
 	wardentest.WaitFor(t, 20*time.Second, "the HTTP fixture-server to listen", func() bool {
-		st, ok := wlReadStats(u.stats)
+		st, ok := fixture.ReadStatsFile(u.stats)
 		url = st.URL
 		return ok && url != ""
 	})
 	u.cfg = map[string]any{"url": url, "trusted": true}
 	maps.Copy(u.cfg, extra)
 	return u
-}
-
-func wlReadStats(path string) (fixture.Stats, bool) {
-	var st fixture.Stats
-	b, err := os.ReadFile(path)
-	if err != nil || json.Unmarshal(b, &st) != nil {
-		return st, false
-	}
-	return st, true
 }
 
 // Stats is the fixture's current counters (for a process: its last -stats
@@ -100,7 +91,7 @@ func (u *wlUpstream) Stats(t *testing.T) fixture.Stats {
 	if u.f != nil {
 		return u.f.Stats()
 	}
-	st, ok := wlReadStats(u.stats)
+	st, ok := fixture.ReadStatsFile(u.stats)
 	if !ok {
 		t.Fatalf("no fixture stats in %s", u.stats)
 	}
@@ -113,7 +104,7 @@ func (u *wlUpstream) waitStats(t *testing.T, what string, cond func(fixture.Stat
 		if u.f != nil {
 			return cond(u.f.Stats())
 		}
-		st, ok := wlReadStats(u.stats)
+		st, ok := fixture.ReadStatsFile(u.stats)
 		return ok && cond(st)
 	})
 }
@@ -540,7 +531,7 @@ func TestWriteLatchUpstreamKilled(t *testing.T) {
 			if kind == "stdio" {
 				// Reconnected to a new process: writes are still refused.
 				wardentest.WaitFor(t, 30*time.Second, "a new upstream process", func() bool {
-					st, ok := wlReadStats(u.stats)
+					st, ok := fixture.ReadStatsFile(u.stats)
 					return ok && st.PID != pid
 				})
 				w.WaitReady(t, "s")
