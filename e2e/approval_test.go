@@ -564,12 +564,22 @@ func TestApprovalRugPullAfterConnectionRestart(t *testing.T) {
 	w.WaitReady(t, "s")
 	apWaitTool(t, w, "s", fixture.ToolEcho, "baselined", apStatusIs(approval.StatusApproved))
 	// Several discovery passes on the first connection (list_changed with
-	// no definition changed).
+	// no definition changed), each awaited as its tools/list upstream.
+	listings := func() int {
+		n := 0
+		for _, r := range f.HTTP().Requests() {
+			if slices.Contains(r.RPCMethods, "tools/list") {
+				n++
+			}
+		}
+		return n
+	}
 	for range 5 {
+		n := listings()
 		if err := f.UpdateTool(fixture.ToolEcho, func(*mcp.Tool) {}); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(100 * time.Millisecond)
+		wardentest.WaitFor(t, 10*time.Second, "the discovery pass after list_changed", func() bool { return listings() > n })
 	}
 	first, _ := w.D.Gateway().Conn("s")
 	w.Reload(t, func(servers map[string]any) {
@@ -969,14 +979,12 @@ func TestApprovalListChangedDuringFirstListing(t *testing.T) {
 // approval's path.
 func apListSettled(t *testing.T, cs *mcp.ClientSession, want int) []string {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		names := wardentest.SortedToolNames(t, cs)
-		if len(names) == want || time.Now().After(deadline) {
-			return names
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	var names []string
+	wardentest.Poll(10*time.Second, func() bool {
+		names = wardentest.SortedToolNames(t, cs)
+		return len(names) == want
+	})
+	return names
 }
 
 // An operator's decisions are durable the moment the command answers:

@@ -15,6 +15,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/wardenmcp/warden/internal/testenv"
+	"github.com/wardenmcp/warden/internal/wardentest"
 )
 
 // BenchmarkToolCall measures tools/call latency and throughput against one
@@ -164,14 +165,15 @@ func (t *benchTarget) p(q int) time.Duration {
 func (t *benchTarget) rate() float64 { return float64(len(t.lat)) / t.elapsed.Seconds() }
 
 func waitTool(b testing.TB, cs *mcp.ClientSession, name string) {
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
+	listed := wardentest.Poll(20*time.Second, func() bool {
 		for t, err := range cs.Tools(context.Background(), nil) {
 			if err == nil && t.Name == name {
-				return
+				return true
 			}
 		}
-		time.Sleep(50 * time.Millisecond)
+		return false
+	})
+	if !listed {
+		b.Fatalf("tool %s never listed", name)
 	}
-	b.Fatalf("tool %s never listed", name)
 }

@@ -68,22 +68,18 @@ func TestBadEntriesAffectOnlyThemselves(t *testing.T) {
 	var out string
 	wait := func(what string, args []string, want ...string) {
 		t.Helper()
-		deadline := time.Now().Add(20 * time.Second)
-		for {
-			var code int
-			var stderr string
+		var code int
+		var stderr string
+		ok := wardentest.Poll(20*time.Second, func() bool {
 			code, out, stderr = cli(args...)
 			ok := code == 0
 			for _, w := range want {
 				ok = ok && strings.Contains(out, w)
 			}
-			if ok {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: warden %s: exit %d\nstdout:\n%s\nstderr:\n%s", what, strings.Join(args, " "), code, out, stderr)
-			}
-			time.Sleep(50 * time.Millisecond)
+			return ok
+		})
+		if !ok {
+			t.Fatalf("%s: warden %s: exit %d\nstdout:\n%s\nstderr:\n%s", what, strings.Join(args, " "), code, out, stderr)
 		}
 	}
 	wait("status without --state-dir, the good server ready", []string{"status"}, "good", "ready")
@@ -176,16 +172,11 @@ func TestHostFilesWorkAsTheyAre(t *testing.T) {
 		!strings.Contains(stderr, "mcpServers.cl.autoApprove (line 1): ignored: Cline's list of tools it calls without asking") {
 		t.Fatalf("import: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	if !wardentest.Poll(20*time.Second, func() bool {
 		code, out, stderr = testenv.Run(t, bin, env, "--config", cfg, "servers")
-		if code == 0 && strings.Count(out, "ready") == 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("servers: exit %d\n%s\n%s\n%s", code, out, stderr, log.String())
-		}
-		time.Sleep(50 * time.Millisecond)
+		return code == 0 && strings.Count(out, "ready") == 2
+	}) {
+		t.Fatalf("servers: exit %d\n%s\n%s\n%s", code, out, stderr, log.String())
 	}
 	if data, _ := os.ReadFile(cfg); !strings.Contains(string(data), `"cl": {`) || strings.Contains(string(data), "mcpServers") {
 		t.Fatalf("the import did not go into VS Code's \"servers\":\n%s", data)

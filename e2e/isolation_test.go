@@ -243,10 +243,7 @@ func TestKill9LeavesNoProcess(t *testing.T) {
 				<-w.proc.Done()
 				deadline := time.Now().Add(10 * time.Second)
 				for _, p := range tree {
-					for p.Alive() && time.Now().Before(deadline) {
-						time.Sleep(10 * time.Millisecond)
-					}
-					if p.Alive() {
+					if !wardentest.Poll(time.Until(deadline), func() bool { return !p.Alive() }) {
 						t.Fatalf("trial %d: %q (pid %d) outlived kill -9 of Warden", trial, p.What, p.PID)
 					}
 				}

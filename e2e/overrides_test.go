@@ -290,8 +290,7 @@ func TestAlteredNameReachesExactTool(t *testing.T) {
 		defer cs.Close()
 		out := map[string]string{}
 		var all []string
-		deadline := time.Now().Add(20 * time.Second)
-		for {
+		found := wardentest.Poll(20*time.Second, func() bool {
 			clear(out)
 			all = all[:0]
 			for tool, err := range cs.Tools(context.Background(), nil) {
@@ -305,14 +304,12 @@ func TestAlteredNameReachesExactTool(t *testing.T) {
 					}
 				}
 			}
-			if len(out) == len(originals) {
-				return out
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("after 20s /mcp lists %d of the %d added tools (two names collide?): found %v; listed %v", len(out), len(originals), out, all)
-			}
-			time.Sleep(20 * time.Millisecond)
+			return len(out) == len(originals)
+		})
+		if !found {
+			t.Fatalf("after 20s /mcp lists %d of the %d added tools (two names collide?): found %v; listed %v", len(out), len(originals), out, all)
 		}
+		return out
 	}
 	names := listed(w)
 

@@ -318,24 +318,22 @@ func TestKill9Storm(t *testing.T) {
 	}
 
 	// Only polling tells when processes that are not ours have ended.
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		var left []testenv.Proc
+	var left []testenv.Proc
+	if !wardentest.Poll(10*time.Second, func() bool {
+		left = left[:0]
 		for _, p := range trees {
 			if p.Alive() {
 				left = append(left, p)
 			}
 		}
-		if len(left) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			for _, p := range left {
-				if p.Alive() {
-					syscall.Kill(p.PID, syscall.SIGKILL) // not left running after the test
-				}
+		return len(left) == 0
+	}) {
+		for _, p := range left {
+			if p.Alive() {
+				syscall.Kill(p.PID, syscall.SIGKILL) // not left running after the test
 			}
-			t.Fatalf("stdio server processes outlived their Warden: %+v", left)
 		}
+		t.Fatalf("stdio server processes outlived their Warden: %+v", left)
 	}
 	t.Logf("%d kills in %s: %d decisions answered, %d writes sent (%d answered), a write in flight upstream at every kill, %d stdio server processes gone",
 		stormKills, time.Since(began).Round(time.Second), decisions.Load(), writesSent, writesAnswered, len(trees))

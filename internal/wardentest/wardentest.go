@@ -201,6 +201,10 @@ func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() bool)
 	parts.WaitFor(t, timeout, what, cond)
 }
 
+// Poll asks cond until it is true (true) or timeout has passed (false),
+// for a caller that reports a timeout itself (see parts.Poll).
+func Poll(timeout time.Duration, cond func() bool) bool { return parts.Poll(timeout, cond) }
+
 // WaitReady waits until server is connected and has listed its tools.
 func (w *Warden) WaitReady(t testing.TB, server string) {
 	t.Helper()
