@@ -13,11 +13,13 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/wardenmcp/warden/api"
 	"github.com/wardenmcp/warden/approval"
 	"github.com/wardenmcp/warden/client"
 	"github.com/wardenmcp/warden/internal/fixture"
 	"github.com/wardenmcp/warden/internal/state"
 	"github.com/wardenmcp/warden/internal/testenv"
+	"github.com/wardenmcp/warden/internal/wardentest"
 )
 
 // BenchmarkApproveEndToEnd320 measures approving all 320 held tools of an
@@ -64,16 +66,13 @@ func BenchmarkApproveEndToEnd320(b *testing.B) {
 	ctx := context.Background()
 
 	waitCounts := func(what string, ok func(approval.Counts) bool) {
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			s, err := c.Server(ctx, "s")
-			if err == nil && ok(s.Tools) {
-				return
-			}
-			if time.Now().After(deadline) {
-				b.Fatalf("timed out waiting for %s (last: %+v, %v)", what, s, err)
-			}
-			time.Sleep(5 * time.Millisecond)
+		var s *api.Server
+		var err error
+		if !wardentest.Poll(30*time.Second, func() bool {
+			s, err = c.Server(ctx, "s")
+			return err == nil && ok(s.Tools)
+		}) {
+			b.Fatalf("timed out waiting for %s (last: %+v, %v)", what, s, err)
 		}
 	}
 	waitCounts("320 pending tools", func(n approval.Counts) bool { return n.Pending == total })
@@ -93,7 +92,9 @@ func BenchmarkApproveEndToEnd320(b *testing.B) {
 			}
 		}
 		waitCounts("320 changed tools", func(n approval.Counts) bool { return n.Changed == total })
-		time.Sleep(20 * time.Millisecond) // let a coalesced discovery pass finish
+		// A sleep, outside the timer: let a coalesced discovery pass finish
+		// (nothing signals that one is running).
+		time.Sleep(20 * time.Millisecond)
 	}
 
 	b.Run("cli", func(b *testing.B) {

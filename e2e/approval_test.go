@@ -108,7 +108,8 @@ func (n *apNotes) options() *mcp.ClientOptions {
 	}}
 }
 
-// quiet drops notifications already received, after letting late ones arrive.
+// quiet drops notifications already received, after letting late ones
+// arrive: a sleep, as nothing tells that none is still on its way.
 func (n *apNotes) quiet() {
 	time.Sleep(150 * time.Millisecond)
 	for {
@@ -412,6 +413,8 @@ func apBaselineUnderChurn(t *testing.T, fixtureBin string, run int) {
 	kills := 0
 	wg.Go(func() { // reconnects: the first kill lands early, around the first listing
 		began := time.Now()
+		// A 1ms poll, off the test goroutine: the kill schedule starts the
+		// moment the process appears (Poll's 20ms would shift it).
 		for pidNow() == 0 && time.Since(began) < 10*time.Second {
 			time.Sleep(time.Millisecond)
 		}
@@ -426,7 +429,7 @@ func apBaselineUnderChurn(t *testing.T, fixtureBin string, run int) {
 			}
 		}
 	})
-	time.Sleep(700 * time.Millisecond)
+	time.Sleep(700 * time.Millisecond) // the churn's length: the load loops above run meanwhile
 	close(stop)
 	wg.Wait()
 	applied := w.Reloads()
@@ -960,6 +963,8 @@ func TestApprovalListChangedDuringFirstListing(t *testing.T) {
 					// The listing is taken; the tool changes before it is
 					// answered, and list_changed reaches Warden first.
 					_ = f.SetDescription(fixture.ToolEcho, def.Description+" Changed during the first listing.")
+					// A sleep holds the answer: nothing outside tells
+					// when Warden has read the notification.
 					time.Sleep(300 * time.Millisecond)
 				})
 			}

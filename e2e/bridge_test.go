@@ -62,7 +62,7 @@ func TestBridgeAcrossWardenRestart(t *testing.T) {
 		defer cancel()
 		pinged <- cs.Ping(ctx, nil)
 	}()
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(300 * time.Millisecond) // a sleep: the ping must NOT end while Warden is down
 	select {
 	case err := <-pinged:
 		t.Fatalf("a ping while Warden was down ended at once: %v", err)

@@ -108,7 +108,8 @@ func TestGarbageUpstreamRetriedWithBackoff(t *testing.T) {
 	})
 	// Attempt k comes at least 100ms·(2^(k-1)-1) after the first (each
 	// delay is at least half of 200ms doubled per failure): a retry loop
-	// without backoff makes many more.
+	// without backoff makes many more. A sleep: the window attempts are
+	// counted in.
 	time.Sleep(time.Second)
 	w.API(t, "GET", "/v1/servers/junk", nil, &st)
 	bound := 1 + int(math.Log2(float64(time.Since(start))/float64(100*time.Millisecond)+1))

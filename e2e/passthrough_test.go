@@ -207,7 +207,9 @@ func TestPassThroughAggregated(t *testing.T) {
 		}
 		waitUpdate(bUpdates, "after another client unsubscribed")
 		c.Close()
-		time.Sleep(200 * time.Millisecond) // its session ends on Warden's side
+		// A sleep: its session ends on Warden's side, which nothing outside
+		// Warden signals.
+		time.Sleep(200 * time.Millisecond)
 		waitUpdate(bUpdates, "after another subscribed client went away")
 		if err := b.Unsubscribe(ctxT(t, 20*time.Second), &mcp.UnsubscribeParams{URI: uri}); err != nil {
 			t.Fatalf("resources/unsubscribe: %v", err)
@@ -301,7 +303,7 @@ func TestPassThroughAggregated(t *testing.T) {
 			defer b.mu.Unlock()
 			return a.logs >= 3 && b.logs >= 3
 		})
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond) // a sleep: time for a 4th message to arrive, which must NOT
 		a.mu.Lock()
 		b.mu.Lock()
 		defer a.mu.Unlock()
@@ -380,7 +382,7 @@ func TestPassThroughAggregated(t *testing.T) {
 					c.mu.Lock()
 					c.elicits = append(c.elicits, r.Params.Message)
 					c.mu.Unlock()
-					time.Sleep(200 * time.Millisecond)
+					time.Sleep(200 * time.Millisecond) // keep both calls in flight
 					return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"username": "user-" + c.name}}, nil
 				},
 			})

@@ -65,7 +65,7 @@ func (d *stormDecider) run(ctx context.Context, pause *sync.RWMutex, answered *a
 		ok := d.decide(tool, status)
 		pause.RUnlock()
 		if !ok {
-			i-- // the same decision again
+			i-- // the same decision again, after a sleep that paces the retry (a load loop)
 			time.Sleep(20 * time.Millisecond)
 			continue
 		}

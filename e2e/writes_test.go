@@ -429,7 +429,9 @@ func TestWriteInFlightAtKill9Latches(t *testing.T) {
 			cs := d.connect()
 			marker := wlMarker(t)
 			wlMustWrite(t, cs, map[string]any{"key": "k", "value": marker + "-done"})
-			time.Sleep(300 * time.Millisecond) // the finished write is struck off meanwhile
+			// A sleep: the finished write is struck off meanwhile, in a batch
+			// of the daemon's own, which nothing outside it shows.
+			time.Sleep(300 * time.Millisecond)
 			slow := map[string]any{"key": "k", "value": marker + "-in-flight", "sleep_ms": 3000}
 			go cs.CallTool(context.Background(), &mcp.CallToolParams{Name: fixture.ToolWrite, Arguments: slow})
 			u.waitStats(t, "the write to reach the upstream", func(s fixture.Stats) bool { return s.WriteDispatches == 2 })
@@ -577,7 +579,8 @@ func TestWriteToDownUpstreamRecordsNothing(t *testing.T) {
 				})
 			} else {
 				// The HTTP upstream's port is closed now. (A moment for Warden's
-				// HTTP client to drop its idle connection to the dead process.)
+				// HTTP client to drop its idle connection to the dead process: a
+				// sleep, as nothing outside Warden shows when it has.)
 				u.proc.Kill()
 				time.Sleep(200 * time.Millisecond)
 			}
@@ -736,7 +739,7 @@ func TestWriteLatchConcurrent(t *testing.T) {
 					delay = 1100*time.Millisecond + time.Duration(i-40)*50*time.Millisecond
 				}
 				wg.Go(func() {
-					time.Sleep(delay)
+					time.Sleep(delay) // the schedule above: staggered starts
 					call(i, map[string]any{"key": fmt.Sprintf("k%02d", i), "value": "v", "sleep_ms": 400})
 				})
 			}
