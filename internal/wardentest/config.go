@@ -26,6 +26,17 @@ func WriteFileAtomic(t testing.TB, path string, content []byte, perm os.FileMode
 // rewrites the same content, which the daemon sees as a reload.
 func EditConfig(t testing.TB, path string, edit func(servers map[string]any)) {
 	t.Helper()
+	var whole func(cfg map[string]any)
+	if edit != nil {
+		whole = func(cfg map[string]any) { edit(cfg["mcpServers"].(map[string]any)) }
+	}
+	editConfigFile(t, path, whole)
+}
+
+// editConfigFile rewrites the plain JSON config at path atomically after
+// edit changes it; a nil edit writes the same bytes again.
+func editConfigFile(t testing.TB, path string, edit func(cfg map[string]any)) {
+	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -35,7 +46,7 @@ func EditConfig(t testing.TB, path string, edit func(servers map[string]any)) {
 		t.Fatalf("%s: wardentest configs are plain JSON: %v", path, err)
 	}
 	if edit != nil {
-		edit(cfg["mcpServers"].(map[string]any))
+		edit(cfg)
 		if b, err = json.MarshalIndent(cfg, "", "  "); err != nil {
 			t.Fatal(err)
 		}

@@ -64,23 +64,11 @@ func WriteConfig(t testing.TB, path string, servers map[string]any) {
 	}
 }
 
+// setListen points the config's listen at addr, where the CLI and `warden
+// stdio` look for the daemon.
 func setListen(t testing.TB, path, addr string) {
 	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cfg map[string]any
-	if err := json.Unmarshal(b, &cfg); err != nil {
-		t.Fatalf("wardentest configs are plain JSON: %v", err)
-	}
-	cfg["listen"] = addr
-	if b, err = json.MarshalIndent(cfg, "", "  "); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	editConfigFile(t, path, func(cfg map[string]any) { cfg["listen"] = addr })
 }
 
 // Start runs Warden with servers as its mcpServers and a fresh state dir.
