@@ -3,12 +3,8 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
-	"strconv"
 	"testing"
 	"time"
 
@@ -48,16 +44,9 @@ func BenchmarkApproveEndToEnd320(b *testing.B) {
 	up := fixture.NewServer(fixture.Options{Tools: total - 4})
 	upURL := up.Serve(b)
 
-	dir := b.TempDir()
-	cfgPath, stateDir := filepath.Join(dir, "config.json"), filepath.Join(dir, "state")
-	listen := "127.0.0.1:" + strconv.Itoa(testenv.FreePort(b))
-	cfg, _ := json.Marshal(map[string]any{"listen": listen, "mcpServers": map[string]any{"s": map[string]any{"url": upURL}}})
-	if err := os.WriteFile(cfgPath, cfg, 0o600); err != nil {
-		b.Fatal(err)
-	}
 	bin := testenv.BuildBinary(b, "./cmd/warden")
-	testenv.StartProcess(b, exec.Command(bin, "serve", "--config", cfgPath, "--state-dir", stateDir))
-	testenv.WaitHTTP(b, "http://"+listen+"/healthz", 20*time.Second)
+	srv := wardentest.ServeProcess(b, bin, map[string]any{"s": map[string]any{"url": upURL}})
+	listen, cfgPath, stateDir := srv.Addr, srv.ConfigPath, srv.StateDir
 	token, err := state.ReadToken(stateDir)
 	if err != nil {
 		b.Fatal(err)

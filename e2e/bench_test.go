@@ -2,11 +2,8 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"sync"
@@ -35,15 +32,7 @@ func BenchmarkToolCall(b *testing.B) {
 	upURL := "http://" + upAddr + "/mcp"
 	testenv.WaitHTTP(b, upURL, 20*time.Second)
 
-	dir := b.TempDir()
-	listen := "127.0.0.1:" + strconv.Itoa(testenv.FreePort(b))
-	cfg, _ := json.Marshal(map[string]any{"listen": listen, "mcpServers": map[string]any{"bench": map[string]any{"url": upURL, "trusted": true}}})
-	if err := os.WriteFile(filepath.Join(dir, "config.json"), cfg, 0o600); err != nil {
-		b.Fatal(err)
-	}
-	testenv.StartProcess(b, exec.Command(testenv.BuildBinary(b, "./cmd/warden"), "serve",
-		"--config", filepath.Join(dir, "config.json"), "--state-dir", filepath.Join(dir, "state")))
-	testenv.WaitHTTP(b, "http://"+listen+"/healthz", 20*time.Second)
+	listen := wardentest.ServeProcess(b, "", map[string]any{"bench": map[string]any{"url": upURL, "trusted": true}}).Addr
 	proxyAddr := "127.0.0.1:" + strconv.Itoa(testenv.FreePort(b))
 	testenv.StartProcess(b, exec.Command(testenv.BuildBinary(b, "./internal/fixture/cmd/plainproxy"), proxyAddr, upURL))
 	testenv.WaitHTTP(b, "http://"+proxyAddr+"/mcp", 20*time.Second)

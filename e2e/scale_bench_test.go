@@ -3,7 +3,6 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/wardenmcp/warden/internal/testenv"
+	"github.com/wardenmcp/warden/internal/wardentest"
 )
 
 // BenchmarkScale starts 28 stdio fixture servers serving 462 tools in all
@@ -101,7 +101,8 @@ func runScale(b *testing.B, warden string, servers map[string]any, total int, lo
 	const lists, calls, clients = 473, 10000, 16
 	var r scaleRun
 	start := time.Now()
-	listen, p := startWardenIn(b, warden, servers)
+	p := wardentest.ServeProcess(b, warden, servers)
+	listen := p.Addr
 	defer p.Stop()
 	cs := connectAggregated(b, "http://"+listen+"/mcp")
 	defer cs.Close()
@@ -181,20 +182,6 @@ func floorStart(b *testing.B, fixture string, servers int, args func(int) []stri
 		b.FailNow()
 	}
 	return total
-}
-
-// startWardenIn runs the warden binary with servers in a fresh state dir.
-func startWardenIn(b *testing.B, warden string, servers map[string]any) (string, *testenv.Process) {
-	dir := b.TempDir()
-	listen := "127.0.0.1:" + strconv.Itoa(testenv.FreePort(b))
-	cfg, _ := json.Marshal(map[string]any{"listen": listen, "mcpServers": servers})
-	if err := os.WriteFile(filepath.Join(dir, "config.json"), cfg, 0o600); err != nil {
-		b.Fatal(err)
-	}
-	p := testenv.StartProcess(b, exec.Command(warden, "serve",
-		"--config", filepath.Join(dir, "config.json"), "--state-dir", filepath.Join(dir, "state")))
-	testenv.WaitHTTP(b, "http://"+listen+"/healthz", 20*time.Second)
-	return listen, p
 }
 
 // connectAggregated connects an SDK client to url that re-lists on each

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -33,10 +32,11 @@ func BenchmarkSoak(b *testing.B) {
 	testenv.StartProcess(b, exec.Command(fixture, "-http", upAddr))
 	upURL := "http://" + upAddr + "/mcp"
 	testenv.WaitHTTP(b, upURL, 20*time.Second)
-	listen, warden := startWardenProcess(b, map[string]any{
+	warden := wardentest.ServeProcess(b, "", map[string]any{
 		"bench": map[string]any{"url": upURL, "trusted": true},
 		"flood": map[string]any{"command": fixture, "args": []string{"-flood", "-1"}, "trusted": true},
 	})
+	listen := warden.Addr
 	calls := newBenchTarget(b, "http://"+listen+"/mcp", "bench__echo", 16)
 	before := vmKB(b, warden.PID(), "VmRSS")
 
@@ -74,7 +74,8 @@ func BenchmarkSoak(b *testing.B) {
 //	go test -run '^$' -bench BenchmarkLargeAnswers -benchtime 1x ./e2e/
 func BenchmarkLargeAnswers(b *testing.B) {
 	const size = 60 << 20
-	listen, warden := startWardenProcess(b, map[string]any{"big": map[string]any{"url": hugeAnswerFixture(b, size), "trusted": true, "callTimeout": "10m"}})
+	warden := wardentest.ServeProcess(b, "", map[string]any{"big": map[string]any{"url": hugeAnswerFixture(b, size), "trusted": true, "callTimeout": "10m"}})
+	listen := warden.Addr
 	t := newBenchTarget(b, "http://"+listen+"/mcp", "big__echo", 10)
 	before := vmKB(b, warden.PID(), "VmRSS")
 	b.ResetTimer()
@@ -93,21 +94,6 @@ func BenchmarkLargeAnswers(b *testing.B) {
 	b.StopTimer()
 	b.ReportMetric(float64(before)/1024, "rss-before-MB")
 	b.ReportMetric(float64(vmKB(b, warden.PID(), "VmHWM"))/1024, "rss-peak-MB")
-}
-
-// startWardenProcess runs `warden serve` with servers and waits until it
-// answers; it returns the address it listens on and its process.
-func startWardenProcess(b *testing.B, servers map[string]any) (string, *testenv.Process) {
-	dir := b.TempDir()
-	listen := "127.0.0.1:" + strconv.Itoa(testenv.FreePort(b))
-	cfg, _ := json.Marshal(map[string]any{"listen": listen, "mcpServers": servers})
-	if err := os.WriteFile(filepath.Join(dir, "config.json"), cfg, 0o600); err != nil {
-		b.Fatal(err)
-	}
-	p := testenv.StartProcess(b, exec.Command(testenv.BuildBinary(b, "./cmd/warden"), "serve",
-		"--config", filepath.Join(dir, "config.json"), "--state-dir", filepath.Join(dir, "state")))
-	testenv.WaitHTTP(b, "http://"+listen+"/healthz", 20*time.Second)
-	return listen, p
 }
 
 // vmKB reads a field (VmRSS, VmHWM) of /proc/<pid>/status, in kB.
