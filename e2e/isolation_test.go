@@ -137,7 +137,7 @@ func TestIsolationHostileServer(t *testing.T) {
 			if code := w.api("POST", "/v1/servers/intruder/approve", nil); code != http.StatusOK {
 				t.Fatalf("operator approve: %d", code)
 			}
-			cs := isoConnect(t, "http://"+listen+"/mcp/intruder")
+			cs := wardentest.ConnectURL(t, "http://"+listen+"/mcp/intruder", nil, nil)
 			var res *mcp.CallToolResult
 			wardentest.WaitFor(t, 20*time.Second, "the approved intruder to be callable", func() bool {
 				r, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "attempt", Arguments: map[string]any{}})
@@ -170,17 +170,6 @@ func isoStartAt(t *testing.T, dir, listen string, servers map[string]any, env ..
 	w.proc = testenv.StartProcess(t, cmd)
 	testenv.WaitHTTP(t, "http://"+w.listen+"/healthz", 20*time.Second)
 	return w
-}
-
-func isoConnect(t *testing.T, url string) *mcp.ClientSession {
-	t.Helper()
-	c := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil)
-	cs, err := c.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: url}, wardentest.Session2025)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cs.Close() })
-	return cs
 }
 
 // isoCheck wants every attempt to have failed, or with wantOK every one to
@@ -286,7 +275,7 @@ func TestReferenceServersUnderIsolation(t *testing.T) {
 	})
 	call := func(server, tool string, args map[string]any) *mcp.CallToolResult {
 		t.Helper()
-		cs := isoConnect(t, "http://"+listen+"/mcp/"+server)
+		cs := wardentest.ConnectURL(t, "http://"+listen+"/mcp/"+server, nil, nil)
 		var res *mcp.CallToolResult
 		wardentest.WaitFor(t, 60*time.Second, server+" to answer "+tool, func() bool {
 			r, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: tool, Arguments: args})
@@ -357,7 +346,7 @@ func TestContainerSandbox(t *testing.T) {
 			"sandbox": map[string]any{"network": false, "container": map[string]any{"image": image, "engine": engine},
 				"paths": map[string]any{"read": []string{filepath.Dir(bin)}}}},
 	})
-	cs := isoConnect(t, "http://"+listen+"/mcp/boxed")
+	cs := wardentest.ConnectURL(t, "http://"+listen+"/mcp/boxed", nil, nil)
 	wardentest.WaitFor(t, 60*time.Second, "the boxed server to answer", func() bool {
 		r, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"x": 1}})
 		return err == nil && !r.IsError

@@ -136,14 +136,7 @@ func TestOAuthKill9DuringRefresh(t *testing.T) {
 	p := serve()
 	oauthLogin(t, bin, cfgPath, stateDir, "hosted")
 	connect := func() *mcp.ClientSession {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://" + base + "/mcp/hosted"}, wardentest.Session2025)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { cs.Close() })
-		return cs
+		return wardentest.ConnectURL(t, "http://"+base+"/mcp/hosted", nil, nil)
 	}
 	cs := connect()
 	expectEcho(t, cs)

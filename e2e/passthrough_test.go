@@ -44,22 +44,6 @@ func startPassWarden(t *testing.T) *passWarden {
 	return &passWarden{w: w, slow: slow}
 }
 
-func connectOpts(t *testing.T, w *wardentest.Warden, opts *mcp.ClientOptions, sopts *mcp.ClientSessionOptions) *mcp.ClientSession {
-	t.Helper()
-	c := mcp.NewClient(&mcp.Implementation{Name: "passthrough-client", Version: "1"}, opts)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if sopts == nil {
-		sopts = wardentest.Session2025
-	}
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: w.URL("/mcp")}, sopts)
-	if err != nil {
-		t.Fatalf("connect /mcp: %v\n%s", err, w.Logs)
-	}
-	t.Cleanup(func() { cs.Close() })
-	return cs
-}
-
 func ctxT(t *testing.T, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
@@ -75,7 +59,7 @@ func TestPassThroughAggregated(t *testing.T) {
 	t.Run("protocol versions", func(t *testing.T) {
 		for _, v := range []string{"2025-11-25", "2025-06-18", "2025-03-26"} {
 			t.Run(v, func(t *testing.T) {
-				cs := connectOpts(t, w, nil, &mcp.ClientSessionOptions{ProtocolVersion: v})
+				cs := w.ConnectWith(t, "/mcp", nil, &mcp.ClientSessionOptions{ProtocolVersion: v})
 				if got := cs.InitializeResult().ProtocolVersion; got != v {
 					t.Fatalf("negotiated %q, asked for %q", got, v)
 				}

@@ -227,7 +227,7 @@ func TestReadmeFirstHour(t *testing.T) {
 		}
 	}
 
-	cs := isoConnect(t, "http://"+listen+"/mcp")
+	cs := wardentest.ConnectURL(t, "http://"+listen+"/mcp", nil, nil)
 	names := wardentest.ToolNames(t, cs)
 	for _, n := range []string{"memory__read_graph", "everything__echo"} {
 		if !slices.Contains(names, n) {

@@ -362,12 +362,7 @@ func (d *wlDaemon) latches() []wlLatch {
 // connect opens a client session on /mcp/s once the upstream answers reads.
 func (d *wlDaemon) connect() *mcp.ClientSession {
 	t := d.t
-	c := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil)
-	cs, err := c.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: "http://" + d.listen + "/mcp/s"}, wardentest.Session2025)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cs.Close() })
+	cs := wardentest.ConnectURL(t, "http://"+d.listen+"/mcp/s", nil, nil)
 	wardentest.WaitFor(t, 20*time.Second, "the upstream to answer a read", func() bool {
 		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 		defer cancel()

@@ -147,15 +147,43 @@ var Session2025 = &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"}
 // 2025-11-25 (see Session2025).
 func (w *Warden) Connect(t testing.TB, path string, opts *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()
-	c := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, opts)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: w.URL(path)}, Session2025)
+	return w.ConnectWith(t, path, opts, nil)
+}
+
+// ConnectWith is Connect with session options (nil: Session2025), for a
+// test of protocol revisions.
+func (w *Warden) ConnectWith(t testing.TB, path string, opts *mcp.ClientOptions, sopts *mcp.ClientSessionOptions) *mcp.ClientSession {
+	t.Helper()
+	cs, err := dial(w.URL(path), opts, sopts)
 	if err != nil {
 		t.Fatalf("connect %s: %v\n%s", path, err, w.Logs)
 	}
 	t.Cleanup(func() { cs.Close() })
 	return cs
+}
+
+// ConnectURL opens an MCP client session on url, a Warden that runs as a
+// process of its own, with session options sopts (nil: Session2025); the
+// session is closed at the end of the test.
+func ConnectURL(t testing.TB, url string, opts *mcp.ClientOptions, sopts *mcp.ClientSessionOptions) *mcp.ClientSession {
+	t.Helper()
+	cs, err := dial(url, opts, sopts)
+	if err != nil {
+		t.Fatalf("connect %s: %v", url, err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// dial connects an SDK client to url within 20s.
+func dial(url string, opts *mcp.ClientOptions, sopts *mcp.ClientSessionOptions) (*mcp.ClientSession, error) {
+	if sopts == nil {
+		sopts = Session2025
+	}
+	c := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, opts)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	return c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, sopts)
 }
 
 // API calls the operator REST API and decodes the JSON answer into out.
