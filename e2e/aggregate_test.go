@@ -25,38 +25,6 @@ func memoryServer(t *testing.T) map[string]any {
 	}
 }
 
-func callText(t *testing.T, cs *mcp.ClientSession, name string, args any) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
-	if err != nil {
-		t.Fatalf("call %s: %v", name, err)
-	}
-	var b strings.Builder
-	for _, c := range res.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			b.WriteString(tc.Text)
-		}
-	}
-	if res.IsError {
-		t.Fatalf("call %s: error result: %s", name, b.String())
-	}
-	return b.String()
-}
-
-func toolNames(t *testing.T, cs *mcp.ClientSession) []string {
-	t.Helper()
-	var names []string
-	for tool, err := range cs.Tools(context.Background(), nil) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		names = append(names, tool.Name)
-	}
-	return names
-}
-
 // The aggregated endpoint shows both servers' tools, prefixed, and routes
 // calls to the right one; a memory write is read back. The same through
 // `warden stdio`.
@@ -72,18 +40,18 @@ func TestAggregatedRealServers(t *testing.T) {
 		// The lists follow the servers' connections a moment later.
 		var names []string
 		wardentest.WaitFor(t, 10*time.Second, "both servers' tools listed", func() bool {
-			names = toolNames(t, cs)
+			names = wardentest.ToolNames(t, cs)
 			return slices.Contains(names, "everything__test_simple_text") && slices.Contains(names, "memory__create_entities") &&
 				slices.Contains(names, "memory__read_graph")
 		})
-		if got := callText(t, cs, "everything__test_simple_text", map[string]any{}); !strings.Contains(got, "This is a simple text response") {
+		if got := wardentest.CallText(t, cs, "everything__test_simple_text", map[string]any{}); !strings.Contains(got, "This is a simple text response") {
 			t.Fatalf("everything answered %q", got)
 		}
 		marker := "warden-e2e-" + strings.ReplaceAll(t.Name(), "/", "-")
-		callText(t, cs, "memory__create_entities", map[string]any{"entities": []any{
+		wardentest.CallText(t, cs, "memory__create_entities", map[string]any{"entities": []any{
 			map[string]any{"name": marker, "entityType": "test", "observations": []string{"written through warden"}},
 		}})
-		graph := callText(t, cs, "memory__read_graph", map[string]any{})
+		graph := wardentest.CallText(t, cs, "memory__read_graph", map[string]any{})
 		var g struct {
 			Entities []struct{ Name string } `json:"entities"`
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/wardenmcp/warden/internal/fixture"
 	"github.com/wardenmcp/warden/internal/testenv"
 	"github.com/wardenmcp/warden/internal/wardentest"
 	"github.com/wardenmcp/warden/upstream"
@@ -24,7 +25,7 @@ func hugeAnswerFixture(t testing.TB, size int) string {
 	testenv.StartProcess(t, exec.Command(testenv.BuildBinary(t, fixturePkg), "-http", "127.0.0.1:0", "-stats", stats, "-huge-answer", strconv.Itoa(size)))
 	var url string
 	wardentest.WaitFor(t, 20*time.Second, "the HTTP fixture-server to listen", func() bool {
-		st, ok := wlReadStats(stats)
+		st, ok := fixture.ReadStatsFile(stats)
 		url = st.URL
 		return ok && url != ""
 	})
@@ -50,16 +51,16 @@ func TestLargeAnswers(t *testing.T) {
 	}
 	cs := w.Connect(t, "/mcp", nil)
 
-	res := callResult(t, cs, "huge__huge_answer", nil)
-	if !res.IsError || !strings.Contains(resultText(res), "larger than Warden passes on (64 MiB at most)") {
-		t.Fatalf("a read whose answer is too large: %s", resultText(res))
+	res := wardentest.CallResult(t, cs, "huge__huge_answer", nil)
+	if !res.IsError || !strings.Contains(wardentest.ResultText(res), "larger than Warden passes on (64 MiB at most)") {
+		t.Fatalf("a read whose answer is too large: %s", wardentest.ResultText(res))
 	}
 	if l := wlLatches(t, w); len(l) != 0 {
 		t.Fatalf("a read latched: %+v", l)
 	}
-	res = callResult(t, cs, "hugewrite__huge_answer", nil)
-	if !res.IsError || res.Meta["warden/outcome"] != "unknown" || !strings.Contains(resultText(res), "warden writes clear hugewrite") {
-		t.Fatalf("a write whose answer is too large: %s %v", resultText(res), res.Meta)
+	res = wardentest.CallResult(t, cs, "hugewrite__huge_answer", nil)
+	if !res.IsError || res.Meta["warden/outcome"] != "unknown" || !strings.Contains(wardentest.ResultText(res), "warden writes clear hugewrite") {
+		t.Fatalf("a write whose answer is too large: %s %v", wardentest.ResultText(res), res.Meta)
 	}
 	if l := wlLatches(t, w); len(l) != 1 || l[0].Server != "hugewrite" || l[0].Reason != "answer_too_large" {
 		t.Fatalf("latches after a write whose answer was too large: %+v", l)
@@ -77,13 +78,13 @@ func TestLargeAnswers(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
 			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool})
-			if err != nil || res.IsError || len(resultText(res)) != large {
-				t.Errorf("%s: %v, %d bytes of text %.300s", tool, err, len(resultText(res)), resultText(res))
+			if err != nil || res.IsError || len(wardentest.ResultText(res)) != large {
+				t.Errorf("%s: %v, %d bytes of text %.300s", tool, err, len(wardentest.ResultText(res)), wardentest.ResultText(res))
 			}
 		})
 	}
 	wg.Wait()
-	if m := metricsText(t, w); metricValue(m, "warden_answer_bytes_in_flight") != 0 {
+	if m := w.Metrics(t); wardentest.MetricValue(m, "warden_answer_bytes_in_flight") != 0 {
 		t.Fatalf("answer bytes still held after every answer was sent:\n%s", grepLines(m, "warden_answer"))
 	}
 }

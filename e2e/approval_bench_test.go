@@ -3,21 +3,19 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
-	"strconv"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/wardenmcp/warden/api"
 	"github.com/wardenmcp/warden/approval"
 	"github.com/wardenmcp/warden/client"
 	"github.com/wardenmcp/warden/internal/fixture"
 	"github.com/wardenmcp/warden/internal/state"
 	"github.com/wardenmcp/warden/internal/testenv"
+	"github.com/wardenmcp/warden/internal/wardentest"
 )
 
 // BenchmarkApproveEndToEnd320 measures approving all 320 held tools of an
@@ -46,16 +44,9 @@ func BenchmarkApproveEndToEnd320(b *testing.B) {
 	up := fixture.NewServer(fixture.Options{Tools: total - 4})
 	upURL := up.Serve(b)
 
-	dir := b.TempDir()
-	cfgPath, stateDir := filepath.Join(dir, "config.json"), filepath.Join(dir, "state")
-	listen := "127.0.0.1:" + strconv.Itoa(testenv.FreePort(b))
-	cfg, _ := json.Marshal(map[string]any{"listen": listen, "mcpServers": map[string]any{"s": map[string]any{"url": upURL}}})
-	if err := os.WriteFile(cfgPath, cfg, 0o600); err != nil {
-		b.Fatal(err)
-	}
 	bin := testenv.BuildBinary(b, "./cmd/warden")
-	testenv.StartProcess(b, exec.Command(bin, "serve", "--config", cfgPath, "--state-dir", stateDir))
-	testenv.WaitHTTP(b, "http://"+listen+"/healthz", 20*time.Second)
+	srv := wardentest.ServeProcess(b, bin, map[string]any{"s": map[string]any{"url": upURL}})
+	listen, cfgPath, stateDir := srv.Addr, srv.ConfigPath, srv.StateDir
 	token, err := state.ReadToken(stateDir)
 	if err != nil {
 		b.Fatal(err)
@@ -64,16 +55,13 @@ func BenchmarkApproveEndToEnd320(b *testing.B) {
 	ctx := context.Background()
 
 	waitCounts := func(what string, ok func(approval.Counts) bool) {
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			s, err := c.Server(ctx, "s")
-			if err == nil && ok(s.Tools) {
-				return
-			}
-			if time.Now().After(deadline) {
-				b.Fatalf("timed out waiting for %s (last: %+v, %v)", what, s, err)
-			}
-			time.Sleep(5 * time.Millisecond)
+		var s *api.Server
+		var err error
+		if !wardentest.Poll(30*time.Second, func() bool {
+			s, err = c.Server(ctx, "s")
+			return err == nil && ok(s.Tools)
+		}) {
+			b.Fatalf("timed out waiting for %s (last: %+v, %v)", what, s, err)
 		}
 	}
 	waitCounts("320 pending tools", func(n approval.Counts) bool { return n.Pending == total })
@@ -93,7 +81,9 @@ func BenchmarkApproveEndToEnd320(b *testing.B) {
 			}
 		}
 		waitCounts("320 changed tools", func(n approval.Counts) bool { return n.Changed == total })
-		time.Sleep(20 * time.Millisecond) // let a coalesced discovery pass finish
+		// A sleep, outside the timer: let a coalesced discovery pass finish
+		// (nothing signals that one is running).
+		time.Sleep(20 * time.Millisecond)
 	}
 
 	b.Run("cli", func(b *testing.B) {

@@ -6,10 +6,8 @@ package e2e
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"net"
@@ -29,37 +27,12 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/wardenmcp/warden/api"
 	"github.com/wardenmcp/warden/approval"
-	"github.com/wardenmcp/warden/client"
 	"github.com/wardenmcp/warden/internal/fixture"
 	"github.com/wardenmcp/warden/internal/testenv"
 	"github.com/wardenmcp/warden/internal/wardentest"
 )
 
 // ---- helpers ----
-
-// apTools is GET /v1/servers/{s}/tools, by tool name.
-func apTools(t testing.TB, w *wardentest.Warden, server string) map[string]api.Tool {
-	t.Helper()
-	var list []api.Tool
-	if code := w.API(t, "GET", "/v1/servers/"+server+"/tools", nil, &list); code != http.StatusOK {
-		t.Fatalf("GET /v1/servers/%s/tools: status %d", server, code)
-	}
-	out := make(map[string]api.Tool, len(list))
-	for _, x := range list {
-		out[x.Name] = x
-	}
-	return out
-}
-
-// apServer is GET /v1/servers/{s}.
-func apServer(t testing.TB, w *wardentest.Warden, server string) api.Server {
-	t.Helper()
-	var s api.Server
-	if code := w.API(t, "GET", "/v1/servers/"+server, nil, &s); code != http.StatusOK {
-		t.Fatalf("GET /v1/servers/%s: status %d", server, code)
-	}
-	return s
-}
 
 // apByStatus groups the present tools by status, names sorted.
 func apByStatus(tools map[string]api.Tool) map[approval.Status][]string {
@@ -92,7 +65,7 @@ func apWaitTool(t testing.TB, w *wardentest.Warden, server, tool, what string, c
 	t.Helper()
 	var got api.Tool
 	wardentest.WaitFor(t, 20*time.Second, server+"/"+tool+": "+what, func() bool {
-		x, ok := apTools(t, w, server)[tool]
+		x, ok := w.Tools(t, server)[tool]
 		got = x
 		return ok && cond(x)
 	})
@@ -118,80 +91,7 @@ func apHashes(tools map[string]api.Tool, statuses ...approval.Status) map[string
 // mentions each of mention.
 func apExpectRefusal(t testing.TB, cs *mcp.ClientSession, tool, code string, mention ...string) {
 	t.Helper()
-	res := callResult(t.(*testing.T), cs, tool, map[string]any{"key": "k"})
-	text := resultText(res)
-	if !res.IsError || client.Refusal(res) != code {
-		t.Fatalf("call %s: want a %s refusal, got isError=%v code=%q meta=%v text=%q", tool, code, res.IsError, client.Refusal(res), res.Meta, text)
-	}
-	for _, m := range mention {
-		if !strings.Contains(text, m) {
-			t.Fatalf("call %s: refusal text %q does not mention %q", tool, text, m)
-		}
-	}
-}
-
-// apList lists a session's tool names, sorted.
-func apList(t testing.TB, cs *mcp.ClientSession) []string {
-	t.Helper()
-	names := toolNames(t.(*testing.T), cs)
-	slices.Sort(names)
-	return names
-}
-
-// apCLI runs the warden binary against w and returns its exit status and output.
-func apCLI(t testing.TB, w *wardentest.Warden, args ...string) (code int, stdout, stderr string) {
-	t.Helper()
-	bin := testenv.BuildBinary(t, "./cmd/warden")
-	args = append(args, "--config", w.ConfigPath, "--state-dir", w.StateDir)
-	cmd := exec.Command(bin, args...)
-	cmd.Stdin = strings.NewReader("")
-	var o, e bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &o, &e
-	err := cmd.Run()
-	var ee *exec.ExitError
-	if err != nil && !errors.As(err, &ee) {
-		t.Fatalf("warden %s: %v", strings.Join(args, " "), err)
-	}
-	return cmd.ProcessState.ExitCode(), o.String(), e.String()
-}
-
-// apEditConfig rewrites w's config file (atomically, keeping listen and
-// everything else), after edit changes its mcpServers map; a nil edit
-// rewrites the same content, which the daemon sees as a reload.
-func apEditConfig(t testing.TB, path string, edit func(servers map[string]any)) {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cfg map[string]any
-	if err := json.Unmarshal(b, &cfg); err != nil {
-		t.Fatal(err)
-	}
-	if edit != nil {
-		edit(cfg["mcpServers"].(map[string]any))
-		if b, err = json.MarshalIndent(cfg, "", "  "); err != nil {
-			t.Fatal(err)
-		}
-	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// apReloads counts the daemon's applied reloads.
-func apReloads(w *wardentest.Warden) int { return strings.Count(w.Logs.String(), "config reloaded") }
-
-// apReload rewrites the config through edit and waits until the daemon applied it.
-func apReload(t testing.TB, w *wardentest.Warden, edit func(servers map[string]any)) {
-	t.Helper()
-	n := apReloads(w)
-	apEditConfig(t, w.ConfigPath, edit)
-	wardentest.WaitFor(t, 20*time.Second, "the config reload", func() bool { return apReloads(w) > n })
+	wardentest.WantRefusal(t, wardentest.CallResult(t, cs, tool, map[string]any{"key": "k"}), code, mention...)
 }
 
 // apNotes records notifications/tools/list_changed a client receives.
@@ -208,7 +108,8 @@ func (n *apNotes) options() *mcp.ClientOptions {
 	}}
 }
 
-// quiet drops notifications already received, after letting late ones arrive.
+// quiet drops notifications already received, after letting late ones
+// arrive: a sleep, as nothing tells that none is still on its way.
 func (n *apNotes) quiet() {
 	time.Sleep(150 * time.Millisecond)
 	for {
@@ -246,19 +147,19 @@ func TestApprovalUntrustedServerQuarantinedThenAdmitted(t *testing.T) {
 	base := []string{fixture.ToolDelete, fixture.ToolEcho, fixture.ToolRead, fixture.ToolWrite}
 
 	wardentest.WaitFor(t, 20*time.Second, "q's tools recorded as pending", func() bool {
-		return slices.Equal(apByStatus(apTools(t, w, "q"))[approval.StatusPending], base)
+		return slices.Equal(apByStatus(w.Tools(t, "q"))[approval.StatusPending], base)
 	})
-	s := apServer(t, w, "q")
+	s := w.Server(t, "q")
 	if !s.Quarantined || s.Tools.Pending != 4 || s.Tools.Approved != 0 {
 		t.Fatalf("GET /v1/servers/q = quarantined %v, counts %+v; want quarantined with 4 pending", s.Quarantined, s.Tools)
 	}
-	if s := apServer(t, w, "other"); s.Quarantined || s.Tools.Approved != 4 {
+	if s := w.Server(t, "other"); s.Quarantined || s.Tools.Approved != 4 {
 		t.Fatalf("trusted server: quarantined %v, counts %+v", s.Quarantined, s.Tools)
 	}
 
 	agg := w.Connect(t, "/mcp", nil)
 	one := w.Connect(t, "/mcp/q", nil)
-	names := apList(t, agg)
+	names := wardentest.SortedToolNames(t, agg)
 	if len(names) != 4 {
 		t.Fatalf("/mcp lists %v, want only the trusted server's 4 tools", names)
 	}
@@ -267,7 +168,7 @@ func TestApprovalUntrustedServerQuarantinedThenAdmitted(t *testing.T) {
 			t.Fatalf("/mcp lists %s of the quarantined server: %v", n, names)
 		}
 	}
-	if names := apList(t, one); len(names) != 0 {
+	if names := wardentest.SortedToolNames(t, one); len(names) != 0 {
 		t.Fatalf("/mcp/q lists %v, want nothing while quarantined", names)
 	}
 	apExpectRefusal(t, agg, "q__echo", "SERVER_QUARANTINED", "warden servers approve q")
@@ -278,7 +179,7 @@ func TestApprovalUntrustedServerQuarantinedThenAdmitted(t *testing.T) {
 
 	// The operator reviews; then read_value changes upstream: approving the
 	// review now must answer 409 and write nothing, block included.
-	review := apHashes(apTools(t, w, "q"), approval.StatusPending)
+	review := apHashes(w.Tools(t, "q"), approval.StatusPending)
 	if len(review) != 4 {
 		t.Fatalf("review = %v", review)
 	}
@@ -288,7 +189,7 @@ func TestApprovalUntrustedServerQuarantinedThenAdmitted(t *testing.T) {
 	apWaitTool(t, w, "q", fixture.ToolRead, "the new definition recorded", func(x api.Tool) bool {
 		return x.CurrentHash != review[fixture.ToolRead]
 	})
-	before := apTools(t, w, "q")
+	before := w.Tools(t, "q")
 	var errAns api.Error
 	code := w.API(t, "POST", "/v1/servers/q/approve", map[string]any{
 		"expected_hashes": review, "block": []string{fixture.ToolDelete},
@@ -296,16 +197,16 @@ func TestApprovalUntrustedServerQuarantinedThenAdmitted(t *testing.T) {
 	if code != http.StatusConflict || errAns.Error.Code != "hash_mismatch" || !strings.Contains(errAns.Error.Message, fixture.ToolRead) {
 		t.Fatalf("approve with a stale review: status %d, %+v; want 409 hash_mismatch naming %s", code, errAns.Error, fixture.ToolRead)
 	}
-	if got, want := apSnapshot(apTools(t, w, "q")), apSnapshot(before); got != want {
+	if got, want := apSnapshot(w.Tools(t, "q")), apSnapshot(before); got != want {
 		t.Fatalf("a 409 approval wrote something:\nbefore:\n%s\nafter:\n%s", want, got)
 	}
-	if s := apServer(t, w, "q"); !s.Quarantined || s.Tools.Pending != 4 || s.Tools.Blocked != 0 {
+	if s := w.Server(t, "q"); !s.Quarantined || s.Tools.Pending != 4 || s.Tools.Blocked != 0 {
 		t.Fatalf("after the 409: quarantined %v, counts %+v; want unchanged", s.Quarantined, s.Tools)
 	}
 
 	// Review again; a tool appears upstream after that review and before
 	// the approval: it stays pending.
-	review = apHashes(apTools(t, w, "q"), approval.StatusPending)
+	review = apHashes(w.Tools(t, "q"), approval.StatusPending)
 	quar.AddTool(&mcp.Tool{Name: "late_tool", Description: "Appeared after the review.", Annotations: fixture.ClassAnnotations("read")})
 	apWaitTool(t, w, "q", "late_tool", "recorded as pending", apStatusIs(approval.StatusPending))
 	delete(review, fixture.ToolDelete)
@@ -319,11 +220,11 @@ func TestApprovalUntrustedServerQuarantinedThenAdmitted(t *testing.T) {
 		!slices.Equal(ans.HeldTools, []string{"late_tool"}) || len(ans.NotApproved) != 0 {
 		t.Fatalf("approve answered %+v; want 3 approved, 1 blocked, late_tool still pending", ans)
 	}
-	s = apServer(t, w, "q")
+	s = w.Server(t, "q")
 	if s.Quarantined || s.Tools.Approved != 3 || s.Tools.Pending != 1 || s.Tools.Blocked != 1 {
 		t.Fatalf("after approval: quarantined %v, counts %+v", s.Quarantined, s.Tools)
 	}
-	tools := apTools(t, w, "q")
+	tools := w.Tools(t, "q")
 	for name, hash := range review {
 		if x := tools[name]; x.Status != approval.StatusApproved || x.ApprovedHash != hash {
 			t.Fatalf("%s: status %s approved_hash %s, want approved at the reviewed %s", name, x.Status, x.ApprovedHash, hash)
@@ -332,14 +233,14 @@ func TestApprovalUntrustedServerQuarantinedThenAdmitted(t *testing.T) {
 
 	want := []string{fixture.ToolEcho, fixture.ToolRead, fixture.ToolWrite}
 	wardentest.WaitFor(t, 10*time.Second, "/mcp/q to list the approved tools", func() bool {
-		return slices.Equal(apList(t, one), want)
+		return slices.Equal(wardentest.SortedToolNames(t, one), want)
 	})
-	if got := apList(t, agg); !slices.Contains(got, "q__echo") || slices.Contains(got, "q__late_tool") || slices.Contains(got, "q__delete_value") {
+	if got := wardentest.SortedToolNames(t, agg); !slices.Contains(got, "q__echo") || slices.Contains(got, "q__late_tool") || slices.Contains(got, "q__delete_value") {
 		t.Fatalf("/mcp after approval lists %v", got)
 	}
 	apExpectRefusal(t, one, "late_tool", "TOOL_PENDING", "warden review approve q late_tool")
 	apExpectRefusal(t, agg, "q__delete_value", "TOOL_BLOCKED", "warden review approve q delete_value")
-	if got := callText(t, one, fixture.ToolEcho, map[string]any{"admitted": true}); !strings.Contains(got, "admitted") {
+	if got := wardentest.CallText(t, one, fixture.ToolEcho, map[string]any{"admitted": true}); !strings.Contains(got, "admitted") {
 		t.Fatalf("echo after admission = %q", got)
 	}
 }
@@ -357,7 +258,7 @@ func TestApprovalReviewApproveAllExceptSurvives(t *testing.T) {
 	})
 	w.WaitReady(t, "big")
 	wardentest.WaitFor(t, 20*time.Second, "180 pending tools", func() bool {
-		return len(apByStatus(apTools(t, w, "big"))[approval.StatusPending]) == 180
+		return len(apByStatus(w.Tools(t, "big"))[approval.StatusPending]) == 180
 	})
 	var except []string
 	for i := 10; i <= 140; i += 10 {
@@ -366,7 +267,7 @@ func TestApprovalReviewApproveAllExceptSurvives(t *testing.T) {
 	except = append(except, fixture.ToolWrite)
 	slices.Sort(except)
 
-	code, stdout, stderr := apCLI(t, w, "review", "approve", "big", "--all", "--except", strings.Join(except, ","), "--yes")
+	code, stdout, stderr := w.CLI(t, "review", "approve", "big", "--all", "--except", strings.Join(except, ","), "--yes")
 	if code != 3 {
 		t.Fatalf("exit %d, want 3 (tools still held)\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
@@ -392,13 +293,13 @@ func TestApprovalReviewApproveAllExceptSurvives(t *testing.T) {
 
 	check := func(when string) {
 		t.Helper()
-		tools := apTools(t, w, "big")
+		tools := w.Tools(t, "big")
 		by := apByStatus(tools)
 		if len(by[approval.StatusApproved]) != 165 || !slices.Equal(by[approval.StatusPending], except) || len(tools) != 180 {
 			t.Fatalf("%s: %d approved, pending %v (of %d records); want 165 approved and exactly %v pending",
 				when, len(by[approval.StatusApproved]), by[approval.StatusPending], len(tools), except)
 		}
-		if s := apServer(t, w, "big"); s.Quarantined || s.Tools.Approved != 165 || s.Tools.Pending != 15 {
+		if s := w.Server(t, "big"); s.Quarantined || s.Tools.Approved != 165 || s.Tools.Pending != 15 {
 			t.Fatalf("%s: GET /v1/servers/big = quarantined %v, %+v", when, s.Quarantined, s.Tools)
 		}
 		cs := w.Connect(t, "/mcp/big", nil)
@@ -421,7 +322,7 @@ func TestApprovalReviewApproveAllExceptSurvives(t *testing.T) {
 	w.WaitReady(t, "big")
 	check("after restart")
 
-	apReload(t, w, nil)
+	w.Reload(t, nil)
 	w.WaitReady(t, "big")
 	check("after reload")
 
@@ -498,7 +399,7 @@ func apBaselineUnderChurn(t *testing.T, fixtureBin string, run int) {
 	reloads := 0
 	tick(120*time.Millisecond, func(n int) { // policy-only reloads
 		timeout := []string{"61s", "60s"}[n%2]
-		apEditConfig(t, w.ConfigPath, func(servers map[string]any) {
+		wardentest.EditConfig(t, w.ConfigPath, func(servers map[string]any) {
 			servers["big"].(map[string]any)["callTimeout"] = timeout
 		})
 		reloads++
@@ -512,6 +413,8 @@ func apBaselineUnderChurn(t *testing.T, fixtureBin string, run int) {
 	kills := 0
 	wg.Go(func() { // reconnects: the first kill lands early, around the first listing
 		began := time.Now()
+		// A 1ms poll, off the test goroutine: the kill schedule starts the
+		// moment the process appears (Poll's 20ms would shift it).
 		for pidNow() == 0 && time.Since(began) < 10*time.Second {
 			time.Sleep(time.Millisecond)
 		}
@@ -526,10 +429,10 @@ func apBaselineUnderChurn(t *testing.T, fixtureBin string, run int) {
 			}
 		}
 	})
-	time.Sleep(700 * time.Millisecond)
+	time.Sleep(700 * time.Millisecond) // the churn's length: the load loops above run meanwhile
 	close(stop)
 	wg.Wait()
-	applied := apReloads(w)
+	applied := w.Reloads()
 	if applied == 0 || storms == 0 || kills == 0 {
 		t.Fatalf("churn did not run: %d config writes (%d reloads applied), %d list_changed signals, %d kills", reloads, applied, storms, kills)
 	}
@@ -539,14 +442,14 @@ func apBaselineUnderChurn(t *testing.T, fixtureBin string, run int) {
 		w.WaitReady(t, "big")
 		var s api.Server
 		wardentest.WaitFor(t, 30*time.Second, "all 320 tools recorded "+when, func() bool {
-			s = apServer(t, w, "big")
+			s = w.Server(t, "big")
 			c := s.Tools
 			return c.Pending+c.Approved+c.Changed+c.Blocked == total
 		})
 		if s.Quarantined || s.Tools.Approved != total {
 			t.Fatalf("%s: %d of %d approved (counts %+v, quarantined %v)\n%s", when, s.Tools.Approved, total, s.Tools, s.Quarantined, w.Logs)
 		}
-		tools := apTools(t, w, "big")
+		tools := w.Tools(t, "big")
 		for name, x := range tools {
 			if x.Status != approval.StatusApproved || x.ApprovedBy != "baseline" || x.ApprovedHash != x.CurrentHash {
 				t.Fatalf("%s: %s is %s (by %q, approved %s, current %s), want approved by baseline", when, name, x.Status, x.ApprovedBy, x.ApprovedHash, x.CurrentHash)
@@ -580,12 +483,12 @@ func TestApprovalRugPull(t *testing.T) {
 	one := w.Connect(t, "/mcp/s", notes.options())
 	aggNotes := newAPNotes()
 	agg := w.Connect(t, "/mcp", aggNotes.options())
-	if got := apList(t, one); !slices.Contains(got, fixture.ToolEcho) || !slices.Contains(got, fixture.ToolRead) {
+	if got := wardentest.SortedToolNames(t, one); !slices.Contains(got, fixture.ToolEcho) || !slices.Contains(got, fixture.ToolRead) {
 		t.Fatalf("/mcp/s lists %v", got)
 	}
 
 	rugPull := func(t *testing.T, tool string, change, revert func() error, args map[string]any) {
-		orig := apTools(t, w, "s")[tool]
+		orig := w.Tools(t, "s")[tool]
 		calls := f.Calls(tool)
 		notes.quiet()
 		aggNotes.quiet()
@@ -598,10 +501,10 @@ func TestApprovalRugPull(t *testing.T) {
 		}
 		notes.wait(t, tool+" changed (/mcp/s)")
 		aggNotes.wait(t, tool+" changed (/mcp)")
-		if got := apList(t, one); slices.Contains(got, tool) {
+		if got := wardentest.SortedToolNames(t, one); slices.Contains(got, tool) {
 			t.Fatalf("changed %s still listed on /mcp/s: %v", tool, got)
 		}
-		if got := apList(t, agg); slices.Contains(got, "s__"+tool) {
+		if got := wardentest.SortedToolNames(t, agg); slices.Contains(got, "s__"+tool) {
 			t.Fatalf("changed %s still listed on /mcp: %v", tool, got)
 		}
 		apExpectRefusal(t, one, tool, "TOOL_CHANGED", "warden review s")
@@ -609,7 +512,7 @@ func TestApprovalRugPull(t *testing.T) {
 		if f.Calls(tool) != calls {
 			t.Fatalf("a changed tool's call reached the upstream")
 		}
-		if s := apServer(t, w, "s"); s.Tools.Changed != 1 {
+		if s := w.Server(t, "s"); s.Tools.Changed != 1 {
 			t.Fatalf("counts %+v, want 1 changed", s.Tools)
 		}
 
@@ -622,11 +525,11 @@ func TestApprovalRugPull(t *testing.T) {
 			t.Fatalf("reverted record: approved %s current %s, want both %s", x.ApprovedHash, x.CurrentHash, orig.ApprovedHash)
 		}
 		notes.wait(t, tool+" reverted")
-		if got := apList(t, one); !slices.Contains(got, tool) {
+		if got := wardentest.SortedToolNames(t, one); !slices.Contains(got, tool) {
 			t.Fatalf("reverted %s not listed: %v", tool, got)
 		}
-		if res := callResult(t, one, tool, args); res.IsError {
-			t.Fatalf("reverted %s refused: %s", tool, resultText(res))
+		if res := wardentest.CallResult(t, one, tool, args); res.IsError {
+			t.Fatalf("reverted %s refused: %s", tool, wardentest.ResultText(res))
 		}
 	}
 
@@ -664,15 +567,25 @@ func TestApprovalRugPullAfterConnectionRestart(t *testing.T) {
 	w.WaitReady(t, "s")
 	apWaitTool(t, w, "s", fixture.ToolEcho, "baselined", apStatusIs(approval.StatusApproved))
 	// Several discovery passes on the first connection (list_changed with
-	// no definition changed).
+	// no definition changed), each awaited as its tools/list upstream.
+	listings := func() int {
+		n := 0
+		for _, r := range f.HTTP().Requests() {
+			if slices.Contains(r.RPCMethods, "tools/list") {
+				n++
+			}
+		}
+		return n
+	}
 	for range 5 {
+		n := listings()
 		if err := f.UpdateTool(fixture.ToolEcho, func(*mcp.Tool) {}); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(100 * time.Millisecond)
+		wardentest.WaitFor(t, 10*time.Second, "the discovery pass after list_changed", func() bool { return listings() > n })
 	}
 	first, _ := w.D.Gateway().Conn("s")
-	apReload(t, w, func(servers map[string]any) {
+	w.Reload(t, func(servers map[string]any) {
 		servers["s"].(map[string]any)["headers"] = map[string]string{"X-Warden-Test": "2"}
 	})
 	wardentest.WaitFor(t, 20*time.Second, "a new connection", func() bool {
@@ -685,7 +598,7 @@ func TestApprovalRugPullAfterConnectionRestart(t *testing.T) {
 	}
 	apWaitTool(t, w, "s", fixture.ToolEcho, "changed", apStatusIs(approval.StatusChanged))
 	cs := w.Connect(t, "/mcp/s", nil)
-	if got := apList(t, cs); slices.Contains(got, fixture.ToolEcho) {
+	if got := wardentest.SortedToolNames(t, cs); slices.Contains(got, fixture.ToolEcho) {
 		t.Fatalf("changed echo listed: %v", got)
 	}
 	cs.Close()
@@ -713,7 +626,7 @@ func TestApprovalEmptyBaselineThenNewToolPending(t *testing.T) {
 	if c, _ := w.D.Gateway().Conn("empty"); len(c.Inventory().Tools) != 0 {
 		t.Fatalf("the fixture still lists %d tools", len(c.Inventory().Tools))
 	}
-	if s := apServer(t, w, "empty"); s.Quarantined || s.Tools != (approval.Counts{}) {
+	if s := w.Server(t, "empty"); s.Quarantined || s.Tools != (approval.Counts{}) {
 		t.Fatalf("empty trusted server: quarantined %v, counts %+v", s.Quarantined, s.Tools)
 	}
 	f.AddTool(&mcp.Tool{Name: "newcomer", Description: "Appeared after the empty baseline.", Annotations: fixture.ClassAnnotations("read")})
@@ -722,16 +635,16 @@ func TestApprovalEmptyBaselineThenNewToolPending(t *testing.T) {
 		t.Fatalf("a tool new after an empty baseline is %s (by %q), want pending", x.Status, x.ApprovedBy)
 	}
 	cs := w.Connect(t, "/mcp/empty", nil)
-	if got := apList(t, cs); len(got) != 0 {
+	if got := wardentest.SortedToolNames(t, cs); len(got) != 0 {
 		t.Fatalf("/mcp/empty lists %v, want nothing", got)
 	}
 	apExpectRefusal(t, cs, "newcomer", "TOOL_PENDING")
 
 	// A reload (policy change, same connection) is no second baseline.
-	apReload(t, w, func(servers map[string]any) { servers["empty"].(map[string]any)["callTimeout"] = "61s" })
+	w.Reload(t, func(servers map[string]any) { servers["empty"].(map[string]any)["callTimeout"] = "61s" })
 	c, _ := w.D.Gateway().Conn("empty")
 	c.Refresh()
-	if x := apTools(t, w, "empty")["newcomer"]; x.Status != approval.StatusPending {
+	if x := w.Tools(t, "empty")["newcomer"]; x.Status != approval.StatusPending {
 		t.Fatalf("after a reload newcomer is %s, want pending", x.Status)
 	}
 
@@ -743,7 +656,7 @@ func TestApprovalEmptyBaselineThenNewToolPending(t *testing.T) {
 	w = wardentest.StartWith(t, w.ConfigPath, w.StateDir)
 	w.WaitReady(t, "empty")
 	x = apWaitTool(t, w, "empty", "second", "recorded", func(api.Tool) bool { return true })
-	if by := apByStatus(apTools(t, w, "empty")); !slices.Equal(by[approval.StatusPending], []string{"newcomer", "second"}) || len(by[approval.StatusApproved]) != 0 {
+	if by := apByStatus(w.Tools(t, "empty")); !slices.Equal(by[approval.StatusPending], []string{"newcomer", "second"}) || len(by[approval.StatusApproved]) != 0 {
 		t.Fatalf("after restart: %v; want newcomer and second pending", by)
 	}
 }
@@ -765,15 +678,15 @@ func TestApprovalNoSelfApproval(t *testing.T) {
 	})
 	w.WaitReady(t, "q")
 	w.WaitReady(t, "t")
-	wardentest.WaitFor(t, 20*time.Second, "q's 4 pending tools", func() bool { return apServer(t, w, "q").Tools.Pending == 4 })
-	wardentest.WaitFor(t, 20*time.Second, "t's 4 approved tools", func() bool { return apServer(t, w, "t").Tools.Approved == 4 })
-	snapshot := func() string { return apSnapshot(apTools(t, w, "q")) + "\n" + apSnapshot(apTools(t, w, "t")) }
+	wardentest.WaitFor(t, 20*time.Second, "q's 4 pending tools", func() bool { return w.Server(t, "q").Tools.Pending == 4 })
+	wardentest.WaitFor(t, 20*time.Second, "t's 4 approved tools", func() bool { return w.Server(t, "t").Tools.Approved == 4 })
+	snapshot := func() string { return apSnapshot(w.Tools(t, "q")) + "\n" + apSnapshot(w.Tools(t, "t")) }
 	unchanged := func(when, before string) {
 		t.Helper()
-		if s := apServer(t, w, "q"); !s.Quarantined || s.Tools.Pending != 4 {
+		if s := w.Server(t, "q"); !s.Quarantined || s.Tools.Pending != 4 {
 			t.Fatalf("%s: q is quarantined=%v with %+v; want quarantined with 4 pending", when, s.Quarantined, s.Tools)
 		}
-		if s := apServer(t, w, "t"); s.Quarantined || s.Tools.Approved != 4 {
+		if s := w.Server(t, "t"); s.Quarantined || s.Tools.Approved != 4 {
 			t.Fatalf("%s: t is quarantined=%v with %+v", when, s.Quarantined, s.Tools)
 		}
 		if got := snapshot(); got != before {
@@ -815,7 +728,7 @@ func TestApprovalNoSelfApproval(t *testing.T) {
 		{"warden stdio --server q", stdio("--server", "q"), nil},
 	}
 	for _, s := range surfaces {
-		got := apList(t, s.cs)
+		got := wardentest.SortedToolNames(t, s.cs)
 		if !slices.Equal(got, s.want) {
 			t.Fatalf("%s lists %v; want exactly the approved upstream tools %v", s.name, got, s.want)
 		}
@@ -838,7 +751,7 @@ func TestApprovalNoSelfApproval(t *testing.T) {
 		for _, name := range []string{"approve", "warden__approve", "q__approve", "servers_approve", "warden_review_approve", "t__approve"} {
 			res, err := s.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: map[string]any{"server": "q", "all": true}})
 			if err == nil && !res.IsError {
-				t.Fatalf("%s: tools/call %s succeeded: %s", s.name, name, resultText(res))
+				t.Fatalf("%s: tools/call %s succeeded: %s", s.name, name, wardentest.ResultText(res))
 			}
 		}
 		// Calling the quarantined server's tools is refused.
@@ -944,7 +857,7 @@ func TestApprovalReviewShowsDiff(t *testing.T) {
 	w := wardentest.Start(t, map[string]any{"s": map[string]any{"url": f.Serve(t), "trusted": true}})
 	w.WaitReady(t, "s")
 	apWaitTool(t, w, "s", fixture.ToolEcho, "baselined", apStatusIs(approval.StatusApproved))
-	if code, out, errOut := apCLI(t, w, "review", "s"); code != 0 || !strings.Contains(out, "nothing to review") {
+	if code, out, errOut := w.CLI(t, "review", "s"); code != 0 || !strings.Contains(out, "nothing to review") {
 		t.Fatalf("review with nothing held: exit %d\n%s\n%s", code, out, errOut)
 	}
 
@@ -961,7 +874,7 @@ func TestApprovalReviewShowsDiff(t *testing.T) {
 	apWaitTool(t, w, "s", fixture.ToolRead, "changed", apStatusIs(approval.StatusChanged))
 	apWaitTool(t, w, "s", "fresh", "pending", apStatusIs(approval.StatusPending))
 
-	code, out, errOut := apCLI(t, w, "review", "s")
+	code, out, errOut := w.CLI(t, "review", "s")
 	if code != 3 {
 		t.Fatalf("warden review s: exit %d, want 3 (tools held)\n%s\n%s", code, out, errOut)
 	}
@@ -976,7 +889,7 @@ func TestApprovalReviewShowsDiff(t *testing.T) {
 			t.Fatalf("warden review s lacks %q:\n%s", want, out)
 		}
 	}
-	code, out, errOut = apCLI(t, w, "review", "s", "--diff")
+	code, out, errOut = w.CLI(t, "review", "s", "--diff")
 	if code != 3 {
 		t.Fatalf("warden review s --diff: exit %d, want 3\n%s\n%s", code, out, errOut)
 	}
@@ -1010,40 +923,29 @@ func TestApprovalEventsOnChange(t *testing.T) {
 	w.WaitReady(t, "s")
 	apWaitTool(t, w, "s", fixture.ToolEcho, "baselined", apStatusIs(approval.StatusApproved))
 
-	events := subscribeEvents(t, w)
+	events := w.FollowEvents(t)
 	def, _ := f.Tool(fixture.ToolEcho)
 	if err := f.SetDescription(fixture.ToolEcho, def.Description+" (changed)"); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.After(15 * time.Second)
-	for {
-		select {
-		case e, ok := <-events:
-			if !ok {
-				t.Fatal("the event stream ended")
-			}
-			if e.event != "tools" {
-				continue
-			}
-			var ev struct {
-				Type, Server string
-				Data         approval.Change
-			}
-			if err := json.Unmarshal([]byte(e.data), &ev); err != nil {
-				t.Fatalf("tools event data %q: %v", e.data, err)
-			}
-			for _, tc := range ev.Data.Tools {
-				if ev.Server == "s" && tc.Tool == fixture.ToolEcho && tc.From == approval.StatusApproved && tc.To == approval.StatusChanged {
-					if !ev.Data.VisibleChanged {
-						t.Fatalf("tools event says the visible set did not change: %s", e.data)
-					}
-					return
-				}
-			}
-		case <-deadline:
-			t.Fatal("no tools event with echo approved → changed within 15s")
+	events.Await(t, 15*time.Second, "a tools event with echo approved → changed", func(e wardentest.Event) bool {
+		if e.Name != "tools" {
+			return false
 		}
-	}
+		var c approval.Change
+		if err := json.Unmarshal(e.Data, &c); err != nil {
+			t.Fatalf("tools event data %q: %v", e.Raw, err)
+		}
+		for _, tc := range c.Tools {
+			if e.Server == "s" && tc.Tool == fixture.ToolEcho && tc.From == approval.StatusApproved && tc.To == approval.StatusChanged {
+				if !c.VisibleChanged {
+					t.Fatalf("tools event says the visible set did not change: %s", e.Raw)
+				}
+				return true
+			}
+		}
+		return false
+	})
 }
 
 // A list_changed that arrives while Warden takes its first listing of a
@@ -1061,6 +963,8 @@ func TestApprovalListChangedDuringFirstListing(t *testing.T) {
 					// The listing is taken; the tool changes before it is
 					// answered, and list_changed reaches Warden first.
 					_ = f.SetDescription(fixture.ToolEcho, def.Description+" Changed during the first listing.")
+					// A sleep holds the answer: nothing outside tells
+					// when Warden has read the notification.
 					time.Sleep(300 * time.Millisecond)
 				})
 			}
@@ -1080,14 +984,12 @@ func TestApprovalListChangedDuringFirstListing(t *testing.T) {
 // approval's path.
 func apListSettled(t *testing.T, cs *mcp.ClientSession, want int) []string {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		names := apList(t, cs)
-		if len(names) == want || time.Now().After(deadline) {
-			return names
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	var names []string
+	wardentest.Poll(10*time.Second, func() bool {
+		names = wardentest.SortedToolNames(t, cs)
+		return len(names) == want
+	})
+	return names
 }
 
 // An operator's decisions are durable the moment the command answers:
@@ -1125,7 +1027,7 @@ func TestApprovalSurvivesKill9(t *testing.T) {
 		t.Fatalf("after kill -9: %v, want %v", got, want)
 	}
 	cs := d.connect()
-	if got := callText(t, cs, fixture.ToolEcho, map[string]any{"after": "kill"}); !strings.Contains(got, "kill") {
+	if got := wardentest.CallText(t, cs, fixture.ToolEcho, map[string]any{"after": "kill"}); !strings.Contains(got, "kill") {
 		t.Fatalf("echo after restart = %q", got)
 	}
 	apExpectRefusal(t, cs, fixture.ToolDelete, "TOOL_BLOCKED", "warden review approve s "+fixture.ToolDelete)
@@ -1138,7 +1040,7 @@ func TestApprovalToolStatesWithoutDefinitions(t *testing.T) {
 	f := fixture.NewServer(fixture.Options{})
 	w := wardentest.Start(t, map[string]any{"s": map[string]any{"url": f.Serve(t)}})
 	apWaitTool(t, w, "s", fixture.ToolEcho, "pending", apStatusIs(approval.StatusPending))
-	full := apTools(t, w, "s")
+	full := w.Tools(t, "s")
 	var states []api.Tool
 	if code := w.API(t, "GET", "/v1/servers/s/tools?definitions=false", nil, &states); code != http.StatusOK {
 		t.Fatalf("GET tools?definitions=false: status %d", code)

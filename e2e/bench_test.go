@@ -2,11 +2,8 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"sync"
@@ -15,6 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/wardenmcp/warden/internal/testenv"
+	"github.com/wardenmcp/warden/internal/wardentest"
 )
 
 // BenchmarkToolCall measures tools/call latency and throughput against one
@@ -38,22 +36,9 @@ func BenchmarkToolCall(b *testing.B) {
 
 	// Warden as it runs, and with its fast paths off (every call through
 	// the SDK's server and client, as a 2026-07-28 client's goes in part).
-	startWarden := func(env ...string) string {
-		dir := b.TempDir()
-		listen := "127.0.0.1:" + strconv.Itoa(testenv.FreePort(b))
-		cfg, _ := json.Marshal(map[string]any{"listen": listen, "mcpServers": map[string]any{"bench": map[string]any{"url": upURL, "trusted": true}}})
-		if err := os.WriteFile(filepath.Join(dir, "config.json"), cfg, 0o600); err != nil {
-			b.Fatal(err)
-		}
-		cmd := exec.Command(testenv.BuildBinary(b, "./cmd/warden"), "serve",
-			"--config", filepath.Join(dir, "config.json"), "--state-dir", filepath.Join(dir, "state"))
-		cmd.Env = append(os.Environ(), env...)
-		testenv.StartProcess(b, cmd)
-		testenv.WaitHTTP(b, "http://"+listen+"/healthz", 20*time.Second)
-		return listen
-	}
-	listen := startWarden()
-	sdkListen := startWarden("WARDEN_FASTPATH=off")
+	servers := map[string]any{"bench": map[string]any{"url": upURL, "trusted": true}}
+	listen := wardentest.ServeProcess(b, "", servers).Addr
+	sdkListen := wardentest.ServeProcess(b, "", servers, "WARDEN_FASTPATH=off").Addr
 	proxyAddr := "127.0.0.1:" + strconv.Itoa(testenv.FreePort(b))
 	testenv.StartProcess(b, exec.Command(testenv.BuildBinary(b, "./internal/fixture/cmd/plainproxy"), proxyAddr, upURL))
 	testenv.WaitHTTP(b, "http://"+proxyAddr+"/mcp", 20*time.Second)
@@ -181,14 +166,15 @@ func (t *benchTarget) p(q int) time.Duration {
 func (t *benchTarget) rate() float64 { return float64(len(t.lat)) / t.elapsed.Seconds() }
 
 func waitTool(b testing.TB, cs *mcp.ClientSession, name string) {
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
+	listed := wardentest.Poll(20*time.Second, func() bool {
 		for t, err := range cs.Tools(context.Background(), nil) {
 			if err == nil && t.Name == name {
-				return
+				return true
 			}
 		}
-		time.Sleep(50 * time.Millisecond)
+		return false
+	})
+	if !listed {
+		b.Fatalf("tool %s never listed", name)
 	}
-	b.Fatalf("tool %s never listed", name)
 }

@@ -50,7 +50,7 @@ func TestBridgeAcrossWardenRestart(t *testing.T) {
 		t.Fatalf("connect through warden stdio: %v", err)
 	}
 	defer cs.Close() // ends warden stdio
-	if got := callText(t, cs, "up__echo", map[string]any{"n": 1}); got != `{"n":1}` {
+	if got := wardentest.CallText(t, cs, "up__echo", map[string]any{"n": 1}); got != `{"n":1}` {
 		t.Fatalf("echo answered %q", got)
 	}
 
@@ -62,7 +62,7 @@ func TestBridgeAcrossWardenRestart(t *testing.T) {
 		defer cancel()
 		pinged <- cs.Ping(ctx, nil)
 	}()
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(300 * time.Millisecond) // a sleep: the ping must NOT end while Warden is down
 	select {
 	case err := <-pinged:
 		t.Fatalf("a ping while Warden was down ended at once: %v", err)
@@ -73,8 +73,8 @@ func TestBridgeAcrossWardenRestart(t *testing.T) {
 		t.Fatalf("a ping made while Warden restarted: %v\n%s", err, w.Logs)
 	}
 	w.WaitReady(t, "up")
-	wardentest.WaitFor(t, 10*time.Second, "up__echo listed again", func() bool { return slices.Contains(toolNames(t, cs), "up__echo") })
-	if got := callText(t, cs, "up__echo", map[string]any{"n": 2}); got != `{"n":2}` {
+	wardentest.WaitFor(t, 10*time.Second, "up__echo listed again", func() bool { return slices.Contains(wardentest.ToolNames(t, cs), "up__echo") })
+	if got := wardentest.CallText(t, cs, "up__echo", map[string]any{"n": 2}); got != `{"n":2}` {
 		t.Fatalf("echo after the restart answered %q", got)
 	}
 
@@ -116,7 +116,7 @@ func TestBridgeStartsWithoutTheDaemonsVariables(t *testing.T) {
 		t.Fatalf("warden stdio without %s in its environment: %v", secretVar, err)
 	}
 	defer cs.Close()
-	if got := callText(t, cs, "up__echo", map[string]any{"n": 1}); got != `{"n":1}` {
+	if got := wardentest.CallText(t, cs, "up__echo", map[string]any{"n": 1}); got != `{"n":1}` {
 		t.Fatalf("echo answered %q", got)
 	}
 }
@@ -139,7 +139,7 @@ func TestBridgeStatelessClient(t *testing.T) {
 	if v := cs.InitializeResult().ProtocolVersion; v != "2026-07-28" {
 		t.Fatalf("negotiated %s through warden stdio, want 2026-07-28", v)
 	}
-	if got := callText(t, cs, "up__echo", map[string]any{"n": 1}); got != `{"n":1}` {
+	if got := wardentest.CallText(t, cs, "up__echo", map[string]any{"n": 1}); got != `{"n":1}` {
 		t.Fatalf("echo answered %q", got)
 	}
 	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "up__nope", Arguments: map[string]any{}}); err == nil || strings.Contains(err.Error(), "warden answered") {

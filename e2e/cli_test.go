@@ -35,19 +35,19 @@ func TestCLICallGoesThroughPolicy(t *testing.T) {
 
 	// Nothing yet: an empty list, not null; a typo in a server's name is
 	// not taken for a server without latches.
-	if code, out, _ := apCLI(t, w, "activity", "--json"); code != 0 || strings.TrimSpace(out) != "[]" {
+	if code, out, _ := w.CLI(t, "activity", "--json"); code != 0 || strings.TrimSpace(out) != "[]" {
 		t.Fatalf("activity --json with no calls: exit %d, %q", code, out)
 	}
-	if code, _, stderr := apCLI(t, w, "writes", "clear", "nosuch"); code != 1 || !strings.Contains(stderr, `no server "nosuch"`) {
+	if code, _, stderr := w.CLI(t, "writes", "clear", "nosuch"); code != 1 || !strings.Contains(stderr, `no server "nosuch"`) {
 		t.Fatalf("writes clear nosuch: exit %d, %s", code, stderr)
 	}
 
-	code, out, stderr := apCLI(t, w, "call", "s", "echo", "--args", `{"x":1}`)
+	code, out, stderr := w.CLI(t, "call", "s", "echo", "--args", `{"x":1}`)
 	if code != 0 || !strings.Contains(out, `{"x":1}`) {
 		t.Fatalf("warden call s echo: exit %d, stdout %q, stderr %q", code, out, stderr)
 	}
 
-	code, _, stderr = apCLI(t, w, "call", "held", "echo")
+	code, _, stderr = w.CLI(t, "call", "held", "echo")
 	if code != 1 || !strings.Contains(stderr, "SERVER_QUARANTINED") || !strings.Contains(stderr, "warden servers approve held") {
 		t.Fatalf("call on a quarantined server: exit %d, stderr %q", code, stderr)
 	}
@@ -57,12 +57,12 @@ func TestCLICallGoesThroughPolicy(t *testing.T) {
 
 	// A write that times out latches the server; the next one is refused
 	// without reaching the upstream.
-	code, _, stderr = apCLI(t, w, "call", "s", "write_value", "--args", `{"key":"k","value":"v","sleep_ms":5000}`)
+	code, _, stderr = w.CLI(t, "call", "s", "write_value", "--args", `{"key":"k","value":"v","sleep_ms":5000}`)
 	if code != 1 || !strings.Contains(stderr, "warden writes clear s") {
 		t.Fatalf("timed-out write: exit %d, stderr %q", code, stderr)
 	}
 	dispatched := up.WriteDispatches()
-	code, _, stderr = apCLI(t, w, "call", "s", "write_value", "--args", `{"key":"k","value":"v2"}`)
+	code, _, stderr = w.CLI(t, "call", "s", "write_value", "--args", `{"key":"k","value":"v2"}`)
 	if code != 1 || !strings.Contains(stderr, "WRITES_LATCHED") || !strings.Contains(stderr, "warden writes clear s") {
 		t.Fatalf("write on a latched server: exit %d, stderr %q", code, stderr)
 	}
@@ -89,18 +89,18 @@ func TestCLICallGoesThroughPolicy(t *testing.T) {
 		t.Fatalf("activity:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 
-	code, out, _ = apCLI(t, w, "servers", "list", "--json")
+	code, out, _ = w.CLI(t, "servers", "list", "--json")
 	var servers []struct {
 		Name string `json:"name"`
 	}
 	if code != 0 || json.Unmarshal([]byte(out), &servers) != nil || len(servers) != 2 {
 		t.Fatalf("servers list --json: exit %d, %s", code, out)
 	}
-	code, out, _ = apCLI(t, w, "servers", "list")
+	code, out, _ = w.CLI(t, "servers", "list")
 	if code != 0 || !strings.Contains(out, "held") || !strings.Contains(out, "s ") {
 		t.Fatalf("servers list: exit %d, %s", code, out)
 	}
-	code, out, _ = apCLI(t, w, "tools", "s")
+	code, out, _ = w.CLI(t, "tools", "s")
 	if code != 0 || !strings.Contains(out, "echo") || !strings.Contains(out, "write_value") {
 		t.Fatalf("tools s: exit %d, %s", code, out)
 	}
@@ -144,7 +144,7 @@ func TestAPICallBadInput(t *testing.T) {
 		t.Fatalf("the hidden write reached the upstream %d times", n)
 	}
 	// The CLI says the same.
-	if code, _, stderr := apCLI(t, w, "call", "s", "nosuch"); code != 1 || !strings.Contains(stderr, "warden tools s") {
+	if code, _, stderr := w.CLI(t, "call", "s", "nosuch"); code != 1 || !strings.Contains(stderr, "warden tools s") {
 		t.Fatalf("warden call s nosuch: exit %d, %s", code, stderr)
 	}
 }
@@ -155,7 +155,7 @@ func TestAPICallBadInput(t *testing.T) {
 func TestCLIAdmitKeepsException(t *testing.T) {
 	w := cliStartQuarantined(t, "everything", fixture.NewServer(fixture.Options{}), fixture.ToolEcho)
 
-	code, out, stderr := apCLI(t, w, "review", "approve", "everything", "--all", "--except", fixture.ToolEcho, "--yes")
+	code, out, stderr := w.CLI(t, "review", "approve", "everything", "--all", "--except", fixture.ToolEcho, "--yes")
 	if code != 3 {
 		t.Fatalf("review approve --except: exit %d, want 3\n%s\n%s", code, out, stderr)
 	}
@@ -170,7 +170,7 @@ func TestCLIAdmitKeepsException(t *testing.T) {
 	}
 
 	// Without an answer (a script that forgot --yes): nothing changes.
-	code, out, stderr = apCLI(t, w, args[1:]...)
+	code, out, stderr = w.CLI(t, args[1:]...)
 	if code != 1 || !strings.Contains(stderr, "[y/N]") || !strings.Contains(stderr, "--yes") {
 		t.Fatalf("%s without an answer: exit %d\n%s\n%s", hint, code, out, stderr)
 	}
@@ -180,26 +180,26 @@ func TestCLIAdmitKeepsException(t *testing.T) {
 			t.Fatalf("%s: the plan lacks %q:\n%s", hint, want, out)
 		}
 	}
-	if !apServer(t, w, "everything").Quarantined {
+	if !w.Server(t, "everything").Quarantined {
 		t.Fatal("an unconfirmed admission admitted the server")
 	}
 
-	code, out, stderr = apCLI(t, w, append(args[1:], "--yes")...)
+	code, out, stderr = w.CLI(t, append(args[1:], "--yes")...)
 	if code != 3 || !strings.Contains(out, "admitted everything") || !strings.Contains(stderr, fixture.ToolEcho) {
 		t.Fatalf("%s --yes: exit %d, want 3\n%s\n%s", hint, code, out, stderr)
 	}
-	tools := apTools(t, w, "everything")
-	if apServer(t, w, "everything").Quarantined || tools[fixture.ToolEcho].Status != approval.StatusPending || !tools[fixture.ToolEcho].HeldBack {
+	tools := w.Tools(t, "everything")
+	if w.Server(t, "everything").Quarantined || tools[fixture.ToolEcho].Status != approval.StatusPending || !tools[fixture.ToolEcho].HeldBack {
 		t.Fatalf("after the admission: echo %+v", tools[fixture.ToolEcho])
 	}
 	if got := apByStatus(tools)[approval.StatusApproved]; len(got) != len(tools)-1 {
 		t.Fatalf("approved %v of %d tools", got, len(tools))
 	}
 	// Naming it approves it.
-	if code, out, stderr := apCLI(t, w, "review", "approve", "everything", fixture.ToolEcho, "--yes"); code != 0 {
+	if code, out, stderr := w.CLI(t, "review", "approve", "everything", fixture.ToolEcho, "--yes"); code != 0 {
 		t.Fatalf("approving echo by name: exit %d\n%s\n%s", code, out, stderr)
 	}
-	if st := apTools(t, w, "everything")[fixture.ToolEcho]; st.Status != approval.StatusApproved || st.HeldBack {
+	if st := w.Tools(t, "everything")[fixture.ToolEcho]; st.Status != approval.StatusApproved || st.HeldBack {
 		t.Fatalf("echo after approval by name: %+v", st)
 	}
 }
@@ -209,8 +209,8 @@ func TestCLIAdmitShowsClasses(t *testing.T) {
 	f := fixture.NewServer(fixture.Options{})
 	f.AddTool(&mcp.Tool{Name: "bare", Description: "No annotations."})
 	w := cliStartQuarantined(t, "memory", f, "bare")
-	code, out, stderr := apCLI(t, w, "servers", "approve", "memory")
-	if code != 1 || !apServer(t, w, "memory").Quarantined {
+	code, out, stderr := w.CLI(t, "servers", "approve", "memory")
+	if code != 1 || !w.Server(t, "memory").Quarantined {
 		t.Fatalf("servers approve without an answer: exit %d\n%s\n%s", code, out, stderr)
 	}
 	for _, want := range []string{"about to admit memory and approve 5 tool(s)", "read_value", "read",
@@ -227,11 +227,11 @@ func TestCLIAdmitShowsClasses(t *testing.T) {
 func TestCLIHeldExitVersionCompletion(t *testing.T) {
 	w := cliStartQuarantined(t, "held", fixture.NewServer(fixture.Options{}), fixture.ToolEcho)
 	for _, args := range [][]string{{"tools", "held"}, {"tools", "held", "--json"}, {"review"}, {"review", "held", "--json"}} {
-		if code, out, stderr := apCLI(t, w, args...); code != 3 {
+		if code, out, stderr := w.CLI(t, args...); code != 3 {
 			t.Errorf("warden %s: exit %d, want 3\n%s\n%s", strings.Join(args, " "), code, out, stderr)
 		}
 	}
-	if code, _, stderr := apCLI(t, w, "activity", "--server", "nosuch"); code != 1 || !strings.Contains(stderr, `no server "nosuch"`) {
+	if code, _, stderr := w.CLI(t, "activity", "--server", "nosuch"); code != 1 || !strings.Contains(stderr, `no server "nosuch"`) {
 		t.Errorf("activity --server nosuch: exit %d, %s", code, stderr)
 	}
 

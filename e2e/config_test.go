@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -15,34 +14,16 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/wardenmcp/warden/internal/fixture"
 	"github.com/wardenmcp/warden/internal/testenv"
 	"github.com/wardenmcp/warden/internal/wardentest"
 	"github.com/wardenmcp/warden/upstream"
 )
-
-// lockedBuffer is an io.Writer safe for a child's output and the test.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // Rule 1: `warden serve` refuses a config file that is bad as a whole with
 // exit status 1 and a message naming the file, the field and the fix (not
@@ -115,7 +96,7 @@ func TestServeWithoutConfigFile(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "no-such-dir", "config.json")
 	state := filepath.Join(dir, "state")
-	var stderr lockedBuffer
+	var stderr wardentest.LogBuffer
 	cmd := exec.Command(bin, "serve", "--config", cfg, "--state-dir", state, "--listen", listen)
 	cmd.Stderr = &stderr
 	p := testenv.StartProcess(t, cmd)
@@ -144,74 +125,15 @@ func TestServeWithoutConfigFile(t *testing.T) {
 	}
 }
 
-// events follows /v1/events.
-type events struct {
-	ch chan map[string]any
-}
-
-func followEvents(t *testing.T, w *wardentest.Warden) *events {
+// waitConfig waits for a "config" event with the given result and returns its data.
+func waitConfig(t *testing.T, ev *wardentest.Events, result string, timeout time.Duration) map[string]any {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, w.URL("/v1/events"), nil)
-	req.Header.Set("Authorization", "Bearer "+w.Token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.StatusCode != 200 {
-		t.Fatalf("/v1/events: %s", resp.Status)
-	}
-	e := &events{ch: make(chan map[string]any, 1024)}
-	go func() {
-		defer resp.Body.Close()
-		sc := bufio.NewScanner(resp.Body)
-		sc.Buffer(make([]byte, 64<<10), 4<<20)
-		for sc.Scan() {
-			if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
-				var m map[string]any
-				if json.Unmarshal([]byte(d), &m) == nil {
-					select {
-					case e.ch <- m:
-					default:
-					}
-				}
-			}
-		}
-	}()
-	return e
-}
-
-// waitConfig waits for a "config" event with the given result.
-func (e *events) waitConfig(t *testing.T, result string, timeout time.Duration) map[string]any {
-	t.Helper()
-	deadline := time.After(timeout)
-	for {
-		select {
-		case m := <-e.ch:
-			if m["type"] != "config" {
-				continue
-			}
-			data, _ := m["data"].(map[string]any)
-			if data["result"] == result {
-				return data
-			}
-		case <-deadline:
-			t.Fatalf("no config event with result %q within %s", result, timeout)
-		}
-	}
-}
-
-// writeConfigAtomic replaces the config file the way editors do.
-func writeConfigAtomic(t *testing.T, path string, content []byte) {
-	t.Helper()
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, content, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		t.Fatal(err)
-	}
+	var data map[string]any
+	ev.Await(t, timeout, "a config event with result "+result, func(e wardentest.Event) bool {
+		data = nil
+		return e.Type == "config" && json.Unmarshal(e.Data, &data) == nil && data["result"] == result
+	})
+	return data
 }
 
 func writeServers(t *testing.T, w *wardentest.Warden, servers map[string]any) {
@@ -220,36 +142,16 @@ func writeServers(t *testing.T, w *wardentest.Warden, servers map[string]any) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeConfigAtomic(t, w.ConfigPath, b)
+	wardentest.WriteFileAtomic(t, w.ConfigPath, b, 0o600)
 }
 
-type fixtureStats struct {
-	PID         int   `json:"pid"`
-	Initializes int64 `json:"initializes"`
-}
-
-func readStats(t *testing.T, file string) fixtureStats {
+func readStats(t *testing.T, file string) fixture.Stats {
 	t.Helper()
-	var s fixtureStats
-	b, err := os.ReadFile(file)
-	if err == nil {
-		err = json.Unmarshal(b, &s)
-	}
-	if err != nil {
-		t.Fatalf("fixture stats %s: %v", file, err)
+	s, ok := fixture.ReadStatsFile(file)
+	if !ok {
+		t.Fatalf("fixture stats %s: missing or not JSON", file)
 	}
 	return s
-}
-
-func metricsText(t *testing.T, w *wardentest.Warden) string {
-	t.Helper()
-	resp, err := http.Get(w.URL("/metrics"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return string(b)
 }
 
 // Rule 2: hot reload on file change and on SIGHUP. Added servers start,
@@ -271,12 +173,12 @@ func TestHotReload(t *testing.T) {
 	for name := range servers {
 		w.WaitReady(t, name)
 	}
-	ev := followEvents(t, w)
+	ev := w.FollowEvents(t)
 	keepConn, _ := w.D.Gateway().Conn("keep")
 	keepPID, dropPID, changePID := readPID(t, stats("keep")), readPID(t, stats("drop")), readPID(t, stats("change"))
 	keepInits := readStats(t, stats("keep")).Initializes
 	cs := w.Connect(t, "/mcp", nil)
-	callText(t, cs, "keep__echo", map[string]any{"before": "reload"})
+	wardentest.CallText(t, cs, "keep__echo", map[string]any{"before": "reload"})
 
 	// One edit: add, remove, change, keep.
 	next := map[string]any{
@@ -285,20 +187,20 @@ func TestHotReload(t *testing.T) {
 		"added":  stdio("added"),
 	}
 	writeServers(t, w, next)
-	ev.waitConfig(t, "applied", 10*time.Second)
+	waitConfig(t, ev, "applied", 10*time.Second)
 	w.WaitReady(t, "added")
 	w.WaitReady(t, "change")
 	if _, ok := w.D.Gateway().Conn("drop"); ok {
 		t.Fatal("removed server drop is still connected")
 	}
-	wardentest.WaitFor(t, 10*time.Second, "drop's process to exit", func() bool { return !alive(dropPID) })
-	if !alive(readPID(t, stats("added"))) {
+	wardentest.WaitFor(t, 10*time.Second, "drop's process to exit", func() bool { return !testenv.Alive(dropPID) })
+	if !testenv.Alive(readPID(t, stats("added"))) {
 		t.Fatal("added server's process is not running")
 	}
 	wardentest.WaitFor(t, 10*time.Second, "change to run a new process", func() bool {
 		return readStats(t, stats("change")).PID != changePID
 	})
-	wardentest.WaitFor(t, 10*time.Second, "change's old process to exit", func() bool { return !alive(changePID) })
+	wardentest.WaitFor(t, 10*time.Second, "change's old process to exit", func() bool { return !testenv.Alive(changePID) })
 	assertUntouched := func(when string) {
 		t.Helper()
 		c, ok := w.D.Gateway().Conn("keep")
@@ -309,7 +211,7 @@ func TestHotReload(t *testing.T) {
 			t.Fatalf("%s: keep is %+v, want ready with no reconnects", when, st)
 		}
 		s := readStats(t, stats("keep"))
-		if s.PID != keepPID || !alive(keepPID) || s.Initializes != keepInits {
+		if s.PID != keepPID || !testenv.Alive(keepPID) || s.Initializes != keepInits {
 			t.Fatalf("%s: keep was restarted or reinitialized: pid %d→%d, initializes %d→%d", when, keepPID, s.PID, keepInits, s.Initializes)
 		}
 	}
@@ -317,7 +219,7 @@ func TestHotReload(t *testing.T) {
 
 	// Calls see the new set; the downstream session survived the reload.
 	for _, tool := range []string{"keep__echo", "added__echo", "change__echo"} {
-		callText(t, cs, tool, map[string]any{"after": "reload"})
+		wardentest.CallText(t, cs, tool, map[string]any{"after": "reload"})
 	}
 	if res, err := cs.CallTool(ctxT(t, 20*time.Second), &mcp.CallToolParams{Name: "drop__echo", Arguments: map[string]any{}}); err == nil && !res.IsError {
 		t.Fatal("a removed server's tool still answers")
@@ -327,7 +229,7 @@ func TestHotReload(t *testing.T) {
 	if names := fmt.Sprint(listed); strings.Contains(names, "drop") || !strings.Contains(names, "added") {
 		t.Fatalf("/v1/servers after reload: %v", listed)
 	}
-	m := metricsText(t, w)
+	m := w.Metrics(t)
 	if strings.Contains(m, `server="drop"`) {
 		t.Fatalf("/metrics still reports the removed server drop:\n%s", grepLines(m, `server="drop"`))
 	}
@@ -344,7 +246,7 @@ func TestHotReload(t *testing.T) {
 	}
 	badKeep["keep"] = map[string]any{"command": bin, "callTimeout": "soon"}
 	writeServers(t, w, badKeep)
-	applied := ev.waitConfig(t, "applied", 10*time.Second)
+	applied := waitConfig(t, ev, "applied", 10*time.Second)
 	if e, _ := applied["error.keep"].(string); !strings.Contains(e, "mcpServers.keep.callTimeout") || !strings.Contains(e, w.ConfigPath) {
 		t.Fatalf("config event does not name the file and field of the bad entry: %v", applied)
 	}
@@ -359,8 +261,8 @@ func TestHotReload(t *testing.T) {
 
 	// A file bad as a whole is refused: the running servers keep serving.
 	bad := []byte(fmt.Sprintf(`{"listen": %q, "mcpServers": {"keep": {"command": %q}`, w.Addr, bin))
-	writeConfigAtomic(t, w.ConfigPath, bad)
-	refused := ev.waitConfig(t, "refused", 10*time.Second)
+	wardentest.WriteFileAtomic(t, w.ConfigPath, bad, 0o600)
+	refused := waitConfig(t, ev, "refused", 10*time.Second)
 	if e, _ := refused["error"].(string); !strings.Contains(e, "invalid JSON") || !strings.Contains(e, w.ConfigPath) {
 		t.Fatalf("refused event does not name the file and problem: %v", refused)
 	}
@@ -376,13 +278,13 @@ func TestHotReload(t *testing.T) {
 		t.Fatalf("/v1/status after a refused reload lists %v, want the 3 running servers", st.Servers)
 	}
 	for _, tool := range []string{"keep__echo", "added__echo", "change__echo"} {
-		callText(t, cs, tool, map[string]any{"during": "bad config"})
+		wardentest.CallText(t, cs, tool, map[string]any{"during": "bad config"})
 	}
 	assertUntouched("after a refused reload")
 
 	// Fixing the file clears the error.
 	writeServers(t, w, next)
-	ev.waitConfig(t, "applied", 10*time.Second)
+	waitConfig(t, ev, "applied", 10*time.Second)
 	st.ReloadError = ""
 	w.API(t, "GET", "/v1/status", nil, &st)
 	if st.ReloadError != "" {
@@ -401,11 +303,9 @@ func TestHotReload(t *testing.T) {
 		if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
 			t.Fatal(err)
 		}
-		select {
-		case m := <-ev.ch:
-			data, _ := m["data"].(map[string]any)
-			got = m["type"] == "config" && data["result"] == "applied"
-		case <-time.After(time.Second):
+		if e, ok := ev.Next(time.Second); ok {
+			var data map[string]any
+			got = e.Type == "config" && json.Unmarshal(e.Data, &data) == nil && data["result"] == "applied"
 		}
 	}
 	if !got {
@@ -432,9 +332,9 @@ func TestServersAddRemoveThroughCLI(t *testing.T) {
 	wardenBin := testenv.BuildBinary(t, "./cmd/warden")
 	w := wardentest.Start(t, map[string]any{"first": map[string]any{"command": fixtureBin, "trusted": true}})
 	w.WaitReady(t, "first")
-	ev := followEvents(t, w)
-	writeConfigAtomic(t, w.ConfigPath, []byte(fmt.Sprintf(commentedConfig, w.Addr, fixtureBin)))
-	ev.waitConfig(t, "applied", 10*time.Second)
+	ev := w.FollowEvents(t)
+	wardentest.WriteFileAtomic(t, w.ConfigPath, []byte(fmt.Sprintf(commentedConfig, w.Addr, fixtureBin)), 0o600)
+	waitConfig(t, ev, "applied", 10*time.Second)
 
 	comments := []string{"// Warden config, written by a person.", "// where the daemon listens", "/* the servers */", "// the first one"}
 	checkComments := func(when string) string {
@@ -483,7 +383,7 @@ func TestServersAddRemoveThroughCLI(t *testing.T) {
 		return servers()["second"] == "ready"
 	})
 	cs := w.Connect(t, "/mcp", nil)
-	callText(t, cs, "second__echo", map[string]any{"via": "cli"})
+	wardentest.CallText(t, cs, "second__echo", map[string]any{"via": "cli"})
 
 	cli("servers", "remove", "second")
 	text = checkComments("after servers remove")

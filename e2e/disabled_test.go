@@ -59,7 +59,7 @@ func dsSetDisabled(server string, disabled bool) func(map[string]any) {
 // refusal of code on stderr.
 func dsExpectCLIRefusal(t *testing.T, w *wardentest.Warden, server, tool, code string, mention ...string) {
 	t.Helper()
-	exit, stdout, stderr := apCLI(t, w, "call", server, tool, "--args", `{"key":"k"}`)
+	exit, stdout, stderr := w.CLI(t, "call", server, tool, "--args", `{"key":"k"}`)
 	if exit != 1 || !strings.Contains(stderr, "refused ("+code+")") {
 		t.Fatalf("warden call %s %s: exit %d, want 1 with a %s refusal\nstdout:\n%s\nstderr:\n%s", server, tool, exit, code, stdout, stderr)
 	}
@@ -113,9 +113,9 @@ func TestDisabledHTTPServer(t *testing.T) {
 	notes := newAPNotes()
 	agg := w.Connect(t, "/mcp", notes.options())
 	wardentest.WaitFor(t, 10*time.Second, "/mcp to list up's 4 tools", func() bool {
-		return len(dsWithPrefix(apList(t, agg), "up__")) == 4
+		return len(dsWithPrefix(wardentest.SortedToolNames(t, agg), "up__")) == 4
 	})
-	callText(t, agg, "up__echo", map[string]any{"before": "disable"})
+	wardentest.CallText(t, agg, "up__echo", map[string]any{"before": "disable"})
 	if got := dsSessionServers(t, w); !slices.Contains(got, "up") {
 		t.Fatalf("/v1/sessions = %v before disabling, want a record of up", got)
 	}
@@ -126,7 +126,7 @@ func TestDisabledHTTPServer(t *testing.T) {
 
 	// Disable it.
 	notes.quiet()
-	apReload(t, w, dsSetDisabled("up", true))
+	w.Reload(t, dsSetDisabled("up", true))
 	wardentest.WaitFor(t, 20*time.Second, "up's session to be DELETEd", func() bool { return f.HTTP().Deletes() == 1 })
 	if got := f.HTTP().DeletedSessions(); !slices.Equal(got, []string{sid}) {
 		t.Fatalf("DELETE named sessions %v, want [%s]", got, sid)
@@ -137,11 +137,11 @@ func TestDisabledHTTPServer(t *testing.T) {
 	if got := dsSessionServers(t, w); slices.Contains(got, "up") || !slices.Contains(got, "other") {
 		t.Fatalf("/v1/sessions = %v after disabling up, want other's record only", got)
 	}
-	if s := apServer(t, w, "up"); !s.Disabled {
+	if s := w.Server(t, "up"); !s.Disabled {
 		t.Fatalf("GET /v1/servers/up = %+v, want disabled", s)
 	}
 	qtListAfterNotes(t, agg, notes, "disabling up", func(names []string) bool { return len(dsWithPrefix(names, "up__")) == 0 })
-	if got := dsWithPrefix(apList(t, agg), "other__"); len(got) != 4 {
+	if got := dsWithPrefix(wardentest.SortedToolNames(t, agg), "other__"); len(got) != 4 {
 		t.Fatalf("/mcp lists %v of other after disabling up, want its 4 tools", got)
 	}
 	calls := f.Calls(fixture.ToolEcho)
@@ -152,21 +152,21 @@ func TestDisabledHTTPServer(t *testing.T) {
 	}
 	// Nothing is sent to a disabled server (the DELETE was the last request).
 	mark := len(f.HTTP().Requests())
-	callText(t, agg, "other__echo", map[string]any{"while": "disabled"})
+	wardentest.CallText(t, agg, "other__echo", map[string]any{"while": "disabled"})
 	if reqs := f.HTTP().Requests()[mark:]; len(reqs) != 0 {
 		t.Fatalf("the disabled upstream got %d requests, first %+v", len(reqs), reqs[0])
 	}
 
 	// Enable it again: a fresh session, tools back, calls answered.
 	notes.quiet()
-	apReload(t, w, dsSetDisabled("up", false))
+	w.Reload(t, dsSetDisabled("up", false))
 	w.WaitReady(t, "up")
 	qtListAfterNotes(t, agg, notes, "enabling up", func(names []string) bool { return len(dsWithPrefix(names, "up__")) == 4 })
-	if got := callText(t, agg, "up__echo", map[string]any{"after": "enable"}); !strings.Contains(got, "enable") {
+	if got := wardentest.CallText(t, agg, "up__echo", map[string]any{"after": "enable"}); !strings.Contains(got, "enable") {
 		t.Fatalf("up__echo after enabling = %q", got)
 	}
 	one := w.Connect(t, "/mcp/up", nil)
-	if got := apList(t, one); len(got) != 4 {
+	if got := wardentest.SortedToolNames(t, one); len(got) != 4 {
 		t.Fatalf("/mcp/up after enabling lists %v, want 4 tools", got)
 	}
 	if n := f.Initializes(); n != 2 {
@@ -189,7 +189,7 @@ func TestDisabledHTTPServer(t *testing.T) {
 	if n := f.HTTP().Deletes(); n != 1 {
 		t.Fatalf("a clean stop sent a DELETE (%d in all), want the session kept", n)
 	}
-	apEditConfig(t, w.ConfigPath, dsSetDisabled("up", true))
+	wardentest.EditConfig(t, w.ConfigPath, dsSetDisabled("up", true))
 	mark = len(f.HTTP().Requests())
 	w = wardentest.StartWith(t, w.ConfigPath, w.StateDir)
 	w.WaitReady(t, "other")
@@ -201,7 +201,7 @@ func TestDisabledHTTPServer(t *testing.T) {
 		t.Fatalf("/v1/sessions = %v after a start with up disabled", got)
 	}
 	agg = w.Connect(t, "/mcp", nil)
-	if got := apList(t, agg); len(dsWithPrefix(got, "up__")) != 0 || len(dsWithPrefix(got, "other__")) != 4 {
+	if got := wardentest.SortedToolNames(t, agg); len(dsWithPrefix(got, "up__")) != 0 || len(dsWithPrefix(got, "other__")) != 4 {
 		t.Fatalf("/mcp lists %v with up disabled from the start", got)
 	}
 	dsExpectCLIRefusal(t, w, "up", fixture.ToolEcho, "UPSTREAM_UNAVAILABLE")
@@ -230,11 +230,11 @@ func TestDisabledCallRefusedOnMCP(t *testing.T) {
 	apWaitTool(t, w, "up", fixture.ToolEcho, "baselined", apStatusIs(approval.StatusApproved))
 	agg := w.Connect(t, "/mcp", nil)
 	wardentest.WaitFor(t, 10*time.Second, "/mcp to list up's tools", func() bool {
-		return slices.Contains(apList(t, agg), "up__echo")
+		return slices.Contains(wardentest.SortedToolNames(t, agg), "up__echo")
 	})
-	apReload(t, w, dsSetDisabled("up", true))
+	w.Reload(t, dsSetDisabled("up", true))
 	wardentest.WaitFor(t, 10*time.Second, "up's tools to leave /mcp", func() bool {
-		return len(dsWithPrefix(apList(t, agg), "up__")) == 0
+		return len(dsWithPrefix(wardentest.SortedToolNames(t, agg), "up__")) == 0
 	})
 	calls := f.Calls(fixture.ToolEcho)
 	// `warden call`, which runs "the same policy as agents", refuses it.
@@ -243,9 +243,9 @@ func TestDisabledCallRefusedOnMCP(t *testing.T) {
 	if err != nil {
 		t.Fatalf("call up__echo on /mcp after disabling up: protocol error %v; want the policy refusal (isError, UPSTREAM_UNAVAILABLE, saying the server is disabled) that warden call gives", err)
 	}
-	if !res.IsError || client.Refusal(res) != "UPSTREAM_UNAVAILABLE" || !strings.Contains(resultText(res), "disabled") {
+	if !res.IsError || client.Refusal(res) != "UPSTREAM_UNAVAILABLE" || !strings.Contains(wardentest.ResultText(res), "disabled") {
 		t.Fatalf("call up__echo on /mcp after disabling up: isError=%v code=%q text=%q; want an UPSTREAM_UNAVAILABLE refusal saying the server is disabled",
-			res.IsError, client.Refusal(res), resultText(res))
+			res.IsError, client.Refusal(res), wardentest.ResultText(res))
 	}
 	if f.Calls(fixture.ToolEcho) != calls {
 		t.Fatal("a call to the disabled server reached the upstream")
@@ -272,28 +272,28 @@ func TestDisabledStdioServer(t *testing.T) {
 	w.WaitReady(t, "other")
 	apWaitTool(t, w, "local", fixture.ToolEcho, "baselined", apStatusIs(approval.StatusApproved))
 	pid := readPID(t, stats)
-	if !alive(pid) {
+	if !testenv.Alive(pid) {
 		t.Fatalf("local's process %d is not running", pid)
 	}
 
 	notes := newAPNotes()
 	agg := w.Connect(t, "/mcp", notes.options())
 	wardentest.WaitFor(t, 10*time.Second, "/mcp to list local's 4 tools", func() bool {
-		return len(dsWithPrefix(apList(t, agg), "local__")) == 4
+		return len(dsWithPrefix(wardentest.SortedToolNames(t, agg), "local__")) == 4
 	})
-	callText(t, agg, "local__echo", map[string]any{"before": "disable"})
+	wardentest.CallText(t, agg, "local__echo", map[string]any{"before": "disable"})
 
 	notes.quiet()
-	apReload(t, w, dsSetDisabled("local", true))
-	wardentest.WaitFor(t, 10*time.Second, "local's process to exit", func() bool { return !alive(pid) })
+	w.Reload(t, dsSetDisabled("local", true))
+	wardentest.WaitFor(t, 10*time.Second, "local's process to exit", func() bool { return !testenv.Alive(pid) })
 	if _, ok := w.D.Gateway().Conn("local"); ok {
 		t.Fatal("the disabled server is still connected")
 	}
-	if s := apServer(t, w, "local"); !s.Disabled {
+	if s := w.Server(t, "local"); !s.Disabled {
 		t.Fatalf("GET /v1/servers/local = %+v, want disabled", s)
 	}
 	qtListAfterNotes(t, agg, notes, "disabling local", func(names []string) bool { return len(dsWithPrefix(names, "local__")) == 0 })
-	if got := dsWithPrefix(apList(t, agg), "other__"); len(got) != 4 {
+	if got := dsWithPrefix(wardentest.SortedToolNames(t, agg), "other__"); len(got) != 4 {
 		t.Fatalf("/mcp lists %v of other after disabling local", got)
 	}
 	if got := dsSessionServers(t, w); slices.Contains(got, "local") {
@@ -307,30 +307,30 @@ func TestDisabledStdioServer(t *testing.T) {
 
 	// Enable it again: a new child, tools back.
 	notes.quiet()
-	apReload(t, w, dsSetDisabled("local", false))
+	w.Reload(t, dsSetDisabled("local", false))
 	w.WaitReady(t, "local")
 	var pid2 int
 	wardentest.WaitFor(t, 10*time.Second, "a new process of local", func() bool {
 		pid2 = readPID(t, stats)
-		return pid2 != pid && alive(pid2)
+		return pid2 != pid && testenv.Alive(pid2)
 	})
 	qtListAfterNotes(t, agg, notes, "enabling local", func(names []string) bool { return len(dsWithPrefix(names, "local__")) == 4 })
-	if got := callText(t, agg, "local__echo", map[string]any{"after": "enable"}); !strings.Contains(got, "enable") {
+	if got := wardentest.CallText(t, agg, "local__echo", map[string]any{"after": "enable"}); !strings.Contains(got, "enable") {
 		t.Fatalf("local__echo after enabling = %q", got)
 	}
 
 	// Disabled in the config at start: never run.
 	agg.Close()
 	w.Stop()
-	wardentest.WaitFor(t, 10*time.Second, "local's process to exit with Warden", func() bool { return !alive(pid2) })
+	wardentest.WaitFor(t, 10*time.Second, "local's process to exit with Warden", func() bool { return !testenv.Alive(pid2) })
 	if err := os.Remove(stats); err != nil {
 		t.Fatal(err)
 	}
-	apEditConfig(t, w.ConfigPath, dsSetDisabled("local", true))
+	wardentest.EditConfig(t, w.ConfigPath, dsSetDisabled("local", true))
 	w = wardentest.StartWith(t, w.ConfigPath, w.StateDir)
 	w.WaitReady(t, "other")
 	agg = w.Connect(t, "/mcp", nil)
-	if got := apList(t, agg); len(dsWithPrefix(got, "local__")) != 0 || len(dsWithPrefix(got, "other__")) != 4 {
+	if got := wardentest.SortedToolNames(t, agg); len(dsWithPrefix(got, "local__")) != 0 || len(dsWithPrefix(got, "other__")) != 4 {
 		t.Fatalf("/mcp lists %v with local disabled from the start", got)
 	}
 	dsExpectCLIRefusal(t, w, "local", fixture.ToolEcho, "UPSTREAM_UNAVAILABLE")

@@ -56,9 +56,9 @@ func TestErasTranslate(t *testing.T) {
 			t.Fatalf("%s: %v", tool, err)
 		}
 		if res.IsError {
-			t.Fatalf("%s: %s", tool, resultText(res))
+			t.Fatalf("%s: %s", tool, wardentest.ResultText(res))
 		}
-		return resultText(res)
+		return wardentest.ResultText(res)
 	}
 
 	t.Run("2026 client, 2025 upstream", func(t *testing.T) {

@@ -29,55 +29,14 @@ func readPID(t *testing.T, statsFile string) int {
 	t.Helper()
 	var pid int
 	wardentest.WaitFor(t, 20*time.Second, "fixture stats file", func() bool {
-		b, err := os.ReadFile(statsFile)
-		if err != nil {
-			return false
-		}
-		var s struct{ PID int }
-		if json.Unmarshal(b, &s) != nil || s.PID == 0 {
-			return false
-		}
+		s, ok := fixture.ReadStatsFile(statsFile)
 		pid = s.PID
-		return true
+		return ok && pid != 0
 	})
 	return pid
 }
 
-func alive(pid int) bool {
-	if syscall.Kill(pid, 0) != nil {
-		return false
-	}
-	// A zombie is dead for our purposes.
-	b, err := os.ReadFile(filepath.Join("/proc", itoa(pid), "stat"))
-	if err != nil {
-		return false
-	}
-	fields := strings.Fields(string(b))
-	return len(fields) > 2 && fields[2] != "Z"
-}
-
 func itoa(n int) string { return strconv.Itoa(n) }
-
-func callResult(t *testing.T, cs *mcp.ClientSession, name string, args any) *mcp.CallToolResult {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
-	if err != nil {
-		t.Fatalf("call %s: %v", name, err)
-	}
-	return res
-}
-
-func resultText(res *mcp.CallToolResult) string {
-	var b strings.Builder
-	for _, c := range res.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			b.WriteString(tc.Text)
-		}
-	}
-	return b.String()
-}
 
 // A stdio upstream killed mid-session is reconnected, and the other server
 // keeps answering meanwhile.
@@ -91,19 +50,19 @@ func TestKilledStdioUpstreamReconnects(t *testing.T) {
 	w.WaitReady(t, "local")
 	w.WaitReady(t, "remote")
 	cs := w.Connect(t, "/mcp", nil)
-	callText(t, cs, "local__echo", map[string]any{"x": 1})
+	wardentest.CallText(t, cs, "local__echo", map[string]any{"x": 1})
 
 	pid := readPID(t, stats)
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	// The other server answers while local is down or reconnecting.
-	callText(t, cs, "remote__echo", map[string]any{"during": "outage"})
+	wardentest.CallText(t, cs, "remote__echo", map[string]any{"during": "outage"})
 	wardentest.WaitFor(t, 30*time.Second, "local to reconnect with a new process", func() bool {
 		c, _ := w.D.Gateway().Conn("local")
 		return c.Status().State == "ready" && c.Status().Reconnects >= 1
 	})
-	if got := callText(t, cs, "local__echo", map[string]any{"after": "restart"}); !strings.Contains(got, "restart") {
+	if got := wardentest.CallText(t, cs, "local__echo", map[string]any{"after": "restart"}); !strings.Contains(got, "restart") {
 		t.Fatalf("echo after reconnect = %q", got)
 	}
 	if newPID := readPID(t, stats); newPID == pid {
@@ -121,9 +80,9 @@ func TestHangingCallFailsAtCallTimeout(t *testing.T) {
 	w.WaitReady(t, "slow")
 	cs := w.Connect(t, "/mcp/slow", nil)
 	start := time.Now()
-	res := callResult(t, cs, "read_value", map[string]any{"key": "k", "sleep_ms": 20000})
-	if !res.IsError || !strings.Contains(resultText(res), "timed out after 300ms") || !strings.Contains(resultText(res), "callTimeout") {
-		t.Fatalf("want an error naming the 300ms callTimeout, got isError=%v %q", res.IsError, resultText(res))
+	res := wardentest.CallResult(t, cs, "read_value", map[string]any{"key": "k", "sleep_ms": 20000})
+	if !res.IsError || !strings.Contains(wardentest.ResultText(res), "timed out after 300ms") || !strings.Contains(wardentest.ResultText(res), "callTimeout") {
+		t.Fatalf("want an error naming the 300ms callTimeout, got isError=%v %q", res.IsError, wardentest.ResultText(res))
 	}
 	if time.Since(start) > 10*time.Second {
 		t.Fatalf("call was not cut at callTimeout: took %s", time.Since(start))
@@ -149,7 +108,8 @@ func TestGarbageUpstreamRetriedWithBackoff(t *testing.T) {
 	})
 	// Attempt k comes at least 100ms·(2^(k-1)-1) after the first (each
 	// delay is at least half of 200ms doubled per failure): a retry loop
-	// without backoff makes many more.
+	// without backoff makes many more. A sleep: the window attempts are
+	// counted in.
 	time.Sleep(time.Second)
 	w.API(t, "GET", "/v1/servers/junk", nil, &st)
 	bound := 1 + int(math.Log2(float64(time.Since(start))/float64(100*time.Millisecond)+1))
@@ -163,9 +123,9 @@ func TestGarbageUpstreamRetriedWithBackoff(t *testing.T) {
 		t.Fatalf("error should say the initialize failed, got %q", st.Connection.Error)
 	}
 	cs := w.Connect(t, "/mcp/junk", nil)
-	res := callResult(t, cs, "echo", map[string]any{})
+	res := wardentest.CallResult(t, cs, "echo", map[string]any{})
 	if !res.IsError {
-		t.Fatalf("a call to a broken upstream must fail, got %q", resultText(res))
+		t.Fatalf("a call to a broken upstream must fail, got %q", wardentest.ResultText(res))
 	}
 }
 
@@ -189,40 +149,15 @@ func TestNoOrphansAfterKill9(t *testing.T) {
 	}
 	warden := testenv.StartProcess(t, exec.Command(testenv.BuildBinary(t, "./cmd/warden"), "serve", "--config", cfg, "--state-dir", filepath.Join(dir, "state")))
 	readPID(t, stats) // the fixture runs (its PID is its namespace's: find it by its command line)
-	if len(processesMentioning(stats)) != 2 {
-		t.Fatalf("want sh and the fixture running, got pids %v", processesMentioning(stats))
+	if len(testenv.ProcessesMentioning(stats)) != 2 {
+		t.Fatalf("want sh and the fixture running, got pids %v", testenv.ProcessesMentioning(stats))
 	}
 	if err := warden.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	wardentest.WaitFor(t, 10*time.Second, "the stdio server's process tree to die with warden", func() bool {
-		return len(processesMentioning(stats)) == 0
+		return len(testenv.ProcessesMentioning(stats)) == 0
 	})
-}
-
-// processesMentioning lists live pids whose command line contains s.
-func processesMentioning(s string) []int {
-	var pids []int
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid := atoi(e.Name())
-		if pid <= 0 {
-			continue
-		}
-		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err == nil && strings.Contains(string(cmdline), s) && alive(pid) {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
-}
-
-func atoi(s string) int {
-	n, err := strconv.Atoi(s)
-	if err != nil {
-		return -1
-	}
-	return n
 }
 
 // A server's calls in flight are bounded (32 by default): the rest wait
@@ -268,8 +203,8 @@ func TestConcurrencyBoundedPerServer(t *testing.T) {
 	for range calls {
 		go func() {
 			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "busy__hold"})
-			if err == nil && (res.IsError || resultText(res) != "released") {
-				err = fmt.Errorf("answer %q (isError %v)", resultText(res), res.IsError)
+			if err == nil && (res.IsError || wardentest.ResultText(res) != "released") {
+				err = fmt.Errorf("answer %q (isError %v)", wardentest.ResultText(res), res.IsError)
 			}
 			errs <- err
 		}()
@@ -280,7 +215,7 @@ func TestConcurrencyBoundedPerServer(t *testing.T) {
 		return inFlight >= 32
 	})
 	// The other server answers meanwhile.
-	callText(t, cs, "other__echo", map[string]any{"while": "busy"})
+	wardentest.CallText(t, cs, "other__echo", map[string]any{"while": "busy"})
 	time.Sleep(300 * time.Millisecond) // long enough for a 33rd call to arrive, were it let through
 	mu.Lock()
 	got := most
@@ -304,7 +239,7 @@ func TestRequestSizeBounded(t *testing.T) {
 	w := wardentest.Start(t, map[string]any{"s": map[string]any{"url": up.Serve(t), "trusted": true}})
 	w.WaitReady(t, "s")
 	cs := w.Connect(t, "/mcp/s", nil)
-	callText(t, cs, "echo", map[string]any{"small": true})
+	wardentest.CallText(t, cs, "echo", map[string]any{"small": true})
 	before := up.Calls("echo")
 
 	big := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"blob":"` +
@@ -332,5 +267,5 @@ func TestRequestSizeBounded(t *testing.T) {
 	if n := up.Calls("echo"); n != before {
 		t.Fatalf("the upstream saw %d echo calls after the refused ones, want none", n-before)
 	}
-	callText(t, cs, "echo", map[string]any{"after": "refusal"})
+	wardentest.CallText(t, cs, "echo", map[string]any{"after": "refusal"})
 }

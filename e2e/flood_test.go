@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -29,7 +28,7 @@ func TestNotificationFlood(t *testing.T) {
 	w := wardentest.Start(t, map[string]any{
 		"flood": map[string]any{"command": bin, "args": []string{"-flood", "-1", "-flood-size", "4096"}, "trusted": true},
 	})
-	events := subscribeEvents(t, w)
+	events := w.FollowEvents(t)
 	w.WaitReady(t, "flood")
 
 	start := time.Now()
@@ -57,12 +56,12 @@ func TestNotificationFlood(t *testing.T) {
 	})
 	var m string
 	wardentest.WaitFor(t, 60*time.Second, "drops for flooding and for the client that does not read", func() bool {
-		m = metricsText(t, w)
-		return metricValue(m, `warden_notifications_dropped_total{reason="flood",server="flood"}`) > 0 &&
-			metricValue(m, `warden_notifications_dropped_total{reason="slow_client",server="flood"}`) > 0
+		m = w.Metrics(t)
+		return wardentest.MetricValue(m, `warden_notifications_dropped_total{reason="flood",server="flood"}`) > 0 &&
+			wardentest.MetricValue(m, `warden_notifications_dropped_total{reason="slow_client",server="flood"}`) > 0
 	})
 	sessions := len(clients) + 1
-	if q := metricValue(m, "warden_client_notifications_queued"); q < 0 || q > float64(256*sessions) {
+	if q := wardentest.MetricValue(m, "warden_client_notifications_queued"); q < 0 || q > float64(256*sessions) {
 		t.Fatalf("%v notifications queued toward %d client sessions; at most %d expected:\n%s", q, sessions, 256*sessions, grepLines(m, "warden_"))
 	}
 
@@ -75,7 +74,7 @@ func TestNotificationFlood(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("/healthz during a flood: %s", resp.Status)
 	}
-	if res := callResult(t, clients[0], "flood__"+fixture.ToolEcho, map[string]any{"payload": "still here"}); res.IsError || !strings.Contains(resultText(res), "still here") {
+	if res := wardentest.CallResult(t, clients[0], "flood__"+fixture.ToolEcho, map[string]any{"payload": "still here"}); res.IsError || !strings.Contains(wardentest.ResultText(res), "still here") {
 		t.Fatalf("a call during a flood: %+v", res)
 	}
 	select {
@@ -90,18 +89,6 @@ func TestNotificationFlood(t *testing.T) {
 			t.Fatalf("client %d got %d log messages in %v; the server's rate allows at most %.0f", i, n, time.Since(start), limit)
 		}
 	}
-}
-
-// metricValue is the value of the sample named (with its labels) in a
-// /metrics text, or 0.
-func metricValue(text, sample string) float64 {
-	for line := range strings.SplitSeq(text, "\n") {
-		if v, ok := strings.CutPrefix(line, sample+" "); ok {
-			f, _ := strconv.ParseFloat(v, 64)
-			return f
-		}
-	}
-	return 0
 }
 
 // stuckClient opens a session at log level info on url and its event

@@ -181,13 +181,7 @@ func (d *hsDaemon) expectRefused(n int, methods ...string) {
 
 func (d *hsDaemon) connect(opts *mcp.ClientOptions) *mcp.ClientSession {
 	d.t.Helper()
-	c := mcp.NewClient(&mcp.Implementation{Name: "hostile-test", Version: "1"}, opts)
-	cs, err := c.Connect(ctxT(d.t, 20*time.Second), &mcp.StreamableClientTransport{Endpoint: "http://" + d.addr + "/mcp"}, wardentest.Session2025)
-	if err != nil {
-		d.t.Fatal(err)
-	}
-	d.t.Cleanup(func() { cs.Close() })
-	return cs
+	return wardentest.ConnectURL(d.t, "http://"+d.addr+"/mcp", opts, nil)
 }
 
 // work calls the normal server's tool and returns once it is running; the
@@ -227,7 +221,7 @@ func hsCall(ctx context.Context, cs *mcp.ClientSession, name string, args any, t
 	go func() {
 		res, err := cs.CallTool(ctx, p)
 		if err == nil && res.IsError {
-			err = fmt.Errorf("isError: %s", resultText(res))
+			err = fmt.Errorf("isError: %s", wardentest.ResultText(res))
 		}
 		done <- err
 	}()

@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,6 +10,7 @@ import (
 	"time"
 
 	"github.com/wardenmcp/warden/internal/testenv"
+	"github.com/wardenmcp/warden/internal/wardentest"
 )
 
 // cliEnv is the environment of a CLI run that is told nothing about the
@@ -26,22 +25,6 @@ func cliEnv(t *testing.T) []string {
 		}
 	}
 	return append(env, "HOME="+home)
-}
-
-// runWarden runs the warden binary with env and returns its exit status
-// and output.
-func runWarden(t *testing.T, bin string, env []string, args ...string) (code int, stdout, stderr string) {
-	t.Helper()
-	cmd := exec.Command(bin, args...)
-	cmd.Env = env
-	var o, e bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &o, &e
-	err := cmd.Run()
-	var ee *exec.ExitError
-	if err != nil && !errors.As(err, &ee) {
-		t.Fatalf("warden %s: %v", strings.Join(args, " "), err)
-	}
-	return cmd.ProcessState.ExitCode(), o.String(), e.String()
 }
 
 // Items 3, 7 and 9 of issue 12, with the real binary:
@@ -80,27 +63,23 @@ func TestBadEntriesAffectOnlyThemselves(t *testing.T) {
 
 	cli := func(args ...string) (int, string, string) {
 		t.Helper()
-		return runWarden(t, bin, env, append([]string{"--config", cfg}, args...)...)
+		return testenv.Run(t, bin, env, append([]string{"--config", cfg}, args...)...)
 	}
 	var out string
 	wait := func(what string, args []string, want ...string) {
 		t.Helper()
-		deadline := time.Now().Add(20 * time.Second)
-		for {
-			var code int
-			var stderr string
+		var code int
+		var stderr string
+		ok := wardentest.Poll(20*time.Second, func() bool {
 			code, out, stderr = cli(args...)
 			ok := code == 0
 			for _, w := range want {
 				ok = ok && strings.Contains(out, w)
 			}
-			if ok {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: warden %s: exit %d\nstdout:\n%s\nstderr:\n%s", what, strings.Join(args, " "), code, out, stderr)
-			}
-			time.Sleep(50 * time.Millisecond)
+			return ok
+		})
+		if !ok {
+			t.Fatalf("%s: warden %s: exit %d\nstdout:\n%s\nstderr:\n%s", what, strings.Join(args, " "), code, out, stderr)
 		}
 	}
 	wait("status without --state-dir, the good server ready", []string{"status"}, "good", "ready")
@@ -179,7 +158,7 @@ func TestHostFilesWorkAsTheyAre(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := cliEnv(t)
-	var log lockedBuffer
+	var log wardentest.LogBuffer
 	serve := exec.Command(bin, "serve", "--config", cfg, "--state-dir", filepath.Join(dir, "state"), "--listen", listen)
 	serve.Env, serve.Stderr = env, &log
 	testenv.StartProcess(t, serve)
@@ -188,21 +167,16 @@ func TestHostFilesWorkAsTheyAre(t *testing.T) {
 		t.Errorf("the log lacks %q:\n%s", want, log.String())
 	}
 
-	code, out, stderr := runWarden(t, bin, env, "--config", cfg, "import", cline)
+	code, out, stderr := testenv.Run(t, bin, env, "--config", cfg, "import", cline)
 	if code != 0 || !strings.Contains(out, "imported cl from "+cline) || !strings.Contains(out, "the running warden loaded the change") ||
 		!strings.Contains(stderr, "mcpServers.cl.autoApprove (line 1): ignored: Cline's list of tools it calls without asking") {
 		t.Fatalf("import: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		code, out, stderr = runWarden(t, bin, env, "--config", cfg, "servers")
-		if code == 0 && strings.Count(out, "ready") == 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("servers: exit %d\n%s\n%s\n%s", code, out, stderr, log.String())
-		}
-		time.Sleep(50 * time.Millisecond)
+	if !wardentest.Poll(20*time.Second, func() bool {
+		code, out, stderr = testenv.Run(t, bin, env, "--config", cfg, "servers")
+		return code == 0 && strings.Count(out, "ready") == 2
+	}) {
+		t.Fatalf("servers: exit %d\n%s\n%s\n%s", code, out, stderr, log.String())
 	}
 	if data, _ := os.ReadFile(cfg); !strings.Contains(string(data), `"cl": {`) || strings.Contains(string(data), "mcpServers") {
 		t.Fatalf("the import did not go into VS Code's \"servers\":\n%s", data)

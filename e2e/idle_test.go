@@ -43,6 +43,7 @@ func TestIdleClientSessionsAreClosed(t *testing.T) {
 			t.Fatalf("first call: %v", err)
 		}
 	}
+	// The sleep paces a session in use for 2s, past the idle timeout.
 	for end := time.Now().Add(2 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
 		if err := call(busy); err != nil {
 			t.Fatalf("a session in use was closed: %v\n%s", err, w.Logs)

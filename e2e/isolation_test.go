@@ -112,8 +112,8 @@ func TestIsolationHostileServer(t *testing.T) {
 			})
 			// Hand the intruder the token and Warden's PID, as if it had
 			// learnt them some other way.
-			isoWriteFile(t, stolen, w.token())
-			isoWriteFile(t, pidFile, strconv.Itoa(w.proc.PID()))
+			wardentest.WriteFileAtomic(t, stolen, []byte(w.token()), 0o644)
+			wardentest.WriteFileAtomic(t, pidFile, []byte(strconv.Itoa(w.proc.PID())), 0o644)
 
 			var got map[string]isoOutcome
 			wardentest.WaitFor(t, 30*time.Second, "the intruder's report", func() bool {
@@ -137,7 +137,7 @@ func TestIsolationHostileServer(t *testing.T) {
 			if code := w.api("POST", "/v1/servers/intruder/approve", nil); code != http.StatusOK {
 				t.Fatalf("operator approve: %d", code)
 			}
-			cs := isoConnect(t, "http://"+listen+"/mcp/intruder")
+			cs := wardentest.ConnectURL(t, "http://"+listen+"/mcp/intruder", nil, nil)
 			var res *mcp.CallToolResult
 			wardentest.WaitFor(t, 20*time.Second, "the approved intruder to be callable", func() bool {
 				r, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "attempt", Arguments: map[string]any{}})
@@ -170,27 +170,6 @@ func isoStartAt(t *testing.T, dir, listen string, servers map[string]any, env ..
 	w.proc = testenv.StartProcess(t, cmd)
 	testenv.WaitHTTP(t, "http://"+w.listen+"/healthz", 20*time.Second)
 	return w
-}
-
-func isoWriteFile(t *testing.T, path, content string) {
-	t.Helper()
-	if err := os.WriteFile(path+".tmp", []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(path+".tmp", path); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func isoConnect(t *testing.T, url string) *mcp.ClientSession {
-	t.Helper()
-	c := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil)
-	cs, err := c.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: url}, wardentest.Session2025)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cs.Close() })
-	return cs
 }
 
 // isoCheck wants every attempt to have failed, or with wantOK every one to
@@ -236,12 +215,12 @@ func TestKill9LeavesNoProcess(t *testing.T) {
 			for trial := range tc.trials {
 				dir := t.TempDir()
 				w := isoStart(t, dir, servers, "WARDEN_ISOLATION="+tc.isolation)
-				var tree []procID
+				var tree []testenv.Proc
 				wardentest.WaitFor(t, 20*time.Second, "both servers and their grandchildren", func() bool {
-					tree = descendants(w.proc.PID())
+					tree = testenv.Descendants(w.proc.PID())
 					var n int
 					for _, p := range tree {
-						if p.what == "sleep 1001" || p.what == "sleep 1002" {
+						if p.What == "sleep 1001" || p.What == "sleep 1002" {
 							n++
 						}
 					}
@@ -253,11 +232,8 @@ func TestKill9LeavesNoProcess(t *testing.T) {
 				<-w.proc.Done()
 				deadline := time.Now().Add(10 * time.Second)
 				for _, p := range tree {
-					for p.alive() && time.Now().Before(deadline) {
-						time.Sleep(10 * time.Millisecond)
-					}
-					if p.alive() {
-						t.Fatalf("trial %d: %q (pid %d) outlived kill -9 of Warden", trial, p.what, p.pid)
+					if !wardentest.Poll(time.Until(deadline), func() bool { return !p.Alive() }) {
+						t.Fatalf("trial %d: %q (pid %d) outlived kill -9 of Warden", trial, p.What, p.PID)
 					}
 				}
 				w.proc.Stop()
@@ -278,7 +254,7 @@ func TestReferenceServersUnderIsolation(t *testing.T) {
 		if err := os.Mkdir(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		isoWriteFile(t, filepath.Join(d, "note.txt"), "hello from "+filepath.Base(d))
+		wardentest.WriteFileAtomic(t, filepath.Join(d, "note.txt"), []byte("hello from "+filepath.Base(d)), 0o644)
 	}
 	node, nodeDir := testenv.Node22(t), testenv.NodeDir(t)
 	fs := func(sandbox map[string]any) map[string]any {
@@ -299,7 +275,7 @@ func TestReferenceServersUnderIsolation(t *testing.T) {
 	})
 	call := func(server, tool string, args map[string]any) *mcp.CallToolResult {
 		t.Helper()
-		cs := isoConnect(t, "http://"+listen+"/mcp/"+server)
+		cs := wardentest.ConnectURL(t, "http://"+listen+"/mcp/"+server, nil, nil)
 		var res *mcp.CallToolResult
 		wardentest.WaitFor(t, 60*time.Second, server+" to answer "+tool, func() bool {
 			r, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: tool, Arguments: args})
@@ -315,28 +291,28 @@ func TestReferenceServersUnderIsolation(t *testing.T) {
 		return res
 	}
 	if r := call("memory", "create_entities", map[string]any{"entities": []any{map[string]any{"name": "w", "entityType": "t", "observations": []string{"o"}}}}); r.IsError {
-		t.Fatalf("memory: %s", resultText(r))
+		t.Fatalf("memory: %s", wardentest.ResultText(r))
 	}
-	if r := call("everything", "echo", map[string]any{"message": "hi"}); r.IsError || !strings.Contains(resultText(r), "hi") {
-		t.Fatalf("everything echo: %s", resultText(r))
+	if r := call("everything", "echo", map[string]any{"message": "hi"}); r.IsError || !strings.Contains(wardentest.ResultText(r), "hi") {
+		t.Fatalf("everything echo: %s", wardentest.ResultText(r))
 	}
 	read := func(server, path string) *mcp.CallToolResult {
 		return call(server, "read_text_file", map[string]any{"path": path})
 	}
-	if r := read("fs", filepath.Join(allowed, "note.txt")); r.IsError || !strings.Contains(resultText(r), "hello from allowed") {
-		t.Fatalf("fs, allowed dir: %s", resultText(r))
+	if r := read("fs", filepath.Join(allowed, "note.txt")); r.IsError || !strings.Contains(wardentest.ResultText(r), "hello from allowed") {
+		t.Fatalf("fs, allowed dir: %s", wardentest.ResultText(r))
 	}
 	if r := call("fs", "write_file", map[string]any{"path": filepath.Join(allowed, "new.txt"), "content": "x"}); r.IsError {
-		t.Fatalf("fs, write in allowed dir: %s", resultText(r))
+		t.Fatalf("fs, write in allowed dir: %s", wardentest.ResultText(r))
 	}
-	if r := read("fs", filepath.Join(other, "note.txt")); !r.IsError || strings.Contains(resultText(r), "hello") {
-		t.Fatalf("fs read outside its sandbox's paths: %s", resultText(r))
+	if r := read("fs", filepath.Join(other, "note.txt")); !r.IsError || strings.Contains(wardentest.ResultText(r), "hello") {
+		t.Fatalf("fs read outside its sandbox's paths: %s", wardentest.ResultText(r))
 	}
-	if r := read("fsopen", filepath.Join(other, "note.txt")); r.IsError || !strings.Contains(resultText(r), "hello from other") {
-		t.Fatalf("fsopen (no sandbox), other dir: %s", resultText(r))
+	if r := read("fsopen", filepath.Join(other, "note.txt")); r.IsError || !strings.Contains(wardentest.ResultText(r), "hello from other") {
+		t.Fatalf("fsopen (no sandbox), other dir: %s", wardentest.ResultText(r))
 	}
 	var got map[string]isoOutcome
-	if err := json.Unmarshal([]byte(resultText(call("offline", "attempt", map[string]any{}))), &got); err != nil {
+	if err := json.Unmarshal([]byte(wardentest.ResultText(call("offline", "attempt", map[string]any{}))), &got); err != nil {
 		t.Fatal(err)
 	}
 	if o := got["api_with_stolen_token"]; o.OK || !strings.Contains(o.Detail, "connect") {
@@ -370,7 +346,7 @@ func TestContainerSandbox(t *testing.T) {
 			"sandbox": map[string]any{"network": false, "container": map[string]any{"image": image, "engine": engine},
 				"paths": map[string]any{"read": []string{filepath.Dir(bin)}}}},
 	})
-	cs := isoConnect(t, "http://"+listen+"/mcp/boxed")
+	cs := wardentest.ConnectURL(t, "http://"+listen+"/mcp/boxed", nil, nil)
 	wardentest.WaitFor(t, 60*time.Second, "the boxed server to answer", func() bool {
 		r, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"x": 1}})
 		return err == nil && !r.IsError

@@ -43,7 +43,7 @@ func limTrickle(c net.Conn, s string) {
 			if _, err := c.Write([]byte{s[i]}); err != nil {
 				return
 			}
-			time.Sleep(20 * time.Millisecond)
+			time.Sleep(20 * time.Millisecond) // paces the trickle: a slow client
 		}
 	}()
 }

@@ -141,5 +141,5 @@ func logsRewrite(t *testing.T, w *isoWarden, servers map[string]any) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	isoWriteFile(t, w.cfg, string(b))
+	wardentest.WriteFileAtomic(t, w.cfg, b, 0o644)
 }

@@ -19,7 +19,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/wardenmcp/warden/client"
 	"github.com/wardenmcp/warden/internal/fixture"
 	"github.com/wardenmcp/warden/internal/testenv"
 	"github.com/wardenmcp/warden/internal/wardentest"
@@ -40,7 +39,7 @@ func TestOAuthUpstream(t *testing.T) {
 	cfgPath, stateDir := filepath.Join(dir, "config.json"), filepath.Join(dir, "state")
 	wardentest.WriteConfig(t, cfgPath, map[string]any{"hosted": map[string]any{"url": up.URL + "/mcp", "trusted": true}})
 	w := wardentest.StartWith(t, cfgPath, stateDir)
-	events := collectEvents(t, w)
+	events := w.FollowEvents(t)
 
 	wardentest.WaitFor(t, 30*time.Second, "hosted needs_login", func() bool { return connState(w, "hosted") == "needs_login" })
 	cs := w.Connect(t, "/mcp/hosted", nil)
@@ -90,7 +89,7 @@ func TestOAuthUpstream(t *testing.T) {
 	expectEcho(t, cs)
 
 	// Logout revokes at the provider and forgets.
-	code, out, errOut := apCLI(t, w, "auth", "logout", "hosted")
+	code, out, errOut := w.CLI(t, "auth", "logout", "hosted")
 	if code != 0 || !strings.Contains(out, "tokens revoked") {
 		t.Fatalf("auth logout: exit %d\n%s%s", code, out, errOut)
 	}
@@ -98,7 +97,7 @@ func TestOAuthUpstream(t *testing.T) {
 		t.Fatalf("%d revocations; want 2 (refresh and access token)", as.Revokes())
 	}
 	expectRefusal(t, cs, "AUTH_REQUIRED", "warden auth login hosted")
-	code, out, _ = apCLI(t, w, "auth", "status")
+	code, out, _ = w.CLI(t, "auth", "status")
 	if code != 0 || !strings.Contains(out, "needs_login") {
 		t.Fatalf("auth status: exit %d\n%s", code, out)
 	}
@@ -107,7 +106,7 @@ func TestOAuthUpstream(t *testing.T) {
 	var status, activity json.RawMessage
 	w.API(t, "GET", "/v1/servers/hosted/auth", nil, &status)
 	w.API(t, "GET", "/v1/activity", nil, &activity)
-	shown := w.Logs.String() + events() + string(status) + string(activity) + out
+	shown := w.Logs.String() + events.Raw() + string(status) + string(activity) + out
 	for _, tok := range as.Issued() {
 		if strings.Contains(shown, tok) {
 			t.Fatalf("a token shows in logs, events or answers:\n%s", shown)
@@ -137,14 +136,7 @@ func TestOAuthKill9DuringRefresh(t *testing.T) {
 	p := serve()
 	oauthLogin(t, bin, cfgPath, stateDir, "hosted")
 	connect := func() *mcp.ClientSession {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://" + base + "/mcp/hosted"}, wardentest.Session2025)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { cs.Close() })
-		return cs
+		return wardentest.ConnectURL(t, "http://"+base+"/mcp/hosted", nil, nil)
 	}
 	cs := connect()
 	expectEcho(t, cs)
@@ -239,48 +231,11 @@ func expectEcho(t *testing.T, cs *mcp.ClientSession) {
 	defer cancel()
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: fixture.ToolEcho, Arguments: map[string]any{"text": "hi"}})
 	if err != nil || res.IsError {
-		t.Errorf("echo: %v %v", err, resultText(res))
+		t.Errorf("echo: %v %v", err, wardentest.ResultText(res))
 	}
 }
 
 func expectRefusal(t *testing.T, cs *mcp.ClientSession, code, text string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: fixture.ToolEcho, Arguments: map[string]any{"text": "hi"}})
-	if err != nil {
-		t.Fatalf("echo: %v", err)
-	}
-	got := client.Refusal(res)
-	if !res.IsError || got != code || !strings.Contains(resultText(res), text) {
-		t.Fatalf("echo answered %v %q; want refusal %s naming %q", got, resultText(res), code, text)
-	}
-}
-
-// collectEvents reads /v1/events into a buffer; the returned func reads it.
-func collectEvents(t *testing.T, w *wardentest.Warden) func() string {
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	req, _ := http.NewRequestWithContext(ctx, "GET", w.URL("/v1/events"), nil)
-	req.Header.Set("Authorization", "Bearer "+w.Token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var buf strings.Builder
-	go func() {
-		defer resp.Body.Close()
-		b := make([]byte, 4096)
-		for {
-			n, err := resp.Body.Read(b)
-			mu.Lock()
-			buf.Write(b[:n])
-			mu.Unlock()
-			if err != nil {
-				return
-			}
-		}
-	}()
-	return func() string { mu.Lock(); defer mu.Unlock(); return buf.String() }
+	wardentest.WantRefusal(t, wardentest.CallResult(t, cs, fixture.ToolEcho, map[string]any{"text": "hi"}), code, text)
 }

@@ -51,39 +51,39 @@ func TestOnDemandServer(t *testing.T) {
 	// tools are baselined), then stops when idle.
 	apWaitTool(t, w, "memory", "read_graph", "baselined", apStatusIs(approval.StatusApproved))
 	wardentest.WaitFor(t, 30*time.Second, "the server to stop when idle", func() bool {
-		return odState(t, w) == upstream.StateIdle && len(processesMentioning(marker)) == 0
+		return odState(t, w) == upstream.StateIdle && len(testenv.ProcessesMentioning(marker)) == 0
 	})
 	w.Stop()
 
 	// Restarted with its definitions pinned: not running, yet listed.
 	w = wardentest.StartWith(t, cfg, state)
-	if st := odState(t, w); st != upstream.StateIdle || len(processesMentioning(marker)) != 0 {
-		t.Fatalf("after start: state %s, processes %v; want idle and none", st, processesMentioning(marker))
+	if st := odState(t, w); st != upstream.StateIdle || len(testenv.ProcessesMentioning(marker)) != 0 {
+		t.Fatalf("after start: state %s, processes %v; want idle and none", st, testenv.ProcessesMentioning(marker))
 	}
 	cs := w.Connect(t, "/mcp", nil)
 	defer cs.Close()
 	wardentest.WaitFor(t, 20*time.Second, "the pinned tools on /mcp", func() bool {
-		return slices.Contains(apList(t, cs), "memory__create_entities")
+		return slices.Contains(wardentest.SortedToolNames(t, cs), "memory__create_entities")
 	})
 	search := w.Connect(t, "/mcp?view=search", nil)
 	defer search.Close()
 	if got := stSearch(t, search, "remember a new person"); !slices.Contains(got, "memory__create_entities") {
 		t.Fatalf("search while stopped found %v, want memory__create_entities", got)
 	}
-	if n := len(processesMentioning(marker)); n != 0 {
+	if n := len(testenv.ProcessesMentioning(marker)); n != 0 {
 		t.Fatalf("listing or searching started the server (%d processes)", n)
 	}
 	// The first call starts it and waits for it.
-	callText(t, cs, "memory__create_entities", map[string]any{"entities": []map[string]any{{"name": "Alice", "entityType": "person", "observations": []string{"likes tea"}}}})
-	if got := callText(t, cs, "memory__read_graph", map[string]any{}); !json.Valid([]byte(got)) || !strings.Contains(got, "Alice") {
+	wardentest.CallText(t, cs, "memory__create_entities", map[string]any{"entities": []map[string]any{{"name": "Alice", "entityType": "person", "observations": []string{"likes tea"}}}})
+	if got := wardentest.CallText(t, cs, "memory__read_graph", map[string]any{}); !json.Valid([]byte(got)) || !strings.Contains(got, "Alice") {
 		t.Fatalf("read_graph after a write: %s", got)
 	}
 	// Idle, it stops, leaving no process.
 	wardentest.WaitFor(t, 30*time.Second, "the server to stop when idle", func() bool {
-		return odState(t, w) == upstream.StateIdle && len(processesMentioning(marker)) == 0
+		return odState(t, w) == upstream.StateIdle && len(testenv.ProcessesMentioning(marker)) == 0
 	})
 	// And starts again for the next call, with what it stored.
-	if got := callText(t, cs, "memory__read_graph", map[string]any{}); !strings.Contains(got, "Alice") {
+	if got := wardentest.CallText(t, cs, "memory__read_graph", map[string]any{}); !strings.Contains(got, "Alice") {
 		t.Fatalf("read_graph after a restart of the server: %s", got)
 	}
 }
@@ -120,7 +120,7 @@ func TestOnDemandChangedDefinition(t *testing.T) {
 	cs := w.Connect(t, "/mcp", nil)
 	defer cs.Close()
 	apExpectRefusal(t, cs, "s__"+fixture.ToolEcho, "TOOL_CHANGED", "warden review")
-	if tools := apTools(t, w, "s"); tools[fixture.ToolEcho].Status != approval.StatusChanged {
+	if tools := w.Tools(t, "s"); tools[fixture.ToolEcho].Status != approval.StatusChanged {
 		t.Fatalf("echo is %s after the changed start, want changed", tools[fixture.ToolEcho].Status)
 	}
 }

@@ -39,7 +39,7 @@ func ovWaitListed(t *testing.T, cs *mcp.ClientSession, want ...string) []string 
 	t.Helper()
 	var names []string
 	wardentest.WaitFor(t, 20*time.Second, "tools/list to show "+strings.Join(want, ", "), func() bool {
-		names = toolNames(t, cs)
+		names = wardentest.ToolNames(t, cs)
 		for _, n := range want {
 			if !slices.Contains(names, n) {
 				return false
@@ -53,7 +53,7 @@ func ovWaitListed(t *testing.T, cs *mcp.ClientSession, want ...string) []string 
 // ovClass checks GET /v1/servers/{s}/tools reports tool with class.
 func ovClass(t *testing.T, w *wardentest.Warden, server, tool, class string) {
 	t.Helper()
-	x, ok := apTools(t, w, server)[tool]
+	x, ok := w.Tools(t, server)[tool]
 	if !ok || !x.Present || x.Class != class {
 		t.Fatalf("GET /v1/servers/%s/tools: %s: present=%v class=%q, want present with class %q", server, tool, x.Present, x.Class, class)
 	}
@@ -80,10 +80,10 @@ func TestToolOverrideClassWriteLatches(t *testing.T) {
 
 	slow := map[string]any{"key": "k", "sleep_ms": 5000}
 	start := time.Now()
-	res := callResult(t, cs, fixture.ToolRead, slow)
-	if !res.IsError || wlOutcome(res) != "unknown" || !strings.Contains(resultText(res), "warden writes clear s") {
+	res := wardentest.CallResult(t, cs, fixture.ToolRead, slow)
+	if !res.IsError || wlOutcome(res) != "unknown" || !strings.Contains(wardentest.ResultText(res), "warden writes clear s") {
 		t.Fatalf("timed-out read_value (class write): want isError, warden/outcome unknown, naming the clear command; got isError=%v _meta=%v %q",
-			res.IsError, res.Meta, resultText(res))
+			res.IsError, res.Meta, wardentest.ResultText(res))
 	}
 	if d := time.Since(start); d > 4*time.Second {
 		t.Fatalf("the call was not cut at callTimeout: %s", d)
@@ -95,13 +95,13 @@ func TestToolOverrideClassWriteLatches(t *testing.T) {
 	}
 
 	// The next write is refused, on /mcp/s and on /mcp, and is not sent.
-	wlWantRefusal(t, callResult(t, cs, fixture.ToolWrite, map[string]any{"key": "k", "value": "after"}),
+	wardentest.WantRefusal(t, wardentest.CallResult(t, cs, fixture.ToolWrite, map[string]any{"key": "k", "value": "after"}),
 		"WRITES_LATCHED", "warden writes clear s", fixture.ToolRead, "timeout")
 	agg := w.Connect(t, "/mcp", nil)
-	wlWantRefusal(t, callResult(t, agg, "s__"+fixture.ToolWrite, map[string]any{"key": "k", "value": "after-agg"}),
+	wardentest.WantRefusal(t, wardentest.CallResult(t, agg, "s__"+fixture.ToolWrite, map[string]any{"key": "k", "value": "after-agg"}),
 		"WRITES_LATCHED", "warden writes clear s")
 	// The overridden tool is a write itself: refused too.
-	wlWantRefusal(t, callResult(t, cs, fixture.ToolRead, map[string]any{"key": "k"}), "WRITES_LATCHED", "warden writes clear s")
+	wardentest.WantRefusal(t, wardentest.CallResult(t, cs, fixture.ToolRead, map[string]any{"key": "k"}), "WRITES_LATCHED", "warden writes clear s")
 	if n := f.WriteDispatches(); n != 1 {
 		t.Fatalf("write dispatches = %d, want 1 (only the write before the latch)", n)
 	}
@@ -112,7 +112,7 @@ func TestToolOverrideClassWriteLatches(t *testing.T) {
 		t.Fatalf("value k = %q, want %q: a refused write was applied", got, "before")
 	}
 	// A tool that is a read (echo, no override) still runs.
-	if got := callText(t, cs, fixture.ToolEcho, map[string]any{"x": 1}); got != `{"x":1}` {
+	if got := wardentest.CallText(t, cs, fixture.ToolEcho, map[string]any{"x": 1}); got != `{"x":1}` {
 		t.Fatalf("echo while latched = %q", got)
 	}
 }
@@ -137,9 +137,9 @@ func TestToolOverrideClassReadNoLatch(t *testing.T) {
 	cs := w.Connect(t, "/mcp/r", nil)
 
 	slow := map[string]any{"key": "k", "value": "slow", "sleep_ms": 5000}
-	res := callResult(t, cs, fixture.ToolWrite, slow)
+	res := wardentest.CallResult(t, cs, fixture.ToolWrite, slow)
 	if !res.IsError {
-		t.Fatalf("write_value past callTimeout must fail, got %q", resultText(res))
+		t.Fatalf("write_value past callTimeout must fail, got %q", wardentest.ResultText(res))
 	}
 	// It was sent (and then cancelled): an unknown outcome, yet no latch.
 	if n := fr.WriteDispatches(); n != 1 {
@@ -151,7 +151,7 @@ func TestToolOverrideClassReadNoLatch(t *testing.T) {
 	}
 	// Writes and destructive calls to r still go through.
 	wlMustWrite(t, cs, map[string]any{"key": "k", "value": "after"})
-	if got := callText(t, cs, fixture.ToolDelete, map[string]any{"key": "k"}); got != "deleted" {
+	if got := wardentest.CallText(t, cs, fixture.ToolDelete, map[string]any{"key": "k"}); got != "deleted" {
 		t.Fatalf("delete_value after the timeout = %q, want deleted", got)
 	}
 	if n := fr.Deletes(); n != 1 {
@@ -160,15 +160,15 @@ func TestToolOverrideClassReadNoLatch(t *testing.T) {
 
 	// Control: without the override the same timeout latches.
 	pcs := w.Connect(t, "/mcp/plain", nil)
-	res = callResult(t, pcs, fixture.ToolWrite, slow)
+	res = wardentest.CallResult(t, pcs, fixture.ToolWrite, slow)
 	if !res.IsError || wlOutcome(res) != "unknown" {
-		t.Fatalf("control: timed-out write_value: got isError=%v _meta=%v %q", res.IsError, res.Meta, resultText(res))
+		t.Fatalf("control: timed-out write_value: got isError=%v _meta=%v %q", res.IsError, res.Meta, wardentest.ResultText(res))
 	}
 	ls := wlLatches(t, w)
 	if len(ls) != 1 || ls[0].Server != "plain" || ls[0].Tool != fixture.ToolWrite || ls[0].Reason != "timeout" {
 		t.Fatalf("control: latches = %+v, want only plain's write_value (timeout)", ls)
 	}
-	wlWantRefusal(t, callResult(t, pcs, fixture.ToolWrite, map[string]any{"key": "k", "value": "v"}), "WRITES_LATCHED", "warden writes clear plain")
+	wardentest.WantRefusal(t, wardentest.CallResult(t, pcs, fixture.ToolWrite, map[string]any{"key": "k", "value": "v"}), "WRITES_LATCHED", "warden writes clear plain")
 	// And r is still not latched.
 	wlMustWrite(t, cs, map[string]any{"key": "k2", "value": "still-open"})
 }
@@ -198,7 +198,7 @@ func TestToolOverrideHidden(t *testing.T) {
 		}),
 	})
 	w.WaitReady(t, "s")
-	tools := apTools(t, w, "s")
+	tools := w.Tools(t, "s")
 	for _, name := range []string{fixture.ToolEcho, fixture.ToolDelete} {
 		if x := tools[name]; !x.Present || x.Status != "approved" || !x.Hidden {
 			t.Fatalf("GET /v1/servers/s/tools: %s: present=%v status=%s hidden=%v, want present, approved and hidden", name, x.Present, x.Status, x.Hidden)
@@ -232,7 +232,7 @@ func TestToolOverrideHidden(t *testing.T) {
 		res, err := c.cs.CallTool(ctx, &mcp.CallToolParams{Name: c.name, Arguments: map[string]any{"key": "k"}})
 		cancel()
 		if err == nil && !res.IsError {
-			t.Fatalf("call of hidden tool %s answered %q, want a refusal or unknown tool", c.name, resultText(res))
+			t.Fatalf("call of hidden tool %s answered %q, want a refusal or unknown tool", c.name, wardentest.ResultText(res))
 		}
 	}
 	if n, d := f.Calls(fixture.ToolEcho), f.Calls(fixture.ToolDelete); n != 0 || d != 0 {
@@ -242,7 +242,7 @@ func TestToolOverrideHidden(t *testing.T) {
 		t.Fatalf("value k = %q: a hidden delete_value ran", got)
 	}
 	// The visible tools still work.
-	if got := callText(t, agg, "s__"+fixture.ToolRead, map[string]any{"key": "k"}); got != "v" {
+	if got := wardentest.CallText(t, agg, "s__"+fixture.ToolRead, map[string]any{"key": "k"}); got != "v" {
 		t.Fatalf("s__read_value = %q, want v", got)
 	}
 }
@@ -290,8 +290,7 @@ func TestAlteredNameReachesExactTool(t *testing.T) {
 		defer cs.Close()
 		out := map[string]string{}
 		var all []string
-		deadline := time.Now().Add(20 * time.Second)
-		for {
+		found := wardentest.Poll(20*time.Second, func() bool {
 			clear(out)
 			all = all[:0]
 			for tool, err := range cs.Tools(context.Background(), nil) {
@@ -305,14 +304,12 @@ func TestAlteredNameReachesExactTool(t *testing.T) {
 					}
 				}
 			}
-			if len(out) == len(originals) {
-				return out
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("after 20s /mcp lists %d of the %d added tools (two names collide?): found %v; listed %v", len(out), len(originals), out, all)
-			}
-			time.Sleep(20 * time.Millisecond)
+			return len(out) == len(originals)
+		})
+		if !found {
+			t.Fatalf("after 20s /mcp lists %d of the %d added tools (two names collide?): found %v; listed %v", len(out), len(originals), out, all)
 		}
+		return out
 	}
 	names := listed(w)
 
@@ -345,14 +342,14 @@ func TestAlteredNameReachesExactTool(t *testing.T) {
 	for i, orig := range originals {
 		args := map[string]any{"i": i}
 		b, _ := json.Marshal(args)
-		if got, want := callText(t, cs, names[orig], args), "ran:"+orig+" "+string(b); got != want {
+		if got, want := wardentest.CallText(t, cs, names[orig], args), "ran:"+orig+" "+string(b); got != want {
 			t.Errorf("calling %q (listed for %q) answered %q, want %q", names[orig], orig, got, want)
 		}
 	}
 	// /mcp/s shows the upstream's names unchanged, and they work.
 	single := w.Connect(t, "/mcp/s", nil)
 	ovWaitListed(t, single, originals...)
-	if got := callText(t, single, long, map[string]any{}); got != "ran:"+long+" {}" {
+	if got := wardentest.CallText(t, single, long, map[string]any{}); got != "ran:"+long+" {}" {
 		t.Errorf("/mcp/s %q answered %q", long, got)
 	}
 
@@ -388,7 +385,7 @@ func TestAlteredNameNeverTakenOver(t *testing.T) {
 	cs := w.Connect(t, "/mcp", nil)
 	exposed := surface.Join("s", "a.b")
 	ovWaitListed(t, cs, exposed)
-	if got := resultText(callResult(t, cs, exposed, nil)); got != "ran a.b" {
+	if got := wardentest.ResultText(wardentest.CallResult(t, cs, exposed, nil)); got != "ran a.b" {
 		t.Fatalf("%s = %q before the newcomer", exposed, got)
 	}
 
@@ -414,15 +411,15 @@ func TestAlteredNameNeverTakenOver(t *testing.T) {
 	apWaitTool(t, w, "s", twin, "the newcomer recorded", apStatusIs(approval.StatusPending))
 	for _, approved := range []bool{false, true} {
 		if approved {
-			if code, _, stderr := apCLI(t, w, "review", "approve", "s", twin, "--yes"); code != 0 {
+			if code, _, stderr := w.CLI(t, "review", "approve", "s", twin, "--yes"); code != 0 {
 				t.Fatalf("review approve: exit %d: %s", code, stderr)
 			}
 			apWaitTool(t, w, "s", twin, "the newcomer approved", apStatusIs(approval.StatusApproved))
 		}
-		wardentest.WaitFor(t, 10*time.Second, exposed+" unlisted", func() bool { return !slices.Contains(toolNames(t, cs), exposed) })
+		wardentest.WaitFor(t, 10*time.Second, exposed+" unlisted", func() bool { return !slices.Contains(wardentest.ToolNames(t, cs), exposed) })
 		res, err := cs.CallTool(ctxT(t, 10*time.Second), &mcp.CallToolParams{Name: exposed})
 		if err == nil && !res.IsError {
-			t.Fatalf("approved=%v: %s answered %q, want an error", approved, exposed, resultText(res))
+			t.Fatalf("approved=%v: %s answered %q, want an error", approved, exposed, wardentest.ResultText(res))
 		}
 	}
 }

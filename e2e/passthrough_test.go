@@ -44,22 +44,6 @@ func startPassWarden(t *testing.T) *passWarden {
 	return &passWarden{w: w, slow: slow}
 }
 
-func connectOpts(t *testing.T, w *wardentest.Warden, opts *mcp.ClientOptions, sopts *mcp.ClientSessionOptions) *mcp.ClientSession {
-	t.Helper()
-	c := mcp.NewClient(&mcp.Implementation{Name: "passthrough-client", Version: "1"}, opts)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if sopts == nil {
-		sopts = wardentest.Session2025
-	}
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: w.URL("/mcp")}, sopts)
-	if err != nil {
-		t.Fatalf("connect /mcp: %v\n%s", err, w.Logs)
-	}
-	t.Cleanup(func() { cs.Close() })
-	return cs
-}
-
 func ctxT(t *testing.T, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
@@ -75,17 +59,17 @@ func TestPassThroughAggregated(t *testing.T) {
 	t.Run("protocol versions", func(t *testing.T) {
 		for _, v := range []string{"2025-11-25", "2025-06-18", "2025-03-26"} {
 			t.Run(v, func(t *testing.T) {
-				cs := connectOpts(t, w, nil, &mcp.ClientSessionOptions{ProtocolVersion: v})
+				cs := w.ConnectWith(t, "/mcp", nil, &mcp.ClientSessionOptions{ProtocolVersion: v})
 				if got := cs.InitializeResult().ProtocolVersion; got != v {
 					t.Fatalf("negotiated %q, asked for %q", got, v)
 				}
-				if names := toolNames(t, cs); !slices.Contains(names, "everything__test_simple_text") || !slices.Contains(names, "slow__echo") {
+				if names := wardentest.ToolNames(t, cs); !slices.Contains(names, "everything__test_simple_text") || !slices.Contains(names, "slow__echo") {
 					t.Fatalf("tools/list lacks everything__test_simple_text or slow__echo (%d tools)", len(names))
 				}
-				if got := callText(t, cs, "everything__test_simple_text", map[string]any{}); !strings.Contains(got, "simple text") {
+				if got := wardentest.CallText(t, cs, "everything__test_simple_text", map[string]any{}); !strings.Contains(got, "simple text") {
 					t.Fatalf("test_simple_text answered %q", got)
 				}
-				if got := callText(t, cs, "slow__echo", map[string]any{"v": v}); !strings.Contains(got, v) {
+				if got := wardentest.CallText(t, cs, "slow__echo", map[string]any{"v": v}); !strings.Contains(got, v) {
 					t.Fatalf("slow__echo answered %q", got)
 				}
 			})
@@ -207,7 +191,9 @@ func TestPassThroughAggregated(t *testing.T) {
 		}
 		waitUpdate(bUpdates, "after another client unsubscribed")
 		c.Close()
-		time.Sleep(200 * time.Millisecond) // its session ends on Warden's side
+		// A sleep: its session ends on Warden's side, which nothing outside
+		// Warden signals.
+		time.Sleep(200 * time.Millisecond)
 		waitUpdate(bUpdates, "after another subscribed client went away")
 		if err := b.Unsubscribe(ctxT(t, 20*time.Second), &mcp.UnsubscribeParams{URI: uri}); err != nil {
 			t.Fatalf("resources/unsubscribe: %v", err)
@@ -244,7 +230,7 @@ func TestPassThroughAggregated(t *testing.T) {
 		if err := cs.SetLoggingLevel(ctxT(t, 20*time.Second), &mcp.SetLoggingLevelParams{Level: "debug"}); err != nil {
 			t.Fatalf("logging/setLevel: %v", err)
 		}
-		callText(t, cs, "everything__test_tool_with_logging", map[string]any{})
+		wardentest.CallText(t, cs, "everything__test_tool_with_logging", map[string]any{})
 		wardentest.WaitFor(t, 10*time.Second, "three log messages from test_tool_with_logging", func() bool {
 			mu.Lock()
 			defer mu.Unlock()
@@ -286,7 +272,7 @@ func TestPassThroughAggregated(t *testing.T) {
 		var wg sync.WaitGroup
 		res := make([]string, 2)
 		for i, s := range []*sess{a, b} {
-			wg.Go(func() { res[i] = tryCall(s.cs, "everything__test_tool_with_logging", map[string]any{}) })
+			wg.Go(func() { res[i] = wardentest.TryCall(s.cs, "everything__test_tool_with_logging", map[string]any{}) })
 		}
 		wg.Wait()
 		for _, r := range res {
@@ -301,7 +287,7 @@ func TestPassThroughAggregated(t *testing.T) {
 			defer b.mu.Unlock()
 			return a.logs >= 3 && b.logs >= 3
 		})
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond) // a sleep: time for a 4th message to arrive, which must NOT
 		a.mu.Lock()
 		b.mu.Lock()
 		defer a.mu.Unlock()
@@ -380,7 +366,7 @@ func TestPassThroughAggregated(t *testing.T) {
 					c.mu.Lock()
 					c.elicits = append(c.elicits, r.Params.Message)
 					c.mu.Unlock()
-					time.Sleep(200 * time.Millisecond)
+					time.Sleep(200 * time.Millisecond) // keep both calls in flight
 					return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"username": "user-" + c.name}}, nil
 				},
 			})
@@ -391,10 +377,10 @@ func TestPassThroughAggregated(t *testing.T) {
 			var wg sync.WaitGroup
 			for _, c := range clients {
 				wg.Go(func() {
-					c.sampleRes = tryCall(c.cs, "everything__test_sampling", map[string]any{"prompt": fmt.Sprintf("prompt-of-%s-%d", c.name, round)})
+					c.sampleRes = wardentest.TryCall(c.cs, "everything__test_sampling", map[string]any{"prompt": fmt.Sprintf("prompt-of-%s-%d", c.name, round)})
 				})
 				wg.Go(func() {
-					c.elicitRes = tryCall(c.cs, "everything__test_elicitation", map[string]any{"message": fmt.Sprintf("question-for-%s-%d", c.name, round)})
+					c.elicitRes = wardentest.TryCall(c.cs, "everything__test_elicitation", map[string]any{"message": fmt.Sprintf("question-for-%s-%d", c.name, round)})
 				})
 			}
 			wg.Wait()
@@ -468,7 +454,7 @@ func TestPassThroughAggregated(t *testing.T) {
 		if first.NextCursor == "" || len(first.Tools) >= bigTools {
 			t.Fatalf("first page has %d tools and cursor %q: the aggregated list is not paged", len(first.Tools), first.NextCursor)
 		}
-		names := toolNames(t, cs)
+		names := wardentest.ToolNames(t, cs)
 		big := 0
 		seen := map[string]bool{}
 		for _, n := range names {
@@ -483,7 +469,7 @@ func TestPassThroughAggregated(t *testing.T) {
 		if big != bigTools {
 			t.Fatalf("listed %d big__tool_* tools over all pages, want %d (total %d)", big, bigTools, len(names))
 		}
-		if got := callText(t, cs, "big__"+fixture.GeneratedToolName(bigTools), map[string]any{}); !strings.Contains(got, "ok") {
+		if got := wardentest.CallText(t, cs, "big__"+fixture.GeneratedToolName(bigTools), map[string]any{}); !strings.Contains(got, "ok") {
 			t.Fatalf("last generated tool answered %q", got)
 		}
 	})
@@ -491,7 +477,7 @@ func TestPassThroughAggregated(t *testing.T) {
 	// Rule 7, after the calls above.
 	t.Run("metrics", func(t *testing.T) {
 		cs := w.Connect(t, "/mcp", nil)
-		callText(t, cs, "slow__read_value", map[string]any{"key": "x"})
+		wardentest.CallText(t, cs, "slow__read_value", map[string]any{"key": "x"})
 		resp, err := http.Get(w.URL("/metrics"))
 		if err != nil {
 			t.Fatal(err)
@@ -512,21 +498,6 @@ func TestPassThroughAggregated(t *testing.T) {
 			}
 		}
 	})
-}
-
-// tryCall calls a tool and returns its text, or the error as text (for use
-// off the test goroutine).
-func tryCall(cs *mcp.ClientSession, name string, args any) string {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
-	if err != nil {
-		return "error: " + err.Error()
-	}
-	if res.IsError {
-		return "error result: " + resultText(res)
-	}
-	return resultText(res)
 }
 
 func grepLines(s, substr string) string {

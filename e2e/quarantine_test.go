@@ -37,17 +37,17 @@ func qtPrefixed(prefix string, names []string) []string {
 // both surfaces and through `warden call`, and nothing reaching the upstream.
 func qtExpectQuarantined(t *testing.T, w *wardentest.Warden, f *fixture.Fixture, when string) {
 	t.Helper()
-	if s := apServer(t, w, "s"); !s.Quarantined || !s.Trusted {
+	if s := w.Server(t, "s"); !s.Quarantined || !s.Trusted {
 		t.Fatalf("%s: GET /v1/servers/s = quarantined %v, trusted %v; want a quarantined trusted server", when, s.Quarantined, s.Trusted)
 	}
 	one := w.Connect(t, "/mcp/s", nil)
 	defer one.Close()
 	agg := w.Connect(t, "/mcp", nil)
 	defer agg.Close()
-	if got := apList(t, one); len(got) != 0 {
+	if got := wardentest.SortedToolNames(t, one); len(got) != 0 {
 		t.Fatalf("%s: /mcp/s lists %v, want nothing", when, got)
 	}
-	if got := apList(t, agg); !slices.Equal(got, qtPrefixed("other__", qtAll)) {
+	if got := wardentest.SortedToolNames(t, agg); !slices.Equal(got, qtPrefixed("other__", qtAll)) {
 		t.Fatalf("%s: /mcp lists %v, want only other's tools", when, got)
 	}
 	calls := f.Calls(fixture.ToolEcho) + f.Calls(fixture.ToolRead)
@@ -82,11 +82,11 @@ func qtEmergencyStop(t *testing.T, quarantine func(w *wardentest.Warden)) {
 	oneNotes, aggNotes := newAPNotes(), newAPNotes()
 	one := w.Connect(t, "/mcp/s", oneNotes.options())
 	agg := w.Connect(t, "/mcp", aggNotes.options())
-	if got := apList(t, one); !slices.Equal(got, qtAll) {
+	if got := wardentest.SortedToolNames(t, one); !slices.Equal(got, qtAll) {
 		t.Fatalf("/mcp/s lists %v before the quarantine", got)
 	}
-	callText(t, one, fixture.ToolEcho, map[string]any{"before": "quarantine"})
-	callText(t, agg, "s__"+fixture.ToolEcho, map[string]any{"before": "quarantine"})
+	wardentest.CallText(t, one, fixture.ToolEcho, map[string]any{"before": "quarantine"})
+	wardentest.CallText(t, agg, "s__"+fixture.ToolEcho, map[string]any{"before": "quarantine"})
 
 	oneNotes.quiet()
 	aggNotes.quiet()
@@ -99,16 +99,16 @@ func qtEmergencyStop(t *testing.T, quarantine func(w *wardentest.Warden)) {
 	apExpectRefusal(t, one, fixture.ToolEcho, "SERVER_QUARANTINED", "warden servers approve s")
 	qtExpectQuarantined(t, w, f, "after the quarantine")
 	// The tools' own approvals are kept, only withheld.
-	if by := apByStatus(apTools(t, w, "s")); !slices.Equal(by[approval.StatusApproved], qtAll) {
+	if by := apByStatus(w.Tools(t, "s")); !slices.Equal(by[approval.StatusApproved], qtAll) {
 		t.Fatalf("after the quarantine the tools are %v, want all still approved", by)
 	}
 
 	// A reload that keeps "trusted": true does not lift it ...
-	apReload(t, w, nil)
+	w.Reload(t, nil)
 	qtExpectQuarantined(t, w, f, "after a reload")
 	// ... nor one that reconnects the server (a fresh listing).
 	first, _ := w.D.Gateway().Conn("s")
-	apReload(t, w, func(servers map[string]any) {
+	w.Reload(t, func(servers map[string]any) {
 		servers["s"].(map[string]any)["headers"] = map[string]string{"X-Warden-Test": "reconnect"}
 	})
 	wardentest.WaitFor(t, 20*time.Second, "s on a new connection", func() bool {
@@ -132,11 +132,11 @@ func qtEmergencyStop(t *testing.T, quarantine func(w *wardentest.Warden)) {
 	agg = w.Connect(t, "/mcp", aggNotes.options())
 	oneNotes.quiet()
 	aggNotes.quiet()
-	code, stdout, stderr := apCLI(t, w, "servers", "approve", "s", "--yes")
+	code, stdout, stderr := w.CLI(t, "servers", "approve", "s", "--yes")
 	if code != 0 {
 		t.Fatalf("warden servers approve s: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
-	if s := apServer(t, w, "s"); s.Quarantined {
+	if s := w.Server(t, "s"); s.Quarantined {
 		t.Fatal("s is still quarantined after warden servers approve s")
 	}
 	qtListAfterNotes(t, one, oneNotes, "the approval on /mcp/s", func(names []string) bool { return slices.Equal(names, qtAll) })
@@ -144,11 +144,11 @@ func qtEmergencyStop(t *testing.T, quarantine func(w *wardentest.Warden)) {
 		return len(names) == 8 && slices.Contains(names, "s__"+fixture.ToolEcho)
 	})
 	calls := f.Calls(fixture.ToolEcho)
-	if got := callText(t, one, fixture.ToolEcho, map[string]any{"after": "approve"}); !strings.Contains(got, "approve") {
+	if got := wardentest.CallText(t, one, fixture.ToolEcho, map[string]any{"after": "approve"}); !strings.Contains(got, "approve") {
 		t.Fatalf("echo after the approval = %q", got)
 	}
-	callText(t, agg, "s__"+fixture.ToolEcho, map[string]any{"after": "approve"})
-	if code, out, errOut := apCLI(t, w, "call", "s", fixture.ToolEcho, "--args", `{"via":"cli"}`); code != 0 || !strings.Contains(out, "cli") {
+	wardentest.CallText(t, agg, "s__"+fixture.ToolEcho, map[string]any{"after": "approve"})
+	if code, out, errOut := w.CLI(t, "call", "s", fixture.ToolEcho, "--args", `{"via":"cli"}`); code != 0 || !strings.Contains(out, "cli") {
 		t.Fatalf("warden call s echo after the approval: exit %d\n%s\n%s", code, out, errOut)
 	}
 	if n := f.Calls(fixture.ToolEcho) - calls; n != 3 {
@@ -172,7 +172,7 @@ func TestQuarantineViaREST(t *testing.T) {
 // `warden servers quarantine NAME` against the running daemon.
 func TestQuarantineViaCLI(t *testing.T) {
 	qtEmergencyStop(t, func(w *wardentest.Warden) {
-		code, stdout, stderr := apCLI(t, w, "servers", "quarantine", "s")
+		code, stdout, stderr := w.CLI(t, "servers", "quarantine", "s")
 		if code != 0 || !strings.Contains(stdout, "warden servers approve s") {
 			t.Fatalf("warden servers quarantine s: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 		}
@@ -188,7 +188,7 @@ func qtListAfterNotes(t *testing.T, cs *mcp.ClientSession, notes *apNotes, what 
 	var names []string
 	for {
 		notes.wait(t, what+" (last listed: "+strings.Join(names, ", ")+")")
-		if names = apList(t, cs); cond(names) {
+		if names = wardentest.SortedToolNames(t, cs); cond(names) {
 			return
 		}
 	}
@@ -205,7 +205,7 @@ func qtSetup(t *testing.T) (f *fixture.Fixture, w *wardentest.Warden, one, agg *
 	oneNotes, aggNotes = newAPNotes(), newAPNotes()
 	one = w.Connect(t, "/mcp/s", oneNotes.options())
 	agg = w.Connect(t, "/mcp", aggNotes.options())
-	if got := apList(t, one); !slices.Equal(got, qtAll) {
+	if got := wardentest.SortedToolNames(t, one); !slices.Equal(got, qtAll) {
 		t.Fatalf("/mcp/s lists %v", got)
 	}
 	return f, w, one, agg, oneNotes, aggNotes
@@ -221,16 +221,16 @@ func TestListChangedOnToolApproval(t *testing.T) {
 
 	oneNotes.quiet()
 	aggNotes.quiet()
-	if got := apList(t, one); slices.Contains(got, "fresh") {
+	if got := wardentest.SortedToolNames(t, one); slices.Contains(got, "fresh") {
 		t.Fatalf("pending fresh is listed: %v", got)
 	}
-	code, stdout, stderr := apCLI(t, w, "review", "approve", "s", "fresh", "--yes")
+	code, stdout, stderr := w.CLI(t, "review", "approve", "s", "fresh", "--yes")
 	if code != 0 || !strings.Contains(stdout, "approved 1") {
 		t.Fatalf("warden review approve s fresh: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
 	qtListAfterNotes(t, one, oneNotes, "approving fresh on /mcp/s", func(names []string) bool { return slices.Contains(names, "fresh") })
 	qtListAfterNotes(t, agg, aggNotes, "approving fresh on /mcp", func(names []string) bool { return slices.Contains(names, "s__fresh") })
-	if got := callText(t, agg, "s__fresh", map[string]any{"approved": "yes"}); !strings.Contains(got, "approved") {
+	if got := wardentest.CallText(t, agg, "s__fresh", map[string]any{"approved": "yes"}); !strings.Contains(got, "approved") {
 		t.Fatalf("s__fresh = %q", got)
 	}
 }
@@ -239,10 +239,10 @@ func TestListChangedOnToolApproval(t *testing.T) {
 // is refused with TOOL_BLOCKED on the MCP surfaces and through `warden call`.
 func TestListChangedOnReviewBlock(t *testing.T) {
 	f, w, one, agg, oneNotes, aggNotes := qtSetup(t)
-	callText(t, one, fixture.ToolEcho, map[string]any{"before": "block"})
+	wardentest.CallText(t, one, fixture.ToolEcho, map[string]any{"before": "block"})
 	oneNotes.quiet()
 	aggNotes.quiet()
-	code, stdout, stderr := apCLI(t, w, "review", "block", "s", fixture.ToolEcho)
+	code, stdout, stderr := w.CLI(t, "review", "block", "s", fixture.ToolEcho)
 	if code != 0 || !strings.Contains(stdout, "blocked 1") {
 		t.Fatalf("warden review block s echo: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
@@ -252,7 +252,7 @@ func TestListChangedOnReviewBlock(t *testing.T) {
 	qtListAfterNotes(t, agg, aggNotes, "blocking echo on /mcp", func(names []string) bool {
 		return slices.Equal(names, qtPrefixed("s__", []string{fixture.ToolDelete, fixture.ToolRead, fixture.ToolWrite}))
 	})
-	if x := apTools(t, w, "s")[fixture.ToolEcho]; x.Status != approval.StatusBlocked {
+	if x := w.Tools(t, "s")[fixture.ToolEcho]; x.Status != approval.StatusBlocked {
 		t.Fatalf("echo is %s after the block", x.Status)
 	}
 	calls := f.Calls(fixture.ToolEcho)
@@ -263,7 +263,7 @@ func TestListChangedOnReviewBlock(t *testing.T) {
 		t.Fatal("a blocked tool's call reached the upstream")
 	}
 	// The other tools still work.
-	callText(t, one, fixture.ToolRead, map[string]any{"key": "k"})
+	wardentest.CallText(t, one, fixture.ToolRead, map[string]any{"key": "k"})
 }
 
 // A hot reload that adds a trusted server tells /mcp clients, which then
@@ -273,17 +273,17 @@ func TestListChangedOnHotReloadAddingServer(t *testing.T) {
 	added := fixture.NewServer(fixture.Options{})
 	url := added.Serve(t)
 	aggNotes.quiet()
-	if got := apList(t, agg); !slices.Equal(got, qtPrefixed("s__", qtAll)) {
+	if got := wardentest.SortedToolNames(t, agg); !slices.Equal(got, qtPrefixed("s__", qtAll)) {
 		t.Fatalf("/mcp lists %v before the reload", got)
 	}
-	apReload(t, w, func(servers map[string]any) {
+	w.Reload(t, func(servers map[string]any) {
 		servers["added"] = map[string]any{"url": url, "trusted": true}
 	})
 	w.WaitReady(t, "added")
 	qtListAfterNotes(t, agg, aggNotes, "added's 4 tools on /mcp", func(names []string) bool {
 		return len(dsWithPrefix(names, "added__")) == 4
 	})
-	if got := callText(t, agg, "added__echo", map[string]any{"new": "server"}); !strings.Contains(got, "server") {
+	if got := wardentest.CallText(t, agg, "added__echo", map[string]any{"new": "server"}); !strings.Contains(got, "server") {
 		t.Fatalf("added__echo = %q", got)
 	}
 }

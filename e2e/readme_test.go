@@ -227,8 +227,8 @@ func TestReadmeFirstHour(t *testing.T) {
 		}
 	}
 
-	cs := isoConnect(t, "http://"+listen+"/mcp")
-	names := toolNames(t, cs)
+	cs := wardentest.ConnectURL(t, "http://"+listen+"/mcp", nil, nil)
+	names := wardentest.ToolNames(t, cs)
 	for _, n := range []string{"memory__read_graph", "everything__echo"} {
 		if !slices.Contains(names, n) {
 			t.Errorf("the client does not see %s: %q", n, names)

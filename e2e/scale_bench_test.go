@@ -3,7 +3,6 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/wardenmcp/warden/internal/testenv"
+	"github.com/wardenmcp/warden/internal/wardentest"
 )
 
 // BenchmarkScale starts 28 stdio fixture servers serving 462 tools in all
@@ -101,7 +101,8 @@ func runScale(b *testing.B, warden string, servers map[string]any, total int, lo
 	const lists, calls, clients = 473, 10000, 16
 	var r scaleRun
 	start := time.Now()
-	listen, p := startWardenIn(b, warden, servers)
+	p := wardentest.ServeProcess(b, warden, servers)
+	listen := p.Addr
 	defer p.Stop()
 	cs := connectAggregated(b, "http://"+listen+"/mcp")
 	defer cs.Close()
@@ -183,20 +184,6 @@ func floorStart(b *testing.B, fixture string, servers int, args func(int) []stri
 	return total
 }
 
-// startWardenIn runs the warden binary with servers in a fresh state dir.
-func startWardenIn(b *testing.B, warden string, servers map[string]any) (string, *testenv.Process) {
-	dir := b.TempDir()
-	listen := "127.0.0.1:" + strconv.Itoa(testenv.FreePort(b))
-	cfg, _ := json.Marshal(map[string]any{"listen": listen, "mcpServers": servers})
-	if err := os.WriteFile(filepath.Join(dir, "config.json"), cfg, 0o600); err != nil {
-		b.Fatal(err)
-	}
-	p := testenv.StartProcess(b, exec.Command(warden, "serve",
-		"--config", filepath.Join(dir, "config.json"), "--state-dir", filepath.Join(dir, "state")))
-	testenv.WaitHTTP(b, "http://"+listen+"/healthz", 20*time.Second)
-	return listen, p
-}
-
 // connectAggregated connects an SDK client to url that re-lists on each
 // list_changed notification (see awaitToolCount).
 func connectAggregated(b *testing.B, url string) *toolWatch {
@@ -260,11 +247,11 @@ func processMemory(b *testing.B, pid int, exe string) memory {
 	var m memory
 	m.daemonPSS, m.daemonRSS = rollup(b, pid)
 	m.ownPSS, m.ownRSS = m.daemonPSS, m.daemonRSS
-	for _, c := range descendantsOf(pid) {
-		if path, err := os.Readlink(filepath.Join("/proc", strconv.Itoa(c), "exe")); err != nil || path != exe {
+	for _, c := range testenv.Descendants(pid) {
+		if path, err := os.Readlink(filepath.Join("/proc", strconv.Itoa(c.PID), "exe")); err != nil || path != exe {
 			continue
 		}
-		p, r := rollup(b, c)
+		p, r := rollup(b, c.PID)
 		m.ownPSS += p
 		m.ownRSS += r
 	}
@@ -291,29 +278,6 @@ func rollup(b *testing.B, pid int) (pss, rss float64) {
 		}
 	}
 	return pss, rss
-}
-
-func descendantsOf(root int) []int {
-	var out []int
-	for _, t := range childPIDs(root) {
-		out = append(out, t)
-		out = append(out, descendantsOf(t)...)
-	}
-	return out
-}
-
-func childPIDs(pid int) []int {
-	tasks, _ := filepath.Glob(filepath.Join("/proc", strconv.Itoa(pid), "task", "*", "children"))
-	var out []int
-	for _, t := range tasks {
-		data, _ := os.ReadFile(t)
-		for f := range strings.FieldsSeq(string(data)) {
-			if n, err := strconv.Atoi(f); err == nil {
-				out = append(out, n)
-			}
-		}
-	}
-	return out
 }
 
 // cpuTicks is the user and system CPU time pid has used, in clock ticks.

@@ -35,9 +35,9 @@ type stFound struct {
 // stSearch runs search_tools and returns the names found, best first.
 func stSearch(t *testing.T, cs *mcp.ClientSession, query string) []string {
 	t.Helper()
-	res := callResult(t, cs, "search_tools", map[string]any{"query": query, "limit": 50})
+	res := wardentest.CallResult(t, cs, "search_tools", map[string]any{"query": query, "limit": 50})
 	if res.IsError {
-		t.Fatalf("search_tools %q: %s", query, resultText(res))
+		t.Fatalf("search_tools %q: %s", query, wardentest.ResultText(res))
 	}
 	b, _ := json.Marshal(res.StructuredContent)
 	var f stFound
@@ -96,13 +96,13 @@ func TestSearchView(t *testing.T) {
 	if all, search := st.ViewTokens["all"], st.ViewTokens["search"]; all <= 0 || search <= 0 || all != fromServers {
 		t.Errorf("view_tokens %v, servers' tool_tokens add up to %d", st.ViewTokens, fromServers)
 	}
-	if code, out, _ := apCLI(t, w, "status"); code != 0 || !strings.Contains(out, "tokens on /mcp") {
+	if code, out, _ := w.CLI(t, "status"); code != 0 || !strings.Contains(out, "tokens on /mcp") {
 		t.Errorf("warden status: exit %d\n%s", code, out)
 	}
 
 	cs := w.Connect(t, "/mcp?view=search", nil)
 	defer cs.Close()
-	if got := apList(t, cs); !slices.Equal(got, []string{"call_tool", "search_tools"}) {
+	if got := wardentest.SortedToolNames(t, cs); !slices.Equal(got, []string{"call_tool", "search_tools"}) {
 		t.Fatalf("/mcp?view=search lists %v, want call_tool and search_tools", got)
 	}
 	stWaitFound(t, cs, "echo back text", "s__echo", true)
@@ -113,8 +113,8 @@ func TestSearchView(t *testing.T) {
 
 	// The text form names each tool with its parameters; limit bounds the
 	// answer; a search without a query is told what to send.
-	res0 := callResult(t, cs, "search_tools", map[string]any{"query": "echo back text", "limit": 1})
-	if text := resultText(res0); !strings.HasPrefix(text, "s__echo(") || strings.Count(text, "\n") != 2 {
+	res0 := wardentest.CallResult(t, cs, "search_tools", map[string]any{"query": "echo back text", "limit": 1})
+	if text := wardentest.ResultText(res0); !strings.HasPrefix(text, "s__echo(") || strings.Count(text, "\n") != 2 {
 		t.Errorf("search_tools text form, limit 1: %q", text)
 	}
 	if _, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "search_tools", Arguments: map[string]any{}}); err == nil || !strings.Contains(err.Error(), `"query"`) {
@@ -133,9 +133,9 @@ func TestSearchView(t *testing.T) {
 
 	// A found tool is callable through call_tool, reaching the upstream.
 	before := f.Calls(fixture.ToolEcho)
-	res := callResult(t, cs, "call_tool", map[string]any{"name": "s__echo", "arguments": map[string]any{"text": "hi"}})
+	res := wardentest.CallResult(t, cs, "call_tool", map[string]any{"name": "s__echo", "arguments": map[string]any{"text": "hi"}})
 	if res.IsError || f.Calls(fixture.ToolEcho) != before+1 {
-		t.Fatalf("call_tool s__echo: isError=%v %q, upstream calls %d→%d", res.IsError, resultText(res), before, f.Calls(fixture.ToolEcho))
+		t.Fatalf("call_tool s__echo: isError=%v %q, upstream calls %d→%d", res.IsError, wardentest.ResultText(res), before, f.Calls(fixture.ToolEcho))
 	}
 
 	// Refusals through call_tool are those of a direct call, word for word.
@@ -143,11 +143,11 @@ func TestSearchView(t *testing.T) {
 	defer agg.Close()
 	for name, code := range map[string]string{"s__launch_rocket": "TOOL_PENDING", "s__" + fixture.ToolWrite: "TOOL_CHANGED", "q__echo": "SERVER_QUARANTINED"} {
 		args := map[string]any{"key": "k", "value": "v"}
-		direct := callResult(t, agg, name, args)
-		via := callResult(t, cs, "call_tool", map[string]any{"name": name, "arguments": args})
-		if client.Refusal(via) != code || client.Refusal(direct) != code || resultText(via) != resultText(direct) {
+		direct := wardentest.CallResult(t, agg, name, args)
+		via := wardentest.CallResult(t, cs, "call_tool", map[string]any{"name": name, "arguments": args})
+		if client.Refusal(via) != code || client.Refusal(direct) != code || wardentest.ResultText(via) != wardentest.ResultText(direct) {
 			t.Errorf("%s: direct %q %q, via call_tool %q %q; want the same %s refusal", name,
-				client.Refusal(direct), resultText(direct), client.Refusal(via), resultText(via), code)
+				client.Refusal(direct), wardentest.ResultText(direct), client.Refusal(via), wardentest.ResultText(via), code)
 		}
 	}
 
@@ -174,8 +174,8 @@ func TestSearchView(t *testing.T) {
 	// An approval makes a tool findable, a block removes it, no restart.
 	w.API(t, "POST", "/v1/servers/s/tools/approve", map[string]any{"tools": []string{"launch_rocket"}}, nil)
 	stWaitFound(t, cs, "launch the rocket", "s__launch_rocket", true)
-	if res := callResult(t, cs, "call_tool", map[string]any{"name": "s__launch_rocket", "arguments": map[string]any{}}); res.IsError {
-		t.Fatalf("call_tool of an approved tool: %s", resultText(res))
+	if res := wardentest.CallResult(t, cs, "call_tool", map[string]any{"name": "s__launch_rocket", "arguments": map[string]any{}}); res.IsError {
+		t.Fatalf("call_tool of an approved tool: %s", wardentest.ResultText(res))
 	}
 	w.API(t, "POST", "/v1/servers/s/tools/block", map[string]any{"tools": []string{fixture.ToolEcho}}, nil)
 	stWaitFound(t, cs, "echo back text", "s__echo", false)
@@ -208,11 +208,11 @@ func TestSearchViewDefault(t *testing.T) {
 			all := w.Connect(t, "/mcp?view=all", nil)
 			defer all.Close()
 			wardentest.WaitFor(t, 20*time.Second, "every tool on /mcp?view=all", func() bool {
-				return slices.Contains(apList(t, all), "s__echo")
+				return slices.Contains(wardentest.SortedToolNames(t, all), "s__echo")
 			})
 			def := w.Connect(t, "/mcp", nil)
 			defer def.Close()
-			got := apList(t, def)
+			got := wardentest.SortedToolNames(t, def)
 			if isSearch := slices.Equal(got, []string{"call_tool", "search_tools"}); isSearch != tc.search {
 				t.Fatalf("/mcp lists %v; want the search view: %v", got, tc.search)
 			}

@@ -16,7 +16,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -40,69 +39,15 @@ func secMarker(what string) string {
 	return "sEcReT" + what + hex.EncodeToString(b)
 }
 
-// secEvents records the raw /v1/events stream.
-type secEvents struct {
-	mu     sync.Mutex
-	b      bytes.Buffer
-	cancel context.CancelFunc
-	done   chan struct{}
-}
-
-func secFollowEvents(t *testing.T, w *wardentest.Warden) *secEvents {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, w.URL("/v1/events"), nil)
-	req.Header.Set("Authorization", "Bearer "+w.Token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		cancel()
-		resp.Body.Close()
-		t.Fatalf("/v1/events: %s", resp.Status)
-	}
-	e := &secEvents{cancel: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(e.done)
-		defer resp.Body.Close()
-		buf := make([]byte, 32<<10)
-		for {
-			n, err := resp.Body.Read(buf)
-			e.mu.Lock()
-			e.b.Write(buf[:n])
-			e.mu.Unlock()
-			if err != nil {
-				return
-			}
-		}
-	}()
-	t.Cleanup(e.stop)
-	return e
-}
-
-func (e *secEvents) String() string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.b.String()
-}
-
-// stop ends the stream and returns everything it carried.
-func (e *secEvents) stop() {
-	e.cancel()
-	<-e.done
-}
-
 // secSync makes a reload that changes nothing and waits until its "config"
 // event has been streamed: every event published before it has been
 // streamed too (one subscriber's events are delivered in order).
-func secSync(t *testing.T, w *wardentest.Warden, ev *secEvents) {
+func secSync(t *testing.T, w *wardentest.Warden, ev *wardentest.Events) {
 	t.Helper()
-	n := strings.Count(ev.String(), `"type":"config"`)
-	apEditConfig(t, w.ConfigPath, nil)
+	n := strings.Count(ev.Raw(), `"type":"config"`)
+	wardentest.EditConfig(t, w.ConfigPath, nil)
 	wardentest.WaitFor(t, 20*time.Second, "the reload's config event on /v1/events", func() bool {
-		return strings.Count(ev.String(), `"type":"config"`) > n
+		return strings.Count(ev.Raw(), `"type":"config"`) > n
 	})
 }
 
@@ -148,7 +93,7 @@ func secLiveSurfaces(t *testing.T, w *wardentest.Warden, servers ...string) map[
 			if asJSON {
 				args = append(args, "--json")
 			}
-			code, stdout, stderr := apCLI(t, w, args...)
+			code, stdout, stderr := w.CLI(t, args...)
 			name := "warden " + strings.Join(args, " ")
 			if code != 0 && code != 3 {
 				t.Fatalf("%s: exit %d\nstdout: %s\nstderr: %s", name, code, stdout, stderr)
@@ -229,7 +174,7 @@ func TestURLSecretNeverShown(t *testing.T) {
 			t.Setenv("UPSTREAM_PASS", secrets["URL password"])
 			down := strings.Replace(tc.url, "PORT", itoa(testenv.FreePort(t)), 1)
 			w := wardentest.Start(t, map[string]any{"down": map[string]any{"url": down, "trusted": true, "callTimeout": "1s"}})
-			ev := secFollowEvents(t, w)
+			ev := w.FollowEvents(t)
 
 			var st struct{ Connection struct{ Error string } }
 			wardentest.WaitFor(t, 20*time.Second, "a failed connection attempt", func() bool {
@@ -241,9 +186,9 @@ func TestURLSecretNeverShown(t *testing.T) {
 			}
 			surfaces := map[string][]byte{}
 			cs := w.Connect(t, "/mcp/down", nil)
-			res := callResult(t, cs, "echo", map[string]any{})
+			res := wardentest.CallResult(t, cs, "echo", map[string]any{})
 			if !res.IsError {
-				t.Fatalf("a call to the unreachable server succeeded: %q", resultText(res))
+				t.Fatalf("a call to the unreachable server succeeded: %q", wardentest.ResultText(res))
 			}
 			surfaces["refusal"] = secJSON(t, res)
 			wardentest.WaitFor(t, 20*time.Second, "the refusal in the activity log", func() bool {
@@ -253,10 +198,10 @@ func TestURLSecretNeverShown(t *testing.T) {
 				surfaces[n] = b
 			}
 			secSync(t, w, ev)
-			ev.stop()
-			surfaces["/v1/events"] = []byte(ev.String())
-			if !strings.Contains(ev.String(), `"error":`) {
-				t.Fatalf("no event with the connection error streamed (is the test reading the events?): %s", ev.String())
+			ev.Stop()
+			surfaces["/v1/events"] = []byte(ev.Raw())
+			if !strings.Contains(ev.Raw(), `"error":`) {
+				t.Fatalf("no event with the connection error streamed (is the test reading the events?): %s", ev.Raw())
 			}
 			w.Stop()
 			surfaces["daemon log"] = []byte(w.Logs.String())
@@ -321,7 +266,7 @@ func TestSecretsNeverShown(t *testing.T) {
 		b, _ := os.ReadFile(loudLog)
 		return bytes.Contains(b, []byte("LOUD_TOKEN=***\n")) && bytes.Contains(b, []byte("LOUD_LITERAL=***\n"))
 	})
-	ev := secFollowEvents(t, w)
+	ev := w.FollowEvents(t)
 
 	// The secrets did reach the upstreams (so the test looks at live values).
 	if got := hf.HTTP().LastAuthorization(); got != "Bearer "+secrets["env-expanded bearer token"] {
@@ -330,7 +275,7 @@ func TestSecretsNeverShown(t *testing.T) {
 	if hf.HTTP().Requests()[0].Status != http.StatusUnauthorized {
 		t.Fatalf("hdr's first request was not answered 401: %+v", hf.HTTP().Requests()[0])
 	}
-	st, ok := wlReadStats(stats)
+	st, ok := fixture.ReadStatsFile(stats)
 	if !ok || st.Values["argkey"] != secrets["env-expanded stdio arg"] {
 		t.Fatalf("proc did not get the expanded arg: %+v", st.Values)
 	}
@@ -351,7 +296,7 @@ func TestSecretsNeverShown(t *testing.T) {
 	lf.HTTP().RequireAuthorization("Bearer " + secrets["literal bearer token of a reload"])
 	lf.HTTP().UnauthorizedNext(2)
 	lateURL := lf.Serve(t)
-	apReload(t, w, func(s map[string]any) {
+	w.Reload(t, func(s map[string]any) {
 		s["late"] = map[string]any{"url": lateURL, "trusted": true, "headers": map[string]string{
 			"Authorization": "Bearer " + secrets["literal bearer token of a reload"],
 			"X-Late":        "${env:SEC_LATE}",
@@ -365,12 +310,12 @@ func TestSecretsNeverShown(t *testing.T) {
 	// Calls, so the activity log and the store have entries.
 	surfaces := map[string][]byte{}
 	cs := w.Connect(t, "/mcp", nil)
-	surfaces["tools/list"] = secJSON(t, toolNames(t, cs))
+	surfaces["tools/list"] = secJSON(t, wardentest.ToolNames(t, cs))
 	for _, s := range []string{"hdr", "proc", "late"} {
-		callText(t, cs, s+"__echo", map[string]any{"n": 1})
-		res := callResult(t, cs, s+"__write_value", map[string]any{"key": "k", "value": s})
+		wardentest.CallText(t, cs, s+"__echo", map[string]any{"n": 1})
+		res := wardentest.CallResult(t, cs, s+"__write_value", map[string]any{"key": "k", "value": s})
 		if res.IsError {
-			t.Fatalf("%s__write_value: %q", s, resultText(res))
+			t.Fatalf("%s__write_value: %q", s, wardentest.ResultText(res))
 		}
 	}
 	// A call the upstream refuses with 401: an error the agent and the
@@ -386,7 +331,7 @@ func TestSecretsNeverShown(t *testing.T) {
 	case refused.IsError:
 		surfaces["refused call result"] = secJSON(t, refused)
 	default:
-		t.Fatalf("hdr__echo answered 401 upstream succeeded: %q", resultText(refused))
+		t.Fatalf("hdr__echo answered 401 upstream succeeded: %q", wardentest.ResultText(refused))
 	}
 	if !slices.ContainsFunc(hf.HTTP().Requests()[mark:], func(r fixture.Request) bool {
 		return slices.Contains(r.RPCMethods, "tools/call") && r.Status == http.StatusUnauthorized
@@ -406,10 +351,10 @@ func TestSecretsNeverShown(t *testing.T) {
 		}
 	}
 	secSync(t, w, ev)
-	ev.stop()
-	surfaces["/v1/events"] = []byte(ev.String())
-	if !strings.Contains(ev.String(), `"server":"late"`) {
-		t.Fatalf("no event of server late streamed: %s", ev.String())
+	ev.Stop()
+	surfaces["/v1/events"] = []byte(ev.Raw())
+	if !strings.Contains(ev.Raw(), `"server":"late"`) {
+		t.Fatalf("no event of server late streamed: %s", ev.Raw())
 	}
 	w.Stop()
 	logs := w.Logs.String()

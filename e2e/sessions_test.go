@@ -44,7 +44,7 @@ func restart(t *testing.T, w *wardentest.Warden) *wardentest.Warden {
 func echoThrough(t *testing.T, w *wardentest.Warden) {
 	t.Helper()
 	cs := w.Connect(t, "/mcp/up", nil)
-	if got := callText(t, cs, "echo", map[string]any{"n": 1}); !strings.Contains(got, `"n"`) {
+	if got := wardentest.CallText(t, cs, "echo", map[string]any{"n": 1}); !strings.Contains(got, `"n"`) {
 		t.Fatalf("echo = %q", got)
 	}
 }
@@ -256,20 +256,20 @@ func TestSessionUnauthorizedTwiceSurfaces(t *testing.T) {
 func TestSessionLater404NotRetried(t *testing.T) {
 	f, w := sessionSetup(t)
 	cs := w.Connect(t, "/mcp/up", nil)
-	callText(t, cs, "echo", map[string]any{})
+	wardentest.CallText(t, cs, "echo", map[string]any{})
 	old := f.HTTP().SessionIDs()[0]
 	mark := len(f.HTTP().Requests())
 	f.HTTP().ForgetSessions()
 	// A write answered 404 was not processed: it fails without latching.
-	res := callResult(t, cs, "write_value", map[string]any{"key": "k", "value": "v"})
-	wlWantRefusal(t, res, "UPSTREAM_UNAVAILABLE", "Nothing was sent")
+	res := wardentest.CallResult(t, cs, "write_value", map[string]any{"key": "k", "value": "v"})
+	wardentest.WantRefusal(t, res, "UPSTREAM_UNAVAILABLE", "Nothing was sent")
 	if n := f.WriteDispatches(); n != 0 {
 		t.Fatalf("the write answered 404 reached the upstream %d times (retried on a fresh session?)", n)
 	}
 	wardentest.WaitFor(t, 20*time.Second, "a fresh session", func() bool {
 		return f.Initializes() == 2
 	})
-	callText(t, cs, "echo", map[string]any{"after": "404"})
+	wardentest.CallText(t, cs, "echo", map[string]any{"after": "404"})
 	var onOld, total int
 	for _, r := range f.HTTP().Requests()[mark:] {
 		if r.Method == "POST" && slices.Contains(r.RPCMethods, "tools/call") {
@@ -361,7 +361,7 @@ func TestSessionResumedAfterKill9(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer cs.Close()
-		callText(t, cs, "echo", map[string]any{})
+		wardentest.CallText(t, cs, "echo", map[string]any{})
 	}
 	p := serve()
 	call()

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/wardenmcp/warden/internal/testenv"
+	"github.com/wardenmcp/warden/internal/wardentest"
 )
 
 // BenchmarkSoak runs b.N tool calls at 16 clients through Warden (as its
@@ -32,10 +32,11 @@ func BenchmarkSoak(b *testing.B) {
 	testenv.StartProcess(b, exec.Command(fixture, "-http", upAddr))
 	upURL := "http://" + upAddr + "/mcp"
 	testenv.WaitHTTP(b, upURL, 20*time.Second)
-	listen, warden := startWardenProcess(b, map[string]any{
+	warden := wardentest.ServeProcess(b, "", map[string]any{
 		"bench": map[string]any{"url": upURL, "trusted": true},
 		"flood": map[string]any{"command": fixture, "args": []string{"-flood", "-1"}, "trusted": true},
 	})
+	listen := warden.Addr
 	calls := newBenchTarget(b, "http://"+listen+"/mcp", "bench__echo", "2025-11-25", 16)
 	before := vmKB(b, warden.PID(), "VmRSS")
 
@@ -73,7 +74,8 @@ func BenchmarkSoak(b *testing.B) {
 //	go test -run '^$' -bench BenchmarkLargeAnswers -benchtime 1x ./e2e/
 func BenchmarkLargeAnswers(b *testing.B) {
 	const size = 60 << 20
-	listen, warden := startWardenProcess(b, map[string]any{"big": map[string]any{"url": hugeAnswerFixture(b, size), "trusted": true, "callTimeout": "10m"}})
+	warden := wardentest.ServeProcess(b, "", map[string]any{"big": map[string]any{"url": hugeAnswerFixture(b, size), "trusted": true, "callTimeout": "10m"}})
+	listen := warden.Addr
 	t := newBenchTarget(b, "http://"+listen+"/mcp", "big__echo", "2025-11-25", 10)
 	before := vmKB(b, warden.PID(), "VmRSS")
 	b.ResetTimer()
@@ -82,8 +84,8 @@ func BenchmarkLargeAnswers(b *testing.B) {
 		for _, cs := range t.sessions {
 			wg.Go(func() {
 				res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "big__huge_answer"})
-				if err != nil || res.IsError || len(resultText(res)) != size {
-					b.Errorf("call: %v, %d bytes", err, len(resultText(res)))
+				if err != nil || res.IsError || len(wardentest.ResultText(res)) != size {
+					b.Errorf("call: %v, %d bytes", err, len(wardentest.ResultText(res)))
 				}
 			})
 		}
@@ -92,21 +94,6 @@ func BenchmarkLargeAnswers(b *testing.B) {
 	b.StopTimer()
 	b.ReportMetric(float64(before)/1024, "rss-before-MB")
 	b.ReportMetric(float64(vmKB(b, warden.PID(), "VmHWM"))/1024, "rss-peak-MB")
-}
-
-// startWardenProcess runs `warden serve` with servers and waits until it
-// answers; it returns the address it listens on and its process.
-func startWardenProcess(b *testing.B, servers map[string]any) (string, *testenv.Process) {
-	dir := b.TempDir()
-	listen := "127.0.0.1:" + strconv.Itoa(testenv.FreePort(b))
-	cfg, _ := json.Marshal(map[string]any{"listen": listen, "mcpServers": servers})
-	if err := os.WriteFile(filepath.Join(dir, "config.json"), cfg, 0o600); err != nil {
-		b.Fatal(err)
-	}
-	p := testenv.StartProcess(b, exec.Command(testenv.BuildBinary(b, "./cmd/warden"), "serve",
-		"--config", filepath.Join(dir, "config.json"), "--state-dir", filepath.Join(dir, "state")))
-	testenv.WaitHTTP(b, "http://"+listen+"/healthz", 20*time.Second)
-	return listen, p
 }
 
 // vmKB reads a field (VmRSS, VmHWM) of /proc/<pid>/status, in kB.

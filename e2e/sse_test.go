@@ -24,7 +24,7 @@ func TestLegacySSEUpstream(t *testing.T) {
 		t.Fatalf("transport = %q, want sse inferred from the /sse path", st.Transport)
 	}
 	cs := w.Connect(t, "/mcp", nil)
-	if got := callText(t, cs, "legacy__echo", map[string]any{"over": "sse"}); !strings.Contains(got, "sse") {
+	if got := wardentest.CallText(t, cs, "legacy__echo", map[string]any{"over": "sse"}); !strings.Contains(got, "sse") {
 		t.Fatalf("echo over legacy SSE = %q", got)
 	}
 }

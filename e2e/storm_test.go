@@ -18,7 +18,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -66,7 +65,7 @@ func (d *stormDecider) run(ctx context.Context, pause *sync.RWMutex, answered *a
 		ok := d.decide(tool, status)
 		pause.RUnlock()
 		if !ok {
-			i-- // the same decision again
+			i-- // the same decision again, after a sleep that paces the retry (a load loop)
 			time.Sleep(20 * time.Millisecond)
 			continue
 		}
@@ -98,59 +97,6 @@ func (d *stormDecider) check(t *testing.T, statuses map[string]string, when stri
 			t.Fatalf("%s: tool %s is %q; the last decision answered was %q (and %q was in flight)", when, tool, got, want, maybe)
 		}
 	}
-}
-
-// procID is a process, told apart from a later one with the same pid by
-// its start time.
-type procID struct {
-	pid   int
-	start string
-	what  string
-}
-
-func procStat(pid int) (ppid int, start string, ok bool) {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return 0, "", false
-	}
-	// The command name (field 2) may hold spaces; fields after it are plain.
-	rest := string(b[bytes.LastIndexByte(b, ')')+2:])
-	f := strings.Fields(rest) // f[0] is field 3 (state)
-	if len(f) < 20 || f[0] == "Z" {
-		return 0, "", false
-	}
-	ppid, _ = strconv.Atoi(f[1])
-	return ppid, f[19], true // field 22: start time
-}
-
-func (p procID) alive() bool {
-	_, start, ok := procStat(p.pid)
-	return ok && start == p.start
-}
-
-// descendants are the live processes below root.
-func descendants(root int) []procID {
-	children := map[int][]int{}
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if ppid, _, ok := procStat(pid); ok {
-			children[ppid] = append(children[ppid], pid)
-		}
-	}
-	var out []procID
-	for queue := children[root]; len(queue) > 0; queue = queue[1:] {
-		pid := queue[0]
-		if _, start, ok := procStat(pid); ok {
-			cmdline, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
-			out = append(out, procID{pid: pid, start: start, what: string(bytes.ReplaceAll(bytes.TrimRight(cmdline, "\x00"), []byte{0}, []byte{' '}))})
-		}
-		queue = append(queue, children[pid]...)
-	}
-	return out
 }
 
 func TestKill9Storm(t *testing.T) {
@@ -206,7 +152,7 @@ func TestKill9Storm(t *testing.T) {
 	// Each start gets a stats file of its own, so that a dying fixture
 	// cannot overwrite the next one's. sh stays between Warden and the
 	// fixture, as npx stays before node.
-	var trees []procID
+	var trees []testenv.Proc
 	start := func(n int) (stats string, wardenPID int) {
 		stats = filepath.Join(dir, fmt.Sprintf("stats-%d.json", n))
 		b, _ := json.Marshal(map[string]any{"listen": d.listen, "mcpServers": map[string]any{"s": map[string]any{
@@ -255,12 +201,12 @@ func TestKill9Storm(t *testing.T) {
 		var st fixture.Stats
 		wardentest.WaitFor(t, 20*time.Second, "the stdio fixture to start", func() bool {
 			var ok bool
-			st, ok = wlReadStats(stats)
+			st, ok = fixture.ReadStatsFile(stats)
 			return ok && st.PID > 0
 		})
 		// The fixture's own PID is its namespace's: find it by its command line.
-		tree := descendants(wardenPID)
-		if len(tree) < 3 || !slices.ContainsFunc(tree, func(p procID) bool { return strings.HasPrefix(p.what, fixtureBin) }) {
+		tree := testenv.Descendants(wardenPID)
+		if len(tree) < 3 || !slices.ContainsFunc(tree, func(p testenv.Proc) bool { return strings.HasPrefix(p.What, fixtureBin) }) {
 			t.Fatalf("start %d: the fixture (its own pid %d), its sh and their sleep are not below Warden (pid %d): %+v", n, st.PID, wardenPID, tree)
 		}
 		trees = append(trees, tree...)
@@ -325,8 +271,8 @@ func TestKill9Storm(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			if res.IsError || resultText(res) != "stored" {
-				t.Errorf("start %d: write %d answered isError=%v %q", n, i, res.IsError, resultText(res))
+			if res.IsError || wardentest.ResultText(res) != "stored" {
+				t.Errorf("start %d: write %d answered isError=%v %q", n, i, res.IsError, wardentest.ResultText(res))
 			}
 			mu.Lock()
 			answered++
@@ -340,7 +286,7 @@ func TestKill9Storm(t *testing.T) {
 			}
 		})
 		wardentest.WaitFor(t, 20*time.Second, "the slow write to reach the upstream", func() bool {
-			st, _ := wlReadStats(stats)
+			st, _ := fixture.ReadStatsFile(stats)
 			return st.WriteDispatches >= 1
 		})
 		writers.Go(func() {
@@ -372,24 +318,22 @@ func TestKill9Storm(t *testing.T) {
 	}
 
 	// Only polling tells when processes that are not ours have ended.
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		var left []procID
+	var left []testenv.Proc
+	if !wardentest.Poll(10*time.Second, func() bool {
+		left = left[:0]
 		for _, p := range trees {
-			if p.alive() {
+			if p.Alive() {
 				left = append(left, p)
 			}
 		}
-		if len(left) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			for _, p := range left {
-				if p.alive() {
-					syscall.Kill(p.pid, syscall.SIGKILL) // not left running after the test
-				}
+		return len(left) == 0
+	}) {
+		for _, p := range left {
+			if p.Alive() {
+				syscall.Kill(p.PID, syscall.SIGKILL) // not left running after the test
 			}
-			t.Fatalf("stdio server processes outlived their Warden: %+v", left)
 		}
+		t.Fatalf("stdio server processes outlived their Warden: %+v", left)
 	}
 	t.Logf("%d kills in %s: %d decisions answered, %d writes sent (%d answered), a write in flight upstream at every kill, %d stdio server processes gone",
 		stormKills, time.Since(began).Round(time.Second), decisions.Load(), writesSent, writesAnswered, len(trees))

@@ -139,11 +139,6 @@ func (s *uiSession) shot(name string) {
 	}
 }
 
-func uiToolStatus(t *testing.T, w *wardentest.Warden, server, tool string) api.Tool {
-	t.Helper()
-	return apTools(t, w, server)[tool]
-}
-
 // The review page in headless Chromium: `warden ui` prints a login link
 // that works once; a stranger sees no data and cannot post; from the page
 // an operator approves, sees a 409 for a tool that changed underneath and
@@ -165,7 +160,7 @@ func TestReviewPageInBrowser(t *testing.T) {
 	w.WaitReady(t, "beta")
 	apWaitTool(t, w, "alpha", fixture.ToolEcho, "listed, pending", apStatusIs(approval.StatusPending))
 
-	code, link, stderr := runWarden(t, bin, cliEnv(t), "ui", "--no-browser", "--config", w.ConfigPath, "--state-dir", w.StateDir)
+	code, link, stderr := testenv.Run(t, bin, cliEnv(t), "ui", "--no-browser", "--config", w.ConfigPath, "--state-dir", w.StateDir)
 	link = strings.TrimSpace(link)
 	if code != 0 || !strings.HasPrefix(link, "http://"+w.Addr+"/ui/login?code=") {
 		t.Fatalf("warden ui --no-browser: exit %d, stdout %q, stderr %q", code, link, stderr)
@@ -218,7 +213,7 @@ func TestReviewPageInBrowser(t *testing.T) {
 	if st := uiPost(t, w, jar, "/ui/servers/alpha/block", url.Values{"tool": {fixture.ToolEcho}}); st != http.StatusForbidden {
 		t.Fatalf("a POST with a session but no CSRF token: %d, want 403", st)
 	}
-	if got := uiToolStatus(t, w, "alpha", fixture.ToolEcho).Status; got != approval.StatusPending {
+	if got := w.Tools(t, "alpha")[fixture.ToolEcho].Status; got != approval.StatusPending {
 		t.Fatalf("refused POSTs changed echo to %s", got)
 	}
 
@@ -228,7 +223,7 @@ func TestReviewPageInBrowser(t *testing.T) {
 	if got := op.click("#approve-button", "#pick-"+fixture.ToolEcho); !strings.Contains(got, "Approved 1 tool") {
 		t.Fatalf("approve echo: %q", got)
 	}
-	if got := uiToolStatus(t, w, "alpha", fixture.ToolEcho).Status; got != approval.StatusApproved {
+	if got := w.Tools(t, "alpha")[fixture.ToolEcho].Status; got != approval.StatusApproved {
 		t.Fatalf("echo after approval from the page: %s", got)
 	}
 
@@ -236,7 +231,7 @@ func TestReviewPageInBrowser(t *testing.T) {
 	// and the page names it with a link to what changed.
 	op.open("/ui/servers/alpha")
 	op.do("the page subscribing to events", chromedp.WaitReady(chromedp.CSS(`body[data-live="on"]`)))
-	shown := uiToolStatus(t, w, "alpha", fixture.ToolRead).CurrentHash
+	shown := w.Tools(t, "alpha")[fixture.ToolRead].CurrentHash
 	if err := alpha.Apply("describe " + fixture.ToolRead + " Reads a value, and mails it to someone."); err != nil {
 		t.Fatal(err)
 	}
@@ -248,7 +243,7 @@ func TestReviewPageInBrowser(t *testing.T) {
 		t.Fatalf("approving a tool that changed underneath: %q", got)
 	}
 	op.shot("conflict")
-	if st := uiToolStatus(t, w, "alpha", fixture.ToolRead).Status; st != approval.StatusPending {
+	if st := w.Tools(t, "alpha")[fixture.ToolRead].Status; st != approval.StatusPending {
 		t.Fatalf("read_value after the refused approval: %s", st)
 	}
 
@@ -268,7 +263,7 @@ func TestReviewPageInBrowser(t *testing.T) {
 	if got := op.click("#block-button", "#pick-"+fixture.ToolWrite); !strings.Contains(got, "Blocked 1 tool") {
 		t.Fatalf("block write_value: %q", got)
 	}
-	if st := uiToolStatus(t, w, "alpha", fixture.ToolWrite).Status; st != approval.StatusBlocked {
+	if st := w.Tools(t, "alpha")[fixture.ToolWrite].Status; st != approval.StatusBlocked {
 		t.Fatalf("write_value after block from the page: %s", st)
 	}
 
@@ -293,7 +288,7 @@ func TestReviewPageInBrowser(t *testing.T) {
 	}
 	var srv api.Server
 	w.API(t, "GET", "/v1/servers/alpha", nil, &srv)
-	if tools := apTools(t, w, "alpha"); srv.Quarantined || tools[fixture.ToolRead].Status != approval.StatusApproved || tools[fixture.ToolEcho].Status != approval.StatusChanged {
+	if tools := w.Tools(t, "alpha"); srv.Quarantined || tools[fixture.ToolRead].Status != approval.StatusApproved || tools[fixture.ToolEcho].Status != approval.StatusChanged {
 		t.Fatalf("after admission: quarantined %v, tools %+v", srv.Quarantined, srv.Tools)
 	}
 
@@ -304,14 +299,14 @@ func TestReviewPageInBrowser(t *testing.T) {
 	if got := op.text("#flash"); !strings.Contains(got, "Approved 1 tool") {
 		t.Fatalf("approve all: %q", got)
 	}
-	if st := uiToolStatus(t, w, "alpha", fixture.ToolEcho).Status; st != approval.StatusApproved {
+	if st := w.Tools(t, "alpha")[fixture.ToolEcho].Status; st != approval.StatusApproved {
 		t.Fatalf("echo after approving all from the page: %s", st)
 	}
 
 	// A write past callTimeout latches beta; the page clears it after a
 	// confirmation.
 	cs := w.Connect(t, "/mcp/beta", nil)
-	if res := callResult(t, cs, fixture.ToolWrite, map[string]any{"key": "k", "value": "v", "sleep_ms": 5000}); !res.IsError {
+	if res := wardentest.CallResult(t, cs, fixture.ToolWrite, map[string]any{"key": "k", "value": "v", "sleep_ms": 5000}); !res.IsError {
 		t.Fatal("a write past callTimeout succeeded")
 	}
 	// Activity, filtered by server. (The log is written off the call path.)

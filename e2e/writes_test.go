@@ -75,22 +75,13 @@ func wlProcUpstream(t *testing.T, kind string, extra map[string]any) *wlUpstream
 	u.proc = testenv.StartProcess(t, exec.Command(testenv.BuildBinary(t, fixturePkg), "-http", "127.0.0.1:0", "-stats", u.stats))
 	var url string
 	wardentest.WaitFor(t, 20*time.Second, "the HTTP fixture-server to listen", func() bool {
-		st, ok := wlReadStats(u.stats)
+		st, ok := fixture.ReadStatsFile(u.stats)
 		url = st.URL
 		return ok && url != ""
 	})
 	u.cfg = map[string]any{"url": url, "trusted": true}
 	maps.Copy(u.cfg, extra)
 	return u
-}
-
-func wlReadStats(path string) (fixture.Stats, bool) {
-	var st fixture.Stats
-	b, err := os.ReadFile(path)
-	if err != nil || json.Unmarshal(b, &st) != nil {
-		return st, false
-	}
-	return st, true
 }
 
 // Stats is the fixture's current counters (for a process: its last -stats
@@ -100,7 +91,7 @@ func (u *wlUpstream) Stats(t *testing.T) fixture.Stats {
 	if u.f != nil {
 		return u.f.Stats()
 	}
-	st, ok := wlReadStats(u.stats)
+	st, ok := fixture.ReadStatsFile(u.stats)
 	if !ok {
 		t.Fatalf("no fixture stats in %s", u.stats)
 	}
@@ -113,7 +104,7 @@ func (u *wlUpstream) waitStats(t *testing.T, what string, cond func(fixture.Stat
 		if u.f != nil {
 			return cond(u.f.Stats())
 		}
-		st, ok := wlReadStats(u.stats)
+		st, ok := fixture.ReadStatsFile(u.stats)
 		return ok && cond(st)
 	})
 }
@@ -175,23 +166,11 @@ func wlOutcome(res *mcp.CallToolResult) string {
 	return s
 }
 
-func wlWantRefusal(t *testing.T, res *mcp.CallToolResult, code string, texts ...string) {
-	t.Helper()
-	if !res.IsError || client.Refusal(res) != code {
-		t.Fatalf("want a %s refusal, got isError=%v _meta=%v %q", code, res.IsError, res.Meta, resultText(res))
-	}
-	for _, s := range texts {
-		if !strings.Contains(resultText(res), s) {
-			t.Fatalf("refusal text %q does not contain %q", resultText(res), s)
-		}
-	}
-}
-
 func wlMustWrite(t *testing.T, cs *mcp.ClientSession, args map[string]any) {
 	t.Helper()
-	res := callResult(t, cs, fixture.ToolWrite, args)
-	if res.IsError || resultText(res) != "stored" {
-		t.Fatalf("write %v: want it stored, got isError=%v _meta=%v %q", args, res.IsError, res.Meta, resultText(res))
+	res := wardentest.CallResult(t, cs, fixture.ToolWrite, args)
+	if res.IsError || wardentest.ResultText(res) != "stored" {
+		t.Fatalf("write %v: want it stored, got isError=%v _meta=%v %q", args, res.IsError, res.Meta, wardentest.ResultText(res))
 	}
 }
 
@@ -236,9 +215,9 @@ func TestWriteLatchTimeout(t *testing.T) {
 			marker := wlMarker(t)
 
 			// A read that times out is never recorded.
-			res := callResult(t, cs, fixture.ToolRead, map[string]any{"key": "k", "sleep_ms": 5000})
+			res := wardentest.CallResult(t, cs, fixture.ToolRead, map[string]any{"key": "k", "sleep_ms": 5000})
 			if !res.IsError {
-				t.Fatalf("a read past callTimeout must fail, got %q", resultText(res))
+				t.Fatalf("a read past callTimeout must fail, got %q", wardentest.ResultText(res))
 			}
 			if ls := wlLatches(t, w); len(ls) != 0 {
 				t.Fatalf("a read that timed out latched: %+v", ls)
@@ -247,9 +226,9 @@ func TestWriteLatchTimeout(t *testing.T) {
 
 			slow := map[string]any{"key": "k", "value": marker + "-latched", "sleep_ms": 5000}
 			start := time.Now()
-			res = callResult(t, cs, fixture.ToolWrite, slow)
-			if !res.IsError || wlOutcome(res) != "unknown" || !strings.Contains(resultText(res), "warden writes clear s") {
-				t.Fatalf("timed-out write: want isError with _meta warden/outcome unknown naming the clear command, got isError=%v _meta=%v %q", res.IsError, res.Meta, resultText(res))
+			res = wardentest.CallResult(t, cs, fixture.ToolWrite, slow)
+			if !res.IsError || wlOutcome(res) != "unknown" || !strings.Contains(wardentest.ResultText(res), "warden writes clear s") {
+				t.Fatalf("timed-out write: want isError with _meta warden/outcome unknown naming the clear command, got isError=%v _meta=%v %q", res.IsError, res.Meta, wardentest.ResultText(res))
 			}
 			if d := time.Since(start); d > 4*time.Second {
 				t.Fatalf("the write was not cut at callTimeout: %s", d)
@@ -267,12 +246,12 @@ func TestWriteLatchTimeout(t *testing.T) {
 
 			// Further writes and destructive calls are refused and not sent.
 			for i := range 3 {
-				res = callResult(t, cs, fixture.ToolWrite, map[string]any{"key": "k2", "value": fmt.Sprintf("%s-refused-%d", marker, i)})
-				wlWantRefusal(t, res, "WRITES_LATCHED", "warden writes clear s", fixture.ToolWrite, "timeout")
+				res = wardentest.CallResult(t, cs, fixture.ToolWrite, map[string]any{"key": "k2", "value": fmt.Sprintf("%s-refused-%d", marker, i)})
+				wardentest.WantRefusal(t, res, "WRITES_LATCHED", "warden writes clear s", fixture.ToolWrite, "timeout")
 			}
-			wlWantRefusal(t, callResult(t, cs, fixture.ToolDelete, map[string]any{"key": "before"}), "WRITES_LATCHED", "warden writes clear s")
+			wardentest.WantRefusal(t, wardentest.CallResult(t, cs, fixture.ToolDelete, map[string]any{"key": "before"}), "WRITES_LATCHED", "warden writes clear s")
 			// Reads still work.
-			if got := callText(t, cs, fixture.ToolRead, map[string]any{"key": "before"}); got != marker+"-stored-before" {
+			if got := wardentest.CallText(t, cs, fixture.ToolRead, map[string]any{"key": "before"}); got != marker+"-stored-before" {
 				t.Fatalf("read while latched = %q", got)
 			}
 			if st := u.Stats(t); st.WriteDispatches != dispatched || st.Calls[fixture.ToolDelete] != 0 {
@@ -291,7 +270,7 @@ func TestWriteLatchTimeout(t *testing.T) {
 			w.WaitReady(t, "s")
 			cs = w.Connect(t, "/mcp/s", nil)
 			base := u.Stats(t).WriteDispatches // a stdio fixture is a new process
-			wlWantRefusal(t, callResult(t, cs, fixture.ToolWrite, map[string]any{"key": "k3", "value": marker + "-refused-after-restart"}), "WRITES_LATCHED", "warden writes clear s")
+			wardentest.WantRefusal(t, wardentest.CallResult(t, cs, fixture.ToolWrite, map[string]any{"key": "k3", "value": marker + "-refused-after-restart"}), "WRITES_LATCHED", "warden writes clear s")
 			if ls := wlLatches(t, w); len(ls) != 1 || ls[0] != latch {
 				t.Fatalf("latches after restart = %+v, want %+v", ls, latch)
 			}
@@ -383,12 +362,7 @@ func (d *wlDaemon) latches() []wlLatch {
 // connect opens a client session on /mcp/s once the upstream answers reads.
 func (d *wlDaemon) connect() *mcp.ClientSession {
 	t := d.t
-	c := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil)
-	cs, err := c.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: "http://" + d.listen + "/mcp/s"}, wardentest.Session2025)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cs.Close() })
+	cs := wardentest.ConnectURL(t, "http://"+d.listen+"/mcp/s", nil, nil)
 	wardentest.WaitFor(t, 20*time.Second, "the upstream to answer a read", func() bool {
 		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 		defer cancel()
@@ -408,8 +382,8 @@ func TestWriteLatchSurvivesKill9(t *testing.T) {
 			cs := d.connect()
 			marker := wlMarker(t)
 			slow := map[string]any{"key": "k", "value": marker, "sleep_ms": 5000}
-			if res := callResult(t, cs, fixture.ToolWrite, slow); wlOutcome(res) != "unknown" {
-				t.Fatalf("want an unknown outcome, got _meta=%v %q", res.Meta, resultText(res))
+			if res := wardentest.CallResult(t, cs, fixture.ToolWrite, slow); wlOutcome(res) != "unknown" {
+				t.Fatalf("want an unknown outcome, got _meta=%v %q", res.Meta, wardentest.ResultText(res))
 			}
 			listed := d.latches()
 			if len(listed) != 1 || listed[0].Server != "s" || listed[0].Reason != "timeout" || listed[0].ArgsSHA256 != wlArgsHash(t, slow) {
@@ -420,7 +394,7 @@ func TestWriteLatchSurvivesKill9(t *testing.T) {
 			cs.Close()
 			d.serve()
 			cs = d.connect()
-			wlWantRefusal(t, callResult(t, cs, fixture.ToolWrite, map[string]any{"key": "k", "value": marker + "-again"}), "WRITES_LATCHED", "warden writes clear s")
+			wardentest.WantRefusal(t, wardentest.CallResult(t, cs, fixture.ToolWrite, map[string]any{"key": "k", "value": marker + "-again"}), "WRITES_LATCHED", "warden writes clear s")
 			if out := d.cli("writes"); !strings.Contains(out, "write_value") || !strings.Contains(out, "timeout") {
 				t.Fatalf("warden writes after kill -9:\n%s", out)
 			}
@@ -450,7 +424,9 @@ func TestWriteInFlightAtKill9Latches(t *testing.T) {
 			cs := d.connect()
 			marker := wlMarker(t)
 			wlMustWrite(t, cs, map[string]any{"key": "k", "value": marker + "-done"})
-			time.Sleep(300 * time.Millisecond) // the finished write is struck off meanwhile
+			// A sleep: the finished write is struck off meanwhile, in a batch
+			// of the daemon's own, which nothing outside it shows.
+			time.Sleep(300 * time.Millisecond)
 			slow := map[string]any{"key": "k", "value": marker + "-in-flight", "sleep_ms": 3000}
 			go cs.CallTool(context.Background(), &mcp.CallToolParams{Name: fixture.ToolWrite, Arguments: slow})
 			u.waitStats(t, "the write to reach the upstream", func(s fixture.Stats) bool { return s.WriteDispatches == 2 })
@@ -464,7 +440,7 @@ func TestWriteInFlightAtKill9Latches(t *testing.T) {
 				t.Fatalf("warden writes --json after kill -9 mid-write = %+v", listed)
 			}
 			cs = d.connect()
-			wlWantRefusal(t, callResult(t, cs, fixture.ToolWrite, map[string]any{"key": "k", "value": marker + "-again"}),
+			wardentest.WantRefusal(t, wardentest.CallResult(t, cs, fixture.ToolWrite, map[string]any{"key": "k", "value": marker + "-again"}),
 				"WRITES_LATCHED", "warden writes clear s", "warden_interrupted")
 			cs.Close()
 			d.proc.Stop()
@@ -506,7 +482,7 @@ func TestWriteLatchClientCancel(t *testing.T) {
 			wardentest.WaitFor(t, 10*time.Second, "the latch", func() bool { return len(wlLatches(t, w)) > 0 })
 			wlWantLatch(t, w, fixture.ToolWrite, args, "cancelled", "mcp/s")
 			u.waitStats(t, "the upstream to see the cancellation", func(s fixture.Stats) bool { return s.WritesCancelled == 1 })
-			wlWantRefusal(t, callResult(t, cs, fixture.ToolWrite, map[string]any{"key": "k", "value": "v2"}), "WRITES_LATCHED", "warden writes clear s", "cancelled")
+			wardentest.WantRefusal(t, wardentest.CallResult(t, cs, fixture.ToolWrite, map[string]any{"key": "k", "value": "v2"}), "WRITES_LATCHED", "warden writes clear s", "cancelled")
 			if n := u.Stats(t).WriteDispatches; n != 1 {
 				t.Fatalf("write dispatches = %d, want 1", n)
 			}
@@ -546,17 +522,17 @@ func TestWriteLatchUpstreamKilled(t *testing.T) {
 				t.Fatal("the write did not return after its upstream was killed")
 			}
 			if !res.IsError || wlOutcome(res) != "unknown" {
-				t.Fatalf("want an unknown outcome, got isError=%v _meta=%v %q", res.IsError, res.Meta, resultText(res))
+				t.Fatalf("want an unknown outcome, got isError=%v _meta=%v %q", res.IsError, res.Meta, wardentest.ResultText(res))
 			}
 			wlWantLatch(t, w, fixture.ToolWrite, args, "upstream_lost", "mcp/s")
 			if kind == "stdio" {
 				// Reconnected to a new process: writes are still refused.
 				wardentest.WaitFor(t, 30*time.Second, "a new upstream process", func() bool {
-					st, ok := wlReadStats(u.stats)
+					st, ok := fixture.ReadStatsFile(u.stats)
 					return ok && st.PID != pid
 				})
 				w.WaitReady(t, "s")
-				wlWantRefusal(t, callResult(t, cs, fixture.ToolWrite, map[string]any{"key": "k", "value": "v2"}), "WRITES_LATCHED", "upstream_lost")
+				wardentest.WantRefusal(t, wardentest.CallResult(t, cs, fixture.ToolWrite, map[string]any{"key": "k", "value": "v2"}), "WRITES_LATCHED", "upstream_lost")
 				if n := u.Stats(t).WriteDispatches; n != 0 {
 					t.Fatalf("the new upstream process got %d writes while latched", n)
 				}
@@ -598,13 +574,14 @@ func TestWriteToDownUpstreamRecordsNothing(t *testing.T) {
 				})
 			} else {
 				// The HTTP upstream's port is closed now. (A moment for Warden's
-				// HTTP client to drop its idle connection to the dead process.)
+				// HTTP client to drop its idle connection to the dead process: a
+				// sleep, as nothing outside Warden shows when it has.)
 				u.proc.Kill()
 				time.Sleep(200 * time.Millisecond)
 			}
 			for range 2 {
-				res := callResult(t, cs, fixture.ToolWrite, map[string]any{"key": "k", "value": "v2"})
-				wlWantRefusal(t, res, "UPSTREAM_UNAVAILABLE")
+				res := wardentest.CallResult(t, cs, fixture.ToolWrite, map[string]any{"key": "k", "value": "v2"})
+				wardentest.WantRefusal(t, res, "UPSTREAM_UNAVAILABLE")
 			}
 			if ls := wlLatches(t, w); len(ls) != 0 {
 				t.Fatalf("a write that was never sent latched: %+v", ls)
@@ -693,19 +670,19 @@ func TestWriteTransportRetry(t *testing.T) {
 			w.WaitReady(t, "s")
 			cs := w.Connect(t, "/mcp/s", nil)
 			args := map[string]any{"key": "break", "value": "v", "sleep_ms": 100}
-			res := callResult(t, cs, fixture.ToolWrite, args)
+			res := wardentest.CallResult(t, cs, fixture.ToolWrite, args)
 			if r.resumes.Load() == 0 {
 				t.Fatal("no resumption was tried")
 			}
 			if !res.IsError || wlOutcome(res) != "unknown" {
-				t.Fatalf("a write sent upstream whose answer was lost must have an unknown outcome, got isError=%v _meta=%v %q", res.IsError, res.Meta, resultText(res))
+				t.Fatalf("a write sent upstream whose answer was lost must have an unknown outcome, got isError=%v _meta=%v %q", res.IsError, res.Meta, wardentest.ResultText(res))
 			}
 			latch := wlWantLatch(t, w, fixture.ToolWrite, args, "upstream_lost", "mcp/s")
 			w.WaitReady(t, "s")
 			for range 3 {
-				res := callResult(t, cs, fixture.ToolWrite, map[string]any{"key": "k", "value": "v"})
+				res := wardentest.CallResult(t, cs, fixture.ToolWrite, map[string]any{"key": "k", "value": "v"})
 				if client.Refusal(res) != "WRITES_LATCHED" && client.Refusal(res) != "UPSTREAM_UNAVAILABLE" {
-					t.Fatalf("write after the latch: want it refused, got isError=%v _meta=%v %q", res.IsError, res.Meta, resultText(res))
+					t.Fatalf("write after the latch: want it refused, got isError=%v _meta=%v %q", res.IsError, res.Meta, wardentest.ResultText(res))
 				}
 			}
 			if ls := wlLatches(t, w); len(ls) != 1 || ls[0] != latch {
@@ -757,7 +734,7 @@ func TestWriteLatchConcurrent(t *testing.T) {
 					delay = 1100*time.Millisecond + time.Duration(i-40)*50*time.Millisecond
 				}
 				wg.Go(func() {
-					time.Sleep(delay)
+					time.Sleep(delay) // the schedule above: staggered starts
 					call(i, map[string]any{"key": fmt.Sprintf("k%02d", i), "value": "v", "sleep_ms": 400})
 				})
 			}
@@ -772,7 +749,7 @@ func TestWriteLatchConcurrent(t *testing.T) {
 				switch {
 				case r.err != nil:
 					t.Fatalf("write %d: %v", i+1, r.err)
-				case !r.res.IsError && resultText(r.res) == "stored":
+				case !r.res.IsError && wardentest.ResultText(r.res) == "stored":
 					ok++
 					if r.start.After(latched) {
 						t.Errorf("write %d started %s after the latch existed and went through", i+1, r.start.Sub(latched))
@@ -780,7 +757,7 @@ func TestWriteLatchConcurrent(t *testing.T) {
 				case client.Refusal(r.res) == "WRITES_LATCHED":
 					refused++
 				default:
-					t.Fatalf("write %d: want stored or WRITES_LATCHED, got _meta=%v %q", i+1, r.res.Meta, resultText(r.res))
+					t.Fatalf("write %d: want stored or WRITES_LATCHED, got _meta=%v %q", i+1, r.res.Meta, wardentest.ResultText(r.res))
 				}
 			}
 			if ok == 0 || refused == 0 {
@@ -831,9 +808,9 @@ func TestDestructiveConfirmation(t *testing.T) {
 			}
 
 			yes := w.Connect(t, "/mcp/s", answer("accept", map[string]any{"confirm": true}))
-			res := callResult(t, yes, fixture.ToolDelete, map[string]any{"key": "victim"})
+			res := wardentest.CallResult(t, yes, fixture.ToolDelete, map[string]any{"key": "victim"})
 			if res.IsError {
-				t.Fatalf("accepted delete failed: _meta=%v %q", res.Meta, resultText(res))
+				t.Fatalf("accepted delete failed: _meta=%v %q", res.Meta, wardentest.ResultText(res))
 			}
 			if n := deletes(); n != 1 {
 				t.Fatalf("delete_value calls upstream = %d, want 1", n)
@@ -858,9 +835,9 @@ func TestDestructiveConfirmation(t *testing.T) {
 				{"no elicitation capability", nil},
 			} {
 				cs := w.Connect(t, "/mcp/s", c.opts)
-				res := callResult(t, cs, fixture.ToolDelete, map[string]any{"key": "victim"})
+				res := wardentest.CallResult(t, cs, fixture.ToolDelete, map[string]any{"key": "victim"})
 				if !res.IsError || client.Refusal(res) != "CONFIRMATION_DECLINED" {
-					t.Fatalf("%s: want a CONFIRMATION_DECLINED refusal, got isError=%v _meta=%v %q", c.name, res.IsError, res.Meta, resultText(res))
+					t.Fatalf("%s: want a CONFIRMATION_DECLINED refusal, got isError=%v _meta=%v %q", c.name, res.IsError, res.Meta, wardentest.ResultText(res))
 				}
 				if n := deletes(); n != 1 {
 					t.Fatalf("%s: the upstream saw the refused delete (%d calls)", c.name, n)
@@ -935,11 +912,11 @@ func TestActivityOutcomes(t *testing.T) {
 	for _, kind := range wlKinds {
 		w.WaitReady(t, kind)
 		for i, c := range calls {
-			res := callResult(t, cs, kind+"__"+c.tool, c.args)
+			res := wardentest.CallResult(t, cs, kind+"__"+c.tool, c.args)
 			if c.outcome == "error" {
 				// A failing call is the upstream's answer: no latch.
 				if !res.IsError || client.Refusal(res) != "" || wlOutcome(res) != "" {
-					t.Fatalf("%s: failing write: want the upstream's error, got _meta=%v %q", kind, res.Meta, resultText(res))
+					t.Fatalf("%s: failing write: want the upstream's error, got _meta=%v %q", kind, res.Meta, wardentest.ResultText(res))
 				}
 				for _, l := range wlLatches(t, w) {
 					if l.Server == kind {
@@ -948,7 +925,7 @@ func TestActivityOutcomes(t *testing.T) {
 				}
 			}
 			if got := res.IsError; got != (c.outcome != "ok") {
-				t.Fatalf("%s call %d: isError=%v %q", kind, i, got, resultText(res))
+				t.Fatalf("%s call %d: isError=%v %q", kind, i, got, wardentest.ResultText(res))
 			}
 		}
 	}
@@ -1034,10 +1011,10 @@ func TestActivityRetention(t *testing.T) {
 	w.WaitReady(t, "s")
 	cs := w.Connect(t, "/mcp/s", nil)
 	for i := range 9 {
-		callText(t, cs, fixture.ToolEcho, map[string]any{"i": i})
+		wardentest.CallText(t, cs, fixture.ToolEcho, map[string]any{"i": i})
 	}
 	last := map[string]any{"last": true}
-	callText(t, cs, fixture.ToolEcho, last)
+	wardentest.CallText(t, cs, fixture.ToolEcho, last)
 	wardentest.WaitFor(t, 10*time.Second, "the last call in the activity log", func() bool {
 		entries := wlActivityOf(t, w, "?limit=100")
 		return len(entries) > 0 && entries[0].ArgsSHA256 == wlArgsHash(t, last)
@@ -1096,7 +1073,7 @@ func TestWriteRefusedByHTTPDoesNotLatch(t *testing.T) {
 	w := wardentest.Start(t, map[string]any{"s": map[string]any{"url": f.Serve(t), "trusted": true}})
 	w.WaitReady(t, "s")
 	cs := w.Connect(t, "/mcp/s", nil)
-	callText(t, cs, "echo", map[string]any{}) // warm: the next request is the write
+	wardentest.CallText(t, cs, "echo", map[string]any{}) // warm: the next request is the write
 	f.HTTP().RefuseNext(1, http.StatusTooManyRequests)
 	_, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: fixture.ToolWrite, Arguments: map[string]any{"key": "k", "value": "v"}})
 	if err == nil || !strings.Contains(err.Error(), "429") {
@@ -1155,7 +1132,7 @@ func TestWriteLatchEveryConcurrentUnknownWrite(t *testing.T) {
 	d.serve()
 	check("after a restart", d.latches())
 	cs = d.connect()
-	wlWantRefusal(t, callResult(t, cs, fixture.ToolWrite, map[string]any{"key": "k", "value": "v"}), "WRITES_LATCHED", "warden writes clear s")
+	wardentest.WantRefusal(t, wardentest.CallResult(t, cs, fixture.ToolWrite, map[string]any{"key": "k", "value": "v"}), "WRITES_LATCHED", "warden writes clear s")
 
 	var cleared struct {
 		Cleared bool      `json:"cleared"`

@@ -1,9 +1,12 @@
 package testenv
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os/exec"
+	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -173,3 +176,21 @@ func (b *tailBuffer) String() string {
 }
 
 func (b *tailBuffer) Len() int { return len(b.String()) }
+
+// Run runs bin with args to its end (stdin empty; env nil means this
+// process's) and returns its exit status and output; only a failure to run
+// it at all fails the test.
+func Run(t testing.TB, bin string, env []string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = env
+	cmd.Stdin = strings.NewReader("")
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatalf("%s %s: %v", filepath.Base(bin), strings.Join(args, " "), err)
+	}
+	return cmd.ProcessState.ExitCode(), o.String(), e.String()
+}

@@ -64,23 +64,11 @@ func WriteConfig(t testing.TB, path string, servers map[string]any) {
 	}
 }
 
+// setListen points the config's listen at addr, where the CLI and `warden
+// stdio` look for the daemon.
 func setListen(t testing.TB, path, addr string) {
 	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cfg map[string]any
-	if err := json.Unmarshal(b, &cfg); err != nil {
-		t.Fatalf("wardentest configs are plain JSON: %v", err)
-	}
-	cfg["listen"] = addr
-	if b, err = json.MarshalIndent(cfg, "", "  "); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	editConfigFile(t, path, func(cfg map[string]any) { cfg["listen"] = addr })
 }
 
 // Start runs Warden with servers as its mcpServers and a fresh state dir.
@@ -159,15 +147,43 @@ var Session2025 = &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"}
 // 2025-11-25 (see Session2025).
 func (w *Warden) Connect(t testing.TB, path string, opts *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()
-	c := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, opts)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: w.URL(path)}, Session2025)
+	return w.ConnectWith(t, path, opts, nil)
+}
+
+// ConnectWith is Connect with session options (nil: Session2025), for a
+// test of protocol revisions.
+func (w *Warden) ConnectWith(t testing.TB, path string, opts *mcp.ClientOptions, sopts *mcp.ClientSessionOptions) *mcp.ClientSession {
+	t.Helper()
+	cs, err := dial(w.URL(path), opts, sopts)
 	if err != nil {
 		t.Fatalf("connect %s: %v\n%s", path, err, w.Logs)
 	}
 	t.Cleanup(func() { cs.Close() })
 	return cs
+}
+
+// ConnectURL opens an MCP client session on url, a Warden that runs as a
+// process of its own, with session options sopts (nil: Session2025); the
+// session is closed at the end of the test.
+func ConnectURL(t testing.TB, url string, opts *mcp.ClientOptions, sopts *mcp.ClientSessionOptions) *mcp.ClientSession {
+	t.Helper()
+	cs, err := dial(url, opts, sopts)
+	if err != nil {
+		t.Fatalf("connect %s: %v", url, err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// dial connects an SDK client to url within 20s.
+func dial(url string, opts *mcp.ClientOptions, sopts *mcp.ClientSessionOptions) (*mcp.ClientSession, error) {
+	if sopts == nil {
+		sopts = Session2025
+	}
+	c := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, opts)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	return c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, sopts)
 }
 
 // API calls the operator REST API and decodes the JSON answer into out.
@@ -200,6 +216,10 @@ func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() bool)
 	t.Helper()
 	parts.WaitFor(t, timeout, what, cond)
 }
+
+// Poll asks cond until it is true (true) or timeout has passed (false),
+// for a caller that reports a timeout itself (see parts.Poll).
+func Poll(timeout time.Duration, cond func() bool) bool { return parts.Poll(timeout, cond) }
 
 // WaitReady waits until server is connected and has listed its tools.
 func (w *Warden) WaitReady(t testing.TB, server string) {

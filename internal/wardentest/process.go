@@ -1,0 +1,49 @@
+package wardentest
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/wardenmcp/warden/internal/testenv"
+)
+
+// Process is a `warden serve` started by ServeProcess: the process, the
+// address it listens on, its config file and its state dir.
+type Process struct {
+	*testenv.Process
+	Addr       string
+	ConfigPath string
+	StateDir   string
+}
+
+// ServeProcess runs `warden serve` as a process of its own (for benchmarks,
+// which measure the daemon apart from the test process) with servers as its
+// mcpServers, on a free loopback port and a fresh state dir, and waits until
+// it answers /healthz. bin is the warden binary; "" builds ./cmd/warden.
+// env is added to the process's environment.
+func ServeProcess(t testing.TB, bin string, servers map[string]any, env ...string) *Process {
+	t.Helper()
+	if bin == "" {
+		bin = testenv.BuildBinary(t, "./cmd/warden")
+	}
+	dir := t.TempDir()
+	p := &Process{Addr: "127.0.0.1:" + strconv.Itoa(testenv.FreePort(t)),
+		ConfigPath: filepath.Join(dir, "config.json"), StateDir: filepath.Join(dir, "state")}
+	cfg, err := json.Marshal(map[string]any{"listen": p.Addr, "mcpServers": servers})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p.ConfigPath, cfg, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "serve", "--config", p.ConfigPath, "--state-dir", p.StateDir)
+	cmd.Env = append(os.Environ(), env...)
+	p.Process = testenv.StartProcess(t, cmd)
+	testenv.WaitHTTP(t, "http://"+p.Addr+"/healthz", 20*time.Second)
+	return p
+}
