@@ -66,6 +66,20 @@ const cancelGrace = 50 * time.Millisecond
 type inflight struct {
 	sent      time.Time // when it was written to the connection
 	cancelled bool      // the client cancelled it: no made-up answer is owed
+	abort     context.CancelFunc
+}
+
+// dropCancelled stops waiting for the answers of the requests the client
+// cancelled: a client that is gone is owed none, and an endpoint may hold
+// such a request's response open.
+func (b *Bridge) dropCancelled() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, c := range b.calls {
+		if c.cancelled {
+			c.abort()
+		}
+	}
 }
 
 // errSessionGone is Warden's 404 for a session: it restarted or closed it.
@@ -96,6 +110,7 @@ func (b *Bridge) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 	for {
 		line, tooLong, err := readLine(rd)
 		if err != nil {
+			b.dropCancelled()
 			b.wg.Wait()
 			b.end()
 			if err == io.EOF {
@@ -222,7 +237,8 @@ func (b *Bridge) note(msg []byte, method string) {
 // answered with an error, so the client is not left waiting.
 func (b *Bridge) call(ctx context.Context, msg []byte, id json.RawMessage) {
 	key := idKey(id)
-	c := &inflight{}
+	ctx, abort := context.WithCancel(ctx)
+	c := &inflight{abort: abort}
 	b.mu.Lock()
 	b.calls[key] = c
 	b.mu.Unlock()
@@ -230,6 +246,7 @@ func (b *Bridge) call(ctx context.Context, msg []byte, id json.RawMessage) {
 	var once sync.Once
 	wrote := func() { once.Do(func() { close(written) }) }
 	b.wg.Go(func() {
+		defer abort()
 		defer wrote()
 		answered := false
 		err := b.deliver(ctx, msg, func(m []byte) {
