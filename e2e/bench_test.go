@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -19,8 +20,9 @@ import (
 // HTTP upstream, side by side in one run, at concurrency 1 and 16: directly,
 // through /mcp/{server}, through the aggregated /mcp, through /mcp/{server}
 // with Warden's fast paths off (WARDEN_FASTPATH=off: the SDK's server and
-// client alone) and for a 2026-07-28 client, and, for scale, through two
-// yardsticks: a TCP forwarder (the cost of one more process in the path,
+// client alone) and for a 2026-07-28 client, with WARDEN_BENCH_BASELINE set
+// to another warden binary (an older build) through its /mcp/{server} too,
+// and, for scale, through two yardsticks: a TCP forwarder (the cost of one more process in the path,
 // whatever it does) and a bare HTTP reverse proxy. The upstream (the Go SDK
 // fixture), Warden and the yardsticks run as their own processes, as they do
 // in use; the clients are the official Go SDK's. The ways take turns in short
@@ -54,6 +56,11 @@ func BenchmarkToolCall(b *testing.B) {
 		{"warden-aggregated", "http://" + listen + "/mcp", "bench__echo", era2025},
 		{"warden-sdk-paths", "http://" + sdkListen + "/mcp/bench", "echo", era2025},
 		{"warden-2026-client", "http://" + listen + "/mcp/bench", "echo", era2026},
+	}
+	if old := os.Getenv("WARDEN_BENCH_BASELINE"); old != "" {
+		// Another warden binary (an older build) beside, to compare with.
+		oldListen := wardentest.ServeProcess(b, old, servers).Addr
+		targets = append(targets, struct{ name, url, tool, version string }{"baseline-server", "http://" + oldListen + "/mcp/bench", "echo", era2025})
 	}
 	for _, conc := range []int{1, 16} {
 		b.Run(fmt.Sprintf("c%d", conc), func(b *testing.B) {
