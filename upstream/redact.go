@@ -35,9 +35,14 @@ func (c *Conn) redact(err error) error {
 	}
 	if a := Answer(err); a != nil {
 		// The upstream's answer is passed on to the client as it is (see
-		// Answer), so it is masked where it sits.
-		a.Message = redactText(a.Message, c.Config())
-		a.Data = json.RawMessage(redactText(string(a.Data), c.Config()))
+		// Answer), so it is masked where it sits; written only when masked,
+		// as an error of the SDK's own may be a shared sentinel.
+		if m := redactText(a.Message, c.Config()); m != a.Message {
+			a.Message = m
+		}
+		if d := redactText(string(a.Data), c.Config()); d != string(a.Data) {
+			a.Data = json.RawMessage(d)
+		}
 	}
 	msg := err.Error()
 	if out := redactText(msg, c.Config()); out != msg {
