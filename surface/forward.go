@@ -36,8 +36,7 @@ func (v *view) syncPrompts(server string, old, now *exposed) {
 			params := *r.Params
 			params.Name = upstreamName
 			params.Meta = hopMeta(params.Meta)
-			firstRound(&params.RequestState, &params.InputResponses)
-			return inRounds(ctx, v, r.Session, "prompt\x00"+name, r.Params.RequestState, r.Params.InputResponses,
+			return inRounds(ctx, v, r.Session, "prompt\x00"+name, &params.RequestState, &params.InputResponses,
 				func(ctx context.Context, c gateway.Client) (res *mcp.GetPromptResult, err error) {
 					err = v.g.Do(ctx, server, c, func(ctx context.Context, cs *mcp.ClientSession) (err error) {
 						res, err = cs.GetPrompt(ctx, &params)
@@ -62,8 +61,7 @@ func (v *view) syncResources(server string, old, now *exposed) {
 	read := func(ctx context.Context, r *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		params := *r.Params
 		params.Meta = hopMeta(params.Meta)
-		firstRound(&params.RequestState, &params.InputResponses)
-		return inRounds(ctx, v, r.Session, "resource\x00"+params.URI, r.Params.RequestState, r.Params.InputResponses,
+		return inRounds(ctx, v, r.Session, "resource\x00"+params.URI, &params.RequestState, &params.InputResponses,
 			func(ctx context.Context, c gateway.Client) (res *mcp.ReadResourceResult, err error) {
 				err = v.g.Do(ctx, server, c, func(ctx context.Context, cs *mcp.ClientSession) (err error) {
 					res, err = cs.ReadResource(ctx, &params)

@@ -285,18 +285,27 @@ func (c roundClient) Log(_ context.Context, p *mcp.LoggingMessageParams) {
 // inRounds serves a request of ss whose upstream may ask its client for
 // input (tools/call, prompts/get, resources/read), with fn doing it for
 // client c. A 2025 session is asked on its own request's stream; a
-// stateless-era one over rounds, the request naming its round by state and
-// answering with answers. bind says what a state is good for; pending
-// makes the input-required result.
+// stateless-era one over rounds, the request naming its round by its
+// request state and answering with its input responses. state and answers
+// point into the params fn sends upstream: they are read, then left as the
+// upstream is to see them (the state is Warden's, not the upstream's, and
+// so are the answers of a later round; a new request's answers, given
+// before anything was asked, are the upstream's to read). bind says what a
+// state is good for; pending makes the input-required result.
 func inRounds[R any, P interface {
 	*R
 	mcp.Result
-}](ctx context.Context, v *view, ss *mcp.ServerSession, bind, state string, answers mcp.InputResponseMap,
+}](ctx context.Context, v *view, ss *mcp.ServerSession, bind string, state *string, answers *mcp.InputResponseMap,
 	fn func(ctx context.Context, c gateway.Client) (P, error), pending func(mcp.InputRequestMap, string) P) (P, error) {
+	roundState, roundAnswers := *state, *answers
+	if roundState != "" {
+		*answers = nil
+	}
+	*state = ""
 	if !isStateless(ss) {
 		return fn(ctx, gateway.SessionClient{ServerSession: ss})
 	}
-	res, open, next, err := v.rounds.run(ctx, gateway.SessionClient{ServerSession: ss}, v.surface+"\x00"+bind, state, answers,
+	res, open, next, err := v.rounds.run(ctx, gateway.SessionClient{ServerSession: ss}, v.surface+"\x00"+bind, roundState, roundAnswers,
 		func(ctx context.Context, c gateway.Client) (mcp.Result, error) { return fn(ctx, c) })
 	if err != nil {
 		return nil, err
@@ -307,23 +316,10 @@ func inRounds[R any, P interface {
 	return withResultType(res.(P), "complete")
 }
 
-// firstRound is a stateless-era request's params as they go upstream: its
-// request state is Warden's, not the upstream's, and so are the answers of
-// a later round; a new request's answers, given before anything was asked,
-// are the upstream's to read.
-func firstRound(state *string, answers *mcp.InputResponseMap) {
-	if *state != "" {
-		*answers = nil
-	}
-	*state = ""
-}
-
 // callRounds runs a stateless-era client's tools/call over its rounds.
 func (v *view) callRounds(ctx context.Context, r *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	p := *r.Params
-	state, answers := p.RequestState, p.InputResponses
-	firstRound(&p.RequestState, &p.InputResponses)
-	return inRounds(ctx, v, r.Session, "tool\x00"+p.Name, state, answers,
+	return inRounds(ctx, v, r.Session, "tool\x00"+p.Name, &p.RequestState, &p.InputResponses,
 		func(ctx context.Context, c gateway.Client) (*mcp.CallToolResult, error) {
 			after := &upstream.AfterAnswer{}
 			defer after.Run()
