@@ -93,16 +93,19 @@ func startBridge(t *testing.T, b *Bridge, opts *mcp.ClientOptions) (*mcp.ClientS
 	c := mcp.NewClient(&mcp.Implementation{Name: "stdio-client", Version: "1"}, opts)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	cs, err := c.Connect(ctx, &mcp.IOTransport{Reader: io.NopCloser(io.TeeReader(outR, seen)), Writer: inW}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	// Closing the session closes its end of the bridge's stdout, as a
+	// client process's end closes when it exits: what the bridge writes
+	// after that fails instead of waiting for a reader that is gone.
+	stdout := struct {
+		io.Reader
+		io.Closer
+	}{io.TeeReader(outR, seen), outR}
+	cs, err := c.Connect(ctx, &mcp.IOTransport{Reader: stdout, Writer: inW}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		t.Fatalf("connect through the bridge: %v", err)
 	}
 	t.Cleanup(func() {
-		cs.Close()
-		// A client that closed its session still reads (or closes) the
-		// bridge's stdout: what the bridge writes meanwhile must not block
-		// its stop on an unread pipe.
-		go io.Copy(io.Discard, outR)
+		cs.Close() // closes the bridge's stdout too (see stdout above)
 		inW.Close()
 		select {
 		case <-stopped:
