@@ -86,11 +86,12 @@ func TestEraOfARawRequest(t *testing.T) {
 		t.Errorf("a stateless call: %d %s", resp.StatusCode, body)
 	}
 
-	// The hop's own _meta keys do not go upstream; others do.
+	// The hop's own _meta keys do not go upstream; others do, and Warden's
+	// word of what the caller can answer (see upstream.askable).
 	resp, body = rawPost(t, url, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"r__meta",`+
 		strings.Replace(meta, `"_meta": {`, `"_meta": {"vendor/x": 1, `, 1)+`}}`, stateless("r__meta"))
-	if keys := resultText(t, body); resp.StatusCode != http.StatusOK || keys != "vendor/x" {
-		t.Errorf("the upstream saw the _meta keys %q (%d %s); want vendor/x and none of the hop's", keys, resp.StatusCode, body)
+	if keys := resultText(t, body); resp.StatusCode != http.StatusOK || keys != "io.modelcontextprotocol/clientCapabilities\nvendor/x" {
+		t.Errorf("the upstream saw the _meta keys %q (%d %s); want vendor/x and the caller's capabilities, none of the hop's others", keys, resp.StatusCode, body)
 	}
 
 	// Without the header, the _meta tells the era.

@@ -528,7 +528,7 @@ func (c *Conn) clientOptions() *mcp.ClientOptions {
 			RootsV2:     &mcp.RootCapabilities{ListChanged: true},
 			Sampling:    &mcp.SamplingCapabilities{},
 			Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{}},
-		},
+		}, // all a client may be asked: see answersAll
 		ToolListChangedHandler:     func(context.Context, *mcp.ToolListChangedRequest) { c.scheduleRefresh() },
 		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { c.scheduleRefresh() },
 		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { c.scheduleRefresh() },

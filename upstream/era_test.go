@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/wardenmcp/warden/config"
@@ -155,5 +156,128 @@ func TestAskable(t *testing.T) {
 	b, _ = json.Marshal(own.Meta[mcp.MetaKeyClientCapabilities])
 	if own.Meta[mcp.MetaKeyLogLevel] != "error" || string(b) != `{}` {
 		t.Errorf("an operator call naming its level: %v, capabilities %s", own.Meta, b)
+	}
+}
+
+// elicitPeer accepts every elicitation with its message as the value, and
+// notes the keys it was asked under.
+type elicitPeer struct {
+	nopPeer
+	mu   *sync.Mutex
+	keys *[]string
+}
+
+func (p elicitPeer) Ask(_ context.Context, _, key string, q mcp.InputRequest) (mcp.InputResponse, error) {
+	p.mu.Lock()
+	*p.keys = append(*p.keys, key)
+	p.mu.Unlock()
+	return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"v": q.(*mcp.ElicitParams).Message}}, nil
+}
+
+// A 2025 upstream speaks some of 2026-07-28 too, as the Go SDK's server
+// does on a session: it reads the caller's capabilities from a request's
+// _meta, and a tool that returns questions round after round has the first
+// round's put to the client as requests of its own, the later ones
+// returned in its result. On both paths Warden tells it what the caller can
+// answer (so it refuses what needs more, as it would the caller directly),
+// and answers those later rounds and calls again, as it does a
+// stateless-era upstream's.
+func TestSessionUpstreamSpeaking2026(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "up", Version: "1"}, nil)
+	answer := func(r mcp.InputResponseMap, key string) string {
+		a, _ := r[key].(*mcp.ElicitResult)
+		if a == nil {
+			return "?"
+		}
+		s, _ := a.Content["v"].(string)
+		return s
+	}
+	mcp.AddTool(srv, &mcp.Tool{Name: "rounds"}, func(ctx context.Context, req *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, any, error) {
+		ask := func(key, state string) *mcp.CallToolResult {
+			return &mcp.CallToolResult{RequestState: state, InputRequests: mcp.InputRequestMap{
+				key: &mcp.ElicitParams{Message: key + "?", RequestedSchema: &jsonschema.Schema{
+					Type: "object", Properties: map[string]*jsonschema.Schema{"v": {Type: "string"}}}}}}
+		}
+		switch st := req.Params.RequestState; st {
+		case "":
+			return ask("one", "r1"), nil, nil
+		case "r1":
+			return ask("two", "r2;"+answer(req.Params.InputResponses, "one")), nil, nil
+		default:
+			text := st[len("r2;"):] + "," + answer(req.Params.InputResponses, "two")
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, nil, nil
+		}
+	})
+	mcp.AddTool(srv, &mcp.Tool{Name: "samples"}, func(ctx context.Context, req *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, any, error) {
+		if caps := req.ClientCapabilities(); caps == nil || caps.Sampling == nil {
+			return nil, nil, &jsonrpc.Error{Code: mcp.CodeMissingRequiredClientCapabilities, Message: "sampling required"}
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "sampled"}}}, nil, nil
+	})
+	mcp.AddTool(srv, &mcp.Tool{Name: "told"}, func(ctx context.Context, req *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, any, error) {
+		_, told := req.Params.Meta[mcp.MetaKeyClientCapabilities]
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprint(told)}}}, nil, nil
+	})
+	up := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	defer up.Close()
+
+	for _, path := range []struct {
+		name   string
+		noFast bool
+	}{{"direct path", false}, {"SDK path", true}} {
+		t.Run(path.name, func(t *testing.T) {
+			var mu sync.Mutex
+			var keys []string
+			conn := Start(&config.Server{Name: "up", URL: up.URL, Transport: config.TransportHTTP, CallTimeout: 10 * time.Second},
+				Options{Peer: elicitPeer{mu: &mu, keys: &keys}, NoFastPath: path.noFast})
+			defer conn.Stop()
+			if err := conn.Ready(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			call := func(name string, caller *mcp.ClientCapabilities) (string, error) {
+				var text string
+				err := conn.Do(context.Background(), func(ctx context.Context, cs *mcp.ClientSession) error {
+					if v := cs.InitializeResult().ProtocolVersion; v >= ProtocolVersion {
+						t.Fatalf("negotiated %s; the test wants a session", v)
+					}
+					res, err := conn.CallTool(ctx, cs, &Call{Params: &mcp.CallToolParams{Name: name, Arguments: map[string]any{}}, Caller: caller})
+					if err != nil {
+						return err
+					}
+					d, err := res.Tool()
+					if err != nil || len(d.Content) != 1 {
+						return fmt.Errorf("result %+v (%v)", d, err)
+					}
+					text = d.Content[0].(*mcp.TextContent).Text
+					return nil
+				})
+				return text, err
+			}
+
+			if text, err := call("rounds", &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{}}); err != nil || text != "one?,two?" {
+				t.Errorf("a call over two rounds: %q (%v), want %q", text, err, "one?,two?")
+			}
+			mu.Lock()
+			if fmt.Sprint(keys) != "[ two]" {
+				t.Errorf("asked under the keys %q; want the first question without one (the server's own request), the second under its key", keys)
+			}
+			mu.Unlock()
+
+			if _, err := call("samples", &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{}}); Answer(err) == nil || Answer(err).Code != mcp.CodeMissingRequiredClientCapabilities {
+				t.Errorf("a caller without sampling: %v; want the upstream's refusal, %d", err, mcp.CodeMissingRequiredClientCapabilities)
+			}
+			if text, err := call("samples", &mcp.ClientCapabilities{Sampling: &mcp.SamplingCapabilities{}}); err != nil || text != "sampled" {
+				t.Errorf("a caller with sampling: %q (%v)", text, err)
+			}
+			// Told only when the caller answers less than the session said.
+			all := &mcp.ClientCapabilities{Sampling: &mcp.SamplingCapabilities{}, RootsV2: &mcp.RootCapabilities{},
+				Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{}}}
+			if text, err := call("told", all); err != nil || text != "false" {
+				t.Errorf("a caller that answers all: told %s (%v), want false", text, err)
+			}
+			if text, err := call("told", nil); err != nil || text != "true" {
+				t.Errorf("an operator call: told %s (%v), want true", text, err)
+			}
+		})
 	}
 }

@@ -157,7 +157,7 @@ func readAnswer(r *answerReader) ([]byte, error) {
 // are copied in as they are rather than encoded again.
 func callRequest(id string, params *mcp.CallToolParams) ([]byte, error) {
 	args, ok := params.Arguments.(json.RawMessage)
-	if !ok || len(args) == 0 {
+	if !ok || len(args) == 0 || params.InputResponses != nil || params.RequestState != "" {
 		return json.Marshal(struct {
 			JSONRPC string              `json:"jsonrpc"`
 			ID      string              `json:"id"`
@@ -414,21 +414,46 @@ func (c *Conn) cancelUpstream(cs *mcp.ClientSession, id string, cause error) {
 // 2025 revisions only: on a session an upstream negotiated at 2026-07-28
 // the call goes through the SDK client, which sends what that revision
 // requires (the Mcp-Method, Mcp-Name and Mcp-Param-* headers, _meta).
+//
+// Upstreams of both eras are told what the caller can answer (see
+// askable). A 2025 server goes by what Warden's session declared, all a
+// client may be asked, unless told otherwise per request (the Go SDK's
+// reads it so, and refuses a call that needs more than the caller can
+// answer): it is told when the caller answers less.
 func (c *Conn) CallTool(ctx context.Context, cs *mcp.ClientSession, call *Call) (*Result, error) {
 	h := c.opts.Answers.hold()
 	defer call.after(h.end)
 	ctx = withAnswerHold(withCall(ctx, call), h)
-	params := call.Params
 	if stateless(cs) {
-		params = askable(params, call.Caller, c.exposedLevel())
-	} else if params.InputResponses != nil {
+		return callToolSDK(ctx, cs, askable(call.Params, call.Caller, c.exposedLevel()))
+	}
+	params := call.Params
+	if !answersAll(call.Caller) {
+		params = askable(params, call.Caller, "") // 2025: the session has the level
+	}
+	if c.http == nil || c.opts.NoFastPath {
+		return callToolSDK(ctx, cs, params)
+	}
+	for round := 1; ; round++ { // as roundTrips does on the SDK path
+		res, err := c.callToolHTTP(ctx, cs, call, params)
+		if err != nil || !res.AsksInput {
+			return res, err
+		}
+		d, err := res.Tool()
+		if err != nil {
+			return nil, fmt.Errorf("tools/call: bad result: %w", err)
+		}
+		answers, err := c.answerRound(ctx, "tools/call", round, d.InputRequests)
+		if err != nil {
+			return nil, err
+		}
 		p := *params
-		p.InputResponses = nil // a 2025 server has no use for them
+		p.InputResponses, p.RequestState = answers, d.RequestState
 		params = &p
 	}
-	if c.http != nil && !stateless(cs) && !c.opts.NoFastPath {
-		return c.callToolHTTP(ctx, cs, call, params)
-	}
+}
+
+func callToolSDK(ctx context.Context, cs *mcp.ClientSession, params *mcp.CallToolParams) (*Result, error) {
 	res, err := cs.CallTool(ctx, params)
 	if err != nil {
 		return nil, err

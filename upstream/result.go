@@ -10,13 +10,17 @@ import (
 )
 
 // Result is a tool call's answer. The direct HTTP path keeps the upstream's
-// JSON as it came (Raw) and reads only isError from it: decoding every
-// content block only to encode it again for the client is most of what a
-// pass-through would otherwise spend. Other paths carry it decoded.
+// JSON as it came (Raw) and reads only isError and whether it asks for input
+// from it: decoding every content block only to encode it again for the
+// client is most of what a pass-through would otherwise spend. Other paths
+// carry it decoded.
 type Result struct {
 	Raw     json.RawMessage
 	Decoded *mcp.CallToolResult
 	IsError bool
+	// AsksInput: the result is not the call's end but questions for its
+	// client (see inputRequired), on the direct path only.
+	AsksInput bool
 }
 
 // Decoded wraps a decoded result.
@@ -28,20 +32,23 @@ func rawResult(raw json.RawMessage) (*Result, error) {
 	if len(raw) == 0 || raw[0] != '{' {
 		return nil, fmt.Errorf("a tool result must be an object, not %.40s", raw)
 	}
-	// Most results do not say isError at all; reading the whole result
-	// again only to learn that would cost more than passing it on. The key
-	// is not missed in another case (encoding/json matches keys so) nor
-	// spelled with escapes: any \u means a real look.
-	if !containsFold(raw, `"iserror"`) && !bytes.Contains(raw, []byte(`\u`)) {
+	// Most results say neither isError nor inputRequests; reading the
+	// whole result again only to learn that would cost more than passing
+	// it on. A key is not missed in another case (encoding/json matches
+	// keys so) nor spelled with escapes: any \u means a real look.
+	if !containsFold(raw, `"iserror"`) && !containsFold(raw, `"inputrequests"`) && !bytes.Contains(raw, []byte(`\u`)) {
 		return &Result{Raw: raw}, nil
 	}
 	var head struct {
-		IsError bool `json:"isError"`
+		IsError       bool                       `json:"isError"`
+		ResultType    string                     `json:"resultType"`
+		InputRequests map[string]json.RawMessage `json:"inputRequests"`
 	}
 	if err := json.Unmarshal(raw, &head); err != nil {
 		return nil, err
 	}
-	return &Result{Raw: raw, IsError: head.IsError}, nil
+	return &Result{Raw: raw, IsError: head.IsError,
+		AsksInput: head.ResultType == "input_required" || len(head.InputRequests) > 0}, nil
 }
 
 // containsFold reports whether b holds s (ASCII) in any case.

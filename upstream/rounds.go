@@ -57,9 +57,11 @@ func replyError(err error) *jsonrpc.Error {
 	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
 }
 
-// roundTrips runs a stateless-era upstream's rounds: while a call's result
-// asks for input, the questions are answered (together) and the call sent
-// again with the answers and the upstream's request state.
+// roundTrips runs a call's rounds: while its result asks for input, the
+// questions are answered (together) and the call sent again with the
+// answers and the upstream's request state. Stateless-era upstreams answer
+// so; a 2025 one may too (the Go SDK's, whose handlers return questions,
+// puts a first round's to the client itself but passes on a second's).
 func (c *Conn) roundTrips(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		for round := 1; ; round++ {
@@ -71,28 +73,37 @@ func (c *Conn) roundTrips(next mcp.MethodHandler) mcp.MethodHandler {
 			if !ok {
 				return res, nil
 			}
-			if len(asks) == 0 {
-				return nil, fmt.Errorf("%s: server %q is busy (it asked for no input and said to call again); retry later", method, c.Name)
-			}
-			if round == maxRounds {
-				return nil, fmt.Errorf("%s: server %q still asked for input after %d rounds; Warden stopped there", method, c.Name, maxRounds)
-			}
-			answers, err := c.answerAll(ctx, asks)
+			answers, err := c.answerRound(ctx, method, round, asks)
 			if err != nil {
-				if a := Answer(err); a != nil {
-					return nil, a // the client's refusal, such as a capability it lacks
-				}
-				// The server answered every request it was sent, and is
-				// not sent another: nothing is in doubt, unlike a 2025
-				// server left waiting on its own question.
-				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
-					Message: fmt.Sprintf("%s: server %q asked for input that did not come (%v), so Warden did not call it again", method, c.Name, err)}
+				return nil, err
 			}
 			if req, err = again(req, answers, state); err != nil {
 				return nil, err
 			}
 		}
 	}
+}
+
+// answerRound answers the questions of a call's round-th result.
+func (c *Conn) answerRound(ctx context.Context, method string, round int, asks mcp.InputRequestMap) (mcp.InputResponseMap, error) {
+	if len(asks) == 0 {
+		return nil, fmt.Errorf("%s: server %q is busy (it asked for no input and said to call again); retry later", method, c.Name)
+	}
+	if round == maxRounds {
+		return nil, fmt.Errorf("%s: server %q still asked for input after %d rounds; Warden stopped there", method, c.Name, maxRounds)
+	}
+	answers, err := c.answerAll(ctx, asks)
+	if err != nil {
+		if a := Answer(err); a != nil {
+			return nil, a // the client's refusal, such as a capability it lacks
+		}
+		// The server answered every request it was sent, and is not sent
+		// another: nothing is in doubt, unlike a 2025 server left waiting
+		// on its own question.
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+			Message: fmt.Sprintf("%s: server %q asked for input that did not come (%v), so Warden did not call it again", method, c.Name, err)}
+	}
+	return answers, nil
 }
 
 // answerAll answers a round's questions at once.
@@ -119,15 +130,16 @@ func (c *Conn) answerAll(ctx context.Context, asks mcp.InputRequestMap) (mcp.Inp
 	return answers, errors.Join(errs...)
 }
 
-// inputRequired reads an input-required result.
+// inputRequired reads an input-required result: one that says so, or one
+// with questions that says nothing (a 2025 result has no resultType).
 func inputRequired(res mcp.Result) (asks mcp.InputRequestMap, state string, ok bool) {
 	switch r := res.(type) {
 	case *mcp.CallToolResult:
-		return r.InputRequests, r.RequestState, r.NeedsInput()
+		return r.InputRequests, r.RequestState, r.NeedsInput() || len(r.InputRequests) > 0
 	case *mcp.GetPromptResult:
-		return r.InputRequests, r.RequestState, r.NeedsInput()
+		return r.InputRequests, r.RequestState, r.NeedsInput() || len(r.InputRequests) > 0
 	case *mcp.ReadResourceResult:
-		return r.InputRequests, r.RequestState, r.NeedsInput()
+		return r.InputRequests, r.RequestState, r.NeedsInput() || len(r.InputRequests) > 0
 	}
 	return nil, "", false
 }
@@ -152,15 +164,15 @@ func again(req mcp.Request, answers mcp.InputResponseMap, state string) (mcp.Req
 	return nil, fmt.Errorf("cannot call %T again with input", req.GetParams())
 }
 
-// askable is a stateless-era call's params saying, as the client's
-// capabilities, which questions the upstream may put to it: those the
-// calling client can answer (caller; nil for an operator call, which can
-// answer none). Without them the SDK would declare its own, which stand
-// for Warden's client, not the caller, and the upstream could not refuse
-// with MissingRequiredClientCapability as the protocol wants. A call that
-// names no log level asks for level, the one 2025 clients set for the
-// server's session (see SetLogLevel): a stateless server has no session to
-// set it on.
+// askable is a call's params saying, as the client's capabilities, which
+// questions the upstream may put to it: those the calling client can answer
+// (caller; nil for an operator call, which can answer none). Without them
+// the upstream would go by the SDK client's own, which stand for Warden's
+// client, not the caller, and could not refuse with
+// MissingRequiredClientCapability as the protocol wants. A call that names
+// no log level asks for level, the one 2025 clients set for the server's
+// session (see SetLogLevel): a stateless server has no session to set it
+// on ("" for a 2025 server, which has).
 func askable(params *mcp.CallToolParams, caller *mcp.ClientCapabilities, level mcp.LoggingLevel) *mcp.CallToolParams {
 	var caps struct {
 		Sampling    *mcp.SamplingCapabilities    `json:"sampling,omitempty"`
@@ -180,4 +192,11 @@ func askable(params *mcp.CallToolParams, caller *mcp.ClientCapabilities, level m
 		p.Meta[mcp.MetaKeyLogLevel] = level
 	}
 	return &p
+}
+
+// answersAll reports whether caller can answer whatever Warden's session
+// with a 2025 upstream declared it could (see clientOptions).
+func answersAll(caller *mcp.ClientCapabilities) bool {
+	return caller != nil && caller.Sampling != nil && caller.RootsV2 != nil && caller.Elicitation != nil &&
+		caller.Elicitation.Form != nil && caller.Elicitation.URL != nil
 }
