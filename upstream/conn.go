@@ -131,6 +131,9 @@ type Conn struct {
 	sem    chan struct{}
 	http   *sessionTransport // nil unless streamable HTTP
 	sse    *headerTransport  // nil unless legacy SSE
+	// callOnSession runs a tools/call on a 2025 session: the direct HTTP
+	// path (fastcall.go) or the SDK client, chosen at Start.
+	callOnSession func(context.Context, *mcp.ClientSession, *Call, *mcp.CallToolParams) (*Result, error)
 	// notices throttles notifications for clients: a stdio server's as
 	// they are read, others' in the handlers (see noticeAllowed).
 	notices *noticeGate
@@ -186,6 +189,7 @@ func Start(cfg *config.Server, opts Options) *Conn {
 	}
 	c.cfg.Store(cfg)
 	c.notices = newNoticeGate(cfg.Name, c.log, opts)
+	c.callOnSession = callSDK
 	if cfg.Transport == "http" {
 		var event func(string)
 		if opts.SessionEvent != nil {
@@ -193,6 +197,9 @@ func Start(cfg *config.Server, opts Options) *Conn {
 		}
 		c.http = newSessionTransport(cfg, opts.Sessions, c.log, event)
 		c.http.authorize(opts.Auth, cfg)
+		if !opts.NoFastPath {
+			c.callOnSession = c.callDirect
+		}
 	}
 	if cfg.Transport == "sse" {
 		c.sse = newHeaderTransport(cfg.Headers)

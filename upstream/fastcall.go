@@ -425,16 +425,29 @@ func (c *Conn) CallTool(ctx context.Context, cs *mcp.ClientSession, call *Call) 
 	defer call.after(h.end)
 	ctx = withAnswerHold(withCall(ctx, call), h)
 	if stateless(cs) {
-		return callToolSDK(ctx, cs, askable(call.Params, call.Caller, c.exposedLevel()))
+		return callSDK(ctx, cs, call, askable(call.Params, call.Caller, c.exposedLevel()))
 	}
 	params := call.Params
 	if !answersAll(call.Caller) {
 		params = askable(params, call.Caller, "") // 2025: the session has the level
 	}
-	if c.http == nil || c.opts.NoFastPath {
-		return callToolSDK(ctx, cs, params)
+	return c.callOnSession(ctx, cs, call, params)
+}
+
+// callSDK runs a tools/call through the SDK client (its rounds: see
+// roundTrips).
+func callSDK(ctx context.Context, cs *mcp.ClientSession, _ *Call, params *mcp.CallToolParams) (*Result, error) {
+	res, err := cs.CallTool(ctx, params)
+	if err != nil {
+		return nil, err
 	}
-	for round := 1; ; round++ { // as roundTrips does on the SDK path
+	return Decoded(res), nil
+}
+
+// callDirect runs a tools/call on the direct HTTP path, round after round
+// while its result asks for input, as roundTrips does on the SDK path.
+func (c *Conn) callDirect(ctx context.Context, cs *mcp.ClientSession, call *Call, params *mcp.CallToolParams) (*Result, error) {
+	for round := 1; ; round++ {
 		res, err := c.callToolHTTP(ctx, cs, call, params)
 		if err != nil || !res.AsksInput {
 			return res, err
@@ -451,12 +464,4 @@ func (c *Conn) CallTool(ctx context.Context, cs *mcp.ClientSession, call *Call) 
 		p.InputResponses, p.RequestState = answers, d.RequestState
 		params = &p
 	}
-}
-
-func callToolSDK(ctx context.Context, cs *mcp.ClientSession, params *mcp.CallToolParams) (*Result, error) {
-	res, err := cs.CallTool(ctx, params)
-	if err != nil {
-		return nil, err
-	}
-	return Decoded(res), nil
 }
