@@ -1,6 +1,7 @@
 package surface
 
 import (
+	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
@@ -337,7 +338,9 @@ func (v *view) callRounds(ctx context.Context, r *mcp.CallToolRequest) (*mcp.Cal
 // withResultType is res saying its result type, which a stateless-era
 // client requires. The SDK sets it only on results of the handlers it
 // calls itself, and tools/call is Warden's (see intercept); the field is
-// the SDK's own, set from JSON.
+// the SDK's own, set from JSON: it is written last into res encoded (a
+// key the result already has is overridden, as the last of duplicate keys
+// is what a decoder keeps), and read back.
 func withResultType[R any, P interface {
 	*R
 	mcp.Result
@@ -346,14 +349,15 @@ func withResultType[R any, P interface {
 	if err != nil {
 		return nil, err
 	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, err
+	end := bytes.LastIndexByte(b, '}')
+	if end < 0 {
+		return nil, fmt.Errorf("%T encodes as %.40s, not an object", res, b)
 	}
-	m["resultType"], _ = json.Marshal(t)
-	if b, err = json.Marshal(m); err != nil {
-		return nil, err
+	sep := ","
+	if b[end-1] == '{' { // json.Marshal writes no spaces
+		sep = ""
 	}
+	b = append(b[:end:end], sep+`"resultType":"`+t+`"}`...)
 	out := P(new(R))
 	return out, json.Unmarshal(b, out)
 }

@@ -2,6 +2,7 @@ package surface
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"maps"
 	"slices"
@@ -207,5 +208,26 @@ func TestRoundsProgressGoesOnTheOpenRound(t *testing.T) {
 	}
 	if !slices.Equal(first.progress, []float64{1}) || !slices.Equal(second.progress, []float64{2}) {
 		t.Errorf("progress on round 1: %v, on round 2: %v; want [1] and [2]", first.progress, second.progress)
+	}
+}
+
+// A result says the type it is given, whatever it said before, and keeps
+// the rest; an empty one too.
+func TestWithResultType(t *testing.T) {
+	var asked mcp.CallToolResult
+	if err := json.Unmarshal([]byte(`{"content":[{"type":"text","text":"hi"}],"isError":true,"resultType":"input_required"}`), &asked); err != nil {
+		t.Fatal(err)
+	}
+	got, err := withResultType(&asked, "complete")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(got)
+	if got.NeedsInput() || !got.IsError || len(got.Content) != 1 || strings.Count(string(b), "resultType") != 1 || !strings.Contains(string(b), `"resultType":"complete"`) {
+		t.Errorf("got %s", b)
+	}
+	empty, err := withResultType(&mcp.GetPromptResult{}, "input_required")
+	if err != nil || !empty.NeedsInput() {
+		t.Errorf("an empty result: %+v (%v)", empty, err)
 	}
 }
