@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/wardenmcp/warden/question"
 )
 
 // Client is the downstream client behind a call: what the upstream asks or
@@ -16,7 +15,9 @@ type Client interface {
 	Capabilities() *mcp.ClientCapabilities
 	// Ask puts one of the upstream's questions to the client. key is the
 	// upstream's name for it in an input-required result, "" for a 2025
-	// request. The answer is of the type question.NewAnswer(q) gives.
+	// request. The answer is of the type question.NewAnswer(q) gives. Only
+	// questions the client declared it can answer are put (Gateway.Ask
+	// refuses the others).
 	Ask(ctx context.Context, key string, q mcp.InputRequest) (mcp.InputResponse, error)
 	Progress(ctx context.Context, p *mcp.ProgressNotificationParams)
 	Log(ctx context.Context, p *mcp.LoggingMessageParams)
@@ -34,9 +35,6 @@ func (s SessionClient) Capabilities() *mcp.ClientCapabilities {
 }
 
 func (s SessionClient) Ask(ctx context.Context, _ string, q mcp.InputRequest) (mcp.InputResponse, error) {
-	if err := question.Capable(s.Capabilities(), q); err != nil {
-		return nil, err
-	}
 	switch p := q.(type) {
 	case *mcp.CreateMessageWithToolsParams:
 		return s.CreateMessageWithTools(ctx, p)

@@ -14,6 +14,7 @@ import (
 	"github.com/wardenmcp/warden/activity"
 	"github.com/wardenmcp/warden/gateway"
 	"github.com/wardenmcp/warden/internal/wardentest/parts"
+	"github.com/wardenmcp/warden/question"
 	"github.com/wardenmcp/warden/upstream"
 )
 
@@ -148,6 +149,7 @@ type client struct {
 	elicit func(*mcp.ElicitParams) (*mcp.ElicitResult, error)
 
 	mu       sync.Mutex
+	methods  []string // of the questions put to it
 	asked    []*mcp.ElicitParams
 	progress []*mcp.ProgressNotificationParams
 	logs     []*mcp.LoggingMessageParams
@@ -156,6 +158,9 @@ type client struct {
 func (c *client) Capabilities() *mcp.ClientCapabilities { return c.caps }
 
 func (c *client) Ask(ctx context.Context, _ string, q mcp.InputRequest) (mcp.InputResponse, error) {
+	c.mu.Lock()
+	c.methods = append(c.methods, question.Method(q))
+	c.mu.Unlock()
 	switch p := q.(type) {
 	case *mcp.CreateMessageWithToolsParams:
 		return &mcp.CreateMessageWithToolsResult{Model: "test-model", Role: "assistant", Content: []mcp.Content{&mcp.TextContent{Text: "sampled"}}}, nil

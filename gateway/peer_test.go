@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -20,7 +21,7 @@ func TestUpstreamTalksToItsCaller(t *testing.T) {
 	ctx := testCtx(t)
 	p.Gateway.SetLogLevel(ctx, []string{"r", "nosuch"}, "info")
 
-	c := &client{caps: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{}},
+	c := &client{caps: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{}, Sampling: &mcp.SamplingCapabilities{}, RootsV2: &mcp.RootCapabilities{}},
 		elicit: func(*mcp.ElicitParams) (*mcp.ElicitResult, error) {
 			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"who": "Ada"}}, nil
 		}}
@@ -43,6 +44,31 @@ func TestUpstreamTalksToItsCaller(t *testing.T) {
 	}
 	if len(c.logs) != 1 || c.logs[0].Data != "asking" || c.logs[0].Level != "warning" {
 		t.Errorf("log messages reached the client as %+v", c.logs)
+	}
+}
+
+// A client is put only the questions it declared it can answer, in any
+// era: the others are refused for it, with MissingRequiredClientCapability,
+// and it never sees them (roots are asked of any client).
+func TestUpstreamAsksOnlyWhatItsCallerCanAnswer(t *testing.T) {
+	r := fixture.NewRich(t)
+	p := start(t, fmt.Sprintf(`{"r": {"url": %q, "trusted": true}}`, r.URL))
+	p.WaitListed(t, "r")
+	c := &client{caps: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{}}, // no sampling
+		elicit: func(*mcp.ElicitParams) (*mcp.ElicitResult, error) {
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"who": "Ada"}}, nil
+		}}
+	res, err := p.Gateway.CallTool(testCtx(t), gateway.Call{Server: "r", Tool: fixture.RichTool, Surface: "mcp", Client: c})
+	if err == nil {
+		err = errors.New(text(decoded(t, res)))
+	}
+	if !strings.Contains(err.Error(), "did not declare the capability sampling/createMessage needs") {
+		t.Fatalf("the call ended with %v; want the upstream's failure to sample, refused for want of the capability", err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if fmt.Sprint(c.methods) != "[elicitation/create roots/list]" {
+		t.Errorf("the client was put %v; want no sampling", c.methods)
 	}
 }
 

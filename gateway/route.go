@@ -145,14 +145,18 @@ func (g *Gateway) askedBy(ctx context.Context, server, what string) (*inflight, 
 }
 
 // Ask puts a server's question to the client of the call it came with
-// (upstream.Peer). A roots request with no client waiting is answered with
-// no roots.
+// (upstream.Peer), if that client declared it can answer it: else it is
+// refused with MissingRequiredClientCapability, whatever the client's era.
+// A roots request with no client waiting is answered with no roots.
 func (g *Gateway) Ask(ctx context.Context, server, key string, q mcp.InputRequest) (mcp.InputResponse, error) {
 	f, err := g.askedBy(ctx, server, question.Method(q))
 	if _, roots := q.(*mcp.ListRootsParams); roots && errors.Is(err, errNoCaller) {
 		return &mcp.ListRootsResult{Roots: []*mcp.Root{}}, nil
 	}
 	if err != nil {
+		return nil, err
+	}
+	if err := question.Capable(f.client.Capabilities(), q); err != nil {
 		return nil, err
 	}
 	rctx, cancel := relatedContext(f, ctx)

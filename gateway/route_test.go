@@ -24,7 +24,10 @@ type fakeClient struct {
 	roots    int
 }
 
-func (c *fakeClient) Capabilities() *mcp.ClientCapabilities { return &mcp.ClientCapabilities{} }
+// Capabilities: it can answer every question.
+func (c *fakeClient) Capabilities() *mcp.ClientCapabilities {
+	return &mcp.ClientCapabilities{Sampling: &mcp.SamplingCapabilities{}, Elicitation: &mcp.ElicitationCapabilities{}, RootsV2: &mcp.RootCapabilities{}}
+}
 
 func (c *fakeClient) Ask(ctx context.Context, _ string, q mcp.InputRequest) (mcp.InputResponse, error) {
 	c.mu.Lock()

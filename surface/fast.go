@@ -312,9 +312,6 @@ func (s *stream) Capabilities() *mcp.ClientCapabilities {
 }
 
 func (s *stream) Ask(ctx context.Context, _ string, q mcp.InputRequest) (mcp.InputResponse, error) {
-	if err := question.Capable(s.Capabilities(), q); err != nil {
-		return nil, err
-	}
 	q = question.Prepare(q)
 	a := question.NewAnswer(q)
 	if err := s.request(ctx, question.Method(q), q, a); err != nil {

@@ -254,9 +254,6 @@ type roundClient struct{ r *round }
 func (c roundClient) Capabilities() *mcp.ClientCapabilities { return c.r.caps }
 
 func (c roundClient) Ask(ctx context.Context, key string, q mcp.InputRequest) (mcp.InputResponse, error) {
-	if err := question.Capable(c.r.caps, q); err != nil {
-		return nil, err
-	}
 	a := &ask{id: key, req: q, answer: make(chan mcp.InputResponse, 1)}
 	select {
 	case c.r.asks <- a:
