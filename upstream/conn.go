@@ -13,6 +13,7 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -433,7 +434,17 @@ func (c *Conn) connect() (*mcp.ClientSession, error) {
 	client.AddSendingMiddleware(c.roundTrips)
 	ctx, cancel := context.WithTimeout(c.ctx, c.Config().CallTimeout)
 	defer cancel()
-	cs, err := client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: c.protocol()})
+	asked := c.protocol()
+	cs, err := client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: asked})
+	if err != nil && asked == ProtocolVersion && answeredOddly(err) {
+		// The server answered the discovery, but not as the SDK takes for
+		// a "no" (an error page, say): it is asked for a session, as one
+		// that says no is. If that fails too, the discovery's error says
+		// more.
+		if cs2, err2 := client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: sessionProtocol}); err2 == nil {
+			cs, err = cs2, nil
+		}
+	}
 	if err != nil {
 		err = fmt.Errorf("initialize: %w", err)
 		if stdio != nil {
@@ -474,6 +485,15 @@ func (c *Conn) protocol() string {
 		return ProtocolVersion
 	}
 	return v
+}
+
+// answeredOddly reports whether a failed discovery reached a server that
+// answered it: neither the network nor the server's login stood in the
+// way, nor time.
+func answeredOddly(err error) bool {
+	var netErr net.Error
+	return !errors.As(err, &netErr) && !errors.Is(err, ErrAuthRequired) &&
+		!errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled)
 }
 
 // stateless reports whether cs speaks a revision without sessions.

@@ -281,3 +281,42 @@ func TestSessionUpstreamSpeaking2026(t *testing.T) {
 		})
 	}
 }
+
+// An upstream that answers the discovery with something that is not
+// JSON-RPC (an error page) is asked for a session, as one that says no is,
+// rather than retried the same way forever.
+func TestDiscoveryAnsweredOddly(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			http.Error(w, "no", http.StatusMethodNotAllowed)
+			return
+		}
+		var m rpcMessage
+		json.NewDecoder(r.Body).Decode(&m)
+		w.Header().Set("Mcp-Session-Id", "s1")
+		switch m.Method {
+		case "server/discover":
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(w, `<html>oops</html>`)
+		case "initialize":
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"up","version":"1"}}}`, m.ID)
+		case "tools/list":
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"tools":[]}}`, m.ID)
+		default:
+			w.WriteHeader(http.StatusAccepted)
+		}
+	}))
+	defer up.Close()
+	c := Start(&config.Server{Name: "up", URL: up.URL, Transport: config.TransportHTTP, CallTimeout: 5 * time.Second}, Options{})
+	defer c.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
+	defer cancel()
+	if err := c.Ready(ctx); err != nil {
+		t.Fatalf("%v (%+v)", err, c.Status())
+	}
+	if v := c.protocol(); v != sessionProtocol {
+		t.Errorf("the server spoke %s, want %s", v, sessionProtocol)
+	}
+}
