@@ -24,6 +24,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/wardenmcp/warden/protocol"
 )
 
 // Bridge pumps one stdio client to one endpoint.
@@ -450,7 +452,7 @@ func statelessHeaders(h http.Header, msg []byte) {
 			} `json:"_meta"`
 		} `json:"params"`
 	}
-	if json.Unmarshal(msg, &m) != nil || m.Params.Meta.Version < statelessSince {
+	if json.Unmarshal(msg, &m) != nil || m.Params.Meta.Version < protocol.StatelessSince {
 		return
 	}
 	h.Set("Mcp-Protocol-Version", m.Params.Meta.Version)
@@ -462,9 +464,6 @@ func statelessHeaders(h http.Header, msg []byte) {
 		h.Set("Mcp-Name", m.Params.URI)
 	}
 }
-
-// statelessSince is the first revision without sessions.
-const statelessSince = "2026-07-28"
 
 func setHeaders(h http.Header, session, version string) {
 	if session != "" {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/wardenmcp/warden/protocol"
 )
 
 // Two eras of the protocol on one endpoint. The 2025 revisions keep a
@@ -17,13 +18,10 @@ import (
 // each era with a handler of its own over the same server, so an endpoint
 // holds both and picks one per request.
 
-// statelessSince is the first revision without sessions.
-const statelessSince = "2026-07-28"
-
 // protocolVersions are the protocol versions the surfaces speak, newest
 // first; sessionVersions those of them with sessions.
 var (
-	protocolVersions = []string{statelessSince, "2025-11-25", "2025-06-18", "2025-03-26"}
+	protocolVersions = []string{protocol.StatelessSince, "2025-11-25", "2025-06-18", "2025-03-26"}
 	sessionVersions  = protocolVersions[1:]
 )
 
@@ -55,7 +53,7 @@ func statelessRequest(r *http.Request) bool {
 		return false
 	}
 	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" {
-		return v >= statelessSince
+		return v >= protocol.StatelessSince
 	}
 	if r.Method != http.MethodPost || r.Body == nil {
 		return false
@@ -68,7 +66,7 @@ func statelessRequest(r *http.Request) bool {
 // isStateless reports whether a request's session is a stateless-era one.
 func isStateless(ss *mcp.ServerSession) bool {
 	p := ss.InitializeParams()
-	return p != nil && p.ProtocolVersion >= statelessSince
+	return p != nil && p.ProtocolVersion >= protocol.StatelessSince
 }
 
 // hopMeta is a request's _meta without the keys the protocol reserves for

@@ -11,7 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/wardenmcp/warden/metrics"
-	"github.com/wardenmcp/warden/upstream"
+	"github.com/wardenmcp/warden/protocol"
 )
 
 // live is a downstream session, known from the moment the SDK names it (so
@@ -184,7 +184,7 @@ func (l *live) wants(level mcp.LoggingLevel) bool {
 	l.mu.Lock()
 	min := l.level
 	l.mu.Unlock()
-	return min != "" && upstream.LevelRank[level] >= upstream.LevelRank[min]
+	return min != "" && protocol.LevelRank[level] >= protocol.LevelRank[min]
 }
 
 // enqueue queues a log message from server for the session, or drops it

@@ -22,13 +22,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/wardenmcp/warden/config"
+	"github.com/wardenmcp/warden/protocol"
 	"github.com/wardenmcp/warden/sandbox"
 )
-
-// ProtocolVersion is what Warden asks an upstream for the first time: the
-// newest revision. One that does not speak it says so (or fails the
-// discovery), and the SDK client falls back to the newest with sessions.
-const ProtocolVersion = "2026-07-28"
 
 // sessionProtocol is the newest revision with sessions.
 const sessionProtocol = "2025-11-25"
@@ -436,7 +432,7 @@ func (c *Conn) connect() (*mcp.ClientSession, error) {
 	defer cancel()
 	asked := c.protocol()
 	cs, err := client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: asked})
-	if err != nil && asked == ProtocolVersion && answeredOddly(err) {
+	if err != nil && asked == protocol.Newest && answeredOddly(err) {
 		// The server answered the discovery, but not as the SDK takes for
 		// a "no" (an error page, say): it is asked for a session, as one
 		// that says no is. If that fails too, the discovery's error says
@@ -482,7 +478,7 @@ func (c *Conn) protocol() string {
 		}
 	}
 	if v == "" {
-		return ProtocolVersion
+		return protocol.Newest
 	}
 	return v
 }
@@ -498,7 +494,7 @@ func answeredOddly(err error) bool {
 
 // stateless reports whether cs speaks a revision without sessions.
 func stateless(cs *mcp.ClientSession) bool {
-	return cs.InitializeResult().ProtocolVersion >= ProtocolVersion
+	return cs.InitializeResult().ProtocolVersion >= protocol.StatelessSince
 }
 
 // exposed reports whether clients may hear from the server.
@@ -583,11 +579,6 @@ func (c *Conn) noticeAllowed() bool {
 	return c.Config().Transport == "stdio" || c.notices.allow()
 }
 
-// LevelRank orders the log levels, the most verbose first.
-var LevelRank = map[mcp.LoggingLevel]int{
-	"debug": 0, "info": 1, "notice": 2, "warning": 3, "error": 4, "critical": 5, "alert": 6, "emergency": 7,
-}
-
 // SetLogLevel asks the upstream for log messages at level and above, now and
 // after every reconnect; while clients may not hear from it (see
 // Peer.Exposed), only once they may. The upstream's level only ever gets
@@ -595,7 +586,7 @@ var LevelRank = map[mcp.LoggingLevel]int{
 // Warden filters for, and one asking for less must not silence another.
 func (c *Conn) SetLogLevel(ctx context.Context, level mcp.LoggingLevel) error {
 	c.mu.Lock()
-	if c.logLevel != "" && LevelRank[level] >= LevelRank[c.logLevel] {
+	if c.logLevel != "" && protocol.LevelRank[level] >= protocol.LevelRank[c.logLevel] {
 		c.mu.Unlock()
 		return nil
 	}

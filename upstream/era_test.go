@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/wardenmcp/warden/config"
+	"github.com/wardenmcp/warden/protocol"
 )
 
 // A tools/call on a session the upstream negotiated at 2026-07-28 carries
@@ -117,8 +118,8 @@ func TestRoundsWithoutAnswersAreAnswered(t *testing.T) {
 			sent = 0
 			calls.Unlock()
 			err := conn.Do(context.Background(), func(ctx context.Context, cs *mcp.ClientSession) error {
-				if v := cs.InitializeResult().ProtocolVersion; v != ProtocolVersion {
-					t.Fatalf("negotiated %s, want %s", v, ProtocolVersion)
+				if v := cs.InitializeResult().ProtocolVersion; v != protocol.Newest {
+					t.Fatalf("negotiated %s, want %s", v, protocol.Newest)
 				}
 				_, err := conn.CallTool(ctx, cs, &Call{Params: &mcp.CallToolParams{Name: "ask", Arguments: map[string]any{}}})
 				return err
@@ -237,7 +238,7 @@ func TestSessionUpstreamSpeaking2026(t *testing.T) {
 			call := func(name string, caller *mcp.ClientCapabilities) (string, error) {
 				var text string
 				err := conn.Do(context.Background(), func(ctx context.Context, cs *mcp.ClientSession) error {
-					if v := cs.InitializeResult().ProtocolVersion; v >= ProtocolVersion {
+					if v := cs.InitializeResult().ProtocolVersion; v >= protocol.StatelessSince {
 						t.Fatalf("negotiated %s; the test wants a session", v)
 					}
 					res, err := conn.CallTool(ctx, cs, &Call{Params: &mcp.CallToolParams{Name: name, Arguments: map[string]any{}}, Caller: caller})

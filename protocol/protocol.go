@@ -1,0 +1,20 @@
+// Package protocol is what Warden's layers share about MCP beyond the SDK's
+// types: the revisions that mark its eras, and the order of log levels.
+package protocol
+
+import "github.com/modelcontextprotocol/go-sdk/mcp"
+
+// StatelessSince is the first revision without sessions (no initialize,
+// no Mcp-Session-Id): a client or upstream that speaks it or later is of
+// the stateless era.
+const StatelessSince = "2026-07-28"
+
+// Newest is the newest revision Warden speaks, what it asks an upstream for
+// the first time. One that does not speak it says so (or fails the
+// discovery), and the SDK client falls back to the newest with sessions.
+const Newest = StatelessSince
+
+// LevelRank orders the log levels, the most verbose first.
+var LevelRank = map[mcp.LoggingLevel]int{
+	"debug": 0, "info": 1, "notice": 2, "warning": 3, "error": 4, "critical": 5, "alert": 6, "emergency": 7,
+}
