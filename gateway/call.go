@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/wardenmcp/warden/activity"
+	"github.com/wardenmcp/warden/answer"
 	"github.com/wardenmcp/warden/approval"
 	"github.com/wardenmcp/warden/internal/canon"
 	"github.com/wardenmcp/warden/upstream"
@@ -27,19 +28,19 @@ type Call struct {
 	// asked, with a new call; a stateless-era upstream reads them.
 	Answers mcp.InputResponseMap
 	// After, if set, takes the work left once the answer is read, for the
-	// caller to do after it sent the answer on (see upstream.AfterAnswer).
-	After *upstream.AfterAnswer
+	// caller to do after it sent the answer on (see answer.After).
+	After *answer.After
 }
 
 // CallTool runs call through policy and, if allowed, upstream. A policy
 // refusal, an unknown outcome and an unreachable upstream are answered as
 // tool results with isError; the upstream's own JSON-RPC errors are returned
 // as errors, unchanged.
-func (g *Gateway) CallTool(ctx context.Context, call Call) (*upstream.Result, error) {
+func (g *Gateway) CallTool(ctx context.Context, call Call) (*answer.Result, error) {
 	g.callMu.RLock()
 	if g.closed {
 		g.callMu.RUnlock()
-		return upstream.Decoded(refuse(CodeUnavailable, "Warden is stopping; nothing was sent. Retry once it is back (warden serve).").Result()), nil
+		return answer.Decoded(refuse(CodeUnavailable, "Warden is stopping; nothing was sent. Retry once it is back (warden serve).").Result()), nil
 	}
 	g.calls.Add(1)
 	g.callMu.RUnlock()
@@ -56,7 +57,7 @@ func (g *Gateway) CallTool(ctx context.Context, call Call) (*upstream.Result, er
 	switch {
 	case errors.As(err, &ref):
 		entry.Outcome, entry.Code = "refused", string(ref.Code)
-		res, err = upstream.Decoded(ref.Result()), nil
+		res, err = answer.Decoded(ref.Result()), nil
 	case entry.Outcome == "unknown":
 	case err != nil || (res != nil && res.IsError):
 		entry.Outcome = "error"
@@ -68,7 +69,7 @@ func (g *Gateway) CallTool(ctx context.Context, call Call) (*upstream.Result, er
 	return res, err
 }
 
-func (g *Gateway) callTool(ctx context.Context, call Call, entry *activity.Entry) (*upstream.Result, error) {
+func (g *Gateway) callTool(ctx context.Context, call Call, entry *activity.Entry) (*answer.Result, error) {
 	c, err := g.live(call.Server)
 	if err != nil {
 		return nil, err
@@ -117,7 +118,7 @@ func (g *Gateway) callTool(ctx context.Context, call Call, entry *activity.Entry
 		params.Arguments = json.RawMessage("{}")
 	}
 
-	var res *upstream.Result
+	var res *answer.Result
 	var sent *upstream.Call // the last attempt's
 	var intent *writes.Intent
 	defer func() {
@@ -232,7 +233,7 @@ func latchedRefusal(l *writes.Latch) *Refusal {
 // unknownOutcome handles a call that was sent but not answered: a non-read
 // call latches the server, each such call once, and its intent goes with
 // the latch's commit.
-func (g *Gateway) unknownOutcome(ctx context.Context, call Call, tool Tool, entry *activity.Entry, intent *writes.Intent, err error) *upstream.Result {
+func (g *Gateway) unknownOutcome(ctx context.Context, call Call, tool Tool, entry *activity.Entry, intent *writes.Intent, err error) *answer.Result {
 	reason := writes.ReasonUpstreamLost
 	var tooLarge *upstream.AnswerTooLargeError
 	switch {
@@ -257,7 +258,7 @@ func (g *Gateway) unknownOutcome(ctx context.Context, call Call, tool Tool, entr
 		}
 		text += fmt.Sprintf(" Further writes to %q are refused until an operator checks whether it happened and runs: warden writes clear %s", call.Server, call.Server)
 	}
-	return upstream.Decoded(&mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: text}},
+	return answer.Decoded(&mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: text}},
 		Meta: mcp.Meta{"warden/outcome": "unknown"}})
 }
 

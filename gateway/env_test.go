@@ -12,10 +12,10 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/wardenmcp/warden/activity"
+	"github.com/wardenmcp/warden/answer"
 	"github.com/wardenmcp/warden/gateway"
 	"github.com/wardenmcp/warden/internal/wardentest/parts"
 	"github.com/wardenmcp/warden/question"
-	"github.com/wardenmcp/warden/upstream"
 )
 
 // The tests of this file's package drive the gateway from outside, as the
@@ -52,7 +52,7 @@ func call(t *testing.T, p *parts.Parts, server, tool, args string, client gatewa
 	return decoded(t, res), nil
 }
 
-func decoded(t *testing.T, res *upstream.Result) *mcp.CallToolResult {
+func decoded(t *testing.T, res *answer.Result) *mcp.CallToolResult {
 	t.Helper()
 	r, err := res.Tool()
 	if err != nil {

@@ -15,9 +15,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/wardenmcp/warden/answer"
 	"github.com/wardenmcp/warden/gateway"
 	"github.com/wardenmcp/warden/question"
-	"github.com/wardenmcp/warden/upstream"
 )
 
 // The fast path. A plain tools/call on an initialized session is the hot
@@ -83,7 +83,7 @@ func (v *view) serveFast(w http.ResponseWriter, r *http.Request, l *live, body [
 		// As an event, as the SDK answers it. Encoded by json.Marshal, the
 		// list holds no line breaks, nor does a valid id.
 		startEvents(w)
-		_ = writeEvent(w, answer(m.ID, &upstream.Result{Raw: list}, nil))
+		_ = writeEvent(w, replyTo(m.ID, &answer.Result{Raw: list}, nil))
 		return true
 	}
 	return false
@@ -138,23 +138,23 @@ func validID(raw json.RawMessage) bool {
 func (v *view) fastCall(w http.ResponseWriter, r *http.Request, l *live, id json.RawMessage, p *mcp.CallToolParamsRaw) {
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	after := &upstream.AfterAnswer{}
+	after := &answer.After{}
 	defer after.Run() // once the answer is sent
 	st := &stream{w: w, l: l}
 	if !l.begin(string(id), cancel) {
 		// Its cancellation could not tell the two apart.
-		st.finish(answer(id, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "a request with id " + string(id) + " is already in progress"}))
+		st.finish(replyTo(id, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "a request with id " + string(id) + " is already in progress"}))
 		return
 	}
 	defer l.end(string(id))
 	res, err := v.call(ctx, p, st, after)
-	st.finish(answer(id, res, err))
+	st.finish(replyTo(id, res, err))
 }
 
-// answer is the JSON-RPC response to a fast call. The upstream's result
+// replyTo is the JSON-RPC response to a fast call. The upstream's result
 // JSON (checked when it was read) and the client's id (checked likewise)
 // are passed on as they are, in pieces: a large result is not copied.
-func answer(id json.RawMessage, res *upstream.Result, err error) reply {
+func replyTo(id json.RawMessage, res *answer.Result, err error) reply {
 	if err == nil && res != nil && res.Raw != nil {
 		head := make([]byte, 0, 32+len(id))
 		head = append(head, `{"jsonrpc":"2.0","id":`...)

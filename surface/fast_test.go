@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/wardenmcp/warden/answer"
 	"github.com/wardenmcp/warden/gateway"
-	"github.com/wardenmcp/warden/upstream"
 )
 
 type response struct {
@@ -24,7 +24,7 @@ type response struct {
 // upstream's JSON had line breaks.
 func TestFastAnswerPassesTheResultOn(t *testing.T) {
 	raw := json.RawMessage("{\n  \"content\": [{\"type\": \"text\", \"text\": \"a\\nb\"}]\n}")
-	b := answer(json.RawMessage(`7`), &upstream.Result{Raw: raw}, nil)
+	b := replyTo(json.RawMessage(`7`), &answer.Result{Raw: raw}, nil)
 
 	rec := httptest.NewRecorder()
 	(&stream{w: rec}).finish(b)
@@ -61,7 +61,7 @@ func TestFastAnswerCarriesErrors(t *testing.T) {
 		&jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: `unknown tool "x" on server "s"`},
 		&gateway.UnknownToolError{Server: "s", Tool: "x"},
 	} {
-		b := answer(json.RawMessage(`"a"`), nil, e)
+		b := replyTo(json.RawMessage(`"a"`), nil, e)
 		var r response
 		if err := json.Unmarshal(b.bytes(), &r); err != nil || string(r.ID) != `"a"` || r.Error == nil || r.Error.Code != jsonrpc.CodeInvalidParams ||
 			r.Error.Message != `unknown tool "x" on server "s"` || r.Result != nil {

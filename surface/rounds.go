@@ -16,9 +16,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/wardenmcp/warden/answer"
 	"github.com/wardenmcp/warden/gateway"
 	"github.com/wardenmcp/warden/question"
-	"github.com/wardenmcp/warden/upstream"
 )
 
 // Multi-round trips for stateless-era clients. A client of the 2026-07-28
@@ -319,7 +319,7 @@ func (v *view) callRounds(ctx context.Context, r *mcp.CallToolRequest) (*mcp.Cal
 	p := *r.Params
 	return inRounds(ctx, v, r.Session, "tool\x00"+p.Name, &p.RequestState, &p.InputResponses,
 		func(ctx context.Context, c gateway.Client) (*mcp.CallToolResult, error) {
-			after := &upstream.AfterAnswer{}
+			after := &answer.After{}
 			defer after.Run()
 			res, err := v.call(ctx, &p, c, after)
 			if err != nil {

@@ -10,9 +10,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/wardenmcp/warden/answer"
 	"github.com/wardenmcp/warden/gateway"
 	"github.com/wardenmcp/warden/search"
-	"github.com/wardenmcp/warden/upstream"
 )
 
 // The search view (/mcp?view=search) is the aggregated view with its
@@ -74,7 +74,7 @@ func newSearchView(g *gateway.Gateway, log *slog.Logger, version string) *view {
 
 // searchCall answers search_tools, or unwraps call_tool into the call it
 // carries; other names are left as they are.
-func (v *view) searchCall(p *mcp.CallToolParamsRaw) (*upstream.Result, *mcp.CallToolParamsRaw, error) {
+func (v *view) searchCall(p *mcp.CallToolParamsRaw) (*answer.Result, *mcp.CallToolParamsRaw, error) {
 	switch p.Name {
 	case searchToolsName:
 		var a struct {
@@ -89,7 +89,7 @@ func (v *view) searchCall(p *mcp.CallToolParamsRaw) (*upstream.Result, *mcp.Call
 		if a.Limit != nil {
 			limit = min(max(*a.Limit, 1), maxLimit)
 		}
-		return upstream.Decoded(v.searchResult(a.Query, a.Server, limit)), nil, nil
+		return answer.Decoded(v.searchResult(a.Query, a.Server, limit)), nil, nil
 	case callToolName:
 		var a struct {
 			Name      string          `json:"name"`

@@ -17,9 +17,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/wardenmcp/warden/answer"
 	"github.com/wardenmcp/warden/gateway"
 	"github.com/wardenmcp/warden/search"
-	"github.com/wardenmcp/warden/upstream"
 )
 
 // ref is an upstream object behind an exposed name.
@@ -133,7 +133,7 @@ func (v *view) callTool(ctx context.Context, r *mcp.CallToolRequest) (*mcp.CallT
 	}
 	// A large answer holds its room in the answers' bound until decoded
 	// for the SDK (which sends it after this returns).
-	after := &upstream.AfterAnswer{}
+	after := &answer.After{}
 	defer after.Run()
 	res, err := v.call(ctx, r.Params, gateway.SessionClient{ServerSession: r.Session}, after)
 	if err != nil {
@@ -144,7 +144,7 @@ func (v *view) callTool(ctx context.Context, r *mcp.CallToolRequest) (*mcp.CallT
 
 // call runs a tools/call of this view through the gateway: both the SDK
 // server's path and the fast path come here.
-func (v *view) call(ctx context.Context, p *mcp.CallToolParamsRaw, client gateway.Client, after *upstream.AfterAnswer) (*upstream.Result, error) {
+func (v *view) call(ctx context.Context, p *mcp.CallToolParamsRaw, client gateway.Client, after *answer.After) (*answer.Result, error) {
 	if v.index != nil {
 		res, inner, err := v.searchCall(p)
 		if res != nil || err != nil {

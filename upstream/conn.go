@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/wardenmcp/warden/answer"
 	"github.com/wardenmcp/warden/config"
 	"github.com/wardenmcp/warden/protocol"
 	"github.com/wardenmcp/warden/sandbox"
@@ -130,7 +131,7 @@ type Conn struct {
 	sse    *headerTransport  // nil unless legacy SSE
 	// callOnSession runs a tools/call on a 2025 session: the direct HTTP
 	// path (fastcall.go) or the SDK client, chosen at Start.
-	callOnSession func(context.Context, *mcp.ClientSession, *Call, *mcp.CallToolParams) (*Result, error)
+	callOnSession func(context.Context, *mcp.ClientSession, *Call, *mcp.CallToolParams) (*answer.Result, error)
 	// notices throttles notifications for clients: a stdio server's as
 	// they are read, others' in the handlers (see noticeAllowed).
 	notices *noticeGate

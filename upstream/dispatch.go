@@ -7,6 +7,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/wardenmcp/warden/answer"
 )
 
 // Call is one tools/call on its way upstream, with what its caller needs
@@ -22,8 +23,8 @@ type Call struct {
 	// OnSent, if set, runs once, right when the request has left Warden.
 	OnSent func()
 	// After, if set, takes the work left once the answer is read (see
-	// AfterAnswer); else CallTool does it before it returns.
-	After *AfterAnswer
+	// answer.After); else CallTool does it before it returns.
+	After *answer.After
 
 	sent atomic.Bool
 }
@@ -53,9 +54,7 @@ func (c *Call) after(fn func()) {
 		fn()
 		return
 	}
-	c.After.mu.Lock()
-	c.After.fns = append(c.After.fns, fn)
-	c.After.mu.Unlock()
+	c.After.Add(fn)
 }
 
 // Answered reports whether err is the upstream's own answer (a JSON-RPC error

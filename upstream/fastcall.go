@@ -17,6 +17,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/wardenmcp/warden/answer"
 	"github.com/wardenmcp/warden/question"
 )
 
@@ -44,7 +45,7 @@ type rpcMessage struct {
 }
 
 // callToolHTTP runs call, with params, over the session's HTTP transport.
-func (c *Conn) callToolHTTP(ctx context.Context, cs *mcp.ClientSession, call *Call, params *mcp.CallToolParams) (*Result, error) {
+func (c *Conn) callToolHTTP(ctx context.Context, cs *mcp.ClientSession, call *Call, params *mcp.CallToolParams) (*answer.Result, error) {
 	id := fastIDPrefix + strconv.FormatUint(fastID.Add(1), 36)
 	body, err := callRequest(id, params)
 	if err != nil {
@@ -63,7 +64,7 @@ func (c *Conn) callToolHTTP(ctx context.Context, cs *mcp.ClientSession, call *Ca
 		return nil, err // abandoned already: nothing is sent
 	}
 	// The exchange outlives the call by the end of the answer's stream,
-	// read once the answer is on its way (see AfterAnswer); abandoning the
+	// read once the answer is on its way (see answer.After); abandoning the
 	// call before that ends the exchange.
 	reqCtx, endExchange := context.WithCancel(context.WithoutCancel(ctx))
 	unlink := context.AfterFunc(ctx, func() { endExchange(); tell() })
@@ -98,15 +99,15 @@ func (c *Conn) callToolHTTP(ctx context.Context, cs *mcp.ClientSession, call *Ca
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 		return nil, fmt.Errorf("tools/call: upstream answered %s: %s", resp.Status, strings.TrimSpace(string(msg)))
 	}
-	var answer *rpcMessage
+	var reply *rpcMessage
 	ans := &answerReader{r: resp.Body, ctx: ctx, h: ctx.Value(answerHoldKey{}).(*answerHold), size: resp.ContentLength}
 	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		ans.size = -1 // the events before the answer are not counted
-		answer, err = c.readResumable(ctx, cs, resp, ans, id)
+		reply, err = c.readResumable(ctx, cs, resp, ans, id)
 	} else {
 		var data []byte
 		if data, err = readAnswer(ans); err == nil {
-			answer, err = decodeMessage(data, id)
+			reply, err = decodeMessage(data, id)
 		}
 	}
 	var tooLarge *AnswerTooLargeError
@@ -116,23 +117,23 @@ func (c *Conn) callToolHTTP(ctx context.Context, cs *mcp.ClientSession, call *Ca
 	// A result that made it is kept even if the call was abandoned just
 	// then; an error answer after Warden asked the upstream to cancel is
 	// the cancellation's echo, and the outcome stays unknown.
-	if ctx.Err() != nil && (answer == nil || answer.Error != nil) {
+	if ctx.Err() != nil && (reply == nil || reply.Error != nil) {
 		return nil, ctx.Err()
 	}
-	if answer == nil && err != nil {
+	if reply == nil && err != nil {
 		return nil, fmt.Errorf("tools/call: reading the answer: %w", err)
 	}
-	if answer == nil {
+	if reply == nil {
 		return nil, fmt.Errorf("tools/call: %w: the upstream closed the stream without answering", ErrLost)
 	}
-	if answer.Error != nil {
-		return nil, answer.Error
+	if reply.Error != nil {
+		return nil, reply.Error
 	}
-	res, err := rawResult(answer.Result)
+	res, err := rawResult(reply.Result)
 	if err != nil {
 		return nil, fmt.Errorf("tools/call: bad result: %w", err)
 	}
-	ans.h.shrinkTo(int64(cap(answer.Result))) // read whole: its size is known now
+	ans.h.shrinkTo(int64(cap(reply.Result))) // read whole: its size is known now
 	return res, nil
 }
 
@@ -207,27 +208,6 @@ func release(body io.ReadCloser) {
 	io.Copy(io.Discard, io.LimitReader(body, 1<<20))
 	t.Stop()
 	body.Close()
-}
-
-// AfterAnswer holds work a call leaves for after its answer has reached the
-// client: the direct path reads the end of the upstream's event stream only
-// then (it usually arrives in a packet of its own, and the client need not
-// wait for it). A caller that does not set one gets that work done before
-// the call returns.
-type AfterAnswer struct {
-	mu  sync.Mutex
-	fns []func()
-}
-
-// Run does the work left, once.
-func (a *AfterAnswer) Run() {
-	a.mu.Lock()
-	fns := a.fns
-	a.fns = nil
-	a.mu.Unlock()
-	for _, fn := range fns {
-		fn()
-	}
 }
 
 // ErrLost means the upstream connection broke before the answer came.
@@ -410,7 +390,7 @@ func (c *Conn) cancelUpstream(cs *mcp.ClientSession, id string, cause error) {
 
 // CallTool runs one tools/call upstream on the live session. A large
 // answer holds room in the answers' bound until it has been sent (see
-// AfterAnswer), or until the call returns. The direct HTTP path speaks the
+// answer.After), or until the call returns. The direct HTTP path speaks the
 // 2025 revisions only: on a session an upstream negotiated at 2026-07-28
 // the call goes through the SDK client, which sends what that revision
 // requires (the Mcp-Method, Mcp-Name and Mcp-Param-* headers, _meta).
@@ -420,7 +400,7 @@ func (c *Conn) cancelUpstream(cs *mcp.ClientSession, id string, cause error) {
 // client may be asked, unless told otherwise per request (the Go SDK's
 // reads it so, and refuses a call that needs more than the caller can
 // answer): it is told when the caller answers less.
-func (c *Conn) CallTool(ctx context.Context, cs *mcp.ClientSession, call *Call) (*Result, error) {
+func (c *Conn) CallTool(ctx context.Context, cs *mcp.ClientSession, call *Call) (*answer.Result, error) {
 	h := c.opts.Answers.hold()
 	defer call.after(h.end)
 	ctx = withAnswerHold(withCall(ctx, call), h)
@@ -436,17 +416,17 @@ func (c *Conn) CallTool(ctx context.Context, cs *mcp.ClientSession, call *Call) 
 
 // callSDK runs a tools/call through the SDK client (its rounds: see
 // roundTrips).
-func callSDK(ctx context.Context, cs *mcp.ClientSession, _ *Call, params *mcp.CallToolParams) (*Result, error) {
+func callSDK(ctx context.Context, cs *mcp.ClientSession, _ *Call, params *mcp.CallToolParams) (*answer.Result, error) {
 	res, err := cs.CallTool(ctx, params)
 	if err != nil {
 		return nil, err
 	}
-	return Decoded(res), nil
+	return answer.Decoded(res), nil
 }
 
 // callDirect runs a tools/call on the direct HTTP path, round after round
 // while its result asks for input, as roundTrips does on the SDK path.
-func (c *Conn) callDirect(ctx context.Context, cs *mcp.ClientSession, call *Call, params *mcp.CallToolParams) (*Result, error) {
+func (c *Conn) callDirect(ctx context.Context, cs *mcp.ClientSession, call *Call, params *mcp.CallToolParams) (*answer.Result, error) {
 	for round := 1; ; round++ {
 		res, err := c.callToolHTTP(ctx, cs, call, params)
 		if err != nil || !res.AsksInput {

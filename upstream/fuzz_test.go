@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/wardenmcp/warden/answer"
 	"github.com/wardenmcp/warden/config"
 )
 
@@ -106,8 +107,8 @@ func startHostile(f *testing.F) (*hostile, *Conn) {
 }
 
 // call runs one tools/call; an answer that makes the call hang fails.
-func call(t *testing.T, c *Conn) (*Result, error) {
-	var res *Result
+func call(t *testing.T, c *Conn) (*answer.Result, error) {
+	var res *answer.Result
 	err := c.Do(context.Background(), func(ctx context.Context, cs *mcp.ClientSession) error {
 		var err error
 		res, err = c.CallTool(ctx, cs, &Call{Params: &mcp.CallToolParams{Name: "t", Arguments: json.RawMessage(`{"a":1}`)}})
@@ -121,7 +122,7 @@ func call(t *testing.T, c *Conn) (*Result, error) {
 
 // checkResult asserts what a result passed on to the client must be: one
 // JSON object, whose isError is what decoding it says.
-func checkResult(t *testing.T, res *Result) {
+func checkResult(t *testing.T, res *answer.Result) {
 	t.Helper()
 	if res == nil || len(res.Raw) == 0 || res.Raw[0] != '{' || !json.Valid(res.Raw) {
 		t.Fatalf("a result that is not one JSON object was accepted: %+v", res)

@@ -6,29 +6,13 @@ import (
 	"fmt"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/wardenmcp/warden/answer"
 )
 
-// Result is a tool call's answer. The direct HTTP path keeps the upstream's
-// JSON as it came (Raw) and reads only isError and whether it asks for input
-// from it: decoding every content block only to encode it again for the
-// client is most of what a pass-through would otherwise spend. Other paths
-// carry it decoded.
-type Result struct {
-	Raw     json.RawMessage
-	Decoded *mcp.CallToolResult
-	IsError bool
-	// AsksInput: the result is not the call's end but questions for its
-	// client (see inputRequired), on the direct path only.
-	AsksInput bool
-}
-
-// Decoded wraps a decoded result.
-func Decoded(r *mcp.CallToolResult) *Result { return &Result{Decoded: r, IsError: r.IsError} }
-
 // rawResult wraps a result as the upstream sent it (raw is valid JSON: it
-// was decoded from the answer).
-func rawResult(raw json.RawMessage) (*Result, error) {
+// was decoded from the answer), reading only isError and whether it asks
+// for input (see inputRequired).
+func rawResult(raw json.RawMessage) (*answer.Result, error) {
 	if len(raw) == 0 || raw[0] != '{' {
 		return nil, fmt.Errorf("a tool result must be an object, not %.40s", raw)
 	}
@@ -37,7 +21,7 @@ func rawResult(raw json.RawMessage) (*Result, error) {
 	// it on. A key is not missed in another case (encoding/json matches
 	// keys so) nor spelled with escapes: any \u means a real look.
 	if !containsFold(raw, `"iserror"`) && !containsFold(raw, `"inputrequests"`) && !bytes.Contains(raw, []byte(`\u`)) {
-		return &Result{Raw: raw}, nil
+		return &answer.Result{Raw: raw}, nil
 	}
 	var head struct {
 		IsError       bool                       `json:"isError"`
@@ -47,7 +31,7 @@ func rawResult(raw json.RawMessage) (*Result, error) {
 	if err := json.Unmarshal(raw, &head); err != nil {
 		return nil, err
 	}
-	return &Result{Raw: raw, IsError: head.IsError,
+	return &answer.Result{Raw: raw, IsError: head.IsError,
 		AsksInput: head.ResultType == "input_required" || len(head.InputRequests) > 0}, nil
 }
 
@@ -59,26 +43,6 @@ func containsFold(b []byte, s string) bool {
 		}
 	}
 	return false
-}
-
-// Tool returns the result decoded.
-func (r *Result) Tool() (*mcp.CallToolResult, error) {
-	if r.Decoded == nil {
-		var d mcp.CallToolResult
-		if err := json.Unmarshal(r.Raw, &d); err != nil {
-			return nil, err
-		}
-		r.Decoded = &d
-	}
-	return r.Decoded, nil
-}
-
-// MarshalJSON writes the result as the upstream sent it, or encoded.
-func (r *Result) MarshalJSON() ([]byte, error) {
-	if r.Raw != nil {
-		return r.Raw, nil
-	}
-	return json.Marshal(r.Decoded)
 }
 
 // decodeMessage decodes a message of a call's answer stream. The result of

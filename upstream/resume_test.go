@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/wardenmcp/warden/answer"
 	"github.com/wardenmcp/warden/config"
 )
 
@@ -99,7 +100,7 @@ func TestCallResumesAfterRetry(t *testing.T) {
 			defer up.Close()
 			c := Start(&config.Server{Name: "up", URL: up.URL, Transport: config.TransportHTTP, CallTimeout: 10 * time.Second}, Options{})
 			defer c.Stop()
-			var res *Result
+			var res *answer.Result
 			err := c.Do(context.Background(), func(ctx context.Context, cs *mcp.ClientSession) (err error) {
 				res, err = c.CallTool(ctx, cs, &Call{Params: &mcp.CallToolParams{Name: "t", Arguments: map[string]any{}}})
 				return err

@@ -1,0 +1,48 @@
+package answer
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// A raw result is written as the upstream sent it, byte for byte, and
+// decoded only when asked; a decoded one is encoded.
+func TestResultRawOrDecoded(t *testing.T) {
+	raw := json.RawMessage(`{"content":[{"type":"text","text":"hi"}], "isError" :true}`)
+	r := &Result{Raw: raw}
+	if b, err := r.MarshalJSON(); err != nil || string(b) != string(raw) {
+		t.Fatalf("raw result written as %s (%v), want %s", b, err, raw)
+	}
+	d, err := r.Tool()
+	if err != nil || !d.IsError || d.Content[0].(*mcp.TextContent).Text != "hi" {
+		t.Fatalf("decoded %+v, %v", d, err)
+	}
+	if d2, _ := r.Tool(); d2 != d {
+		t.Fatal("decoded twice")
+	}
+	if _, err := (&Result{Raw: json.RawMessage(`[]`)}).Tool(); err == nil {
+		t.Fatal("a result that is not an object decoded")
+	}
+	r = Decoded(&mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "no"}}})
+	if !r.IsError {
+		t.Fatal("Decoded lost isError")
+	}
+	if b, err := json.Marshal(r); err != nil || string(b) != `{"content":[{"type":"text","text":"no"}],"isError":true}` {
+		t.Fatalf("decoded result written as %s (%v)", b, err)
+	}
+}
+
+// Run does each piece of work left once, in the order it was left.
+func TestAfterRunsOnce(t *testing.T) {
+	var a After
+	var done []int
+	a.Add(func() { done = append(done, 1) })
+	a.Add(func() { done = append(done, 2) })
+	a.Run()
+	a.Run()
+	if len(done) != 2 || done[0] != 1 || done[1] != 2 {
+		t.Fatalf("work done %v, want [1 2]", done)
+	}
+}
