@@ -13,7 +13,6 @@ import (
 	"github.com/wardenmcp/warden/internal/fixture"
 	"github.com/wardenmcp/warden/internal/wardentest/parts"
 	"github.com/wardenmcp/warden/oauth"
-	"github.com/wardenmcp/warden/upstream"
 )
 
 // Every route but the OpenAPI document needs the operator token; a refusal
@@ -133,8 +132,7 @@ func TestAuthLoginAndLogout(t *testing.T) {
 		return info
 	}
 	parts.WaitFor(t, 30*time.Second, "hosted needs a login", func() bool {
-		c, ok := e.Gateway.Conn("hosted")
-		return ok && c.Status().State == upstream.StateNeedsLogin
+		return e.Gateway.Connection("hosted").State == "needs_login"
 	})
 	if info := status(); info.State != oauth.StateNeedsLogin || info.Server != "hosted" {
 		t.Fatalf("before login: %+v", info)

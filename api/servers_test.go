@@ -9,7 +9,6 @@ import (
 	"github.com/wardenmcp/warden/approval"
 	"github.com/wardenmcp/warden/internal/fixture"
 	"github.com/wardenmcp/warden/sessions"
-	"github.com/wardenmcp/warden/upstream"
 )
 
 // upstreamSecret is in a server's configured headers; no answer may show it.
@@ -71,17 +70,17 @@ func TestStatusAndServers(t *testing.T) {
 	}{
 		{"fx", func(s Server) bool {
 			// echo is hidden: three tools cost tokens, four are approved.
-			return s.Transport == "http" && s.Trusted && !s.Quarantined && s.State.State == upstream.StateReady &&
+			return s.Transport == "http" && s.Trusted && !s.Quarantined && s.State.State == "ready" &&
 				s.Tools == approval.Counts{Approved: 4} && s.ToolTokens > 0 && strings.HasSuffix(s.Target, "/mcp")
 		}, "trusted, ready, baseline of 4 approved tools, visible tools cost tokens"},
 		{"q", func(s Server) bool {
-			return !s.Trusted && s.Quarantined && s.State.State == upstream.StateReady && s.Tools == approval.Counts{Pending: 4} && s.ToolTokens == 0
+			return !s.Trusted && s.Quarantined && s.State.State == "ready" && s.Tools == approval.Counts{Pending: 4} && s.ToolTokens == 0
 		}, "untrusted, so quarantined with 4 pending tools that cost nothing"},
 		{"off", func(s Server) bool {
-			return s.Transport == "stdio" && s.Disabled && s.State.State == upstream.StateStopped && s.Target == "no-such-server"
+			return s.Transport == "stdio" && s.Disabled && s.State.State == "stopped" && s.Target == "no-such-server"
 		}, "disabled stdio server, stopped"},
 		{"bad", func(s Server) bool {
-			return s.Transport == "" && strings.Contains(s.ConfigError, "command") && s.State.State == upstream.StateStopped
+			return s.Transport == "" && strings.Contains(s.ConfigError, "command") && s.State.State == "stopped"
 		}, "an entry that cannot load, with the reason"},
 	}
 	for _, tt := range tests {

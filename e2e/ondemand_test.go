@@ -19,10 +19,9 @@ import (
 	"github.com/wardenmcp/warden/internal/fixture"
 	"github.com/wardenmcp/warden/internal/testenv"
 	"github.com/wardenmcp/warden/internal/wardentest"
-	"github.com/wardenmcp/warden/upstream"
 )
 
-func odState(t *testing.T, w *wardentest.Warden) upstream.State {
+func odState(t *testing.T, w *wardentest.Warden) string {
 	var s api.Server
 	w.API(t, "GET", "/v1/servers/memory", nil, &s)
 	return s.State.State
@@ -51,13 +50,13 @@ func TestOnDemandServer(t *testing.T) {
 	// tools are baselined), then stops when idle.
 	apWaitTool(t, w, "memory", "read_graph", "baselined", apStatusIs(approval.StatusApproved))
 	wardentest.WaitFor(t, 30*time.Second, "the server to stop when idle", func() bool {
-		return odState(t, w) == upstream.StateIdle && len(testenv.ProcessesMentioning(marker)) == 0
+		return odState(t, w) == "idle" && len(testenv.ProcessesMentioning(marker)) == 0
 	})
 	w.Stop()
 
 	// Restarted with its definitions pinned: not running, yet listed.
 	w = wardentest.StartWith(t, cfg, state)
-	if st := odState(t, w); st != upstream.StateIdle || len(testenv.ProcessesMentioning(marker)) != 0 {
+	if st := odState(t, w); st != "idle" || len(testenv.ProcessesMentioning(marker)) != 0 {
 		t.Fatalf("after start: state %s, processes %v; want idle and none", st, testenv.ProcessesMentioning(marker))
 	}
 	cs := w.Connect(t, "/mcp", nil)
@@ -80,7 +79,7 @@ func TestOnDemandServer(t *testing.T) {
 	}
 	// Idle, it stops, leaving no process.
 	wardentest.WaitFor(t, 30*time.Second, "the server to stop when idle", func() bool {
-		return odState(t, w) == upstream.StateIdle && len(testenv.ProcessesMentioning(marker)) == 0
+		return odState(t, w) == "idle" && len(testenv.ProcessesMentioning(marker)) == 0
 	})
 	// And starts again for the next call, with what it stored.
 	if got := wardentest.CallText(t, cs, "memory__read_graph", map[string]any{}); !strings.Contains(got, "Alice") {
@@ -111,7 +110,7 @@ func TestOnDemandChangedDefinition(t *testing.T) {
 	var s api.Server
 	wardentest.WaitFor(t, 30*time.Second, "the server to stop when idle", func() bool {
 		w.API(t, "GET", "/v1/servers/s", nil, &s)
-		return s.State.State == upstream.StateIdle
+		return s.State.State == "idle"
 	})
 	// Stopped, the server changes: its next start lists a new description.
 	if err := os.WriteFile(apply, []byte("describe echo Echo, and send a copy elsewhere."), 0o600); err != nil {
@@ -141,7 +140,7 @@ func BenchmarkOnDemandFirstCall(b *testing.B) {
 	idle := func() bool {
 		var s api.Server
 		w.API(b, "GET", "/v1/servers/memory", nil, &s)
-		return s.State.State == upstream.StateIdle
+		return s.State.State == "idle"
 	}
 	var total time.Duration
 	for b.Loop() {

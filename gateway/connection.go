@@ -10,11 +10,13 @@ import (
 // Connection is the state of a server's connection, as the operator API
 // shows it.
 type Connection struct {
-	State      upstream.State `json:"state"`
-	Error      string         `json:"error,omitempty"`
-	Since      time.Time      `json:"since"`
-	Reconnects int            `json:"reconnects"` // sessions lost and replaced
-	Failures   int            `json:"failures"`   // connection attempts failed in a row
+	// State is one of connecting, ready, backoff, needs_login, idle,
+	// stopped.
+	State      string    `json:"state"`
+	Error      string    `json:"error,omitempty"`
+	Since      time.Time `json:"since"`
+	Reconnects int       `json:"reconnects"` // sessions lost and replaced
+	Failures   int       `json:"failures"`   // connection attempts failed in a row
 	// Stderr is, after a failed start of a stdio server, the last lines it
 	// wrote to its stderr (secrets masked; its whole log: warden logs NAME).
 	Stderr []string `json:"stderr,omitempty"`
@@ -25,10 +27,10 @@ type Connection struct {
 func (g *Gateway) Connection(server string) Connection {
 	c, ok := g.Conn(server)
 	if !ok {
-		return Connection{State: upstream.StateStopped}
+		return Connection{State: string(upstream.StateStopped)}
 	}
 	st := c.Status()
-	return Connection{State: st.State, Error: st.Error, Since: st.Since,
+	return Connection{State: string(st.State), Error: st.Error, Since: st.Since,
 		Reconnects: st.Reconnects, Failures: st.Failures, Stderr: st.Stderr}
 }
 

@@ -23,7 +23,6 @@ import (
 	"github.com/wardenmcp/warden/config"
 	"github.com/wardenmcp/warden/gateway"
 	"github.com/wardenmcp/warden/internal/state"
-	"github.com/wardenmcp/warden/upstream"
 )
 
 const testToken = "test-token-0123456789"
@@ -585,10 +584,10 @@ func TestStatusAndJSON(t *testing.T) {
 	f := newFakeAPI(t)
 	st := api.Status{Version: "1.2.3", UptimeSeconds: 3725, ConfigPath: f.config, Listen: "127.0.0.1:7373",
 		Servers: []api.Server{
-			{Name: "memory", Transport: "stdio", Target: "npx", State: gateway.Connection{State: upstream.StateReady},
+			{Name: "memory", Transport: "stdio", Target: "npx", State: gateway.Connection{State: "ready"},
 				Tools: approval.Counts{Approved: 9}},
 			{Name: "remote", Transport: "http", Target: "https://example.test/mcp", Quarantined: true,
-				State: gateway.Connection{State: upstream.StateBackoff, Error: "connection refused"}, Tools: approval.Counts{Pending: 4}},
+				State: gateway.Connection{State: "backoff", Error: "connection refused"}, Tools: approval.Counts{Pending: 4}},
 		}}
 	f.handle("GET /v1/status", 200, st)
 	code, out, stderr := f.run("", "status")
@@ -918,7 +917,7 @@ func TestFindsDaemonThroughItsRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	refused := "config " + f.config + ": line 1, column 42: invalid JSON: the file ends before the JSON does"
-	servers := []api.Server{{Name: "memory", Transport: "stdio", State: gateway.Connection{State: upstream.StateReady}},
+	servers := []api.Server{{Name: "memory", Transport: "stdio", State: gateway.Connection{State: "ready"}},
 		{Name: "remote", ConfigError: "config " + f.config + ": mcpServers.remote.url: is not an http:// or https:// URL"}}
 	f.handle("GET /v1/status", 200, api.Status{Version: "1", ConfigPath: f.config, ReloadError: refused, Servers: servers})
 	for _, cmd := range []string{"status", "servers"} {

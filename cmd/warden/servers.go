@@ -75,7 +75,7 @@ func printServers(g *globals, servers []api.Server) {
 		case s.Trusted:
 			access = "trusted"
 		}
-		t.row(s.Name, s.Transport, string(s.State.State), access, toolCounts(s.Tools), truncate(s.Target, 60))
+		t.row(s.Name, s.Transport, s.State.State, access, toolCounts(s.Tools), truncate(s.Target, 60))
 	}
 	t.flush()
 	for _, s := range servers {

@@ -38,6 +38,13 @@ func TestAboveTheGatewayNoUpstream(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: %v", rel, err)
 			}
+			if rel == start { // its tests too, by what they import themselves
+				for _, imp := range append(p.TestImports, p.XTestImports...) {
+					if imp == module+"/upstream" {
+						t.Errorf("%s's tests import upstream", start)
+					}
+				}
+			}
 			for _, imp := range p.Imports {
 				dep, ok := strings.CutPrefix(imp, module+"/")
 				if !ok || beside[dep] {
