@@ -385,6 +385,9 @@ func (d *Daemon) reportConfig(cfg *config.Config) {
 // Gateway is the running gateway (for tests and embedding).
 func (d *Daemon) Gateway() *gateway.Gateway { return d.gw }
 
+// Surfaces are the running MCP endpoints (for tests and embedding).
+func (d *Daemon) Surfaces() *surface.Surfaces { return d.surfaces }
+
 // pruneSessions drops stored sessions of servers that are gone from the
 // config (nothing is known to end them with: they are left to expire) and
 // ends those of disabled servers.

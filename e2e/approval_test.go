@@ -585,12 +585,13 @@ func TestApprovalRugPullAfterConnectionRestart(t *testing.T) {
 		wardentest.WaitFor(t, 10*time.Second, "the discovery pass after list_changed", func() bool { return listings() > n })
 	}
 	first, _ := w.D.Gateway().Conn("s")
+	before := w.D.Gateway().Listed("s").Seq
 	w.Reload(t, func(servers map[string]any) {
 		servers["s"].(map[string]any)["headers"] = map[string]string{"X-Warden-Test": "2"}
 	})
 	wardentest.WaitFor(t, 20*time.Second, "a new connection", func() bool {
 		c, ok := w.D.Gateway().Conn("s")
-		return ok && c != first && c.Status().State == "ready" && c.Inventory() != nil
+		return ok && c != first && c.Status().State == "ready" && w.D.Gateway().Listed("s").Seq > before
 	})
 	def, _ := f.Tool(fixture.ToolEcho)
 	if err := f.SetDescription(fixture.ToolEcho, def.Description+" Changed on the new connection."); err != nil {
@@ -623,8 +624,8 @@ func TestApprovalEmptyBaselineThenNewToolPending(t *testing.T) {
 	f.RemoveTools(f.ToolNames()...)
 	w := wardentest.Start(t, map[string]any{"empty": map[string]any{"url": f.Serve(t), "trusted": true}})
 	w.WaitReady(t, "empty")
-	if c, _ := w.D.Gateway().Conn("empty"); len(c.Inventory().Tools) != 0 {
-		t.Fatalf("the fixture still lists %d tools", len(c.Inventory().Tools))
+	if tools := w.D.Gateway().Tools("empty"); len(tools) != 0 {
+		t.Fatalf("the fixture still lists %d tools", len(tools))
 	}
 	if s := w.Server(t, "empty"); s.Quarantined || s.Tools != (approval.Counts{}) {
 		t.Fatalf("empty trusted server: quarantined %v, counts %+v", s.Quarantined, s.Tools)

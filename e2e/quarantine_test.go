@@ -108,12 +108,13 @@ func qtEmergencyStop(t *testing.T, quarantine func(w *wardentest.Warden)) {
 	qtExpectQuarantined(t, w, f, "after a reload")
 	// ... nor one that reconnects the server (a fresh listing).
 	first, _ := w.D.Gateway().Conn("s")
+	before := w.D.Gateway().Listed("s").Seq
 	w.Reload(t, func(servers map[string]any) {
 		servers["s"].(map[string]any)["headers"] = map[string]string{"X-Warden-Test": "reconnect"}
 	})
 	wardentest.WaitFor(t, 20*time.Second, "s on a new connection", func() bool {
 		c, ok := w.D.Gateway().Conn("s")
-		return ok && c != first && c.Status().State == "ready" && c.Inventory() != nil
+		return ok && c != first && c.Status().State == "ready" && w.D.Gateway().Listed("s").Seq > before
 	})
 	qtExpectQuarantined(t, w, f, "after a reconnecting reload")
 

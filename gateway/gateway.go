@@ -58,8 +58,7 @@ type Gateway struct {
 	disabled map[string]bool // configured with "disabled": true
 	views    []View
 
-	invMu   sync.Mutex
-	applied map[string]*upstream.Inventory // listings the approval records took
+	inv *inventories // what each server offers clients (inventory.go)
 
 	// Calls in flight, so that stopping can let them finish or record them.
 	callMu   sync.RWMutex
@@ -74,7 +73,7 @@ func New(deps Deps) *Gateway {
 	if deps.Logger == nil {
 		deps.Logger = slog.Default()
 	}
-	g := &Gateway{deps: deps, log: deps.Logger, router: newRouter(), conns: map[string]*upstream.Conn{}, disabled: map[string]bool{}, applied: map[string]*upstream.Inventory{}}
+	g := &Gateway{deps: deps, log: deps.Logger, router: newRouter(), conns: map[string]*upstream.Conn{}, disabled: map[string]bool{}, inv: newInventories()}
 	g.stopping, g.stop = context.WithCancel(context.Background())
 	g.deps.Upstream.Peer = g
 	g.deps.Upstream.Logger = deps.Logger
@@ -87,7 +86,7 @@ func New(deps Deps) *Gateway {
 	}
 	deps.Approvals.OnChange(func(c approval.Change) {
 		g.deps.Events.Publish(events.Event{Type: "tools", Server: c.Server, Data: c})
-		g.notifyViews(func(v View) { v.Changed(c.Server) })
+		g.approvalChanged(c.Server)
 		if conn, ok := g.Conn(c.Server); ok && c.QuarantineChanged && !c.Quarantined {
 			conn.Expose() // now it gets the clients' log level and subscriptions
 		}
@@ -192,19 +191,19 @@ func (g *Gateway) Reconcile(servers map[string]*config.Server) {
 	}
 	g.mu.Unlock()
 	for _, name := range started {
-		if c, ok := g.Conn(name); ok && c.Config().OnDemand && c.Inventory() == nil {
-			g.startOnDemand(c)
+		if c, ok := g.Conn(name); ok && c.Config().OnDemand && g.Listed(name).Seq == 0 {
+			g.startOnDemand(c) // not listed by its upstream yet
 		}
 	}
 	for _, c := range append(remove, stop...) {
 		if _, live := g.Conn(c.Name); !live {
 			g.deps.Metrics.Forget(c.Name) // gone from the config: no stale series
 			g.forgetInventory(c.Name)
+			g.removed(c.Name)
 		}
-		g.notifyViews(func(v View) { v.Changed(c.Name) })
 	}
 	for _, name := range started {
-		g.notifyViews(func(v View) { v.Changed(name) })
+		g.changed(name)
 	}
 }
 
@@ -280,32 +279,6 @@ func (g *Gateway) Servers() []string {
 	return names
 }
 
-// Inventory applies a new listing to the approval records (upstream.Peer).
-// Only a listing the records have taken is served: until then, and when a
-// listing is refused (a duplicate or nameless tool), the last applied one
-// stays, so a definition is never shown or run under an older approval.
-func (g *Gateway) Inventory(server string, inv *upstream.Inventory) {
-	c, ok := g.Conn(server)
-	if !ok {
-		return
-	}
-	res, err := g.deps.Approvals.Apply(server, c.Config().Trusted, inv.Seq, inv.Tools)
-	if err != nil {
-		g.log.Error("tool listing refused; serving the last accepted one", "server", server, "err", err)
-		return
-	}
-	if res.Stale {
-		return
-	}
-	g.invMu.Lock()
-	if old := g.applied[server]; old == nil || old.Seq < inv.Seq {
-		g.applied[server] = inv
-	}
-	g.invMu.Unlock()
-	g.deps.Events.Publish(events.Event{Type: "list_changed", Server: server})
-	g.notifyViews(func(v View) { v.Changed(server) })
-}
-
 // startOnDemand lists an on-demand server from its pinned approved
 // definitions, without running it; one with none runs once, to be listed and
 // reviewed, and stops when idle.
@@ -327,24 +300,7 @@ func (g *Gateway) startOnDemand(c *upstream.Conn) {
 		c.Wake()
 		return
 	}
-	g.invMu.Lock()
-	if g.applied[c.Name] == nil {
-		g.applied[c.Name] = &upstream.Inventory{Tools: tools} // Seq 0: any listing replaces it
-	}
-	g.invMu.Unlock()
-}
-
-// inventory is server's last applied listing, or nil.
-func (g *Gateway) inventory(server string) *upstream.Inventory {
-	g.invMu.Lock()
-	defer g.invMu.Unlock()
-	return g.applied[server]
-}
-
-func (g *Gateway) forgetInventory(server string) {
-	g.invMu.Lock()
-	delete(g.applied, server)
-	g.invMu.Unlock()
+	g.seed(c.Name, &upstream.Inventory{Tools: tools}) // Seq 0: any listing replaces it
 }
 
 // StateChanged publishes connection state (upstream.Peer).

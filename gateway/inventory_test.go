@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -69,5 +70,111 @@ func TestStaleListingNotServed(t *testing.T) {
 	g.Inventory("s", &upstream.Inventory{Seq: 1<<41 - 1, Init: &mcp.InitializeResult{}, Tools: []*mcp.Tool{writeTool("old", false)}})
 	if tools := g.Tools("s"); len(tools) != 1 || tools[0].Description != "new" {
 		t.Fatalf("a stale listing replaced a newer one: %+v", tools)
+	}
+}
+
+// countingView counts what the gateway tells a view.
+type countingView struct {
+	mu      sync.Mutex
+	changed map[string]int
+}
+
+func (v *countingView) Changed(server string) {
+	v.mu.Lock()
+	v.changed[server]++
+	v.mu.Unlock()
+}
+func (v *countingView) Log(string, *mcp.LoggingMessageParams)                          {}
+func (v *countingView) ResourceUpdated(string, *mcp.ResourceUpdatedNotificationParams) {}
+
+func (v *countingView) told(server string) int {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.changed[server]
+}
+
+// Every change clients may see of a server gives it a new version and is
+// told to the views once: a listing the records take (also when it changes
+// the records, which tell of that themselves), an approval decision, a
+// quarantine, a config change of a tool. A stale or refused listing is no
+// change.
+func TestInventoryVersionedOncePerChange(t *testing.T) {
+	g := newTestGateway(t)
+	view := &countingView{changed: map[string]int{}}
+	g.AddView(view)
+	if l := g.Listed("s"); l != (Listing{}) || view.told("s") != 0 {
+		t.Fatalf("before any listing: %+v, told %d times; want nothing (nothing to show)", l, view.told("s"))
+	}
+	told, last := 0, uint64(0)
+	step := func(what string, change bool, f func()) {
+		t.Helper()
+		f()
+		l := g.Listed("s")
+		if change {
+			told++
+		}
+		if got := view.told("s"); got != told {
+			t.Fatalf("%s: the views were told %d times in all, want %d", what, got, told)
+		}
+		if change != (l.Version > last) || l.Version < last {
+			t.Fatalf("%s: version %d after %d; a change: %v", what, l.Version, last, change)
+		}
+		last = l.Version
+	}
+	other := &mcp.Tool{Name: "r", InputSchema: map[string]any{"type": "object"}}
+	seq := uint64(1 << 42)
+	step("the first listing, new records", true, func() {
+		g.Inventory("s", &upstream.Inventory{Seq: seq, Init: &mcp.InitializeResult{}, Tools: []*mcp.Tool{writeTool("v1", false)}})
+	})
+	if l := g.Listed("s"); l.Seq != seq {
+		t.Fatalf("listed seq %d, want %d", l.Seq, seq)
+	}
+	step("a new tool: a pending record", true, func() {
+		g.Inventory("s", &upstream.Inventory{Seq: seq + 1, Init: &mcp.InitializeResult{}, Tools: []*mcp.Tool{writeTool("v1", false), other}})
+	})
+	step("the same listing again", true, func() {
+		g.Inventory("s", &upstream.Inventory{Seq: seq + 2, Init: &mcp.InitializeResult{}, Tools: []*mcp.Tool{writeTool("v1", false), other}})
+	})
+	step("a stale listing", false, func() {
+		g.Inventory("s", &upstream.Inventory{Seq: seq - 1, Init: &mcp.InitializeResult{}, Tools: []*mcp.Tool{writeTool("old", false)}})
+	})
+	step("a refused listing", false, func() {
+		g.Inventory("s", &upstream.Inventory{Seq: seq + 3, Init: &mcp.InitializeResult{}, Tools: []*mcp.Tool{other, other}})
+	})
+	step("an approval decision", true, func() {
+		if _, err := g.deps.Approvals.Block("s", []string{"w"}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	step("a quarantine", true, func() {
+		if err := g.deps.Approvals.Quarantine("s"); err != nil {
+			t.Fatal(err)
+		}
+	})
+	step("a tool hidden by the config", true, func() {
+		g.Reconcile(map[string]*config.Server{"s": {Name: "s", URL: "http://127.0.0.1:1/mcp", Transport: "http", Trusted: true, CallTimeout: time.Second,
+			Tools: map[string]config.ToolOverride{"r": {Hidden: true}}}})
+	})
+	if tools := g.Tools("s"); len(tools) != 2 || !tools[1].Hidden {
+		t.Fatalf("after the override the tools are %+v", tools)
+	}
+	step("the server removed", true, func() { g.Reconcile(map[string]*config.Server{}) })
+	if l := g.Listed("s"); l.Seq != 0 || g.Tools("s") != nil {
+		t.Fatalf("a removed server still has a listing: %+v", l)
+	}
+}
+
+// A server starting is told to the views only once it has a listing: the
+// records it gets and its start change nothing clients see before.
+func TestNothingToldBeforeTheFirstListing(t *testing.T) {
+	g := newTestGateway(t)
+	view := &countingView{changed: map[string]int{}}
+	g.AddView(view)
+	g.Reconcile(map[string]*config.Server{
+		"s": {Name: "s", URL: "http://127.0.0.1:1/mcp", Transport: "http", Trusted: true, CallTimeout: time.Second},
+		"t": {Name: "t", URL: "http://127.0.0.1:1/mcp", Transport: "http", CallTimeout: time.Second},
+	})
+	if view.told("t") != 0 || g.Listed("t").Version != 0 {
+		t.Fatalf("a server with nothing listed was told %d times (version %d)", view.told("t"), g.Listed("t").Version)
 	}
 }

@@ -46,6 +46,16 @@ func newEnv(t testing.TB, mcpServers string, idle time.Duration, maxSessions int
 	return &env{Parts: p, S: s, URL: srv.URL}
 }
 
+// WaitListed waits until the gateway has taken server's listing and the
+// surfaces serve it (the lists follow off the gateway's goroutine).
+func (e *env) WaitListed(t testing.TB, server string) {
+	t.Helper()
+	e.Parts.WaitListed(t, server)
+	if err := e.S.WaitListed(ctx(t), server, e.Gateway.Listed(server).Version); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // connect opens a client session on path (such as "/mcp"), of the 2025 era
 // with session2025, else of the stateless one; it is closed when the test
 // ends.

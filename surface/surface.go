@@ -44,6 +44,7 @@ type Surfaces struct {
 	dirty   map[string]bool // servers to re-read
 	wake    chan struct{}
 	done    chan struct{}
+	listed  listed // the gateway version each server's lists reflect
 }
 
 // New builds the surfaces and registers them with the gateway.
@@ -59,7 +60,7 @@ func New(g *gateway.Gateway, log *slog.Logger, version string, sessionIdle time.
 		maxSessions = DefaultMaxSessions
 	}
 	s := &Surfaces{g: g, log: log, version: version, maxSessions: maxSessions, idle: sessionIdle, views: map[string]*view{}, hs: map[string]endpoint{},
-		dirty: map[string]bool{}, wake: make(chan struct{}, 1), done: make(chan struct{})}
+		dirty: map[string]bool{}, wake: make(chan struct{}, 1), done: make(chan struct{}), listed: newListed()}
 	s.agg = newView(g, "", log, version)
 	s.aggH = newEndpoint(s.agg.srv)
 	s.search = newSearchView(g, log, version)
@@ -68,6 +69,9 @@ func New(g *gateway.Gateway, log *slog.Logger, version string, sessionIdle time.
 	go s.update()
 	go s.closeIdle(sessionIdle)
 	g.AddView(s)
+	for _, server := range g.Servers() {
+		s.Changed(server) // listed before these surfaces were there
+	}
 	return s
 }
 
@@ -340,52 +344,8 @@ func (s *Surfaces) useSearch() (*view, endpoint, string) {
 	return s.search, s.searchH, ""
 }
 
-// The gateway.View side: fan out to the aggregated view and the server's own.
-
-// Changed marks server to be re-read. The lists are rebuilt off the caller's
-// path (an approval, a discovery pass) and a storm of changes to one server
-// costs one rebuild; policy never depends on the lists, since every call is
-// checked in the gateway.
-func (s *Surfaces) Changed(server string) {
-	s.dirtyMu.Lock()
-	s.dirty[server] = true
-	s.dirtyMu.Unlock()
-	select {
-	case s.wake <- struct{}{}:
-	default:
-	}
-}
-
-// Close stops rebuilding lists.
-func (s *Surfaces) Close() { close(s.done) }
-
-// update rebuilds the lists of changed servers until Close.
-func (s *Surfaces) update() {
-	for {
-		select {
-		case <-s.wake:
-		case <-s.done:
-			return
-		}
-		s.dirtyMu.Lock()
-		servers := s.dirty
-		s.dirty = map[string]bool{}
-		s.dirtyMu.Unlock()
-		for server := range servers {
-			s.agg.Changed(server)
-			if s.searchOn.Load() {
-				s.search.Changed(server)
-			}
-			if _, live := s.g.LiveConfig(server); !live {
-				s.forget(server) // removed: its endpoint answers 404 now
-				continue
-			}
-			if v := s.built(server); v != nil {
-				v.Changed(server)
-			}
-		}
-	}
-}
+// The gateway.View side: fan out to the aggregated view and the server's own
+// (Changed: listed.go).
 
 // Log and ResourceUpdated go to the server's own view only if it was built:
 // without it, the server's endpoint has no sessions.

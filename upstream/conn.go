@@ -149,8 +149,6 @@ type Conn struct {
 
 	subOps sync.Mutex // orders subscription changes upstream
 
-	inv atomic.Pointer[Inventory]
-
 	// On-demand servers (config OnDemand): wake starts one, calls in
 	// flight and the last call's end keep it running.
 	wake     chan struct{}
@@ -224,9 +222,6 @@ func (c *Conn) Status() Status {
 	}
 	return st
 }
-
-// Inventory is the latest listing, or nil before the first.
-func (c *Conn) Inventory() *Inventory { return c.inv.Load() }
 
 // Stop ends the connection and its process. An HTTP session is kept upstream
 // so the next start can resume it.

@@ -62,9 +62,10 @@ func (c *Conn) Refresh() {
 // would drop the new connection's passes as stale, rug pulls included.
 var inventorySeq atomic.Uint64
 
-// refresh takes one complete listing and hands it to the Peer. The sequence
-// number is taken before listing starts, so the Peer can tell a pass that
-// started earlier but finished later.
+// refresh takes one complete listing and hands it to the Peer, keeping no
+// copy: the Peer keeps the one inventory. The sequence number is taken
+// before listing starts, so the Peer can tell a pass that started earlier
+// but finished later.
 func (c *Conn) refresh(cs *mcp.ClientSession) {
 	seq := inventorySeq.Add(1)
 	ctx, cancel := context.WithTimeout(c.ctx, c.Config().CallTimeout)
@@ -94,15 +95,6 @@ func (c *Conn) refresh(cs *mcp.ClientSession) {
 	inv.byName = make(map[string]*mcp.Tool, len(inv.Tools))
 	for _, t := range inv.Tools {
 		inv.byName[t.Name] = t
-	}
-	for {
-		old := c.inv.Load()
-		if old != nil && old.Seq > seq {
-			return
-		}
-		if c.inv.CompareAndSwap(old, inv) {
-			break
-		}
 	}
 	if c.opts.Peer != nil {
 		c.opts.Peer.Inventory(c.Name, inv)

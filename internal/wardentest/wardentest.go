@@ -17,6 +17,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/wardenmcp/warden/daemon"
+	"github.com/wardenmcp/warden/gateway"
 	"github.com/wardenmcp/warden/internal/wardentest/parts"
 )
 
@@ -221,11 +222,21 @@ func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() bool)
 // for a caller that reports a timeout itself (see parts.Poll).
 func Poll(timeout time.Duration, cond func() bool) bool { return parts.Poll(timeout, cond) }
 
-// WaitReady waits until server is connected and has listed its tools.
+// WaitReady waits until server is connected, the approval records have
+// taken a listing of it, and the MCP endpoints serve that listing: a client
+// that lists tools then sees them all.
 func (w *Warden) WaitReady(t testing.TB, server string) {
 	t.Helper()
+	g := w.D.Gateway()
+	var l gateway.Listing
 	WaitFor(t, 30*time.Second, server+" ready", func() bool {
-		c, ok := w.D.Gateway().Conn(server)
-		return ok && c.Status().State == "ready" && c.Inventory() != nil
+		c, ok := g.Conn(server)
+		l = g.Listed(server)
+		return ok && c.Status().State == "ready" && l.Seq != 0
 	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := w.D.Surfaces().WaitListed(ctx, server, l.Version); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -1,0 +1,208 @@
+package gateway
+
+import (
+	"sync"
+
+	"github.com/wardenmcp/warden/events"
+	"github.com/wardenmcp/warden/upstream"
+)
+
+// Listing is where a server's inventory stands, for a caller that waits on
+// what clients are shown (see Surfaces.WaitListed).
+type Listing struct {
+	// Version increases with every change clients may see of the server:
+	// a listing accepted, an approval or quarantine decision, a config
+	// change of its tools, its start with pinned definitions, its removal.
+	// Versions are the gateway's, over all servers: a server removed and
+	// added again never goes back to an older one.
+	Version uint64
+	// Seq is the listing pass the records last accepted (upstream's
+	// numbering); 0 before the first, or while an on-demand server is
+	// shown from its pinned definitions.
+	Seq uint64
+}
+
+// inventories is each server's one inventory: the last listing the approval
+// records accepted (the only copy anyone reads; upstream hands each listing
+// over and keeps none), with its version.
+type inventories struct {
+	mu      sync.Mutex
+	last    uint64 // the last version handed out
+	by      map[string]*inventory
+	pending map[string]*applying // servers with a listing being applied
+}
+
+type inventory struct {
+	inv     *upstream.Inventory // nil: nothing listed, or forgotten
+	version uint64
+	shown   bool // the views were last told of an inventory, not of none
+}
+
+// applying counts the listings of a server being applied, and whether an
+// approval change arrived meanwhile: the listing tells the views of it.
+type applying struct {
+	n       int
+	changed bool
+}
+
+func newInventories() *inventories {
+	return &inventories{by: map[string]*inventory{}, pending: map[string]*applying{}}
+}
+
+func (s *inventories) entry(server string) *inventory {
+	e := s.by[server]
+	if e == nil {
+		e = &inventory{}
+		s.by[server] = e
+	}
+	return e
+}
+
+// inventory is server's last applied listing, or nil.
+func (g *Gateway) inventory(server string) *upstream.Inventory {
+	g.inv.mu.Lock()
+	defer g.inv.mu.Unlock()
+	if e := g.inv.by[server]; e != nil {
+		return e.inv
+	}
+	return nil
+}
+
+// Listed is where server's inventory stands now.
+func (g *Gateway) Listed(server string) Listing {
+	g.inv.mu.Lock()
+	defer g.inv.mu.Unlock()
+	e := g.inv.by[server]
+	if e == nil {
+		return Listing{}
+	}
+	l := Listing{Version: e.version}
+	if e.inv != nil {
+		l.Seq = e.inv.Seq
+	}
+	return l
+}
+
+// Inventory applies a new listing to the approval records (upstream.Peer).
+// Only a listing the records have taken is served: until then, and when a
+// listing is refused (a duplicate or nameless tool), the last applied one
+// stays, so a definition is never shown or run under an older approval.
+// The views are told once, after the listing is in place, also of the
+// approval changes it caused.
+func (g *Gateway) Inventory(server string, inv *upstream.Inventory) {
+	c, ok := g.Conn(server)
+	if !ok {
+		return
+	}
+	g.beginApply(server)
+	res, err := g.deps.Approvals.Apply(server, c.Config().Trusted, inv.Seq, inv.Tools)
+	accepted := false
+	switch {
+	case err != nil:
+		g.log.Error("tool listing refused; serving the last accepted one", "server", server, "err", err)
+	case !res.Stale:
+		g.inv.mu.Lock()
+		if e := g.inv.entry(server); e.inv == nil || e.inv.Seq < inv.Seq {
+			e.inv = inv
+			accepted = true
+		}
+		g.inv.mu.Unlock()
+	}
+	if recordsChanged := g.endApply(server); accepted || recordsChanged {
+		if accepted {
+			g.deps.Events.Publish(events.Event{Type: "list_changed", Server: server})
+		}
+		g.changed(server)
+	}
+}
+
+// beginApply has approval changes of server wait for the listing being
+// applied to tell the views (see approvalChanged).
+func (g *Gateway) beginApply(server string) {
+	g.inv.mu.Lock()
+	a := g.inv.pending[server]
+	if a == nil {
+		a = &applying{}
+		g.inv.pending[server] = a
+	}
+	a.n++
+	g.inv.mu.Unlock()
+}
+
+// endApply ends a listing's application, reporting whether an approval
+// change of server was left for it to tell.
+func (g *Gateway) endApply(server string) bool {
+	g.inv.mu.Lock()
+	defer g.inv.mu.Unlock()
+	a := g.inv.pending[server]
+	changed := a.changed
+	a.changed = false
+	if a.n--; a.n == 0 {
+		delete(g.inv.pending, server)
+	}
+	return changed
+}
+
+// approvalChanged tells the views of a committed approval change, unless a
+// listing of server is being applied: that one tells them once it is in
+// place (its own discovery changes arrive here first, the listing after).
+func (g *Gateway) approvalChanged(server string) {
+	g.inv.mu.Lock()
+	if a := g.inv.pending[server]; a != nil {
+		a.changed = true
+		g.inv.mu.Unlock()
+		return
+	}
+	g.inv.mu.Unlock()
+	g.changed(server)
+}
+
+// seed shows an on-demand server not yet run from its pinned definitions,
+// unless something is listed already; the caller tells the views.
+func (g *Gateway) seed(server string, inv *upstream.Inventory) {
+	g.inv.mu.Lock()
+	if e := g.inv.entry(server); e.inv == nil {
+		e.inv = inv
+	}
+	g.inv.mu.Unlock()
+}
+
+// forgetInventory drops a removed server's inventory; the caller tells the
+// views (removed servers always are: their own endpoints close).
+func (g *Gateway) forgetInventory(server string) {
+	g.inv.mu.Lock()
+	if e := g.inv.by[server]; e != nil {
+		e.inv = nil
+	}
+	g.inv.mu.Unlock()
+}
+
+// changed gives server a new version and tells the views, once per change;
+// a server with nothing listed, whose views show nothing already, gives
+// them nothing to redo (a server starting, before its first listing).
+func (g *Gateway) changed(server string) {
+	g.inv.mu.Lock()
+	e := g.inv.entry(server)
+	if e.inv == nil && !e.shown {
+		g.inv.mu.Unlock()
+		return
+	}
+	g.tell(server, e)
+}
+
+// removed gives a removed server a new version and tells the views, which
+// forget it.
+func (g *Gateway) removed(server string) {
+	g.inv.mu.Lock()
+	g.tell(server, g.inv.entry(server))
+}
+
+// tell versions e and tells the views of server; the caller holds g.inv.mu,
+// which tell releases before the views re-read the gateway.
+func (g *Gateway) tell(server string, e *inventory) {
+	g.inv.last++
+	e.version = g.inv.last
+	e.shown = e.inv != nil
+	g.inv.mu.Unlock()
+	g.notifyViews(func(v View) { v.Changed(server) })
+}
