@@ -14,7 +14,6 @@ import (
 	"github.com/wardenmcp/warden/gateway"
 	"github.com/wardenmcp/warden/internal/fixture"
 	"github.com/wardenmcp/warden/internal/wardentest/parts"
-	"github.com/wardenmcp/warden/upstream"
 )
 
 // testSurfaces are surfaces over a gateway with no servers, served on
@@ -71,17 +70,13 @@ func TestListsBuiltOnceAtStart(t *testing.T) {
 // once it returns a client lists every tool.
 func TestWaitListedWaitsForTheLists(t *testing.T) {
 	g, s, url := testSurfaces(t)
-	// An upstream nothing answers: the test hands the gateway its listing.
-	g.Reconcile(map[string]*config.Server{"s": {Name: "s", URL: "http://127.0.0.1:1/mcp", Transport: config.TransportHTTP, Trusted: true, CallTimeout: time.Second}})
-	const n = 300
-	tools := make([]*mcp.Tool, n)
-	for i := range tools {
-		tools[i] = &mcp.Tool{Name: fmt.Sprintf("t%d", i), InputSchema: map[string]any{"type": "object"}}
-	}
+	up := fixture.NewServer(fixture.Options{Tools: 300})
+	n := len(up.ToolNames())
 
 	s.agg.mu.Lock()
-	g.Inventory("s", &upstream.Inventory{Seq: 1 << 50, Init: &mcp.InitializeResult{}, Tools: tools})
-	l := g.Listed("s")
+	g.Reconcile(map[string]*config.Server{"s": {Name: "s", URL: up.Serve(t), Transport: config.TransportHTTP, Trusted: true, CallTimeout: 10 * time.Second}})
+	var l gateway.Listing
+	parts.WaitFor(t, 20*time.Second, "s listed", func() bool { l = g.Listed("s"); return l.Seq != 0 })
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	err := s.WaitListed(ctx, "s", l.Version)
 	cancel()
