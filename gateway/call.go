@@ -37,17 +37,11 @@ type Call struct {
 // tool results with isError; the upstream's own JSON-RPC errors are returned
 // as errors, unchanged.
 func (g *Gateway) CallTool(ctx context.Context, call Call) (*answer.Result, error) {
-	g.callMu.RLock()
-	if g.closed {
-		g.callMu.RUnlock()
+	ctx, leave, ok := g.gate.enter(ctx)
+	if !ok {
 		return answer.Decoded(refuse(CodeUnavailable, "Warden is stopping; nothing was sent. Retry once it is back (warden serve).").Result()), nil
 	}
-	g.calls.Add(1)
-	g.callMu.RUnlock()
-	defer g.calls.Done()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	defer context.AfterFunc(g.stopping, cancel)()
+	defer leave()
 
 	start := time.Now()
 	entry := activity.Entry{At: start, Surface: call.Surface, Server: call.Server, Tool: call.Tool}
@@ -70,7 +64,7 @@ func (g *Gateway) CallTool(ctx context.Context, call Call) (*answer.Result, erro
 }
 
 func (g *Gateway) callTool(ctx context.Context, call Call, entry *activity.Entry) (*answer.Result, error) {
-	c, err := g.live(call.Server)
+	c, err := g.conns.live(call.Server)
 	if err != nil {
 		return nil, err
 	}

@@ -24,7 +24,7 @@ func (g *Gateway) Do(ctx context.Context, server string, client Client, fn func(
 
 // forwardable is server's connection, if non-tool requests may go to it.
 func (g *Gateway) forwardable(server string) (*upstream.Conn, error) {
-	c, err := g.live(server)
+	c, err := g.conns.live(server)
 	if err != nil {
 		return nil, err
 	}

@@ -7,12 +7,8 @@
 package gateway
 
 import (
-	"context"
 	"encoding/json"
 	"log/slog"
-	"maps"
-	"slices"
-	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -24,17 +20,6 @@ import (
 	"github.com/wardenmcp/warden/upstream"
 	"github.com/wardenmcp/warden/writes"
 )
-
-// View is a downstream surface that shows what the gateway exposes.
-type View interface {
-	// Changed says what server exposes may have changed (tools, prompts,
-	// resources, visibility); the view re-reads it from the gateway.
-	Changed(server string)
-	Log(server string, p *mcp.LoggingMessageParams)
-	// ResourceUpdated goes only to sessions that subscribed to the
-	// resource through server.
-	ResourceUpdated(server string, p *mcp.ResourceUpdatedNotificationParams)
-}
 
 // Deps are the policy parts the gateway enforces.
 type Deps struct {
@@ -53,19 +38,10 @@ type Gateway struct {
 	log    *slog.Logger
 	router *router
 
-	mu       sync.RWMutex
-	conns    map[string]*upstream.Conn
-	disabled map[string]bool // configured with "disabled": true
-	views    []View
-
-	inv *inventories // what each server offers clients (inventory.go)
-
-	// Calls in flight, so that stopping can let them finish or record them.
-	callMu   sync.RWMutex
-	closed   bool
-	calls    sync.WaitGroup
-	stopping context.Context
-	stop     context.CancelFunc
+	conns *registry // the live connections (registry.go)
+	views views
+	inv   *inventories // what each server offers clients (inventory.go)
+	gate  *callGate    // the calls in flight (gate.go)
 }
 
 // New returns a gateway with no servers; Reconcile starts them.
@@ -73,8 +49,7 @@ func New(deps Deps) *Gateway {
 	if deps.Logger == nil {
 		deps.Logger = slog.Default()
 	}
-	g := &Gateway{deps: deps, log: deps.Logger, router: newRouter(), conns: map[string]*upstream.Conn{}, disabled: map[string]bool{}, inv: newInventories()}
-	g.stopping, g.stop = context.WithCancel(context.Background())
+	g := &Gateway{deps: deps, log: deps.Logger, router: newRouter(), inv: newInventories(), gate: newCallGate()}
 	g.deps.Upstream.Peer = g
 	g.deps.Upstream.Logger = deps.Logger
 	g.deps.Upstream.NoticeDropped = func(server string) { deps.Metrics.NoticeDropped(server, "flood") }
@@ -84,6 +59,7 @@ func New(deps Deps) *Gateway {
 	g.deps.Upstream.Flood = func(server string, f upstream.Flood) {
 		g.deps.Events.Publish(events.Event{Type: "notifications", Server: server, Data: f})
 	}
+	g.conns = newRegistry(g.deps.Upstream)
 	deps.Approvals.OnChange(func(c approval.Change) {
 		g.deps.Events.Publish(events.Event{Type: "tools", Server: c.Server, Data: c})
 		g.approvalChanged(c.Server)
@@ -101,108 +77,38 @@ func New(deps Deps) *Gateway {
 func (g *Gateway) Metrics() *metrics.Metrics { return g.deps.Metrics }
 
 // AddView registers a surface to be told about changes.
-func (g *Gateway) AddView(v View) {
-	g.mu.Lock()
-	g.views = append(g.views, v)
-	g.mu.Unlock()
-}
-
-func (g *Gateway) notifyViews(f func(View)) {
-	g.mu.RLock()
-	views := slices.Clone(g.views)
-	g.mu.RUnlock()
-	for _, v := range views {
-		f(v)
-	}
-}
+func (g *Gateway) AddView(v View) { g.views.add(v) }
 
 // Reconcile makes the live connections match servers: new ones start,
 // removed or disabled ones are removed (their HTTP sessions deleted), changed
 // ones restart, unchanged ones are not touched. It returns when the stopped
 // connections are gone; new ones connect in the background, in parallel.
 func (g *Gateway) Reconcile(servers map[string]*config.Server) {
-	// Admission state first (outside g.mu: it notifies views, which read
-	// the gateway), so a new server's first inventory meets it.
-	disabled, trusted := map[string]bool{}, map[string]bool{}
+	// Admission state first (it notifies views, which read the gateway),
+	// so a new server's first inventory meets it.
+	trusted := map[string]bool{}
 	for name, cfg := range servers {
-		if cfg.Disabled {
-			disabled[name] = true
-		} else {
+		if !cfg.Disabled {
 			trusted[name] = cfg.Trusted
 		}
 	}
 	if err := g.deps.Approvals.EnsureServers(trusted); err != nil {
 		g.log.Error("recording the configured servers failed", "err", err)
 	}
-	g.mu.Lock()
-	// Until the connections below have changed, a server being disabled
-	// or enabled counts as disabled: a call to it is never told it is not
-	// configured.
-	maps.Copy(g.disabled, disabled)
-	var remove, stop []*upstream.Conn
-	var started []string
-	replaced := map[string]*upstream.Conn{}
-	for name, c := range g.conns {
-		cfg, ok := servers[name]
-		switch {
-		case !ok || cfg.Disabled:
-			remove = append(remove, c)
-			delete(g.conns, name)
-		case cfg.Equal(c.Config()):
-		case cfg.SameConnection(c.Config()):
-			c.SetConfig(cfg) // policy only: no reconnect
-			started = append(started, name)
-		default:
-			if cfg.Fingerprint() != c.Config().Fingerprint() {
-				remove = append(remove, c) // a different upstream: end its session
-			} else {
-				stop = append(stop, c)
-			}
-			replaced[name] = c
-			delete(g.conns, name)
-		}
-	}
-	g.mu.Unlock()
-
-	// Old connections end before new ones start: a restarted stdio server
-	// never runs twice, and the old one's last state cannot land after the
-	// new one's first.
-	var wg sync.WaitGroup
-	for _, c := range remove {
-		wg.Go(c.Remove)
-	}
-	for _, c := range stop {
-		wg.Go(c.Stop)
-	}
-	wg.Wait()
-
-	g.mu.Lock()
-	g.disabled = disabled
-	for name, cfg := range servers {
-		if _, ok := g.conns[name]; ok || cfg.Disabled {
-			continue
-		}
-		c := upstream.Start(cfg, g.deps.Upstream)
-		if old := replaced[name]; old != nil {
-			c.Adopt(old) // clients' resource subscriptions carry on
-		}
-		g.conns[name] = c
-		started = append(started, name)
-	}
-	g.mu.Unlock()
-	for _, name := range started {
+	ch := g.conns.reconcile(servers)
+	for _, name := range ch.started {
 		if c, ok := g.Conn(name); ok && c.Config().OnDemand && g.Listed(name).Seq == 0 {
 			g.startOnDemand(c) // not listed by its upstream yet
 		}
 	}
-	for _, c := range append(remove, stop...) {
+	for _, c := range ch.gone {
 		if _, live := g.Conn(c.Name); !live {
 			g.deps.Metrics.Forget(c.Name) // gone from the config: no stale series
 			g.forgetInventory(c.Name)
 			g.removed(c.Name)
 		}
 	}
-	for _, name := range started {
+	for _, name := range ch.started {
 		g.changed(name)
 	}
 }
@@ -211,73 +117,21 @@ func (g *Gateway) Reconcile(servers map[string]*config.Server) {
 // Calls in flight get a moment to finish; the rest are cancelled, so a write
 // among them is recorded as an unknown outcome before the store closes.
 func (g *Gateway) Close() {
-	g.callMu.Lock()
-	g.closed = true
-	g.callMu.Unlock()
-	done := make(chan struct{})
-	go func() { g.calls.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(2 * time.Second):
-		g.stop()
-		<-done
-	}
-	g.stop()
-	g.mu.Lock()
-	conns := g.conns
-	g.conns = map[string]*upstream.Conn{}
-	g.mu.Unlock()
-	var wg sync.WaitGroup
-	for _, c := range conns {
-		wg.Go(c.Stop)
-	}
-	wg.Wait()
+	g.gate.shut(2 * time.Second)
+	g.conns.stopAll()
 }
 
 // Conn returns the live connection of server.
-func (g *Gateway) Conn(server string) (*upstream.Conn, bool) {
-	g.mu.RLock()
-	defer g.mu.RUnlock()
-	c, ok := g.conns[server]
-	return c, ok
-}
+func (g *Gateway) Conn(server string) (*upstream.Conn, bool) { return g.conns.conn(server) }
 
 // Disabled reports whether server is in the config with "disabled": true.
-func (g *Gateway) Disabled(server string) bool {
-	g.mu.RLock()
-	defer g.mu.RUnlock()
-	return g.disabled[server]
-}
-
-// live is server's connection, or the refusal saying why there is none.
-func (g *Gateway) live(server string) (*upstream.Conn, error) {
-	g.mu.RLock()
-	c, ok := g.conns[server]
-	disabled := g.disabled[server]
-	g.mu.RUnlock()
-	switch {
-	case ok:
-		return c, nil
-	case disabled:
-		return nil, refuse(CodeUnavailable, "Server %q is disabled in the config, so nothing was sent. To use it, %s.", server, DisabledHelp)
-	}
-	return nil, refuse(CodeUnavailable, "Server %q is not configured. See the configured servers with: warden servers list", server)
-}
+func (g *Gateway) Disabled(server string) bool { return g.conns.isDisabled(server) }
 
 // DisabledHelp is what to do about a disabled server.
 const DisabledHelp = `remove "disabled": true from its entry in the config file (Warden picks the change up by itself)`
 
 // Servers lists the live servers by name.
-func (g *Gateway) Servers() []string {
-	g.mu.RLock()
-	defer g.mu.RUnlock()
-	names := make([]string, 0, len(g.conns))
-	for n := range g.conns {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return names
-}
+func (g *Gateway) Servers() []string { return g.conns.names() }
 
 // startOnDemand lists an on-demand server from its pinned approved
 // definitions, without running it; one with none runs once, to be listed and

@@ -204,5 +204,5 @@ func (g *Gateway) tell(server string, e *inventory) {
 	e.version = g.inv.last
 	e.shown = e.inv != nil
 	g.inv.mu.Unlock()
-	g.notifyViews(func(v View) { v.Changed(server) })
+	g.views.each(func(v View) { v.Changed(server) })
 }

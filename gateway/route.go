@@ -186,7 +186,7 @@ func (g *Gateway) Log(ctx context.Context, server string, p *mcp.LoggingMessageP
 		f.client.Log(f.ctx, p)
 		return
 	}
-	g.notifyViews(func(v View) { v.Log(server, p) })
+	g.views.each(func(v View) { v.Log(server, p) })
 }
 
 // ResourceUpdated passes an update on to the views, which send it only to
@@ -195,5 +195,5 @@ func (g *Gateway) ResourceUpdated(server string, p *mcp.ResourceUpdatedNotificat
 	if !g.Exposed(server) {
 		return
 	}
-	g.notifyViews(func(v View) { v.ResourceUpdated(server, p) })
+	g.views.each(func(v View) { v.ResourceUpdated(server, p) })
 }
