@@ -68,7 +68,7 @@ func (g *Gateway) callTool(ctx context.Context, call Call, entry *activity.Entry
 	if err != nil {
 		return nil, err
 	}
-	if g.inventory(call.Server) == nil || c.Config().OnDemand && !c.Running() {
+	if g.inv.get(call.Server) == nil || c.Config().OnDemand && !c.Running() {
 		// Just started, or an on-demand server to start: learn the tools
 		// before judging the call (a definition changed meanwhile is held).
 		if err := c.Ready(ctx); err != nil {
@@ -180,7 +180,7 @@ func (g *Gateway) admitTool(c *upstream.Conn, call Call) (Tool, error) {
 	}
 	st, known := g.deps.Approvals.Check(call.Server, call.Tool)
 	var def *mcp.Tool
-	if inv := g.inventory(call.Server); inv != nil {
+	if inv := g.inv.get(call.Server); inv != nil {
 		def = inv.Tool(call.Tool)
 	}
 	o := c.Config().Tools[call.Tool]

@@ -32,7 +32,11 @@ type Deps struct {
 	Upstream  upstream.Options // Peer is set by the gateway
 }
 
-// Gateway is the call path and the registry of live upstreams.
+// Gateway puts its parts together behind the surfaces' one entry: the call
+// path and its policy (call.go), with the calls in flight (callGate); the
+// live connections (registry); each server's inventory and what clients see
+// of it (inventories, visible.go); the server-to-client traffic's routes
+// (router, route.go); and the views it tells of changes.
 type Gateway struct {
 	deps   Deps
 	log    *slog.Logger
@@ -49,7 +53,8 @@ func New(deps Deps) *Gateway {
 	if deps.Logger == nil {
 		deps.Logger = slog.Default()
 	}
-	g := &Gateway{deps: deps, log: deps.Logger, router: newRouter(), inv: newInventories(), gate: newCallGate()}
+	g := &Gateway{deps: deps, log: deps.Logger, router: newRouter(), gate: newCallGate()}
+	g.inv = newInventories(func(server string) { g.views.each(func(v View) { v.Changed(server) }) })
 	g.deps.Upstream.Peer = g
 	g.deps.Upstream.Logger = deps.Logger
 	g.deps.Upstream.NoticeDropped = func(server string) { deps.Metrics.NoticeDropped(server, "flood") }
@@ -62,7 +67,7 @@ func New(deps Deps) *Gateway {
 	g.conns = newRegistry(g.deps.Upstream)
 	deps.Approvals.OnChange(func(c approval.Change) {
 		g.deps.Events.Publish(events.Event{Type: "tools", Server: c.Server, Data: c})
-		g.approvalChanged(c.Server)
+		g.inv.approvalChanged(c.Server)
 		if conn, ok := g.Conn(c.Server); ok && c.QuarantineChanged && !c.Quarantined {
 			conn.Expose() // now it gets the clients' log level and subscriptions
 		}
@@ -104,12 +109,12 @@ func (g *Gateway) Reconcile(servers map[string]*config.Server) {
 	for _, c := range ch.gone {
 		if _, live := g.Conn(c.Name); !live {
 			g.deps.Metrics.Forget(c.Name) // gone from the config: no stale series
-			g.forgetInventory(c.Name)
-			g.removed(c.Name)
+			g.inv.forget(c.Name)
+			g.inv.removed(c.Name)
 		}
 	}
 	for _, name := range ch.started {
-		g.changed(name)
+		g.inv.changed(name)
 	}
 }
 
@@ -154,7 +159,7 @@ func (g *Gateway) startOnDemand(c *upstream.Conn) {
 		c.Wake()
 		return
 	}
-	g.seed(c.Name, &upstream.Inventory{Tools: tools}) // Seq 0: any listing replaces it
+	g.inv.seed(c.Name, &upstream.Inventory{Tools: tools}) // Seq 0: any listing replaces it
 }
 
 // StateChanged publishes connection state (upstream.Peer).

@@ -26,6 +26,8 @@ type Listing struct {
 // records accepted (the only copy anyone reads; upstream hands each listing
 // over and keeps none), with its version.
 type inventories struct {
+	tell func(server string) // tells the views a server changed
+
 	mu      sync.Mutex
 	last    uint64 // the last version handed out
 	by      map[string]*inventory
@@ -45,8 +47,8 @@ type applying struct {
 	changed bool
 }
 
-func newInventories() *inventories {
-	return &inventories{by: map[string]*inventory{}, pending: map[string]*applying{}}
+func newInventories(tell func(server string)) *inventories {
+	return &inventories{tell: tell, by: map[string]*inventory{}, pending: map[string]*applying{}}
 }
 
 func (s *inventories) entry(server string) *inventory {
@@ -59,20 +61,22 @@ func (s *inventories) entry(server string) *inventory {
 }
 
 // inventory is server's last applied listing, or nil.
-func (g *Gateway) inventory(server string) *upstream.Inventory {
-	g.inv.mu.Lock()
-	defer g.inv.mu.Unlock()
-	if e := g.inv.by[server]; e != nil {
+func (s *inventories) get(server string) *upstream.Inventory {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e := s.by[server]; e != nil {
 		return e.inv
 	}
 	return nil
 }
 
 // Listed is where server's inventory stands now.
-func (g *Gateway) Listed(server string) Listing {
-	g.inv.mu.Lock()
-	defer g.inv.mu.Unlock()
-	e := g.inv.by[server]
+func (g *Gateway) Listed(server string) Listing { return g.inv.listed(server) }
+
+func (s *inventories) listed(server string) Listing {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.by[server]
 	if e == nil {
 		return Listing{}
 	}
@@ -94,51 +98,57 @@ func (g *Gateway) Inventory(server string, inv *upstream.Inventory) {
 	if !ok {
 		return
 	}
-	g.beginApply(server)
+	g.inv.beginApply(server)
 	res, err := g.deps.Approvals.Apply(server, c.Config().Trusted, inv.Seq, inv.Tools)
 	accepted := false
 	switch {
 	case err != nil:
 		g.log.Error("tool listing refused; serving the last accepted one", "server", server, "err", err)
 	case !res.Stale:
-		g.inv.mu.Lock()
-		if e := g.inv.entry(server); e.inv == nil || e.inv.Seq < inv.Seq {
-			e.inv = inv
-			accepted = true
-		}
-		g.inv.mu.Unlock()
+		accepted = g.inv.accept(server, inv)
 	}
-	if recordsChanged := g.endApply(server); accepted || recordsChanged {
+	if recordsChanged := g.inv.endApply(server); accepted || recordsChanged {
 		if accepted {
 			g.deps.Events.Publish(events.Event{Type: "list_changed", Server: server})
 		}
-		g.changed(server)
+		g.inv.changed(server)
 	}
+}
+
+// accept makes inv server's inventory, unless a newer listing is in place.
+func (s *inventories) accept(server string, inv *upstream.Inventory) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e := s.entry(server); e.inv == nil || e.inv.Seq < inv.Seq {
+		e.inv = inv
+		return true
+	}
+	return false
 }
 
 // beginApply has approval changes of server wait for the listing being
 // applied to tell the views (see approvalChanged).
-func (g *Gateway) beginApply(server string) {
-	g.inv.mu.Lock()
-	a := g.inv.pending[server]
+func (s *inventories) beginApply(server string) {
+	s.mu.Lock()
+	a := s.pending[server]
 	if a == nil {
 		a = &applying{}
-		g.inv.pending[server] = a
+		s.pending[server] = a
 	}
 	a.n++
-	g.inv.mu.Unlock()
+	s.mu.Unlock()
 }
 
 // endApply ends a listing's application, reporting whether an approval
 // change of server was left for it to tell.
-func (g *Gateway) endApply(server string) bool {
-	g.inv.mu.Lock()
-	defer g.inv.mu.Unlock()
-	a := g.inv.pending[server]
+func (s *inventories) endApply(server string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a := s.pending[server]
 	changed := a.changed
 	a.changed = false
 	if a.n--; a.n == 0 {
-		delete(g.inv.pending, server)
+		delete(s.pending, server)
 	}
 	return changed
 }
@@ -146,63 +156,63 @@ func (g *Gateway) endApply(server string) bool {
 // approvalChanged tells the views of a committed approval change, unless a
 // listing of server is being applied: that one tells them once it is in
 // place (its own discovery changes arrive here first, the listing after).
-func (g *Gateway) approvalChanged(server string) {
-	g.inv.mu.Lock()
-	if a := g.inv.pending[server]; a != nil {
+func (s *inventories) approvalChanged(server string) {
+	s.mu.Lock()
+	if a := s.pending[server]; a != nil {
 		a.changed = true
-		g.inv.mu.Unlock()
+		s.mu.Unlock()
 		return
 	}
-	g.inv.mu.Unlock()
-	g.changed(server)
+	s.mu.Unlock()
+	s.changed(server)
 }
 
 // seed shows an on-demand server not yet run from its pinned definitions,
 // unless something is listed already; the caller tells the views.
-func (g *Gateway) seed(server string, inv *upstream.Inventory) {
-	g.inv.mu.Lock()
-	if e := g.inv.entry(server); e.inv == nil {
+func (s *inventories) seed(server string, inv *upstream.Inventory) {
+	s.mu.Lock()
+	if e := s.entry(server); e.inv == nil {
 		e.inv = inv
 	}
-	g.inv.mu.Unlock()
+	s.mu.Unlock()
 }
 
 // forgetInventory drops a removed server's inventory; the caller tells the
 // views (removed servers always are: their own endpoints close).
-func (g *Gateway) forgetInventory(server string) {
-	g.inv.mu.Lock()
-	if e := g.inv.by[server]; e != nil {
+func (s *inventories) forget(server string) {
+	s.mu.Lock()
+	if e := s.by[server]; e != nil {
 		e.inv = nil
 	}
-	g.inv.mu.Unlock()
+	s.mu.Unlock()
 }
 
 // changed gives server a new version and tells the views, once per change;
 // a server with nothing listed, whose views show nothing already, gives
 // them nothing to redo (a server starting, before its first listing).
-func (g *Gateway) changed(server string) {
-	g.inv.mu.Lock()
-	e := g.inv.entry(server)
+func (s *inventories) changed(server string) {
+	s.mu.Lock()
+	e := s.entry(server)
 	if e.inv == nil && !e.shown {
-		g.inv.mu.Unlock()
+		s.mu.Unlock()
 		return
 	}
-	g.tell(server, e)
+	s.version(server, e)
 }
 
 // removed gives a removed server a new version and tells the views, which
 // forget it.
-func (g *Gateway) removed(server string) {
-	g.inv.mu.Lock()
-	g.tell(server, g.inv.entry(server))
+func (s *inventories) removed(server string) {
+	s.mu.Lock()
+	s.version(server, s.entry(server))
 }
 
-// tell versions e and tells the views of server; the caller holds g.inv.mu,
-// which tell releases before the views re-read the gateway.
-func (g *Gateway) tell(server string, e *inventory) {
-	g.inv.last++
-	e.version = g.inv.last
+// version versions e and tells the views of server; the caller holds s.mu,
+// which version releases before the views re-read the gateway.
+func (s *inventories) version(server string, e *inventory) {
+	s.last++
+	e.version = s.last
 	e.shown = e.inv != nil
-	g.inv.mu.Unlock()
-	g.views.each(func(v View) { v.Changed(server) })
+	s.mu.Unlock()
+	s.tell(server)
 }

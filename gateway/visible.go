@@ -22,7 +22,7 @@ type Tool struct {
 // upstream's order. A quarantined server's tools are all invisible.
 func (g *Gateway) Tools(server string) []Tool {
 	c, ok := g.Conn(server)
-	inv := g.inventory(server)
+	inv := g.inv.get(server)
 	if !ok || inv == nil {
 		return nil
 	}
@@ -89,5 +89,5 @@ func (g *Gateway) exposedInventory(server string) *upstream.Inventory {
 	if _, ok := g.Conn(server); !ok || g.deps.Approvals.Quarantined(server) {
 		return nil
 	}
-	return g.inventory(server)
+	return g.inv.get(server)
 }
