@@ -116,7 +116,12 @@ type Options struct {
 	NoFastPath bool
 }
 
-// Conn is one supervised upstream connection.
+// Conn is one supervised upstream connection. Here: its life (connect,
+// serve, back off, stop) and the wait for its session that every call
+// makes (Do). Elsewhere: the listing passes (inventory.go), the tool calls
+// (fastcall.go, rounds.go), and what clients ask of it, each a type with
+// its own lock: the resources they follow (followers), the log level
+// (levels), the start and idle stop of an on-demand server (demand).
 type Conn struct {
 	Name string
 	cfg  atomic.Pointer[config.Server]
