@@ -116,7 +116,12 @@ type Options struct {
 	NoFastPath bool
 }
 
-// Conn is one supervised upstream connection.
+// Conn is one supervised upstream connection. Here: its life (connect,
+// serve, back off, stop) and the wait for its session that every call
+// makes (Do). Elsewhere: the listing passes (inventory.go), the tool calls
+// (fastcall.go, rounds.go), and what clients ask of it, each a type with
+// its own lock: the resources they follow (followers), the log level
+// (levels), the start and idle stop of an on-demand server (demand).
 type Conn struct {
 	Name string
 	cfg  atomic.Pointer[config.Server]
@@ -141,19 +146,15 @@ type Conn struct {
 	changed    chan struct{} // closed and replaced on every status change
 	status     Status
 	spoke      string // the protocol revision of the last session
-	logLevel   mcp.LoggingLevel
 	refreshing bool
 	dirty      bool
-	subs       map[string]map[any]bool       // resource URI → its downstream followers (subscribe.go)
-	subbed     map[string]*mcp.ClientSession // resource URI → the session subscribed to it
 
-	subOps sync.Mutex // orders subscription changes upstream
-
-	// On-demand servers (config OnDemand): wake starts one, calls in
-	// flight and the last call's end keep it running.
-	wake     chan struct{}
-	inflight atomic.Int64
-	lastUse  atomic.Int64 // Unix ns
+	// Each with a lock of its own, taken without c.mu held: the
+	// resources clients follow, the log level they ask for, and what
+	// starts and stops an on-demand server.
+	subs   *followers
+	levels levels
+	demand *demand
 }
 
 // Start begins supervising a connection to cfg; it returns at once.
@@ -176,9 +177,8 @@ func Start(cfg *config.Server, opts Options) *Conn {
 		sem:     make(chan struct{}, opts.MaxConcurrent),
 		changed: make(chan struct{}),
 		status:  Status{State: StateConnecting, Since: time.Now()},
-		subs:    map[string]map[any]bool{},
-		subbed:  map[string]*mcp.ClientSession{},
-		wake:    make(chan struct{}, 1),
+		subs:    newFollowers(),
+		demand:  newDemand(),
 	}
 	if cfg.OnDemand {
 		c.status.State = StateIdle
@@ -339,7 +339,7 @@ func (c *Conn) serve(cs *mcp.ClientSession, waitErr <-chan error) error {
 		_, authChanged := c.needsLogin() // nil without OAuth: never ready
 		select {
 		case <-idle:
-			if c.inflight.Load() == 0 && time.Since(time.Unix(0, c.lastUse.Load())) >= c.Config().IdleTimeout {
+			if c.demand.idle(c.Config().IdleTimeout) {
 				_ = cs.Close()
 				<-waitErr
 				return errIdle
@@ -365,28 +365,20 @@ var errIdle = errors.New("idle")
 // reporting false when the connection is stopped meanwhile.
 func (c *Conn) awaitWake() bool {
 	c.setStatus(StateIdle, nil)
-	select {
-	case <-c.wake:
-		c.lastUse.Store(time.Now().UnixNano())
-		return true
-	case <-c.ctx.Done():
-		return false
-	}
+	return c.demand.await(c.ctx)
 }
 
 // Wake starts an on-demand server that is not running (no-op otherwise).
-func (c *Conn) Wake() {
-	select {
-	case c.wake <- struct{}{}:
-	default:
-	}
-}
+func (c *Conn) Wake() { c.demand.wake() }
 
 // Running reports whether the server has a live session.
-func (c *Conn) Running() bool {
+func (c *Conn) Running() bool { return c.live() != nil }
+
+// live is the live session, nil between sessions.
+func (c *Conn) live() *mcp.ClientSession {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.session != nil
+	return c.session
 }
 
 // backoff grows exponentially from 200ms to 30s, with jitter.
@@ -445,10 +437,9 @@ func (c *Conn) connect() (*mcp.ClientSession, error) {
 		return nil, err
 	}
 	c.mu.Lock()
-	level := c.logLevel
 	c.spoke = cs.InitializeResult().ProtocolVersion
 	c.mu.Unlock()
-	if level != "" && c.exposed() {
+	if level := c.levels.get(); level != "" && c.exposed() {
 		_ = setLevelOn(ctx, cs, level)
 	}
 	go c.resubscribe(cs)
@@ -500,9 +491,7 @@ func (c *Conn) exposed() bool { return c.opts.Peer == nil || c.opts.Peer.Exposed
 // log level, their resource subscriptions), now that they may hear from it;
 // a new session is asked when it connects.
 func (c *Conn) Expose() {
-	c.mu.Lock()
-	cs, level := c.session, c.logLevel
-	c.mu.Unlock()
+	cs, level := c.live(), c.levels.get()
 	if cs == nil {
 		return
 	}
@@ -575,47 +564,6 @@ func (c *Conn) noticeAllowed() bool {
 	return c.Config().Transport == "stdio" || c.notices.allow()
 }
 
-// SetLogLevel asks the upstream for log messages at level and above, now and
-// after every reconnect; while clients may not hear from it (see
-// Peer.Exposed), only once they may. The upstream's level only ever gets
-// more verbose: several clients share it, each with a level of its own that
-// Warden filters for, and one asking for less must not silence another.
-func (c *Conn) SetLogLevel(ctx context.Context, level mcp.LoggingLevel) error {
-	c.mu.Lock()
-	if c.logLevel != "" && protocol.LevelRank[level] >= protocol.LevelRank[c.logLevel] {
-		c.mu.Unlock()
-		return nil
-	}
-	c.logLevel = level
-	cs := c.session
-	c.mu.Unlock()
-	if cs == nil || !c.exposed() {
-		return nil
-	}
-	return setLevelOn(ctx, cs, level)
-}
-
-// exposedLevel is the log level clients set for the server, while they may
-// hear from it.
-func (c *Conn) exposedLevel() mcp.LoggingLevel {
-	c.mu.Lock()
-	level := c.logLevel
-	c.mu.Unlock()
-	if !c.exposed() {
-		return ""
-	}
-	return level
-}
-
-// setLevelOn sets the level on a session; a stateless-era server has none,
-// and is told the level with each call (see askable).
-func setLevelOn(ctx context.Context, cs *mcp.ClientSession, level mcp.LoggingLevel) error {
-	if cs.InitializeResult().Capabilities.Logging == nil || stateless(cs) {
-		return nil
-	}
-	return cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: level})
-}
-
 // Do runs fn with the live session, waiting for the connection if it is being
 // established, bounded by callTimeout and the server's concurrency limit.
 func (c *Conn) Do(ctx context.Context, fn func(context.Context, *mcp.ClientSession) error) error {
@@ -625,7 +573,7 @@ func (c *Conn) Do(ctx context.Context, fn func(context.Context, *mcp.ClientSessi
 func (c *Conn) do(ctx context.Context, fn func(context.Context, *mcp.ClientSession) error) error {
 	ctx, cancel := context.WithTimeoutCause(ctx, c.Config().CallTimeout, ErrTimeout)
 	defer cancel()
-	defer c.use()()
+	defer c.demand.use()()
 	select {
 	case c.sem <- struct{}{}:
 	case <-ctx.Done():
@@ -649,19 +597,9 @@ func (c *Conn) do(ctx context.Context, fn func(context.Context, *mcp.ClientSessi
 func (c *Conn) Ready(ctx context.Context) error {
 	ctx, cancel := context.WithTimeoutCause(ctx, c.Config().CallTimeout, ErrTimeout)
 	defer cancel()
-	defer c.use()()
+	defer c.demand.use()()
 	_, err := c.sessionFor(ctx)
 	return err
-}
-
-// use counts a call in flight, for an on-demand server's idle timer; the
-// returned func ends it.
-func (c *Conn) use() func() {
-	c.inflight.Add(1)
-	return func() {
-		c.lastUse.Store(time.Now().UnixNano())
-		c.inflight.Add(-1)
-	}
 }
 
 // ErrTimeout is the cause of a call that ran past callTimeout.

@@ -48,10 +48,7 @@ func (c *Conn) refreshLoop(cs *mcp.ClientSession) {
 
 // Refresh lists the server again now.
 func (c *Conn) Refresh() {
-	c.mu.Lock()
-	cs := c.session
-	c.mu.Unlock()
-	if cs != nil {
+	if cs := c.live(); cs != nil {
 		c.refresh(cs)
 	}
 }
