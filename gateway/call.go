@@ -24,6 +24,9 @@ type Call struct {
 	Meta         mcp.Meta
 	Surface      string // "mcp", "mcp/{server}", "stdio", "cli"
 	Client       Client // the calling client; nil for operator calls
+	// PerRequest: the client says what it can answer with each request
+	// (the 2026-07-28 revision), not once for its session.
+	PerRequest bool
 	// Answers are what a stateless-era client answered before it was
 	// asked, with a new call; a stateless-era upstream reads them.
 	Answers mcp.InputResponseMap
@@ -142,7 +145,7 @@ func (g *Gateway) callTool(ctx context.Context, call Call, entry *activity.Entry
 		}
 		sent = &upstream.Call{Params: params, OnSent: onSent, After: call.After}
 		if call.Client != nil {
-			sent.Caller = call.Client.Capabilities()
+			sent.Caller, sent.CallerPerRequest = call.Client.Capabilities(), call.PerRequest
 		}
 		var err error
 		res, err = c.CallTool(ctx, cs, sent)

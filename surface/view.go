@@ -164,9 +164,10 @@ func (v *view) call(ctx context.Context, p *mcp.CallToolParamsRaw, client gatewa
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", p.Name)}
 		}
 	}
+	_, rounds := client.(roundClient) // a stateless-era client's
 	return v.g.CallTool(ctx, gateway.Call{
 		Server: t.server, Tool: t.name, Args: p.Arguments, Meta: hopMeta(p.Meta), Surface: v.surface, Client: client,
-		Answers: p.InputResponses, After: after,
+		PerRequest: rounds, Answers: p.InputResponses, After: after,
 	})
 }
 

@@ -20,6 +20,9 @@ type Call struct {
 	// Caller is what the calling client can answer, nil for an operator
 	// call (see askable).
 	Caller *mcp.ClientCapabilities
+	// CallerPerRequest: the caller says what it can answer with each
+	// request (a 2026-07-28 client), not once for its session.
+	CallerPerRequest bool
 	// OnSent, if set, runs once, right when the request has left Warden.
 	OnSent func()
 	// After, if set, takes the work left once the answer is read (see

@@ -235,13 +235,13 @@ func TestSessionUpstreamSpeaking2026(t *testing.T) {
 			if err := conn.Ready(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-			call := func(name string, caller *mcp.ClientCapabilities) (string, error) {
+			call := func(name string, caller *mcp.ClientCapabilities, perRequest bool) (string, error) {
 				var text string
 				err := conn.Do(context.Background(), func(ctx context.Context, cs *mcp.ClientSession) error {
 					if v := cs.InitializeResult().ProtocolVersion; v >= protocol.StatelessSince {
 						t.Fatalf("negotiated %s; the test wants a session", v)
 					}
-					res, err := conn.CallTool(ctx, cs, &Call{Params: &mcp.CallToolParams{Name: name, Arguments: map[string]any{}}, Caller: caller})
+					res, err := conn.CallTool(ctx, cs, &Call{Params: &mcp.CallToolParams{Name: name, Arguments: map[string]any{}}, Caller: caller, CallerPerRequest: perRequest})
 					if err != nil {
 						return err
 					}
@@ -255,7 +255,7 @@ func TestSessionUpstreamSpeaking2026(t *testing.T) {
 				return text, err
 			}
 
-			if text, err := call("rounds", &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{}}); err != nil || text != "one?,two?" {
+			if text, err := call("rounds", &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{}}, false); err != nil || text != "one?,two?" {
 				t.Errorf("a call over two rounds: %q (%v), want %q", text, err, "one?,two?")
 			}
 			mu.Lock()
@@ -264,20 +264,24 @@ func TestSessionUpstreamSpeaking2026(t *testing.T) {
 			}
 			mu.Unlock()
 
-			if _, err := call("samples", &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{}}); Answer(err) == nil || Answer(err).Code != mcp.CodeMissingRequiredClientCapabilities {
+			if _, err := call("samples", &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{}}, true); Answer(err) == nil || Answer(err).Code != mcp.CodeMissingRequiredClientCapabilities {
 				t.Errorf("a caller without sampling: %v; want the upstream's refusal, %d", err, mcp.CodeMissingRequiredClientCapabilities)
 			}
-			if text, err := call("samples", &mcp.ClientCapabilities{Sampling: &mcp.SamplingCapabilities{}}); err != nil || text != "sampled" {
+			if text, err := call("samples", &mcp.ClientCapabilities{Sampling: &mcp.SamplingCapabilities{}}, true); err != nil || text != "sampled" {
 				t.Errorf("a caller with sampling: %q (%v)", text, err)
 			}
-			// Told only when the caller answers less than the session said.
+			// Told only when the caller says it per request (a 2026-07-28
+			// client) and answers less than the session said.
 			all := &mcp.ClientCapabilities{Sampling: &mcp.SamplingCapabilities{}, RootsV2: &mcp.RootCapabilities{},
 				Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{}}}
-			if text, err := call("told", all); err != nil || text != "false" {
-				t.Errorf("a caller that answers all: told %s (%v), want false", text, err)
-			}
-			if text, err := call("told", nil); err != nil || text != "true" {
-				t.Errorf("an operator call: told %s (%v), want true", text, err)
+			for _, c := range []struct {
+				caller     *mcp.ClientCapabilities
+				perRequest bool
+				want       string
+			}{{all, true, "false"}, {&mcp.ClientCapabilities{}, true, "true"}, {&mcp.ClientCapabilities{}, false, "false"}, {nil, false, "false"}} {
+				if text, err := call("told", c.caller, c.perRequest); err != nil || text != c.want {
+					t.Errorf("caller %+v, per request %v: told %s (%v), want %s", c.caller, c.perRequest, text, err, c.want)
+				}
 			}
 		})
 	}

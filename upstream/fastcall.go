@@ -395,11 +395,14 @@ func (c *Conn) cancelUpstream(cs *mcp.ClientSession, id string, cause error) {
 // the call goes through the SDK client, which sends what that revision
 // requires (the Mcp-Method, Mcp-Name and Mcp-Param-* headers, _meta).
 //
-// Upstreams of both eras are told what the caller can answer (see
-// askable). A 2025 server goes by what Warden's session declared, all a
-// client may be asked, unless told otherwise per request (the Go SDK's
-// reads it so, and refuses a call that needs more than the caller can
-// answer): it is told when the caller answers less.
+// Upstreams are told what the caller can answer (see askable): a
+// stateless-era one always. A 2025 server goes by what Warden's session
+// declared, all a client may be asked, unless told otherwise per request
+// (the Go SDK's reads it so, and refuses a call that needs more than the
+// caller can answer): it is told when the caller says it per request (a
+// 2026-07-28 client) and answers less. A 2025 client's say is its
+// session's, which Warden's stands for; telling every call again would
+// cost the upstream a decode of each (a Go SDK server's: 5-25% of a call).
 func (c *Conn) CallTool(ctx context.Context, cs *mcp.ClientSession, call *Call) (*answer.Result, error) {
 	h := c.opts.Answers.hold()
 	defer call.after(h.end)
@@ -408,7 +411,7 @@ func (c *Conn) CallTool(ctx context.Context, cs *mcp.ClientSession, call *Call) 
 		return callSDK(ctx, cs, call, askable(call.Params, call.Caller, c.exposedLevel()))
 	}
 	params := call.Params
-	if !answersAll(call.Caller) {
+	if call.CallerPerRequest && !answersAll(call.Caller) {
 		params = askable(params, call.Caller, "") // 2025: the session has the level
 	}
 	return c.callOnSession(ctx, cs, call, params)
