@@ -18,9 +18,6 @@ type Result struct {
 	Raw     json.RawMessage
 	Decoded *mcp.CallToolResult
 	IsError bool
-	// AsksInput: the result is not the call's end but questions for its
-	// client (see upstream's inputRequired), on the direct path only.
-	AsksInput bool
 }
 
 // Decoded wraps a decoded result.

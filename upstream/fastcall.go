@@ -45,11 +45,11 @@ type rpcMessage struct {
 }
 
 // callToolHTTP runs call, with params, over the session's HTTP transport.
-func (c *Conn) callToolHTTP(ctx context.Context, cs *mcp.ClientSession, call *Call, params *mcp.CallToolParams) (*answer.Result, error) {
+func (c *Conn) callToolHTTP(ctx context.Context, cs *mcp.ClientSession, call *Call, params *mcp.CallToolParams) (res *answer.Result, asks bool, err error) {
 	id := fastIDPrefix + strconv.FormatUint(fastID.Add(1), 36)
 	body, err := callRequest(id, params)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	// When the call is abandoned, the upstream is told (once, and only if
 	// the request reached it), also while waiting for the response
@@ -61,7 +61,7 @@ func (c *Conn) callToolHTTP(ctx context.Context, cs *mcp.ClientSession, call *Ca
 		}
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, err // abandoned already: nothing is sent
+		return nil, false, err // abandoned already: nothing is sent
 	}
 	// The exchange outlives the call by the end of the answer's stream,
 	// read once the answer is on its way (see answer.After); abandoning the
@@ -75,7 +75,7 @@ func (c *Conn) callToolHTTP(ctx context.Context, cs *mcp.ClientSession, call *Ca
 	if err != nil {
 		unlink()
 		endExchange()
-		return nil, err
+		return nil, false, err
 	}
 	defer func() {
 		if unlink() {
@@ -90,14 +90,14 @@ func (c *Conn) callToolHTTP(ctx context.Context, cs *mcp.ClientSession, call *Ca
 		// The upstream ended the session: this call was not processed, and
 		// the connection starts over with a fresh session.
 		go cs.Close()
-		return nil, fmt.Errorf("tools/call: %w", mcp.ErrSessionMissing)
+		return nil, false, fmt.Errorf("tools/call: %w", mcp.ErrSessionMissing)
 	case resp.StatusCode >= 400 && resp.StatusCode < 500:
 		// Refused (bad request, credentials, rate limit): not processed, so
 		// an answer, not an unknown outcome.
-		return nil, refusedByHTTP(resp)
+		return nil, false, refusedByHTTP(resp)
 	case resp.StatusCode != http.StatusOK:
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return nil, fmt.Errorf("tools/call: upstream answered %s: %s", resp.Status, strings.TrimSpace(string(msg)))
+		return nil, false, fmt.Errorf("tools/call: upstream answered %s: %s", resp.Status, strings.TrimSpace(string(msg)))
 	}
 	var reply *rpcMessage
 	ans := &answerReader{r: resp.Body, ctx: ctx, h: ctx.Value(answerHoldKey{}).(*answerHold), size: resp.ContentLength}
@@ -112,29 +112,28 @@ func (c *Conn) callToolHTTP(ctx context.Context, cs *mcp.ClientSession, call *Ca
 	}
 	var tooLarge *AnswerTooLargeError
 	if errors.As(err, &tooLarge) {
-		return nil, tooLarge
+		return nil, false, tooLarge
 	}
 	// A result that made it is kept even if the call was abandoned just
 	// then; an error answer after Warden asked the upstream to cancel is
 	// the cancellation's echo, and the outcome stays unknown.
 	if ctx.Err() != nil && (reply == nil || reply.Error != nil) {
-		return nil, ctx.Err()
+		return nil, false, ctx.Err()
 	}
 	if reply == nil && err != nil {
-		return nil, fmt.Errorf("tools/call: reading the answer: %w", err)
+		return nil, false, fmt.Errorf("tools/call: reading the answer: %w", err)
 	}
 	if reply == nil {
-		return nil, fmt.Errorf("tools/call: %w: the upstream closed the stream without answering", ErrLost)
+		return nil, false, fmt.Errorf("tools/call: %w: the upstream closed the stream without answering", ErrLost)
 	}
 	if reply.Error != nil {
-		return nil, reply.Error
+		return nil, false, reply.Error
 	}
-	res, err := rawResult(reply.Result)
-	if err != nil {
-		return nil, fmt.Errorf("tools/call: bad result: %w", err)
+	if res, asks, err = rawResult(reply.Result); err != nil {
+		return nil, false, fmt.Errorf("tools/call: bad result: %w", err)
 	}
 	ans.h.shrinkTo(int64(cap(reply.Result))) // read whole: its size is known now
-	return res, nil
+	return res, asks, nil
 }
 
 // readAnswer reads a JSON answer whole, in one buffer of its length when
@@ -431,8 +430,8 @@ func callSDK(ctx context.Context, cs *mcp.ClientSession, _ *Call, params *mcp.Ca
 // while its result asks for input, as roundTrips does on the SDK path.
 func (c *Conn) callDirect(ctx context.Context, cs *mcp.ClientSession, call *Call, params *mcp.CallToolParams) (*answer.Result, error) {
 	for round := 1; ; round++ {
-		res, err := c.callToolHTTP(ctx, cs, call, params)
-		if err != nil || !res.AsksInput {
+		res, asks, err := c.callToolHTTP(ctx, cs, call, params)
+		if err != nil || !asks {
 			return res, err
 		}
 		d, err := res.Tool()

@@ -32,6 +32,22 @@ func TestCallRequestMatchesEncoding(t *testing.T) {
 	}
 }
 
+// Whether a result asks for input instead is read as isError is: a result
+// that says so, or has questions and says nothing (a 2025 server's).
+func TestRawResultReadsAsks(t *testing.T) {
+	for raw, want := range map[string]bool{
+		`{"content":[],"inputRequests":{"a":{"method":"roots/list"}},"requestState":"s"}`: true,
+		`{"resultType":"input_required","inputRequests":{}}`:                              true,
+		`{"content":[],"inputRequests":{}}`:                                               false,
+		`{"content":[{"type":"text","text":"\"inputRequests\":{\"a\":1}"}]}`:              false,
+		`{"content":[], "\u0069nputRequests": {"a": {}}}`:                                 true,
+	} {
+		if _, asks, err := rawResult(json.RawMessage(raw)); err != nil || asks != want {
+			t.Errorf("%s: asks %v (%v), want %v", raw, asks, err, want)
+		}
+	}
+}
+
 // isError is read without decoding the whole result, and never missed.
 func TestRawResultReadsIsError(t *testing.T) {
 	for raw, want := range map[string]bool{
@@ -44,16 +60,16 @@ func TestRawResultReadsIsError(t *testing.T) {
 		`{"structuredContent":{"isError":true},"content":[]}`:               false,
 		`{"content":[{"type":"text","text":"x"}],"_meta":{"isError":true}}`: false,
 	} {
-		res, err := rawResult(json.RawMessage(raw))
+		res, asks, err := rawResult(json.RawMessage(raw))
 		if err != nil {
 			t.Fatalf("%s: %v", raw, err)
 		}
-		if res.IsError != want || string(res.Raw) != raw {
+		if res.IsError != want || asks || string(res.Raw) != raw {
 			t.Errorf("%s: isError %v, raw %s", raw, res.IsError, res.Raw)
 		}
 	}
 	for _, bad := range []string{`null`, `[]`, `"x"`} {
-		if _, err := rawResult(json.RawMessage(bad)); err == nil {
+		if _, _, err := rawResult(json.RawMessage(bad)); err == nil {
 			t.Errorf("result %s accepted", bad)
 		}
 	}

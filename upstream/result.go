@@ -11,17 +11,17 @@ import (
 
 // rawResult wraps a result as the upstream sent it (raw is valid JSON: it
 // was decoded from the answer), reading only isError and whether it asks
-// for input (see inputRequired).
-func rawResult(raw json.RawMessage) (*answer.Result, error) {
+// for input instead (see inputRequired).
+func rawResult(raw json.RawMessage) (res *answer.Result, asks bool, err error) {
 	if len(raw) == 0 || raw[0] != '{' {
-		return nil, fmt.Errorf("a tool result must be an object, not %.40s", raw)
+		return nil, false, fmt.Errorf("a tool result must be an object, not %.40s", raw)
 	}
 	// Most results say neither isError nor inputRequests; reading the
 	// whole result again only to learn that would cost more than passing
 	// it on. A key is not missed in another case (encoding/json matches
 	// keys so) nor spelled with escapes: any \u means a real look.
 	if !containsFold(raw, `"iserror"`) && !containsFold(raw, `"inputrequests"`) && !bytes.Contains(raw, []byte(`\u`)) {
-		return &answer.Result{Raw: raw}, nil
+		return &answer.Result{Raw: raw}, false, nil
 	}
 	var head struct {
 		IsError       bool                       `json:"isError"`
@@ -29,10 +29,9 @@ func rawResult(raw json.RawMessage) (*answer.Result, error) {
 		InputRequests map[string]json.RawMessage `json:"inputRequests"`
 	}
 	if err := json.Unmarshal(raw, &head); err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	return &answer.Result{Raw: raw, IsError: head.IsError,
-		AsksInput: head.ResultType == "input_required" || len(head.InputRequests) > 0}, nil
+	return &answer.Result{Raw: raw, IsError: head.IsError}, head.ResultType == "input_required" || len(head.InputRequests) > 0, nil
 }
 
 // containsFold reports whether b holds s (ASCII) in any case.
