@@ -42,7 +42,7 @@ func TestReconcile(t *testing.T) {
 	inits := fx.Initializes()
 
 	// Policy only: the same connection, the tool now hidden.
-	changes := len(v.changed)
+	changes := v.count("fx")
 	g.Reconcile(servers(t, fmt.Sprintf(`{"fx": {"url": %q, "trusted": true, "tools": {"echo": {"hidden": true}}}}`, url)))
 	if fx.Initializes() != inits {
 		t.Error("a policy change reconnected the upstream")
@@ -52,7 +52,7 @@ func TestReconcile(t *testing.T) {
 			t.Errorf("echo after it was hidden: %+v", x)
 		}
 	}
-	if len(v.changed) == changes {
+	if v.count("fx") == changes {
 		t.Error("the views were not told of the policy change")
 	}
 	expectUnknownTool(t, p, "fx", fixture.ToolEcho)

@@ -92,13 +92,14 @@ func (p *Parts) Start(t testing.TB, mcpServers string) *config.Config {
 	return cfg
 }
 
-// WaitListed waits until the gateway serves server's tools: connected and
-// its listing taken by the approval records.
+// WaitListed waits until the gateway serves server's tools: a listing of
+// its upstream's taken by the approval records. Not its connection's state:
+// an on-demand server may be listed and idle again before a poll sees it
+// ready.
 func (p *Parts) WaitListed(t testing.TB, server string) {
 	t.Helper()
 	WaitFor(t, 30*time.Second, server+" listed", func() bool {
-		c, ok := p.Gateway.Conn(server)
-		return ok && c.Status().State == upstream.StateReady && len(p.Gateway.Tools(server)) > 0
+		return p.Gateway.Listed(server).Seq != 0 && len(p.Gateway.Tools(server)) > 0
 	})
 }
 
