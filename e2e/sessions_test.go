@@ -326,11 +326,11 @@ func TestSessionRecordHygiene(t *testing.T) {
 		echoThrough(t, w)
 		g := fixture.NewServer(fixture.Options{})
 		wardentest.WriteConfig(t, w.ConfigPath, map[string]any{"up": map[string]any{"url": g.Serve(t), "trusted": true}})
-		wardentest.WaitFor(t, 20*time.Second, "old session ended and a new one made", func() bool {
-			return f.HTTP().Deletes() == 1 && g.Initializes() == 1
-		})
 		var list []struct{ Server, Session_ID_Prefix string }
-		w.API(t, "GET", "/v1/sessions", nil, &list)
+		wardentest.WaitFor(t, 20*time.Second, "old session ended and a new one made and recorded", func() bool {
+			w.API(t, "GET", "/v1/sessions", nil, &list)
+			return f.HTTP().Deletes() == 1 && g.Initializes() == 1 && len(list) > 0
+		})
 		if len(list) != 1 || !strings.HasPrefix(g.HTTP().SessionIDs()[0], strings.TrimSuffix(list[0].Session_ID_Prefix, "…")) {
 			t.Fatalf("sessions after URL change = %+v, want only the new upstream's", list)
 		}
