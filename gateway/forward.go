@@ -19,7 +19,11 @@ func (g *Gateway) Do(ctx context.Context, server string, client Client, fn func(
 	f := &inflight{server: server, client: client, ctx: ctx}
 	_, done := g.router.add(f)
 	defer done()
-	return c.Do(withInflight(ctx, f), fn)
+	var caller *mcp.ClientCapabilities
+	if client != nil {
+		caller = client.Capabilities()
+	}
+	return c.DoFor(withInflight(ctx, f), caller, fn)
 }
 
 // forwardable is server's connection, if non-tool requests may go to it.

@@ -325,3 +325,49 @@ func TestDiscoveryAnsweredOddly(t *testing.T) {
 		t.Errorf("the server spoke %s, want %s", v, sessionProtocol)
 	}
 }
+
+// A prompt or resource a client asks a stateless-era upstream for goes with
+// what that client can answer, as a tool call does, not with what Warden's
+// own client could (it declares all).
+func TestDoForTellsWhatTheCallerCanAnswer(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "up", Version: "1"}, nil)
+	canSample := func(caps *mcp.ClientCapabilities) string { return fmt.Sprint(caps != nil && caps.Sampling != nil) }
+	srv.AddPrompt(&mcp.Prompt{Name: "p"}, func(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: canSample(req.ClientCapabilities())}}}}, nil
+	})
+	srv.AddResource(&mcp.Resource{URI: "test://r", Name: "r"}, func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: "test://r", Text: canSample(req.ClientCapabilities())}}}, nil
+	})
+	up := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Stateless: true}))
+	defer up.Close()
+	conn := Start(&config.Server{Name: "up", URL: up.URL, Transport: config.TransportHTTP, CallTimeout: 10 * time.Second}, Options{})
+	defer conn.Stop()
+	if err := conn.Ready(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		caller *mcp.ClientCapabilities
+		want   string
+	}{{&mcp.ClientCapabilities{Sampling: &mcp.SamplingCapabilities{}}, "true"}, {&mcp.ClientCapabilities{}, "false"}, {nil, "false"}} {
+		var prompt, resource string
+		err := conn.DoFor(context.Background(), c.caller, func(ctx context.Context, cs *mcp.ClientSession) error {
+			if !stateless(cs) {
+				t.Fatal("the test wants a stateless-era upstream")
+			}
+			p, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "p"})
+			if err != nil {
+				return err
+			}
+			prompt = p.Messages[0].Content.(*mcp.TextContent).Text
+			r, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "test://r"})
+			if err != nil {
+				return err
+			}
+			resource = r.Contents[0].Text
+			return nil
+		})
+		if err != nil || prompt != c.want || resource != c.want {
+			t.Errorf("caller %+v: the upstream saw sampling %s (prompt) and %s (resource) (%v), want %s", c.caller, prompt, resource, err, c.want)
+		}
+	}
+}

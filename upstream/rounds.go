@@ -64,6 +64,7 @@ func replyError(err error) *jsonrpc.Error {
 // puts a first round's to the client itself but passes on a second's).
 func (c *Conn) roundTrips(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		req = c.forCaller(ctx, req)
 		for round := 1; ; round++ {
 			res, err := next(ctx, method, req)
 			if err != nil {
@@ -174,6 +175,13 @@ func again(req mcp.Request, answers mcp.InputResponseMap, state string) (mcp.Req
 // session (see SetLogLevel): a stateless server has no session to set it
 // on ("" for a 2025 server, which has).
 func askable(params *mcp.CallToolParams, caller *mcp.ClientCapabilities, level mcp.LoggingLevel) *mcp.CallToolParams {
+	p := *params
+	p.Meta = askableMeta(params.Meta, caller, level)
+	return &p
+}
+
+// askableMeta is meta with what askable adds.
+func askableMeta(meta mcp.Meta, caller *mcp.ClientCapabilities, level mcp.LoggingLevel) mcp.Meta {
 	var caps struct {
 		Sampling    *mcp.SamplingCapabilities    `json:"sampling,omitempty"`
 		Elicitation *mcp.ElicitationCapabilities `json:"elicitation,omitempty"`
@@ -182,16 +190,50 @@ func askable(params *mcp.CallToolParams, caller *mcp.ClientCapabilities, level m
 	if caller != nil {
 		caps.Sampling, caps.Elicitation, caps.Roots = caller.Sampling, caller.Elicitation, caller.RootsV2
 	}
-	p := *params
-	p.Meta = maps.Clone(params.Meta)
-	if p.Meta == nil {
-		p.Meta = mcp.Meta{}
+	meta = maps.Clone(meta)
+	if meta == nil {
+		meta = mcp.Meta{}
 	}
-	p.Meta[mcp.MetaKeyClientCapabilities] = caps
-	if _, named := p.Meta[mcp.MetaKeyLogLevel]; !named && level != "" {
-		p.Meta[mcp.MetaKeyLogLevel] = level
+	meta[mcp.MetaKeyClientCapabilities] = caps
+	if _, named := meta[mcp.MetaKeyLogLevel]; !named && level != "" {
+		meta[mcp.MetaKeyLogLevel] = level
 	}
-	return &p
+	return meta
+}
+
+// callerKey marks the context of a client's request run with DoFor: what
+// the client can answer (nil: an operator's, which can answer none). Only
+// this package sets and reads it.
+type callerKey struct{}
+
+type callerCaps struct{ caps *mcp.ClientCapabilities }
+
+// DoFor is Do for a request of a client's that the upstream may answer
+// with questions (prompts/get, resources/read): a stateless-era upstream
+// is told with it what that client can answer, as with a tool call (see
+// askable), not what Warden's own client could.
+func (c *Conn) DoFor(ctx context.Context, caller *mcp.ClientCapabilities, fn func(context.Context, *mcp.ClientSession) error) error {
+	return c.Do(context.WithValue(ctx, callerKey{}, callerCaps{caller}), fn)
+}
+
+// forCaller is req as sent for the client DoFor names in ctx, if any.
+func (c *Conn) forCaller(ctx context.Context, req mcp.Request) mcp.Request {
+	caller, ok := ctx.Value(callerKey{}).(callerCaps)
+	cs, _ := req.GetSession().(*mcp.ClientSession)
+	if !ok || cs == nil || !stateless(cs) {
+		return req
+	}
+	switch p := req.GetParams().(type) {
+	case *mcp.GetPromptParams:
+		q := *p
+		q.Meta = askableMeta(p.Meta, caller.caps, c.exposedLevel())
+		return &mcp.ClientRequest[*mcp.GetPromptParams]{Session: cs, Params: &q}
+	case *mcp.ReadResourceParams:
+		q := *p
+		q.Meta = askableMeta(p.Meta, caller.caps, c.exposedLevel())
+		return &mcp.ClientRequest[*mcp.ReadResourceParams]{Session: cs, Params: &q}
+	}
+	return req
 }
 
 // answersAll reports whether caller can answer whatever Warden's session
