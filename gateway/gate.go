@@ -19,40 +19,40 @@ type callGate struct {
 }
 
 func newCallGate() *callGate {
-	g := &callGate{}
-	g.stopping, g.stop = context.WithCancel(context.Background())
-	return g
+	cg := &callGate{}
+	cg.stopping, cg.stop = context.WithCancel(context.Background())
+	return cg
 }
 
 // enter admits a call: its context, cancelled if the gate is shut before
 // the call ends, and leave, which ends it. ok is false once the gate is
 // shut.
-func (g *callGate) enter(ctx context.Context) (_ context.Context, leave func(), ok bool) {
-	g.mu.RLock()
-	if g.closed {
-		g.mu.RUnlock()
+func (cg *callGate) enter(ctx context.Context) (_ context.Context, leave func(), ok bool) {
+	cg.mu.RLock()
+	if cg.closed {
+		cg.mu.RUnlock()
 		return ctx, nil, false
 	}
-	g.calls.Add(1)
-	g.mu.RUnlock()
+	cg.calls.Add(1)
+	cg.mu.RUnlock()
 	ctx, cancel := context.WithCancel(ctx)
-	unlink := context.AfterFunc(g.stopping, cancel)
-	return ctx, func() { unlink(); cancel(); g.calls.Done() }, true
+	unlink := context.AfterFunc(cg.stopping, cancel)
+	return ctx, func() { unlink(); cancel(); cg.calls.Done() }, true
 }
 
 // shut admits no more calls and returns when those in flight have ended,
 // cancelling them after grace.
-func (g *callGate) shut(grace time.Duration) {
-	g.mu.Lock()
-	g.closed = true
-	g.mu.Unlock()
+func (cg *callGate) shut(grace time.Duration) {
+	cg.mu.Lock()
+	cg.closed = true
+	cg.mu.Unlock()
 	done := make(chan struct{})
-	go func() { g.calls.Wait(); close(done) }()
+	go func() { cg.calls.Wait(); close(done) }()
 	select {
 	case <-done:
 	case <-time.After(grace):
-		g.stop()
+		cg.stop()
 		<-done
 	}
-	g.stop()
+	cg.stop()
 }
