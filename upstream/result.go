@@ -20,7 +20,7 @@ func rawResult(raw json.RawMessage) (res *answer.Result, asks bool, err error) {
 	// whole result again only to learn that would cost more than passing
 	// it on. A key is not missed in another case (encoding/json matches
 	// keys so) nor spelled with escapes: any \u means a real look.
-	if !containsFold(raw, `"iserror"`) && !containsFold(raw, `"inputrequests"`) && !bytes.Contains(raw, []byte(`\u`)) {
+	if !mentions(raw, `"iserror"`, `"inputrequests"`) && !bytes.Contains(raw, []byte(`\u`)) {
 		return &answer.Result{Raw: raw}, false, nil
 	}
 	var head struct {
@@ -34,12 +34,20 @@ func rawResult(raw json.RawMessage) (res *answer.Result, asks bool, err error) {
 	return &answer.Result{Raw: raw, IsError: head.IsError}, head.ResultType == "input_required" || len(head.InputRequests) > 0, nil
 }
 
-// containsFold reports whether b holds s (ASCII) in any case.
-func containsFold(b []byte, s string) bool {
-	for i := 0; i+len(s) <= len(b); i++ {
-		if b[i] == s[0] && bytes.EqualFold(b[i:i+len(s)], []byte(s)) {
-			return true
+// mentions reports whether b holds one of keys (ASCII, each from its
+// opening quote) in any case, in one pass over b's quotes.
+func mentions(b []byte, keys ...string) bool {
+	for i := bytes.IndexByte(b, '"'); i >= 0; {
+		for _, k := range keys {
+			if len(b)-i >= len(k) && bytes.EqualFold(b[i:i+len(k)], []byte(k)) {
+				return true
+			}
 		}
+		j := bytes.IndexByte(b[i+1:], '"')
+		if j < 0 {
+			break
+		}
+		i += 1 + j
 	}
 	return false
 }
