@@ -42,13 +42,7 @@ func TestBridgeAcrossWardenRestart(t *testing.T) {
 	c := mcp.NewClient(&mcp.Implementation{Name: "stdio-client", Version: "1"}, &mcp.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
 	})
-	cmd := exec.Command(testenv.BuildBinary(t, "./cmd/warden"), "stdio", "--config", w.ConfigPath, "--state-dir", w.StateDir)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	cs, err := c.Connect(ctx, &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-	if err != nil {
-		t.Fatalf("connect through warden stdio: %v", err)
-	}
+	cs := connectStdio(t, w, c, "2025-11-25")
 	defer cs.Close() // ends warden stdio
 	if got := wardentest.CallText(t, cs, "up__echo", map[string]any{"n": 1}); got != `{"n":1}` {
 		t.Fatalf("echo answered %q", got)
@@ -127,15 +121,10 @@ func TestBridgeStatelessClient(t *testing.T) {
 	f := fixture.NewServer(fixture.Options{})
 	w := wardentest.Start(t, map[string]any{"up": map[string]any{"url": f.Serve(t), "trusted": true}})
 	w.WaitReady(t, "up")
-	c := mcp.NewClient(&mcp.Implementation{Name: "stdio-client", Version: "1"}, nil)
-	cmd := exec.Command(testenv.BuildBinary(t, "./cmd/warden"), "stdio", "--config", w.ConfigPath, "--state-dir", w.StateDir)
+	cs := connectStdio(t, w, mcp.NewClient(&mcp.Implementation{Name: "stdio-client", Version: "1"}, nil), "2026-07-28")
+	defer cs.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	cs, err := c.Connect(ctx, &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: "2026-07-28"})
-	if err != nil {
-		t.Fatalf("connect through warden stdio: %v", err)
-	}
-	defer cs.Close()
 	if v := cs.InitializeResult().ProtocolVersion; v != "2026-07-28" {
 		t.Fatalf("negotiated %s through warden stdio, want 2026-07-28", v)
 	}
@@ -145,4 +134,17 @@ func TestBridgeStatelessClient(t *testing.T) {
 	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "up__nope", Arguments: map[string]any{}}); err == nil || strings.Contains(err.Error(), "warden answered") {
 		t.Errorf("an unknown tool: %v; want Warden's JSON-RPC error", err)
 	}
+}
+
+// connectStdio connects c through `warden stdio` to w, asking for version.
+func connectStdio(t *testing.T, w *wardentest.Warden, c *mcp.Client, version string) *mcp.ClientSession {
+	t.Helper()
+	cmd := exec.Command(testenv.BuildBinary(t, "./cmd/warden"), "stdio", "--config", w.ConfigPath, "--state-dir", w.StateDir)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cs, err := c.Connect(ctx, &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: version})
+	if err != nil {
+		t.Fatalf("connect through warden stdio: %v", err)
+	}
+	return cs
 }
