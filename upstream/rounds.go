@@ -136,13 +136,13 @@ func (c *Conn) answerAll(ctx context.Context, asks mcp.InputRequestMap) (mcp.Inp
 func inputRequired(res mcp.Result) (asks mcp.InputRequestMap, state string, ok bool) {
 	switch r := res.(type) {
 	case *mcp.CallToolResult:
-		return r.InputRequests, r.RequestState, r.NeedsInput() || len(r.InputRequests) > 0
+		asks, state, ok = r.InputRequests, r.RequestState, r.NeedsInput()
 	case *mcp.GetPromptResult:
-		return r.InputRequests, r.RequestState, r.NeedsInput() || len(r.InputRequests) > 0
+		asks, state, ok = r.InputRequests, r.RequestState, r.NeedsInput()
 	case *mcp.ReadResourceResult:
-		return r.InputRequests, r.RequestState, r.NeedsInput() || len(r.InputRequests) > 0
+		asks, state, ok = r.InputRequests, r.RequestState, r.NeedsInput()
 	}
-	return nil, "", false
+	return asks, state, ok || len(asks) > 0
 }
 
 // again is req to send once more, with the answers and the request state.
