@@ -69,7 +69,7 @@ fi
 scale="${WARDEN_FUZZSCALE:-1}"
 for target in ./config/:FuzzParse:20000 ./upstream/:FuzzCallAnswer:20000 \
 	./upstream/:FuzzCallAnswerAfterNoise:20000 ./upstream/:FuzzWireResponse:60 \
-	./surface/:FuzzMCPRequest:8000 ./api/:FuzzBodies:4000; do
+	./surface/:FuzzMCPRequest:8000 ./surface/:FuzzStatelessCall:20000 ./api/:FuzzBodies:4000; do
 	IFS=: read -r pkg name count <<<"$target"
 	fuzztime="$((count * scale))x"
 	echo "== go test -fuzz ^${name}\$ -fuzztime ${fuzztime} ${pkg}"

@@ -47,7 +47,16 @@ func startPaths(t *testing.T, servers func(path string) map[string]any) (fast, s
 // stateful fixture of its own (its list-changing tools change a list only
 // the first time), behind a proxy that sees which path each tools/call
 // came by: every check of every scenario has the same status.
-func TestDifferentialConformance(t *testing.T) {
+func TestDifferentialConformance(t *testing.T) { diffConformance(t) }
+
+// The same with the suite's requirements of 2026-07-28: its stateless-era
+// tools/call requests take surface/fast_stateless.go on one Warden and the
+// SDK's stateless handler on the other.
+func TestDifferentialConformance2026(t *testing.T) {
+	diffConformance(t, "--requirements", "2026-07-28")
+}
+
+func diffConformance(t *testing.T, args ...string) {
 	ids := map[string]*callIDs{}
 	fast, sdk := startPaths(t, func(path string) map[string]any {
 		target, err := url.Parse(testenv.StartEverythingServer(t))
@@ -62,9 +71,17 @@ func TestDifferentialConformance(t *testing.T) {
 	fast.WaitReady(t, "everything")
 	sdk.WaitReady(t, "everything")
 	results := map[string]map[string][]string{}
+	answers := map[string]*statelessAnswers{}
 	for name, w := range map[string]*wardentest.Warden{"fast": fast, "sdk": sdk} {
+		answers[name] = &statelessAnswers{}
+		target, err := url.Parse(w.URL("/"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		front := httptest.NewServer(answers[name].observe(httputil.NewSingleHostReverseProxy(target)))
+		t.Cleanup(func() { front.CloseClientConnections(); front.Close() })
 		dir := t.TempDir()
-		passed, failed, _ := testenv.RunConformance(t, w.URL("/mcp/everything"), "-o", dir)
+		passed, failed, _ := testenv.RunConformance(t, front.URL+"/mcp/everything", append([]string{"-o", dir}, args...)...)
 		t.Logf("%s paths: %d passed, %d failed", name, passed, failed)
 		results[name] = readChecks(t, dir)
 	}
@@ -74,6 +91,14 @@ func TestDifferentialConformance(t *testing.T) {
 	for path, want := range map[string]string{"fast": "string", "sdk": "number"} {
 		if kinds := ids[path].kinds(); !slices.Equal(kinds, []string{want}) {
 			t.Errorf("%s: ids of the tools/call requests upstream were of kinds %v: not the path under test", path, kinds)
+		}
+	}
+	if len(args) > 0 { // the suite's stateless-era calls
+		if got := answers["fast"].list(); !slices.Contains(got, "application/json") {
+			t.Errorf("fast paths: stateless-era tools/call answered as %v: none by the fast path", got)
+		}
+		if got := answers["sdk"].list(); !slices.Equal(got, []string{"text/event-stream"}) {
+			t.Errorf("SDK: stateless-era tools/call answered as %v: not by the SDK's handler alone", got)
 		}
 	}
 	for scenario, want := range results["sdk"] {
@@ -305,10 +330,30 @@ func stripIDs(t *testing.T, body string) string {
 
 // callIDs notes the kinds of the ids of the tools/call requests an upstream
 // receives: the fast path's are strings, the SDK client's numbers.
-type callIDs struct {
-	mu   sync.Mutex
-	seen map[string]bool
+// seen is a set of the kinds of something an observer saw.
+type seen struct {
+	mu    sync.Mutex
+	kinds map[string]bool
 }
+
+func (s *seen) add(kind string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.kinds == nil {
+		s.kinds = map[string]bool{}
+	}
+	s.kinds[kind] = true
+}
+
+func (s *seen) list() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Sorted(maps.Keys(s.kinds))
+}
+
+// callIDs sees the kinds of ids of the tools/call requests an upstream
+// gets: strings from upstream/fastcall.go, numbers from the SDK's client.
+type callIDs struct{ seen }
 
 func (c *callIDs) observe(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -323,12 +368,7 @@ func (c *callIDs) observe(next http.Handler) http.Handler {
 				if bytes.HasPrefix(m.ID, []byte(`"`)) {
 					kind = "string"
 				}
-				c.mu.Lock()
-				if c.seen == nil {
-					c.seen = map[string]bool{}
-				}
-				c.seen[kind] = true
-				c.mu.Unlock()
+				c.add(kind)
 			}
 			r.Body = io.NopCloser(bytes.NewReader(body))
 		}
@@ -336,8 +376,34 @@ func (c *callIDs) observe(next http.Handler) http.Handler {
 	})
 }
 
-func (c *callIDs) kinds() []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return slices.Sorted(maps.Keys(c.seen))
+func (c *callIDs) kinds() []string { return c.list() }
+
+// statelessAnswers sees the media types of Warden's 200 OK answers to
+// stateless-era tools/call requests: JSON from surface/fast_stateless.go,
+// an event stream from the SDK's stateless handler (which answers errors
+// with other statuses as JSON).
+type statelessAnswers struct{ seen }
+
+func (a *statelessAnswers) observe(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
+		next.ServeHTTP(sw, r)
+		if r.Header.Get("Mcp-Method") == "tools/call" && r.Header.Get("Mcp-Protocol-Version") >= "2026-07-28" && sw.code == http.StatusOK {
+			mt, _, _ := strings.Cut(w.Header().Get("Content-Type"), ";")
+			a.add(mt)
+		}
+	})
 }
+
+// statusWriter remembers the status written through it.
+type statusWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	s.code = code
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }

@@ -55,7 +55,7 @@ func (v *view) serveFast(w http.ResponseWriter, r *http.Request, l *live, body [
 		return false
 	}
 	var m rpc
-	if json.Unmarshal(body, &m) != nil || m.JSONRPC != "2.0" {
+	if json.Unmarshal(body, &m) != nil || m.JSONRPC != "2.0" || !spelledAsSDK(body, "name", "arguments", "_meta", "inputResponses", "requestState", "requestId", "cursor") {
 		return false // the SDK says what is wrong
 	}
 	switch {
@@ -130,6 +130,30 @@ func (v *view) toolList() json.RawMessage {
 	return v.toolsJSON
 }
 
+// spelledAsSDK reports whether the JSON-RPC message body spells its keys
+// (and those of its params that are named) as the SDK reads them: Go's
+// decoder takes "Method" for "method", the SDK's does not.
+func spelledAsSDK(body []byte, params ...string) bool {
+	var top map[string]json.RawMessage
+	if json.Unmarshal(body, &top) != nil || !exactKeys(top, "jsonrpc", "id", "method", "params") {
+		return false
+	}
+	var p map[string]json.RawMessage
+	return top["params"] == nil || json.Unmarshal(top["params"], &p) != nil || exactKeys(p, params...)
+}
+
+// exactKeys reports whether no key of m matches one of keys but for case.
+func exactKeys(m map[string]json.RawMessage, keys ...string) bool {
+	for k := range m {
+		for _, want := range keys {
+			if k != want && strings.EqualFold(k, want) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // validID reports whether raw is a request id: a string or a number.
 func validID(raw json.RawMessage) bool {
 	return len(raw) > 0 && (raw[0] == '"' || raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9')
@@ -186,6 +210,9 @@ func (r reply) bytes() []byte { return bytes.Join(r, nil) }
 type stream struct {
 	w http.ResponseWriter
 	l *live
+
+	// status is the HTTP status of an answer as JSON (0: 200 OK).
+	status int
 
 	mu      sync.Mutex
 	started bool // event stream headers written
@@ -259,6 +286,9 @@ func (s *stream) finish(r reply) {
 	h := s.w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Content-Length", strconv.Itoa(n))
+	if s.status != 0 {
+		s.w.WriteHeader(s.status)
+	}
 	for _, b := range r {
 		if _, err := s.w.Write(b); err != nil {
 			return

@@ -36,7 +36,8 @@ func (v *view) syncPrompts(server string, old, now *exposed) {
 			params := *r.Params
 			params.Name = upstreamName
 			params.Meta = hopMeta(params.Meta)
-			return inRounds(ctx, v, r.Session, "prompt\x00"+name, &params.RequestState, &params.InputResponses,
+			here, stateless := sessionClient(r.Session)
+			return inRounds(ctx, v, here, stateless, "prompt\x00"+name, &params.RequestState, &params.InputResponses,
 				func(ctx context.Context, c gateway.Client) (res *mcp.GetPromptResult, err error) {
 					err = v.g.Do(ctx, server, c, func(ctx context.Context, cs *mcp.ClientSession) (err error) {
 						res, err = cs.GetPrompt(ctx, &params)
@@ -61,7 +62,8 @@ func (v *view) syncResources(server string, old, now *exposed) {
 	read := func(ctx context.Context, r *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		params := *r.Params
 		params.Meta = hopMeta(params.Meta)
-		return inRounds(ctx, v, r.Session, "resource\x00"+params.URI, &params.RequestState, &params.InputResponses,
+		here, stateless := sessionClient(r.Session)
+		return inRounds(ctx, v, here, stateless, "resource\x00"+params.URI, &params.RequestState, &params.InputResponses,
 			func(ctx context.Context, c gateway.Client) (res *mcp.ReadResourceResult, err error) {
 				err = v.g.Do(ctx, server, c, func(ctx context.Context, cs *mcp.ClientSession) (err error) {
 					res, err = cs.ReadResource(ctx, &params)

@@ -280,30 +280,31 @@ func (c roundClient) Log(_ context.Context, p *mcp.LoggingMessageParams) {
 	}
 }
 
-// inRounds serves a request of ss whose upstream may ask its client for
-// input (tools/call, prompts/get, resources/read), with fn doing it for
-// client c. A 2025 session is asked on its own request's stream; a
-// stateless-era one over rounds, the request naming its round by its
-// request state and answering with its input responses. state and answers
-// point into the params fn sends upstream: they are read, then left as the
-// upstream is to see them (the state is Warden's, not the upstream's, and
-// so are the answers of a later round; a new request's answers, given
-// before anything was asked, are the upstream's to read). bind says what a
-// state is good for; pending makes the input-required result.
+// inRounds serves a request whose upstream may ask its client for input
+// (tools/call, prompts/get, resources/read), with fn doing it for the
+// client. here is the request's client: a 2025 session's is asked on its own
+// request's stream; a stateless-era one's over rounds, the request naming
+// its round by its request state and answering with its input responses.
+// state and answers point into the params fn sends upstream: they are read,
+// then left as the upstream is to see them (the state is Warden's, not the
+// upstream's, and so are the answers of a later round; a new request's
+// answers, given before anything was asked, are the upstream's to read).
+// bind says what a state is good for; pending makes the input-required
+// result.
 func inRounds[R any, P interface {
 	*R
 	mcp.Result
-}](ctx context.Context, v *view, ss *mcp.ServerSession, bind string, state *string, answers *mcp.InputResponseMap,
+}](ctx context.Context, v *view, here gateway.Client, stateless bool, bind string, state *string, answers *mcp.InputResponseMap,
 	fn func(ctx context.Context, c gateway.Client) (P, error), pending func(mcp.InputRequestMap, string) P) (P, error) {
 	roundState, roundAnswers := *state, *answers
 	if roundState != "" {
 		*answers = nil
 	}
 	*state = ""
-	if !isStateless(ss) {
-		return fn(ctx, gateway.SessionClient{ServerSession: ss})
+	if !stateless {
+		return fn(ctx, here)
 	}
-	res, open, next, err := v.rounds.run(ctx, gateway.SessionClient{ServerSession: ss}, v.surface+"\x00"+bind, roundState, roundAnswers,
+	res, open, next, err := v.rounds.run(ctx, here, v.surface+"\x00"+bind, roundState, roundAnswers,
 		func(ctx context.Context, c gateway.Client) (mcp.Result, error) { return fn(ctx, c) })
 	if err != nil {
 		return nil, err
@@ -314,10 +315,17 @@ func inRounds[R any, P interface {
 	return withResultType(res.(P), "complete")
 }
 
-// callRounds runs a stateless-era client's tools/call over its rounds.
-func (v *view) callRounds(ctx context.Context, r *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	p := *r.Params
-	return inRounds(ctx, v, r.Session, "tool\x00"+p.Name, &p.RequestState, &p.InputResponses,
+// sessionClient is the client of a request on ss, and whether ss is of
+// the stateless era.
+func sessionClient(ss *mcp.ServerSession) (gateway.Client, bool) {
+	return gateway.SessionClient{ServerSession: ss}, isStateless(ss)
+}
+
+// callRounds runs a stateless-era client's tools/call over its rounds, for
+// the request's client here (the SDK server's path and the fast path).
+func (v *view) callRounds(ctx context.Context, here gateway.Client, params *mcp.CallToolParamsRaw) (*mcp.CallToolResult, error) {
+	p := *params
+	return inRounds(ctx, v, here, true, "tool\x00"+p.Name, &p.RequestState, &p.InputResponses,
 		func(ctx context.Context, c gateway.Client) (*mcp.CallToolResult, error) {
 			after := &answer.After{}
 			defer after.Run()

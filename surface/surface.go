@@ -157,6 +157,18 @@ func (s *Surfaces) DisableFastPath() { s.noFast.Store(true) }
 // handler.
 func (s *Surfaces) serve(v *view, h endpoint, stateless bool, w http.ResponseWriter, r *http.Request) {
 	if stateless {
+		// Of known length: a body too large is the SDK's to refuse.
+		if r.Method == http.MethodPost && !s.noFast.Load() && r.ContentLength >= 0 && r.ContentLength <= maxBody {
+			body, err := readBody(r)
+			if err != nil {
+				http.Error(w, "reading the request: "+err.Error(), http.StatusBadRequest)
+				return
+			}
+			if v.serveStatelessFast(w, r, body) {
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
 		h.stateless.ServeHTTP(w, r)
 		return
 	}
@@ -165,7 +177,7 @@ func (s *Surfaces) serve(v *view, h endpoint, stateless bool, w http.ResponseWri
 		l.enter()
 		defer l.leave()
 	}
-	if r.Method == http.MethodPost && l != nil && l.ss.Load() != nil && !s.noFast.Load() && fastHeaders(r) { // initialized
+	if r.Method == http.MethodPost && l != nil && l.ss.Load() != nil && !s.noFast.Load() && sessionHeaders(r) { // initialized
 		body, err := readBody(r)
 		if err != nil {
 			http.Error(w, "reading the request: "+err.Error(), http.StatusBadRequest)
@@ -184,12 +196,10 @@ func (s *Surfaces) serve(v *view, h endpoint, stateless bool, w http.ResponseWri
 }
 
 // fastHeaders reports whether a POST's headers are what the SDK's handler
-// accepts without a word (Content-Type, Accept, protocol version, no
-// Last-Event-ID); others go to it, for its answer.
+// accepts without a word (Content-Type, Accept, no Last-Event-ID; the
+// protocol version is each era's to check); others go to it, for its
+// answer.
 func fastHeaders(r *http.Request) bool {
-	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && !slices.Contains(sessionVersions, v) {
-		return false
-	}
 	if mt, _, _ := strings.Cut(r.Header.Get("Content-Type"), ";"); !strings.EqualFold(strings.TrimSpace(mt), "application/json") {
 		return false
 	}
@@ -208,6 +218,13 @@ func fastHeaders(r *http.Request) bool {
 		}
 	}
 	return jsonOK && sseOK && r.Header.Get("Last-Event-ID") == ""
+}
+
+// sessionHeaders reports whether a POST on a session has fastHeaders and a
+// protocol version of the session era, if it names one.
+func sessionHeaders(r *http.Request) bool {
+	v := r.Header.Get("Mcp-Protocol-Version")
+	return (v == "" || slices.Contains(sessionVersions, v)) && fastHeaders(r)
 }
 
 // readBody reads a request body of at most maxBody+1 bytes; a small one of

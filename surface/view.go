@@ -128,8 +128,8 @@ func (v *view) intercept(next mcp.MethodHandler) mcp.MethodHandler {
 }
 
 func (v *view) callTool(ctx context.Context, r *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	if isStateless(r.Session) {
-		return v.callRounds(ctx, r)
+	if here, stateless := sessionClient(r.Session); stateless {
+		return v.callRounds(ctx, here, r.Params)
 	}
 	// A large answer holds its room in the answers' bound until decoded
 	// for the SDK (which sends it after this returns).

@@ -1,0 +1,175 @@
+package surface
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/wardenmcp/warden/gateway"
+	"github.com/wardenmcp/warden/protocol"
+)
+
+// The fast path for a stateless-era tools/call. The SDK's stateless handler
+// builds a session for each request and decodes the request about ten
+// times over, each time with a fresh 32 KiB buffer: a 2026-07-28 client's
+// call cost three times a 2025 one's. A call whose every header and _meta
+// field is as a well-behaved client sends them is served here instead, on
+// the same call path, rounds and policy. Anything else (a field missing or
+// odd, a log level or progress token asked for, a tool that binds its
+// arguments to headers) goes to the SDK's handler, whose checks and answers
+// are the reference: the fast path only takes what it would accept.
+
+// statelessCall is a stateless-era tools/call, decoded in one pass.
+type statelessCall struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Method  string          `json:"method"`
+	Params  struct {
+		mcp.CallToolParamsRaw
+		Meta map[string]json.RawMessage `json:"_meta"` // read first; then into the embedded Meta
+	} `json:"params"`
+}
+
+// serveStatelessFast serves body, a stateless-era POST, if it belongs to
+// the fast path, reporting whether it did.
+func (v *view) serveStatelessFast(w http.ResponseWriter, r *http.Request, body []byte) bool {
+	if r.Header.Get("Mcp-Protocol-Version") != protocol.StatelessSince || r.Header.Get("Mcp-Method") != "tools/call" ||
+		!fastHeaders(r) || len(body) == 0 || body[0] != '{' {
+		return false
+	}
+	var m statelessCall
+	if json.Unmarshal(body, &m) != nil || m.JSONRPC != "2.0" || m.Method != "tools/call" || !validID(m.ID) ||
+		!spelledAsSDK(body, "name", "arguments", "_meta", "inputResponses", "requestState") {
+		return false
+	}
+	p := &m.Params.CallToolParamsRaw
+	if p.Name == "" || r.Header.Get("Mcp-Name") != p.Name || v.bindsHeaders(p.Name) {
+		return false
+	}
+	for k := range r.Header {
+		if strings.HasPrefix(k, "Mcp-Param-") {
+			return false
+		}
+	}
+	caps, ok := statelessMeta(m.Params.Meta)
+	if !ok {
+		return false
+	}
+	meta := mcp.Meta{}
+	for k, raw := range m.Params.Meta {
+		var val any
+		if json.Unmarshal(raw, &val) != nil {
+			return false
+		}
+		meta[k] = val
+	}
+	p.Meta = meta
+
+	st := &stream{w: w}
+	res, err := v.callRounds(r.Context(), statelessClient{st, caps}, p)
+	if err == nil {
+		var b []byte
+		if b, err = json.Marshal(res); err == nil {
+			st.finish(reply{[]byte(`{"jsonrpc":"2.0","id":`), m.ID, []byte(`,"result":`), b, []byte("}")})
+			return true
+		}
+	}
+	st.status = errorStatus(err)
+	st.finish(replyTo(m.ID, nil, err))
+	return true
+}
+
+// errorStatus is the HTTP status the stateless era gives an error answer:
+// 404 for an unknown method, 400 for invalid params, an unsupported
+// protocol version or a capability the client lacks (SEP-2575), else 200.
+func errorStatus(err error) int {
+	var werr *jsonrpc.Error
+	if !errors.As(err, &werr) {
+		return 0
+	}
+	switch werr.Code {
+	case jsonrpc.CodeMethodNotFound:
+		return http.StatusNotFound
+	case jsonrpc.CodeInvalidParams, mcp.CodeUnsupportedProtocolVersion, mcp.CodeMissingRequiredClientCapabilities:
+		return http.StatusBadRequest
+	}
+	return 0
+}
+
+// statelessMeta checks a call's _meta as the SDK's stateless handler
+// would take it without a word, and returns the client's capabilities: the
+// protocol version as in the header, the capabilities an object, the
+// client's info (if given) an object; and no log level or progress token
+// (the SDK sends log messages and progress to such a client; the fast path
+// leaves that to it).
+func statelessMeta(meta map[string]json.RawMessage) (*mcp.ClientCapabilities, bool) {
+	var version string
+	if json.Unmarshal(meta[mcp.MetaKeyProtocolVersion], &version) != nil || version != protocol.StatelessSince {
+		return nil, false
+	}
+	if _, ok := meta[mcp.MetaKeyLogLevel]; ok {
+		return nil, false
+	}
+	if _, ok := meta["progressToken"]; ok {
+		return nil, false
+	}
+	if info, ok := meta[mcp.MetaKeyClientInfo]; ok {
+		var impl mcp.Implementation
+		if !isObject(info) || json.Unmarshal(info, &impl) != nil {
+			return nil, false
+		}
+	}
+	raw := meta[mcp.MetaKeyClientCapabilities]
+	// As the SDK reads them: roots at the top level are the 2026 form.
+	var c struct {
+		mcp.ClientCapabilities
+		Roots *mcp.RootCapabilities `json:"roots,omitempty"`
+	}
+	if !isObject(raw) || json.Unmarshal(raw, &c) != nil {
+		return nil, false
+	}
+	caps := c.ClientCapabilities
+	caps.RootsV2 = c.Roots
+	if c.Roots != nil {
+		caps.Roots = *c.Roots
+	}
+	return &caps, true
+}
+
+func isObject(raw json.RawMessage) bool {
+	raw = bytes.TrimLeft(raw, " \t\r\n")
+	return len(raw) > 0 && raw[0] == '{'
+}
+
+// bindsHeaders reports whether the view's tool name has arguments bound to
+// request headers (x-mcp-header), which the SDK checks against the call.
+func (v *view) bindsHeaders(name string) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return bytes.Contains(v.listed["tool:"+name], []byte("x-mcp-header"))
+}
+
+// statelessClient is a stateless-era request's client, as its rounds see
+// it: what it can answer is what its request says, and it is never asked
+// on its stream (its questions go out as input required).
+type statelessClient struct {
+	*stream
+	caps *mcp.ClientCapabilities
+}
+
+func (c statelessClient) Capabilities() *mcp.ClientCapabilities { return c.caps }
+
+func (c statelessClient) Ask(context.Context, string, mcp.InputRequest) (mcp.InputResponse, error) {
+	return nil, errors.New("a stateless-era client is asked through rounds")
+}
+
+// Log drops the message: the request asked for no log level (see
+// statelessMeta), and so the SDK would send none.
+func (c statelessClient) Log(context.Context, *mcp.LoggingMessageParams) {}
+
+var _ gateway.Client = statelessClient{}
