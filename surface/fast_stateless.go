@@ -10,6 +10,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/wardenmcp/warden/answer"
 	"github.com/wardenmcp/warden/gateway"
 	"github.com/wardenmcp/warden/protocol"
 )
@@ -72,15 +73,16 @@ func (v *view) serveStatelessFast(w http.ResponseWriter, r *http.Request, body [
 
 	st := &stream{w: w}
 	res, err := v.callRounds(r.Context(), statelessClient{st, caps}, p)
+	var raw []byte
 	if err == nil {
-		var b []byte
-		if b, err = json.Marshal(res); err == nil {
-			st.finish(reply{[]byte(`{"jsonrpc":"2.0","id":`), m.ID, []byte(`,"result":`), b, []byte("}")})
-			return true
-		}
+		raw, err = json.Marshal(res)
 	}
-	st.status = errorStatus(err)
-	st.finish(replyTo(m.ID, nil, err))
+	if err != nil {
+		st.status = errorStatus(err)
+		st.finish(replyTo(m.ID, nil, err))
+		return true
+	}
+	st.finish(replyTo(m.ID, &answer.Result{Raw: raw}, nil))
 	return true
 }
 
