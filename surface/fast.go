@@ -134,12 +134,39 @@ func (v *view) toolList() json.RawMessage {
 // (and those of its params that are named) as the SDK reads them: Go's
 // decoder takes "Method" for "method", the SDK's does not.
 func spelledAsSDK(body []byte, params ...string) bool {
+	if tooDeep(body) {
+		return false
+	}
 	var top map[string]json.RawMessage
 	if json.Unmarshal(body, &top) != nil || !exactKeys(top, "jsonrpc", "id", "method", "params") {
 		return false
 	}
 	var p map[string]json.RawMessage
 	return top["params"] == nil || json.Unmarshal(top["params"], &p) != nil || exactKeys(p, params...)
+}
+
+// tooDeep reports whether JSON nests arrays and objects deeper than the
+// SDK's decoder takes (1000; Go's takes 10000), or near it.
+func tooDeep(b []byte) bool {
+	depth, inString, escaped := 0, false, false
+	for _, c := range b {
+		switch {
+		case escaped:
+			escaped = false
+		case inString:
+			escaped = c == '\\'
+			inString = c != '"'
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			if depth++; depth > 900 {
+				return true
+			}
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return false
 }
 
 // exactKeys reports whether no key of m matches one of keys but for case.
@@ -154,9 +181,29 @@ func exactKeys(m map[string]json.RawMessage, keys ...string) bool {
 	return true
 }
 
-// validID reports whether raw is a request id: a string or a number.
+// validID reports whether raw is a request id the SDK would send back
+// byte for byte: an integer of at most 18 digits (the SDK reads numbers as
+// int64: 1.5 comes back as 1, 1e2 as 100), or a string of printable ASCII
+// with nothing to escape. Others go to the SDK.
 func validID(raw json.RawMessage) bool {
-	return len(raw) > 0 && (raw[0] == '"' || raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9')
+	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' {
+		for _, c := range raw[1 : len(raw)-1] {
+			if c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+				return false
+			}
+		}
+		return true
+	}
+	digits := bytes.TrimPrefix(raw, []byte("-"))
+	if len(digits) == 0 || len(digits) > 18 || digits[0] == '0' && (len(digits) > 1 || len(raw) > 1) {
+		return false
+	}
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 func (v *view) fastCall(w http.ResponseWriter, r *http.Request, l *live, id json.RawMessage, p *mcp.CallToolParamsRaw) {
@@ -188,16 +235,27 @@ func replyTo(id json.RawMessage, res *answer.Result, err error) reply {
 	}
 	m := map[string]any{"jsonrpc": "2.0", "id": id}
 	if err != nil {
-		var werr *jsonrpc.Error
-		if !errors.As(err, &werr) {
-			werr = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
-		}
-		m["error"] = werr
+		m["error"] = wireError(err)
 	} else {
 		m["result"] = res
 	}
 	b, _ := json.Marshal(m)
 	return reply{b}
+}
+
+// wireError is err as the SDK's server sends it: a JSON-RPC error as it
+// is; another with its message and the code of a JSON-RPC error it wraps
+// (0 for none).
+func wireError(err error) *jsonrpc.Error {
+	if werr, ok := err.(*jsonrpc.Error); ok {
+		return werr
+	}
+	out := &jsonrpc.Error{Message: err.Error()}
+	var inner *jsonrpc.Error
+	if errors.As(err, &inner) {
+		out.Code = inner.Code
+	}
+	return out
 }
 
 // reply is a JSON message in pieces.

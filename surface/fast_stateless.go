@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"reflect"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -75,6 +76,15 @@ func (v *view) serveStatelessFast(w http.ResponseWriter, r *http.Request, body [
 	res, err := v.callRounds(r.Context(), statelessClient{st, caps}, p)
 	var raw []byte
 	if err == nil {
+		// As the SDK's server does for a stateless-era result (SEP-2575).
+		m := res.GetMeta()
+		if m == nil {
+			m = map[string]any{}
+		}
+		if _, ok := m[mcp.MetaKeyServerInfo]; !ok {
+			m[mcp.MetaKeyServerInfo] = v.impl
+			res.SetMeta(m)
+		}
 		raw, err = json.Marshal(res)
 	}
 	if err != nil {
@@ -122,7 +132,7 @@ func statelessMeta(meta map[string]json.RawMessage) (*mcp.ClientCapabilities, bo
 	}
 	if info, ok := meta[mcp.MetaKeyClientInfo]; ok {
 		var impl mcp.Implementation
-		if !isObject(info) || json.Unmarshal(info, &impl) != nil {
+		if !isObject(info) || !caseSafe(info) || json.Unmarshal(info, &impl) != nil {
 			return nil, false
 		}
 	}
@@ -132,7 +142,7 @@ func statelessMeta(meta map[string]json.RawMessage) (*mcp.ClientCapabilities, bo
 		mcp.ClientCapabilities
 		Roots *mcp.RootCapabilities `json:"roots,omitempty"`
 	}
-	if !isObject(raw) || json.Unmarshal(raw, &c) != nil {
+	if !isObject(raw) || !caseSafe(raw) || json.Unmarshal(raw, &c) != nil {
 		return nil, false
 	}
 	caps := c.ClientCapabilities
@@ -141,6 +151,73 @@ func statelessMeta(meta map[string]json.RawMessage) (*mcp.ClientCapabilities, bo
 		caps.Roots = *c.Roots
 	}
 	return &caps, true
+}
+
+// caseSafe reports whether no object key in raw, at any depth, is a case
+// variant of a field name of the client's capabilities or info: Go's
+// decoder takes "Elicitation" for "elicitation", the SDK's does not read
+// _meta's values so.
+func caseSafe(raw json.RawMessage) bool {
+	var v any
+	return json.Unmarshal(raw, &v) == nil && caseSafeValue(v)
+}
+
+func caseSafeValue(v any) bool {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, val := range x {
+			for _, name := range metaFieldNames {
+				if k != name && strings.EqualFold(k, name) {
+					return false
+				}
+			}
+			if !caseSafeValue(val) {
+				return false
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if !caseSafeValue(e) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// metaFieldNames are the JSON names of the fields of the types a
+// stateless-era client's capabilities and info decode into.
+var metaFieldNames = jsonNames(reflect.TypeFor[mcp.ClientCapabilities](), reflect.TypeFor[mcp.Implementation]())
+
+// jsonNames collects the JSON names of the fields of types and of the
+// types they hold.
+func jsonNames(types ...reflect.Type) []string {
+	var names []string
+	seen := map[reflect.Type]bool{}
+	var walk func(t reflect.Type)
+	walk = func(t reflect.Type) {
+		for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Array || t.Kind() == reflect.Map {
+			t = t.Elem()
+		}
+		if t.Kind() != reflect.Struct || seen[t] {
+			return
+		}
+		seen[t] = true
+		for f := range t.Fields() {
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if name == "" {
+				name = f.Name
+			}
+			if name != "-" && !(f.Anonymous && f.Tag.Get("json") == "") {
+				names = append(names, name)
+			}
+			walk(f.Type)
+		}
+	}
+	for _, t := range types {
+		walk(t)
+	}
+	return names
 }
 
 func isObject(raw json.RawMessage) bool {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/wardenmcp/warden/internal/fixture"
 )
 
 // The stateless fast path (fast_stateless.go) takes only the calls the
@@ -24,18 +25,24 @@ import (
 // error the era gives a status of its own (an unknown tool: 400) is JSON
 // on both paths.
 func TestStatelessFastPathAnswersAsTheSDK(t *testing.T) {
-	fast, sdk := newEnv(t, headerBound(t), 0, 0), newEnv(t, headerBound(t), 0, 0)
+	servers := func() string {
+		return fmt.Sprintf(`{"hb": {"url": %q, "trusted": true}, "fx": {"url": %q, "trusted": true}}`, headerBound(t), fixture.NewServer(fixture.Options{}).Serve(t))
+	}
+	fast, sdk := newEnv(t, servers(), 0, 0), newEnv(t, servers(), 0, 0)
 	sdk.S.DisableFastPath()
-	fast.WaitListed(t, "hb")
-	sdk.WaitListed(t, "hb")
+	for _, e := range []*env{fast, sdk} {
+		e.WaitListed(t, "hb")
+		e.WaitListed(t, "fx")
+	}
 
 	meta := func(extra string) string {
 		return `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"},` +
 			`"io.modelcontextprotocol/clientCapabilities":{"roots":{}}` + extra + `}`
 	}
-	call := func(tool, args, meta string) string {
-		return `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"` + tool + `","arguments":` + args + `,` + meta + `}}`
+	callID := func(id, tool, args, meta string) string {
+		return `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"` + tool + `","arguments":` + args + `,` + meta + `}}`
 	}
+	call := func(tool, args, meta string) string { return callID("7", tool, args, meta) }
 	with := func(h map[string]string, k, v string) map[string]string {
 		h = maps.Clone(h)
 		if v == "" {
@@ -45,6 +52,7 @@ func TestStatelessFastPathAnswersAsTheSDK(t *testing.T) {
 		}
 		return h
 	}
+	deep := strings.Repeat("[", 1001) + strings.Repeat("]", 1001)
 	cases := []struct {
 		name    string
 		body    string
@@ -52,6 +60,18 @@ func TestStatelessFastPathAnswersAsTheSDK(t *testing.T) {
 		fast    bool // answered by the fast path as JSON where the SDK streams
 	}{
 		{"a plain call", call("echo", `{"x":1}`, meta("")), stateless("echo"), true},
+		{"a string id", callID(`"call-1"`, "echo", `{}`, meta("")), stateless("echo"), true},
+		{"a 2025 upstream's result, which names no server", call("fx", `{}`, meta("")), stateless("fx"), true},
+		{"an id with a fraction", callID("1.5", "echo", `{}`, meta("")), stateless("echo"), false},
+		{"an id with an exponent", callID("1e2", "echo", `{}`, meta("")), stateless("echo"), false},
+		{"an id of minus zero", callID("-0", "echo", `{}`, meta("")), stateless("echo"), false},
+		{"an id beyond int64", callID("123456789012345678901", "echo", `{}`, meta("")), stateless("echo"), false},
+		{"an id with an escape", callID(`"\u0041"`, "echo", `{}`, meta("")), stateless("echo"), false},
+		{"arguments nested 1001 deep", call("echo", `{"x":`+deep+`}`, meta("")), stateless("echo"), false},
+		{"a capability spelled in capitals", call("echo", `{}`, strings.Replace(meta(""), `"roots":{}`, `"Elicitation":{}`, 1)), stateless("echo"), false},
+		{"a capability twice, once in capitals", call("echo", `{}`, strings.Replace(meta(""), `"roots":{}`, `"elicitation":{},"ELICITATION":null`, 1)), stateless("echo"), false},
+		{"a Content-Type with a broken parameter", call("echo", `{}`, meta("")), with(stateless("echo"), "Content-Type", "application/json; charset"), false},
+		{"an empty Last-Event-ID", call("echo", `{}`, meta("")), with(stateless("echo"), "Last-Event-ID", " "), false},
 		{"a call of a tool unknown", call("nosuch", `{}`, meta("")), stateless("nosuch"), false},
 		{"an upstream's JSON-RPC error", call("fail", `{}`, meta("")), stateless("fail"), true},
 		{"a log level asked for", call("echo", `{}`, meta(`,"io.modelcontextprotocol/logLevel":"debug"`)), stateless("echo"), false},
@@ -68,6 +88,10 @@ func TestStatelessFastPathAnswersAsTheSDK(t *testing.T) {
 	for _, c := range cases {
 		fr, fb := rawPost(t, fast.URL+"/mcp/hb", c.body, c.headers)
 		sr, sb := rawPost(t, sdk.URL+"/mcp/hb", c.body, c.headers)
+		if strings.Contains(c.name, "2025 upstream") {
+			fr, fb = rawPost(t, fast.URL+"/mcp/fx", strings.Replace(c.body, `"fx"`, `"echo"`, 1), stateless("echo"))
+			sr, sb = rawPost(t, sdk.URL+"/mcp/fx", strings.Replace(c.body, `"fx"`, `"echo"`, 1), stateless("echo"))
+		}
 		if fr.StatusCode != sr.StatusCode || message(t, fb) != message(t, sb) {
 			t.Errorf("%s: the fast paths answer %d %s\nthe SDK %d %s", c.name, fr.StatusCode, fb, sr.StatusCode, sb)
 		}
@@ -98,8 +122,8 @@ func message(t *testing.T, body string) string {
 
 // headerBound serves a Go SDK server ("hb") of three tools: echo, fail
 // (a JSON-RPC error of its own) and where, whose argument region is bound
-// to the header Mcp-Param-Region (x-mcp-header); it answers the servers'
-// JSON of a config.
+// to the header Mcp-Param-Region (x-mcp-header), in the stateless era; it
+// answers its URL.
 func headerBound(t testing.TB) string {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "hb", Version: "1"}, nil)
 	echo := func(_ context.Context, r *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -113,19 +137,34 @@ func headerBound(t testing.TB) string {
 	srv.AddTool(&mcp.Tool{Name: "where", InputSchema: json.RawMessage(`{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}}}`)}, echo)
 	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Stateless: true}))
 	t.Cleanup(ts.Close)
-	return fmt.Sprintf(`{"hb": {"url": %q, "trusted": true}}`, ts.URL)
+	return ts.URL
 }
 
 // FuzzStatelessCall posts whatever body as a stateless-era tools/call of
-// echo, to surfaces with the fast paths and to surfaces without: both give
-// the same status and the same message.
+// echo, with the headers a well-behaved client sends or one of them
+// otherwise (hdr picks which), to surfaces with the fast paths and to
+// surfaces without: both give the same status and the same message.
 func FuzzStatelessCall(f *testing.F) {
-	fast, sdk := newEnv(f, headerBound(f), 0, 0), newEnv(f, headerBound(f), 0, 0)
+	servers := func() string { return fmt.Sprintf(`{"hb": {"url": %q, "trusted": true}}`, headerBound(f)) }
+	fast, sdk := newEnv(f, servers(), 0, 0), newEnv(f, servers(), 0, 0)
 	sdk.S.DisableFastPath()
 	fast.WaitListed(f, "hb")
 	sdk.WaitListed(f, "hb")
+	variants := []map[string]string{
+		{},
+		{"Content-Type": "application/json; charset=utf-8"},
+		{"Content-Type": "application/json; charset"},
+		{"Content-Type": "Application/JSON"},
+		{"Accept": "application/json"},
+		{"Accept": "*/*"},
+		{"Last-Event-ID": " "},
+		{"Mcp-Name": "ECHO"},
+		{"Mcp-Method": "tools/list"},
+		{"Mcp-Protocol-Version": "2025-11-25"},
+		{"Mcp-Param-Region": "x"},
+	}
 	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
-	for _, seed := range []string{
+	for i, seed := range []string{
 		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"a":[1,"2"]},` + meta + `}}`,
 		`{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"name":"echo",` + meta + `}}`,
 		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","requestState":"a.1.b",` + meta + `}}`,
@@ -133,13 +172,19 @@ func FuzzStatelessCall(f *testing.F) {
 		`{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{"name":"echo",` + meta + `}}`,
 		`[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo",` + meta + `}}]`,
 	} {
-		f.Add([]byte(seed))
+		for v := range variants {
+			if v == 0 || v == i+1 {
+				f.Add(uint8(v), []byte(seed))
+			}
+		}
 	}
-	f.Fuzz(func(t *testing.T, body []byte) {
-		fr, fb := rawPost(t, fast.URL+"/mcp/hb", string(body), stateless("echo"))
-		sr, sb := rawPost(t, sdk.URL+"/mcp/hb", string(body), stateless("echo"))
+	f.Fuzz(func(t *testing.T, hdr uint8, body []byte) {
+		headers := stateless("echo")
+		maps.Copy(headers, variants[int(hdr)%len(variants)])
+		fr, fb := rawPost(t, fast.URL+"/mcp/hb", string(body), headers)
+		sr, sb := rawPost(t, sdk.URL+"/mcp/hb", string(body), headers)
 		if fr.StatusCode != sr.StatusCode || message(t, fb) != message(t, sb) {
-			t.Errorf("%q: the fast paths answer %d %s\nthe SDK %d %s", body, fr.StatusCode, fb, sr.StatusCode, sb)
+			t.Errorf("%q with %v: the fast paths answer %d %s\nthe SDK %d %s", body, headers, fr.StatusCode, fb, sr.StatusCode, sb)
 		}
 	})
 }

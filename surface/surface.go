@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"mime"
 	"net/http"
 	"slices"
 	"strings"
@@ -200,7 +201,7 @@ func (s *Surfaces) serve(v *view, h endpoint, stateless bool, w http.ResponseWri
 // protocol version is each era's to check); others go to it, for its
 // answer.
 func fastHeaders(r *http.Request) bool {
-	if mt, _, _ := strings.Cut(r.Header.Get("Content-Type"), ";"); !strings.EqualFold(strings.TrimSpace(mt), "application/json") {
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
 		return false
 	}
 	var jsonOK, sseOK bool
@@ -217,7 +218,7 @@ func fastHeaders(r *http.Request) bool {
 			}
 		}
 	}
-	return jsonOK && sseOK && r.Header.Get("Last-Event-ID") == ""
+	return jsonOK && sseOK && len(r.Header.Values("Last-Event-ID")) == 0
 }
 
 // sessionHeaders reports whether a POST on a session has fastHeaders and a

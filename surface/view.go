@@ -31,6 +31,7 @@ type view struct {
 	single  string
 	surface string // "mcp" or "mcp/<server>": recorded with each call
 	srv     *mcp.Server
+	impl    *mcp.Implementation // srv's: stateless-era results name it (fast_stateless.go)
 	log     *slog.Logger
 
 	mu        sync.Mutex
@@ -78,7 +79,8 @@ func newView(g *gateway.Gateway, single string, log *slog.Logger, version string
 		v.surface = "mcp/" + single
 	}
 	v.log = log.With("endpoint", "/"+v.surface)
-	v.srv = mcp.NewServer(&mcp.Implementation{Name: "warden", Title: "Warden MCP gateway", Version: version}, &mcp.ServerOptions{
+	v.impl = &mcp.Implementation{Name: "warden", Title: "Warden MCP gateway", Version: version}
+	v.srv = mcp.NewServer(v.impl, &mcp.ServerOptions{
 		Logger:                    sdkLog(log, "/"+v.surface),
 		HasTools:                  true,
 		HasPrompts:                true,
