@@ -24,9 +24,9 @@ const answersMemoryLimit = 2 * upstream.DefaultAnswersTotal
 // n Go would use: half, at least one. A call through Warden is a few
 // reads and writes handed between goroutines; with a processor idle
 // beside each one, Go wakes a thread for each hand-off and parks it again,
-// which cost more than the call's own work (BenchmarkToolCall: a third
-// less added latency on 2 CPUs with one, and no less throughput at 16
-// clients). The other half is left to the stdio servers Warden starts and
+// which cost more than the call's own work (BenchmarkToolCall on 2 CPUs,
+// with one: 0.73x to 0.92x the added latency, and no less throughput at
+// 16 clients). The other half is left to the stdio servers Warden starts and
 // to its clients, usually on the same machine. GOMAXPROCS overrides it.
 func daemonProcs(n int) int { return max(1, n/2) }
 
