@@ -130,52 +130,69 @@ func (v *view) toolList() json.RawMessage {
 	return v.toolsJSON
 }
 
-// spelledAsSDK reports whether the JSON-RPC message body spells its keys
-// (and those of its params that are named) as the SDK reads them: Go's
-// decoder takes "Method" for "method", the SDK's does not.
+// spelledAsSDK reports whether body, a JSON-RPC message already found to
+// be valid JSON, is one the SDK reads as Go's decoder does, in one pass:
+// its keys and those of its params named here spelled as named (Go's
+// decoder takes "Method" for "method", the SDK's does not), no key with
+// an escape in it, and nested no deeper than near the SDK's limit (1000;
+// Go's is 10000). Whatever is not goes to the SDK.
 func spelledAsSDK(body []byte, params ...string) bool {
-	if tooDeep(body) {
-		return false
-	}
-	var top map[string]json.RawMessage
-	if json.Unmarshal(body, &top) != nil || !exactKeys(top, "jsonrpc", "id", "method", "params") {
-		return false
-	}
-	var p map[string]json.RawMessage
-	return top["params"] == nil || json.Unmarshal(top["params"], &p) != nil || exactKeys(p, params...)
-}
-
-// tooDeep reports whether JSON nests arrays and objects deeper than the
-// SDK's decoder takes (1000; Go's takes 10000), or near it.
-func tooDeep(b []byte) bool {
-	depth, inString, escaped := 0, false, false
-	for _, c := range b {
-		switch {
-		case escaped:
-			escaped = false
-		case inString:
-			escaped = c == '\\'
-			inString = c != '"'
-		case c == '"':
-			inString = true
-		case c == '{' || c == '[':
-			if depth++; depth > 900 {
-				return true
-			}
-		case c == '}' || c == ']':
-			depth--
-		}
-	}
-	return false
-}
-
-// exactKeys reports whether no key of m matches one of keys but for case.
-func exactKeys(m map[string]json.RawMessage, keys ...string) bool {
-	for k := range m {
-		for _, want := range keys {
-			if k != want && strings.EqualFold(k, want) {
+	const maxDepth = 900
+	var open []byte     // the containers open: '{' or '['
+	key := false        // the next string is an object's key
+	topKey := ""        // the last key of the message object
+	paramsOpen := false // the second container open is the params object
+	for i := 0; i < len(body); i++ {
+		switch c := body[i]; c {
+		case '{', '[':
+			if len(open) == maxDepth {
 				return false
 			}
+			if len(open) == 1 {
+				paramsOpen = c == '{' && open[0] == '{' && topKey == "params"
+			}
+			open = append(open, c)
+			key = c == '{'
+		case '}', ']':
+			open = open[:len(open)-1]
+			key = false
+		case ',':
+			key = len(open) > 0 && open[len(open)-1] == '{'
+		case '"':
+			end, escaped := i+1, false
+			for {
+				end += bytes.IndexAny(body[end:], `"\`)
+				if body[end] == '"' {
+					break
+				}
+				escaped = true
+				end += 2
+			}
+			top, inParams := len(open) == 1 && open[0] == '{', len(open) == 2 && paramsOpen
+			if key && (top || inParams) {
+				k := string(body[i+1 : end])
+				switch {
+				case escaped:
+					return false
+				case top && !exactKey(k, "jsonrpc", "id", "method", "params"),
+					inParams && !exactKey(k, params...):
+					return false
+				case top:
+					topKey = k
+				}
+			}
+			key = false
+			i = end
+		}
+	}
+	return true
+}
+
+// exactKey reports whether k matches none of keys but for case.
+func exactKey(k string, keys ...string) bool {
+	for _, want := range keys {
+		if k != want && strings.EqualFold(k, want) {
+			return false
 		}
 	}
 	return true
