@@ -37,11 +37,11 @@ type statelessCall struct {
 	} `json:"params"`
 }
 
-// serveStatelessFast serves body, a stateless-era POST, if it belongs to
-// the fast path, reporting whether it did.
+// serveStatelessFast serves body, a stateless-era POST with
+// statelessHeaders, if it belongs to the fast path, reporting whether it
+// did.
 func (v *view) serveStatelessFast(w http.ResponseWriter, r *http.Request, body []byte) bool {
-	if r.Header.Get("Mcp-Protocol-Version") != protocol.StatelessSince || r.Header.Get("Mcp-Method") != "tools/call" ||
-		!fastHeaders(r) || len(body) == 0 || body[0] != '{' {
+	if len(body) == 0 || body[0] != '{' {
 		return false
 	}
 	var m statelessCall
@@ -58,10 +58,6 @@ func (v *view) serveStatelessFast(w http.ResponseWriter, r *http.Request, body [
 			return false
 		}
 	}
-	caps, ok := statelessMeta(m.Params.Meta)
-	if !ok {
-		return false
-	}
 	meta := mcp.Meta{}
 	for k, raw := range m.Params.Meta {
 		var val any
@@ -70,6 +66,10 @@ func (v *view) serveStatelessFast(w http.ResponseWriter, r *http.Request, body [
 		}
 		meta[k] = val
 	}
+	caps, ok := statelessMeta(m.Params.Meta, meta)
+	if !ok {
+		return false
+	}
 	p.Meta = meta
 
 	st := &stream{w: w}
@@ -77,13 +77,13 @@ func (v *view) serveStatelessFast(w http.ResponseWriter, r *http.Request, body [
 	var raw []byte
 	if err == nil {
 		// As the SDK's server does for a stateless-era result (SEP-2575).
-		m := res.GetMeta()
-		if m == nil {
-			m = map[string]any{}
+		resMeta := res.GetMeta()
+		if resMeta == nil {
+			resMeta = map[string]any{}
 		}
-		if _, ok := m[mcp.MetaKeyServerInfo]; !ok {
-			m[mcp.MetaKeyServerInfo] = v.impl
-			res.SetMeta(m)
+		if _, ok := resMeta[mcp.MetaKeyServerInfo]; !ok {
+			resMeta[mcp.MetaKeyServerInfo] = v.impl
+			res.SetMeta(resMeta)
 		}
 		raw, err = json.Marshal(res)
 	}
@@ -118,8 +118,8 @@ func errorStatus(err error) int {
 // protocol version as in the header, the capabilities an object, the
 // client's info (if given) an object; and no log level or progress token
 // (the SDK sends log messages and progress to such a client; the fast path
-// leaves that to it).
-func statelessMeta(meta map[string]json.RawMessage) (*mcp.ClientCapabilities, bool) {
+// leaves that to it). decoded is meta's values decoded.
+func statelessMeta(meta map[string]json.RawMessage, decoded mcp.Meta) (*mcp.ClientCapabilities, bool) {
 	var version string
 	if json.Unmarshal(meta[mcp.MetaKeyProtocolVersion], &version) != nil || version != protocol.StatelessSince {
 		return nil, false
@@ -132,7 +132,7 @@ func statelessMeta(meta map[string]json.RawMessage) (*mcp.ClientCapabilities, bo
 	}
 	if info, ok := meta[mcp.MetaKeyClientInfo]; ok {
 		var impl mcp.Implementation
-		if !isObject(info) || !caseSafe(info) || json.Unmarshal(info, &impl) != nil {
+		if !isObject(info) || !caseSafe(decoded[mcp.MetaKeyClientInfo]) || json.Unmarshal(info, &impl) != nil {
 			return nil, false
 		}
 	}
@@ -142,7 +142,7 @@ func statelessMeta(meta map[string]json.RawMessage) (*mcp.ClientCapabilities, bo
 		mcp.ClientCapabilities
 		Roots *mcp.RootCapabilities `json:"roots,omitempty"`
 	}
-	if !isObject(raw) || !caseSafe(raw) || json.Unmarshal(raw, &c) != nil {
+	if !isObject(raw) || !caseSafe(decoded[mcp.MetaKeyClientCapabilities]) || json.Unmarshal(raw, &c) != nil {
 		return nil, false
 	}
 	caps := c.ClientCapabilities
@@ -153,16 +153,11 @@ func statelessMeta(meta map[string]json.RawMessage) (*mcp.ClientCapabilities, bo
 	return &caps, true
 }
 
-// caseSafe reports whether no object key in raw, at any depth, is a case
-// variant of a field name of the client's capabilities or info: Go's
-// decoder takes "Elicitation" for "elicitation", the SDK's does not read
-// _meta's values so.
-func caseSafe(raw json.RawMessage) bool {
-	var v any
-	return json.Unmarshal(raw, &v) == nil && caseSafeValue(v)
-}
-
-func caseSafeValue(v any) bool {
+// caseSafe reports whether no object key in v (JSON decoded), at any
+// depth, is a case variant of a field name of the client's capabilities or
+// info: Go's decoder takes "Elicitation" for "elicitation", the SDK's does
+// not read _meta's values so.
+func caseSafe(v any) bool {
 	switch x := v.(type) {
 	case map[string]any:
 		for k, val := range x {
@@ -171,13 +166,13 @@ func caseSafeValue(v any) bool {
 					return false
 				}
 			}
-			if !caseSafeValue(val) {
+			if !caseSafe(val) {
 				return false
 			}
 		}
 	case []any:
 		for _, e := range x {
-			if !caseSafeValue(e) {
+			if !caseSafe(e) {
 				return false
 			}
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/wardenmcp/warden/config"
 	"github.com/wardenmcp/warden/gateway"
+	"github.com/wardenmcp/warden/protocol"
 )
 
 // Surfaces holds the aggregated view and one view per server, and serves them
@@ -159,16 +160,9 @@ func (s *Surfaces) DisableFastPath() { s.noFast.Store(true) }
 func (s *Surfaces) serve(v *view, h endpoint, stateless bool, w http.ResponseWriter, r *http.Request) {
 	if stateless {
 		// Of known length: a body too large is the SDK's to refuse.
-		if r.Method == http.MethodPost && !s.noFast.Load() && r.ContentLength >= 0 && r.ContentLength <= maxBody {
-			body, err := readBody(r)
-			if err != nil {
-				http.Error(w, "reading the request: "+err.Error(), http.StatusBadRequest)
-				return
-			}
-			if v.serveStatelessFast(w, r, body) {
-				return
-			}
-			r.Body = io.NopCloser(bytes.NewReader(body))
+		if r.Method == http.MethodPost && !s.noFast.Load() && r.ContentLength >= 0 && r.ContentLength <= maxBody && statelessHeaders(r) &&
+			offerFast(w, r, func(body []byte) bool { return v.serveStatelessFast(w, r, body) }) {
+			return
 		}
 		h.stateless.ServeHTTP(w, r)
 		return
@@ -178,22 +172,31 @@ func (s *Surfaces) serve(v *view, h endpoint, stateless bool, w http.ResponseWri
 		l.enter()
 		defer l.leave()
 	}
-	if r.Method == http.MethodPost && l != nil && l.ss.Load() != nil && !s.noFast.Load() && sessionHeaders(r) { // initialized
-		body, err := readBody(r)
-		if err != nil {
-			http.Error(w, "reading the request: "+err.Error(), http.StatusBadRequest)
-			return
-		}
-		if len(body) > maxBody {
-			http.Error(w, "request body larger than 4 MiB", http.StatusRequestEntityTooLarge)
-			return
-		}
-		if v.serveFast(w, r, l, body) {
-			return
-		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
+	if r.Method == http.MethodPost && l != nil && l.ss.Load() != nil && !s.noFast.Load() && sessionHeaders(r) && // initialized
+		offerFast(w, r, func(body []byte) bool { return v.serveFast(w, r, l, body) }) {
+		return
 	}
 	h.sessions.ServeHTTP(w, r)
+}
+
+// offerFast reads a POST's body and offers it to fast, a fast path,
+// reporting whether the request is answered: by fast, or refused for its
+// body. Otherwise the body is put back for the SDK.
+func offerFast(w http.ResponseWriter, r *http.Request, fast func(body []byte) bool) bool {
+	body, err := readBody(r)
+	if err != nil {
+		http.Error(w, "reading the request: "+err.Error(), http.StatusBadRequest)
+		return true
+	}
+	if len(body) > maxBody {
+		http.Error(w, "request body larger than 4 MiB", http.StatusRequestEntityTooLarge)
+		return true
+	}
+	if fast(body) {
+		return true
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	return false
 }
 
 // fastHeaders reports whether a POST's headers are what the SDK's handler
@@ -226,6 +229,12 @@ func fastHeaders(r *http.Request) bool {
 func sessionHeaders(r *http.Request) bool {
 	v := r.Header.Get("Mcp-Protocol-Version")
 	return (v == "" || slices.Contains(sessionVersions, v)) && fastHeaders(r)
+}
+
+// statelessHeaders reports whether a stateless-era POST has fastHeaders and
+// is a tools/call of the revision the fast path serves.
+func statelessHeaders(r *http.Request) bool {
+	return r.Header.Get("Mcp-Protocol-Version") == protocol.StatelessSince && r.Header.Get("Mcp-Method") == "tools/call" && fastHeaders(r)
 }
 
 // readBody reads a request body of at most maxBody+1 bytes; a small one of
