@@ -109,7 +109,6 @@ func (g *Gateway) Reconcile(servers map[string]*config.Server) {
 	for _, c := range ch.gone {
 		if _, live := g.Conn(c.Name); !live {
 			g.deps.Metrics.Forget(c.Name) // gone from the config: no stale series
-			g.inv.forget(c.Name)
 			g.inv.removed(c.Name)
 		}
 	}

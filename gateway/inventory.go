@@ -177,16 +177,6 @@ func (s *inventories) seed(server string, inv *upstream.Inventory) {
 	s.mu.Unlock()
 }
 
-// forgetInventory drops a removed server's inventory; the caller tells the
-// views (removed servers always are: their own endpoints close).
-func (s *inventories) forget(server string) {
-	s.mu.Lock()
-	if e := s.by[server]; e != nil {
-		e.inv = nil
-	}
-	s.mu.Unlock()
-}
-
 // changed gives server a new version and tells the views, once per change;
 // a server with nothing listed, whose views show nothing already, gives
 // them nothing to redo (a server starting, before its first listing).
@@ -200,11 +190,13 @@ func (s *inventories) changed(server string) {
 	s.version(server, e)
 }
 
-// removed gives a removed server a new version and tells the views, which
-// forget it.
+// removed drops a removed server's inventory, gives it a new version and
+// tells the views, which forget it (its own endpoint closes).
 func (s *inventories) removed(server string) {
 	s.mu.Lock()
-	s.version(server, s.entry(server))
+	e := s.entry(server)
+	e.inv = nil
+	s.version(server, e)
 }
 
 // version versions e and tells the views of server; the caller holds s.mu,
