@@ -72,20 +72,32 @@ var isoAttempts = []string{
 	"read_token", "read_store", "read_config", "read_other_log", "list_state_dir",
 	"read_warden_environ", "read_warden_memory", "env_has_other_secret", "env_has_warden_vars",
 	"api_with_found_token", "api_with_stolen_token", "approve_self",
+	"read_other_environ", "signal_other", "has_capabilities",
 }
 
 // A hostile stdio server, quarantined and then approved, tries to read
 // Warden's token, store, config, another server's log, Warden's environment
 // and memory, to find another server's secret in its own environment, to use
 // the operator API with a token it found or was given, and to approve
-// itself. Under the default isolation every attempt fails; with isolation
-// off (WARDEN_ISOLATION=off) every one of them succeeds, which shows the
+// itself; and to read another server's environment, signal it, and hold
+// capabilities. Under the default isolation every attempt fails, also when
+// Warden runs as an ordinary user ("unprivileged", when the tests run as
+// root; otherwise "default" is that); with isolation off
+// (WARDEN_ISOLATION=off) every one of them succeeds, which shows the
 // attempts are real.
 func TestIsolationHostileServer(t *testing.T) {
-	intruder := testenv.BuildBinary(t, "./internal/fixture/cmd/intruder")
-	for _, mode := range []string{"default", "off"} {
+	built := testenv.BuildBinary(t, "./internal/fixture/cmd/intruder")
+	modes := []string{"default", "off"}
+	if os.Geteuid() == 0 {
+		modes = append(modes, "unprivileged")
+	}
+	for _, mode := range modes {
 		t.Run(mode, func(t *testing.T) {
-			dir := t.TempDir()
+			dir, intruder, uid := t.TempDir(), built, -1
+			if mode == "unprivileged" {
+				dir, uid = worldDir(t), nobody
+				intruder = copyBinary(t, built, filepath.Join(dir, "intruder"))
+			}
 			work := filepath.Join(dir, "work")
 			if err := os.Mkdir(work, 0o755); err != nil {
 				t.Fatal(err)
@@ -105,7 +117,7 @@ func TestIsolationHostileServer(t *testing.T) {
 			if mode == "off" {
 				env = append(env, "WARDEN_ISOLATION=off")
 			}
-			w := isoStartAt(t, dir, listen, servers, env...)
+			w := isoStartAs(t, dir, listen, servers, uid, env...)
 			wardentest.WaitFor(t, 20*time.Second, "the victim's log", func() bool {
 				fi, err := os.Stat(filepath.Join(w.state, "logs", "victim.log"))
 				return err == nil && fi.Size() > 0
@@ -154,6 +166,16 @@ func TestIsolationHostileServer(t *testing.T) {
 }
 
 func isoStartAt(t *testing.T, dir, listen string, servers map[string]any, env ...string) *isoWarden {
+	return isoStartAs(t, dir, listen, servers, -1, env...)
+}
+
+// nobody is the ordinary user the "unprivileged" runs take when the tests
+// run as root.
+const nobody = 65534
+
+// isoStartAs starts Warden as user uid (and its group), or as the test's
+// user when uid is -1; dir must then be the user's to write (worldDir).
+func isoStartAs(t *testing.T, dir, listen string, servers map[string]any, uid int, env ...string) *isoWarden {
 	t.Helper()
 	w := &isoWarden{t: t, bin: testenv.BuildBinary(t, "./cmd/warden"),
 		cfg: filepath.Join(dir, "config", "config.json"), state: filepath.Join(dir, "state"), listen: listen}
@@ -166,10 +188,45 @@ func isoStartAt(t *testing.T, dir, listen string, servers map[string]any, env ..
 		t.Fatal(err)
 	}
 	cmd := exec.Command(w.bin, "serve")
+	if uid >= 0 {
+		cmd.Path = copyBinary(t, w.bin, filepath.Join(dir, "warden"))
+		if err := filepath.Walk(dir, func(path string, _ os.FileInfo, err error) error {
+			return cmp.Or(err, os.Lchown(path, uid, uid))
+		}); err != nil {
+			t.Fatal(err)
+		}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}}
+	}
 	cmd.Env = append(os.Environ(), append(env, "WARDEN_CONFIG="+w.cfg, "WARDEN_STATE_DIR="+w.state)...)
 	w.proc = testenv.StartProcess(t, cmd)
 	testenv.WaitHTTP(t, "http://"+w.listen+"/healthz", 20*time.Second)
 	return w
+}
+
+// worldDir is a temporary directory that any user may enter (t.TempDir's
+// parents are root's alone when the tests run as root).
+func worldDir(t *testing.T) string {
+	dir, err := os.MkdirTemp("", "warden-iso-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// copyBinary copies the binary at from to to, executable by everyone.
+func copyBinary(t *testing.T, from, to string) string {
+	b, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return to
 }
 
 // isoCheck wants every attempt to have failed, or with wantOK every one to
@@ -206,12 +263,6 @@ func TestKill9LeavesNoProcess(t *testing.T) {
 		trials    int
 	}{{"", 100}, {"reaper", 30}} {
 		t.Run("isolation="+cmp.Or(tc.isolation, "default"), func(t *testing.T) {
-			if tc.isolation == "reaper" && os.Getenv("WARDEN_TEST_REAPER") == "" {
-				// Known defect of the fallback (closing note of 1 December
-				// 2026): in about 1 of 100 trials under load a reaper dies
-				// without killing its group. Run with WARDEN_TEST_REAPER=1.
-				t.Skip("the reaper fallback leaves a survivor in about 1 of 100 trials under load (known defect); WARDEN_TEST_REAPER=1 runs it")
-			}
 			for trial := range tc.trials {
 				dir := t.TempDir()
 				w := isoStart(t, dir, servers, "WARDEN_ISOLATION="+tc.isolation)

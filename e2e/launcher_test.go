@@ -4,37 +4,35 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/wardenmcp/warden/internal/launcher"
 	"github.com/wardenmcp/warden/internal/testenv"
 )
 
-// TestLauncherStopsBeforeWardensInit: the warden binary started as a
-// server's launcher does its work from package launcher's init, so it never
-// initializes what only the rest of Warden needs (main, the MCP surface,
-// the operator API, and the SDK, Prometheus and protobuf, whose inits run
-// early unless the launcher imports nothing that comes late in Go's init
-// order): every stdio server's start pays for the launcher.
+// TestLauncherStopsBeforeWardensInit: the warden binary started as the
+// launcher of stdio servers does its work from package launcher's init, so
+// it never initializes what only the rest of Warden needs (main, the MCP
+// surface, the operator API, and the SDK, Prometheus and protobuf, whose
+// inits run early unless the launcher imports nothing that comes late in
+// Go's init order): the launcher stays small beside Warden.
 func TestLauncherStopsBeforeWardensInit(t *testing.T) {
 	warden := testenv.BuildBinary(t, "./cmd/warden")
-	r, w, err := os.Pipe() // the lifeline, as Warden passes it
+	pair, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Close()
-	defer w.Close()
+	theirs := os.NewFile(uintptr(pair[1]), "control")
+	defer theirs.Close()
+	// Closed at once: the launcher sets up, finds Warden gone, and exits.
+	syscall.Close(pair[0])
 	cmd := exec.Command(warden)
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "GODEBUG=") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	cmd.Env = append(cmd.Env, launcher.Env+"="+launcher.Plan{Probe: true}.Encode(), "GODEBUG=inittrace=1")
-	cmd.ExtraFiles = []*os.File{r}
+	cmd.Env = []string{launcher.Env + "=" + launcher.Plan{}.Encode(), "GODEBUG=inittrace=1"}
+	cmd.ExtraFiles = []*os.File{theirs}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("launcher probe: %v\n%s", err, out)
+		t.Fatalf("launcher: %v\n%s", err, out)
 	}
 	trace := string(out)
 	if !strings.Contains(trace, "init runtime @") {

@@ -73,7 +73,7 @@ func TestFailedStartShowsItsCause(t *testing.T) {
 	wardentest.WaitFor(t, 20*time.Second, "the missing command's error", func() bool {
 		return len(server1("missing").Stderr) > 0
 	})
-	if c := server1("missing"); c.State != "backoff" || !strings.Contains(c.Error, "exit status 126") || c.Stderr[len(c.Stderr)-1] != execErr {
+	if c := server1("missing"); c.State != "backoff" || !strings.Contains(c.Error, `start "no-such-command-7f3a": exec:`) || c.Stderr[len(c.Stderr)-1] != execErr {
 		t.Fatalf("GET /v1/servers/missing: %+v", c)
 	}
 	code, out, errOut := cli("status")

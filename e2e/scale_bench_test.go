@@ -112,13 +112,13 @@ func runScale(b *testing.B, warden string, servers map[string]any, total int, lo
 	if !load {
 		return r
 	}
-	before := cpuTicks(b, p.PID())
+	before := cpuTicks(b, p.PID(), false)
 	for range lists {
 		if _, err := cs.ListTools(context.Background(), nil); err != nil {
 			b.Fatal(err)
 		}
 	}
-	r.cpu = float64(cpuTicks(b, p.PID())-before) * 10 / lists // 100 ticks a second
+	r.cpu = float64(cpuTicks(b, p.PID(), false)-before) * 10 / lists // 100 ticks a second
 	r.lists = processMemory(b, p.PID(), warden)
 	callConcurrently(b, "http://"+listen+"/mcp", len(servers), calls, clients)
 	r.calls = processMemory(b, p.PID(), warden)
@@ -280,16 +280,25 @@ func rollup(b *testing.B, pid int) (pss, rss float64) {
 	return pss, rss
 }
 
-// cpuTicks is the user and system CPU time pid has used, in clock ticks.
-func cpuTicks(b *testing.B, pid int) int64 {
+// cpuTicks is the user and system CPU time pid has used, in clock ticks,
+// with its reaped children's if children.
+func cpuTicks(b *testing.B, pid int, children bool) int64 {
 	data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
 	if err != nil {
 		b.Fatal(err)
 	}
 	// Fields after the command's closing parenthesis; utime and stime are
-	// the 14th and 15th of the line.
+	// the 14th and 15th of the line, the reaped children's the 16th and
+	// 17th.
 	f := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+2:]))
-	u, _ := strconv.ParseInt(f[11], 10, 64)
-	s, _ := strconv.ParseInt(f[12], 10, 64)
-	return u + s
+	var sum int64
+	fields := f[11:13]
+	if children {
+		fields = f[11:15]
+	}
+	for _, v := range fields {
+		n, _ := strconv.ParseInt(v, 10, 64)
+		sum += n
+	}
+	return sum
 }

@@ -1,31 +1,33 @@
 // Package sandbox confines the stdio servers Warden starts. An MCP server is
 // untrusted code: it must not reach Warden's state dir (operator token, store,
-// other servers' logs), its config file, Warden's memory or environment, or
-// the operator API, and it must not outlive Warden.
+// other servers' logs), its config file, Warden's memory or environment, the
+// operator API, or another server, and it must not outlive Warden.
 //
-// Warden starts every stdio server through a copy of its own binary, the
-// launcher (package launcher, run from its init), in new user, mount and PID
-// namespaces. Before it execs the server, the launcher
+// Warden starts one launcher (package launcher: a copy of its own binary,
+// run from that package's init) in new user, mount and PID namespaces, and
+// asks it over a socket pair to start each server. For each, the launcher
 //
-//  1. asks for SIGKILL when Warden dies and checks Warden's lifeline pipe;
-//  2. mounts an empty read-only tmpfs over the state dir and over the config
+//  1. mounts an empty read-only tmpfs over the state dir and over the config
 //     file's directory (or /dev/null over the file itself when that directory
-//     holds what the server needs), and a /proc of its own PID namespace, so
-//     no process outside it is visible;
-//  3. applies a Landlock ruleset when the server's "sandbox" names paths;
-//  4. drops every capability and sets no_new_privs.
+//     holds what the server needs), in a mount namespace of the server's own;
+//  2. drops every capability, sets no_new_privs and puts the server in a
+//     Landlock domain of its own (with the rules of its "sandbox", if any);
+//  3. starts it as PID 1 of a new PID namespace, under a /proc that shows
+//     each process only to those allowed to trace it.
 //
-// The server becomes PID 1 of its namespace: when it exits, or when Warden's
-// death kills it, the kernel kills every process left in the namespace, so no
-// grandchild survives in any order of exits. No launcher stays resident.
+// So a server sees its own processes only; when it exits, the kernel kills
+// what it left. When Warden dies, the launcher gets SIGKILL, and with it,
+// PID 1 of the namespace all servers are in, every one of them.
 //
-// Where the kernel offers no user namespaces the launcher stays as a reaper
-// (a subreaper that kills its process group and every orphan it adopted when
-// the server exits or Warden dies); servers then can read Warden's files, and
+// Where the kernel offers no user namespaces the launcher runs without them,
+// as every server's subreaper, and kills each server's session when it exits
+// and everything when Warden goes; servers then can read Warden's files, and
 // NewLauncher says so.
 package sandbox
 
 import (
+	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -86,22 +88,20 @@ type Spec struct {
 // Launcher starts stdio servers confined as its Mode says.
 type Launcher struct {
 	Mode   Mode
-	self   string   // a binary that imports this package
 	hide   []string // Warden's private directories: the state dir
 	config string   // Warden's config file
-	// The lifeline is a pipe whose write end only Warden holds (it is
-	// close-on-exec): a launcher that finds it closed knows Warden died
-	// before it could ask the kernel for a signal.
-	lifeR, lifeW *os.File
+	cwd    string   // a server's working directory unless it names one
+	helper *helper  // the resident launcher, in confining modes
 }
 
 // NewLauncher returns a launcher that runs servers through self (a binary
 // that imports this package) and hides stateDir and configPath from them.
-// It probes the kernel once; when namespaces are not available it
-// falls back to Reaper mode and returns why, for Warden to log as a warning.
-// With mode Off it starts servers directly and probes nothing.
+// In a confining mode it starts the resident launcher; when namespaces are
+// not available it falls back to Reaper mode and returns why, for Warden to
+// log as a warning. With mode Off it starts servers directly.
 func NewLauncher(self, stateDir, configPath string, mode Mode) (*Launcher, error) {
-	l := &Launcher{Mode: mode, self: self, config: configPath}
+	l := &Launcher{Mode: mode, config: configPath}
+	l.cwd, _ = os.Getwd()
 	if stateDir != "" {
 		l.hide = []string{stateDir}
 	}
@@ -111,69 +111,39 @@ func NewLauncher(self, stateDir, configPath string, mode Mode) (*Launcher, error
 	if !l.Mode.Confines() {
 		return l, nil
 	}
-	r, w, err := os.Pipe()
-	if err != nil {
+	var err error
+	if l.helper, err = startHelper(self, l.Mode == Namespaces); err == nil {
+		if launcher.LandlockABI() < 1 && l.Mode == Namespaces {
+			return l, errors.New("this kernel offers no Landlock: stdio servers can see each other's processes and read their environment; enable the landlock LSM to keep them apart")
+		}
+		return l, nil
+	}
+	if l.Mode != Namespaces {
 		return nil, err
 	}
-	l.lifeR, l.lifeW = r, w
-	if mode == Namespaces {
-		if err := l.probe(); err != nil {
-			l.Mode = Reaper
-			return l, fmt.Errorf("stdio servers run without namespaces (%v): they can read Warden's state dir and config; "+
-				"enable unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1 or user.max_user_namespaces>0) to confine them", err)
-		}
+	l.Mode = Reaper
+	if l.helper, err = startHelper(self, false); err != nil {
+		return nil, err
 	}
-	return l, nil
+	return l, fmt.Errorf("stdio servers run without namespaces (%v): they can read Warden's state dir and config; "+
+		"enable unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1 or user.max_user_namespaces>0) to confine them", err)
 }
 
-// Close releases the lifeline, when Warden stops; no server starts after it.
+// Close stops the resident launcher, and with it any server still running;
+// no server starts after it.
 func (l *Launcher) Close() {
-	if l.lifeW != nil {
-		l.lifeW.Close()
-		l.lifeR.Close()
+	if l.helper != nil {
+		l.helper.close()
 	}
 }
 
-// probe starts a launcher that sets up everything a server would get and
-// exits, so a kernel that refuses any of it is found at start, not at each
-// server's start.
-func (l *Launcher) probe() error {
-	cmd, err := l.command(Spec{}, true)
-	if err != nil {
-		return err
-	}
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		if msg := strings.TrimSpace(string(out)); msg != "" {
-			return errors.New(msg)
-		}
-		return err
-	}
-	return nil
-}
-
-// Command returns the command that starts spec as l's mode confines it (a
-// nil l as Direct does). The caller sets Stdin, Stdout and Stderr (not as
-// files of Warden's state dir) and starts it.
-func (l *Launcher) Command(spec Spec) (*exec.Cmd, error) {
+// Start starts spec as l's mode confines it (a nil l as Direct does), with
+// the three files as its stdin, stdout and stderr (not files of Warden's
+// state dir); the caller closes its copies.
+func (l *Launcher) Start(ctx context.Context, spec Spec, stdin, stdout, stderr *os.File) (*Process, error) {
 	if l == nil {
 		l = &Launcher{Mode: Direct}
 	}
-	return l.command(spec, false)
-}
-
-// startDirect returns the command that starts spec without a launcher,
-// with env and the parent-death signal, but nothing hidden and no
-// grandchild killed when Warden dies.
-func startDirect(spec Spec, env []string) *exec.Cmd {
-	cmd := exec.Command(spec.Command, spec.Args...)
-	cmd.Env = env
-	cmd.Dir = spec.Dir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	return cmd
-}
-
-func (l *Launcher) command(spec Spec, probe bool) (*exec.Cmd, error) {
 	env := Env(os.Environ(), spec.InheritEnv, spec.InheritAllEnv, spec.Env)
 	if l.Mode == Off { // Warden's whole environment, as before isolation
 		env = os.Environ()
@@ -191,18 +161,14 @@ func (l *Launcher) command(spec Spec, probe bool) (*exec.Cmd, error) {
 		if spec.NoNetwork || spec.Paths {
 			return nil, fmt.Errorf(`"sandbox" needs isolation, which is %s`, l.Mode)
 		}
-		return startDirect(spec, env), nil
+		return startDirect(spec, env, stdin, stdout, stderr)
 	}
-	p := launcher.Plan{Namespaces: l.Mode == Namespaces, Dir: spec.Dir, NoNetwork: spec.NoNetwork,
-		Paths: spec.Paths, Read: spec.Read, Write: spec.Write, Probe: probe}
-	if p.NoNetwork && !p.Namespaces && launcher.LandlockABI() < 4 {
+	ns := l.Mode == Namespaces
+	if spec.NoNetwork && !ns && launcher.LandlockABI() < 4 {
 		return nil, errors.New(`"sandbox": {"network": false} needs user namespaces or Landlock ABI 4, and this kernel has neither`)
 	}
-	if p.Paths && launcher.LandlockABI() < 1 {
+	if spec.Paths && launcher.LandlockABI() < 1 {
 		return nil, errors.New(`"sandbox": {"paths": ...} needs Landlock, which this kernel does not offer`)
-	}
-	if p.Namespaces {
-		p.Hide, p.HideFiles = l.hidden(spec, env)
 	}
 	if spec.Dir != "" {
 		for _, h := range l.hide {
@@ -211,24 +177,33 @@ func (l *Launcher) command(spec Spec, probe bool) (*exec.Cmd, error) {
 			}
 		}
 	}
-	cmd := exec.Command(l.self, append([]string{spec.Command}, spec.Args...)...)
-	cmd.Env = append(env, launcher.Env+"="+p.Encode())
-	cmd.Dir = spec.Dir
-	cmd.ExtraFiles = []*os.File{l.lifeR}
-	// The launcher asks for its parent-death signal itself: Go's check
-	// after setting one compares the parent's PID, which reads 0 in a new
-	// PID namespace, and would kill the launcher at once.
-	attr := &syscall.SysProcAttr{Setpgid: true}
-	if p.Namespaces {
-		attr.Cloneflags = syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID
-		if spec.NoNetwork {
-			attr.Cloneflags |= syscall.CLONE_NEWNET
-		}
-		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getuid(), HostID: os.Getuid(), Size: 1}}
-		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getgid(), HostID: os.Getgid(), Size: 1}}
+	// Without a cwd of its own, a server starts in Warden's, entered
+	// through its mounts: inside a hidden directory, an empty one.
+	spec.Dir = cmp.Or(spec.Dir, l.cwd)
+	s := launcher.Start{Argv: append([]string{spec.Command}, spec.Args...), Env: env, Dir: spec.Dir,
+		NoNetwork: spec.NoNetwork, Paths: spec.Paths, Read: spec.Read, Write: spec.Write}
+	if ns {
+		s.Hide, s.HideFiles = l.hidden(spec, env)
 	}
-	cmd.SysProcAttr = attr
-	return cmd, nil
+	return l.helper.start(ctx, s, stdin, stdout, stderr)
+}
+
+// startDirect starts spec without the launcher, with env and the
+// parent-death signal, but nothing hidden and no grandchild killed when
+// Warden dies.
+func startDirect(spec Spec, env []string, stdin, stdout, stderr *os.File) (*Process, error) {
+	cmd := exec.Command(spec.Command, spec.Args...)
+	cmd.Env = env
+	cmd.Dir = spec.Dir
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	pgid := -cmd.Process.Pid
+	p := newProcess(func(sig syscall.Signal) error { return syscall.Kill(pgid, sig) })
+	go func() { p.exit(cmd.Wait()) }()
+	return p, nil
 }
 
 // hidden picks what to hide from a server: the state dir, and the config
@@ -279,4 +254,12 @@ func within(path, dir string) bool {
 // /proc/PID/environ, and it writes no core dump holding secrets.
 func ProtectSelf() error {
 	return unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
+}
+
+// PID is the resident launcher's process ID; 0 in modes without one.
+func (l *Launcher) PID() int {
+	if l.helper == nil {
+		return 0
+	}
+	return l.helper.cmd.Process.Pid
 }

@@ -59,7 +59,7 @@ func TestHidden(t *testing.T) {
 			t.Errorf("%s: hidden = %q %q, want %q %q", tc.name, dirs, files, tc.dirs, tc.fls)
 		}
 	}
-	if _, err := l.command(Spec{Command: "srv", Dir: filepath.Join(state, "x")}, false); err == nil {
+	if _, err := l.Start(t.Context(), Spec{Command: "srv", Dir: filepath.Join(state, "x")}, nil, nil, nil); err == nil {
 		t.Error("a cwd inside the state dir was accepted")
 	}
 }

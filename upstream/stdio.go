@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"sync"
 	"syscall"
 	"time"
@@ -44,46 +43,65 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	if t.cfg.Sandbox.Image != "" {
 		spec.Container = &sandbox.Container{Engine: t.cfg.Sandbox.Engine, Image: t.cfg.Sandbox.Image}
 	}
-	cmd, err := t.launcher.Command(spec)
-	if err != nil {
-		return nil, err
-	}
 	t.tail = logfile.NewTail(stderrLines, stderrWidth)
 	stderr := &redactingWriter{w: io.MultiWriter(t.stderr, t.tail), cfg: t.cfg}
-	cmd.Stderr = stderr
-	// An os.Pipe end takes write deadlines (cmd.StdinPipe's does not): a
-	// server that stops reading must not hold a write, and the write gate
-	// with it, forever.
-	stdinR, stdin, err := os.Pipe()
-	if err != nil {
-		return nil, err
+	// The server's ends of three pipes. An os.Pipe end takes write
+	// deadlines: a server that stops reading must not hold a write, and
+	// the write gate with it, forever.
+	var ours, theirs [3]*os.File
+	for i := range ours {
+		r, w, err := os.Pipe()
+		if err != nil {
+			closeAll(ours[:i], theirs[:i])
+			return nil, err
+		}
+		if i == 0 { // stdin: the server reads
+			r, w = w, r
+		}
+		ours[i], theirs[i] = r, w
 	}
-	cmd.Stdin = stdinR
-	stdout, err := cmd.StdoutPipe()
+	stdin, stdout, stderrR := ours[0], ours[1], ours[2]
+	proc, err := t.launcher.Start(ctx, spec, theirs[0], theirs[1], theirs[2])
+	closeAll(theirs[:]) // the server has its own copies
 	if err != nil {
-		stdinR.Close()
-		stdin.Close()
-		return nil, err
+		closeAll(ours[:])
+		fmt.Fprintf(stderr, "warden launcher: %v\n", err)
+		stderr.Flush()
+		return nil, &exitError{Err: fmt.Errorf("start %q: %w", t.cfg.Command, err), Stderr: t.tail.Lines()}
 	}
-	err = cmd.Start()
-	stdinR.Close() // the child has its own copy
-	if err != nil {
-		stdin.Close()
-		return nil, fmt.Errorf("start %q: %w", t.cfg.Command, err)
-	}
-	p := &process{cmd: cmd, stdin: stdin, grace: t.graceTime, exited: make(chan struct{})}
+	copied := make(chan struct{})
+	go func() {
+		_, _ = io.Copy(stderr, stderrR)
+		stderrR.Close()
+		close(copied)
+	}()
+	p := &process{proc: proc, stdin: stdin, grace: t.graceTime, exited: make(chan struct{})}
 	t.proc = p
 	go func() {
-		p.waitErr = cmd.Wait()
+		<-proc.Done()
+		select { // its last words, unless something it left holds stderr
+		case <-copied:
+		case <-time.After(time.Second):
+		}
 		stderr.Flush()
+		p.waitErr = proc.Err()
 		close(p.exited)
 	}()
 	inner, err := (&mcp.IOTransport{Reader: stdout, Writer: p}).Connect(ctx)
 	if err != nil {
 		p.Close()
+		stdout.Close()
 		return nil, err
 	}
 	return inner, nil
+}
+
+func closeAll(files ...[]*os.File) {
+	for _, fs := range files {
+		for _, f := range fs {
+			f.Close()
+		}
+	}
 }
 
 // stdinTimeout bounds one write to a stdio server.
@@ -91,7 +109,7 @@ var stdinTimeout = 10 * time.Second // a variable for tests
 
 // process is the write side of a stdio server; closing it stops the server.
 type process struct {
-	cmd     *exec.Cmd
+	proc    *sandbox.Process
 	stdin   *os.File
 	grace   time.Duration
 	exited  chan struct{}
@@ -103,11 +121,16 @@ type process struct {
 // the last lines of its stderr (secrets masked) usually say why.
 type exitError struct {
 	Err    error
-	Exit   string   // "exit status 127"
+	Exit   string   // "exit status 127"; "" when it never started
 	Stderr []string // its last stderr lines
 }
 
-func (e *exitError) Error() string { return fmt.Sprintf("%v (the server exited: %s)", e.Err, e.Exit) }
+func (e *exitError) Error() string {
+	if e.Exit == "" { // it never started
+		return e.Err.Error()
+	}
+	return fmt.Sprintf("%v (the server exited: %s)", e.Err, e.Exit)
+}
 func (e *exitError) Unwrap() error { return e.Err }
 
 // explain adds to err, from a failed start, how the server's process
@@ -143,15 +166,14 @@ func (p *process) Write(b []byte) (int, error) {
 func (p *process) Close() error {
 	p.once.Do(func() {
 		_ = p.stdin.Close()
-		pgid := -p.cmd.Process.Pid
 		for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
 			select {
 			case <-p.exited:
-				_ = syscall.Kill(pgid, syscall.SIGKILL) // leftovers of the group
+				_ = p.proc.Signal(syscall.SIGKILL) // leftovers of the group
 				return
 			case <-time.After(p.grace):
 			}
-			_ = syscall.Kill(pgid, sig)
+			_ = p.proc.Signal(sig)
 		}
 		<-p.exited
 	})

@@ -20,11 +20,14 @@ const (
 	llWriteFile  = 0x2
 	llReadFile   = 0x4
 	llReadDir    = 0x8
+	llMakeBlock  = 0x800
 	llRefer      = 0x2000
 	llTruncate   = 0x4000
 	llIoctlDev   = 0x8000
 	llBindTCP    = 0x1
 	llConnectTCP = 0x2
+
+	llScopeSignal = 0x2
 
 	llCreateRulesetVersion = 0x1
 	llRulePathBeneath      = 0x1
@@ -69,35 +72,49 @@ func fsRights(abi int) uint64 {
 	return r
 }
 
-// restrict applies p's Landlock ruleset to this thread (and what it execs):
-// with Paths, files only under Read (read, execute), Write (everything) and
-// the system directories; with NoNetwork, no TCP bind or connect.
-func restrict(p Plan) error {
-	abi := LandlockABI()
+// restrict puts this thread (and what it starts) in a Landlock domain of
+// its own: a server can then neither trace nor see in /proc (hidepid) a
+// process outside it, the launcher's or another server's, and from ABI 6
+// not signal one either. With s.Paths, files only under Read (read,
+// execute), Write (everything) and the system directories; with
+// s.NoNetwork, no TCP bind or connect. Without Landlock only a server
+// that needs it is refused (Warden warns at start).
+func restrict(s Start, abi int, namespaces bool) error {
 	if abi < 1 {
-		return errors.New("the kernel offers no Landlock")
+		if s.Paths || (s.NoNetwork && !namespaces) {
+			return errors.New("the kernel offers no Landlock")
+		}
+		return nil
 	}
 	var attr rulesetAttr
 	all := fsRights(abi)
-	if p.Paths {
+	if s.Paths {
 		attr.accessFS = all
 	}
-	if p.NoNetwork && abi >= 4 {
+	if s.NoNetwork && abi >= 4 {
 		attr.accessNet = llBindTCP | llConnectTCP
+	}
+	if abi >= 6 {
+		attr.scoped = llScopeSignal
+	}
+	if attr == (rulesetAttr{}) {
+		// A domain needs a right it handles: making block devices, which
+		// a server can't do anyway.
+		attr.accessFS = llMakeBlock
 	}
 	fd, _, errno := syscall.Syscall(sysLandlockCreateRuleset, uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr), 0)
 	if errno != 0 {
 		return errors.New("create ruleset: " + errno.Error())
 	}
 	defer syscall.Close(int(fd))
-	if p.Paths {
+	if s.Paths {
 		rules := []struct {
 			paths  []string
 			access uint64
 			must   bool // a configured path that is missing is an error
 		}{
 			{systemRead, llRead, false}, {systemWrite, all, false},
-			{p.Read, llRead, true}, {p.Write, all, true},
+			{s.Read, llRead, true}, {s.Write, all, true},
 		}
 		for _, r := range rules {
 			for _, path := range r.paths {

@@ -1,7 +1,23 @@
-// Package launcher is what a copy of Warden's binary does when Warden starts
-// a stdio server through it (package sandbox builds the command): it
-// confines itself as its Plan says and execs the server, or stays as the
-// server's reaper.
+// Package launcher is what a copy of Warden's binary does as Warden's one
+// launcher: a resident process that starts every stdio server, confined,
+// on Warden's request (package sandbox starts it and talks to it).
+//
+// Warden starts it once, in new user, mount and PID namespaces, with a
+// control socket (a socket pair) as fd 3. Set up, it serves requests on
+// that socket: "start" a server with its three stdio files, "signal" its
+// process group; it answers with the server's start and, later, its exit.
+// Each server is started from an OS thread of its own, which first gives
+// itself a mount namespace with Warden's files hidden, drops its
+// capabilities, sets no_new_privs and enters a Landlock domain of its own;
+// the server inherits that thread's state and becomes PID 1 of a new PID
+// namespace. So a server sees none of Warden's files, cannot signal or see
+// any process but its own, and leaves no process behind when it exits.
+//
+// Nothing outlives Warden: the launcher gets SIGKILL when Warden dies (and
+// stops when the control socket closes), and as PID 1 of its namespace its
+// death kills every server and their children. Where the kernel offers no
+// user namespaces, it runs without them as every server's subreaper, and
+// kills what is left when Warden goes.
 //
 // It runs from this package's init, before the rest of Warden is
 // initialized, and pays for few of Warden's package inits because it
@@ -9,91 +25,58 @@
 // inits by import path among the packages whose imports are initialized,
 // so importing strings, fmt, os/exec, encoding/json or golang.org/x/sys/unix
 // here would let the SDK's, Prometheus' and protobuf's inits run first
-// (about 70 inits instead of about 20; TestLauncherStopsBeforeWardensInit in
-// e2e watches this). Hence own helpers for the little it needs of them, and
-// the Linux constants in sys.go.
+// (TestLauncherStopsBeforeWardensInit in e2e watches this). Hence own
+// helpers for the little it needs of them, and the Linux constants in
+// sys.go.
 package launcher
 
 import (
 	"bytes"
 	"errors"
 	"os"
-	"os/signal"
-	"runtime"
 	"strconv"
 	"syscall"
 )
 
-// Env carries the launcher's instructions (a Plan, encoded) in its
-// environment; the launcher removes it before it execs the server.
+// Env carries the launcher's Plan in its environment.
 const Env = "WARDEN_LAUNCH"
 
-// lifelineFD is the launcher's copy of the lifeline's read end (ExtraFiles[0]).
-const lifelineFD = 3
+// ControlFD is the launcher's end of the control socket (ExtraFiles[0]).
+const ControlFD = 3
 
 // init runs the launcher, when this process was started as one, before the
 // rest of Warden is initialized.
-func init() { maybeRun() }
-
-// maybeRun runs the launcher and exits when this process was started as one.
-func maybeRun() {
+func init() {
 	spec, ok := os.LookupEnv(Env)
 	if !ok {
 		return
 	}
-	os.Exit(launch(spec, os.Args[1:]))
+	os.Exit(run(spec))
 }
 
-func launch(spec string, argv []string) int {
+func run(spec string) int {
 	p, err := decodePlan(spec)
 	if err != nil {
 		return fail("bad plan: " + err.Error())
 	}
-	env := withoutLaunchEnv(os.Environ())
-	// Everything that follows sets per-thread state (no_new_privs,
-	// capability bounding set, Landlock domain) that exec passes on from
-	// this thread only.
-	runtime.LockOSThread()
-	// Warden's death kills a server in namespaces outright (the kernel
-	// then kills the rest of its namespace); a reaper gets SIGTERM, to
-	// kill its group first.
-	deathSig := syscall.SIGKILL
-	var sigs chan os.Signal
-	if !p.Namespaces {
-		deathSig = syscall.SIGTERM
-		sigs = make(chan os.Signal, 1)
-		signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
-	}
-	if err := prctl(prSetPdeathsig, uintptr(deathSig)); err != nil {
-		return fail("parent-death signal: " + err.Error())
-	}
-	if wardenGone() {
-		return 1
-	}
-	_ = syscall.Close(lifelineFD)
+	syscall.CloseOnExec(ControlFD) // no server may hold it
 	if p.Namespaces {
-		if err := confine(p); err != nil {
+		// Warden's death kills the launcher, and the kernel then every
+		// process of its namespace.
+		if err := prctl(prSetPdeathsig, uintptr(syscall.SIGKILL)); err != nil {
+			return fail("parent-death signal: " + err.Error())
+		}
+		if err := mountProc(); err != nil {
 			return fail(err.Error())
 		}
+	} else if err := prctl(prSetChildSubreaper, 1); err != nil {
+		return fail("subreaper: " + err.Error())
 	}
-	if p.Paths || (p.NoNetwork && !p.Namespaces) {
-		if err := restrict(p); err != nil {
-			return fail("landlock: " + err.Error())
-		}
+	// The launcher holds every server's environment for a moment.
+	if err := prctl(prSetDumpable, 0); err != nil {
+		return fail("dumpable: " + err.Error())
 	}
-	if err := prctl(prSetNoNewPrivs, 1); err != nil {
-		return fail("no_new_privs: " + err.Error())
-	}
-	if p.Probe {
-		return 0
-	}
-	if len(argv) == 0 {
-		return fail("no command")
-	}
-	if p.Namespaces {
-		return execServer(argv, env)
-	}
-	return reap(argv, env, sigs)
+	return serve(p)
 }
 
 func fail(msg string) int {
@@ -101,26 +84,30 @@ func fail(msg string) int {
 	return 126
 }
 
-// wardenGone reports whether Warden died before the parent-death signal was
-// asked for: then the lifeline's write end is closed.
-func wardenGone() bool {
-	fds := []pollFd{{fd: lifelineFD, events: pollIn}}
-	n, err := poll(fds)
-	return err == nil && n > 0 && fds[0].revents&(pollHup|pollErr|pollNval) != 0
-}
-
-// confine hides Warden's files, mounts a /proc of the new PID namespace and
-// drops every capability. It runs as root of a new user namespace, so the
-// mounts it makes can't be undone by the server, which has no capability
-// left in it.
-func confine(p Plan) error {
-	// Read before the new /proc is mounted: its first read of /proc/sys
-	// costs more than the rest of the launcher's setup.
-	last := lastCap()
+// mountProc makes mounts private to the launcher's namespace and mounts a
+// /proc of its PID namespace that shows a process only to those allowed to
+// trace it: a server sees its own processes, not the launcher or another
+// server (each is in a Landlock domain of its own).
+func mountProc() error {
 	if err := syscall.Mount("", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""); err != nil {
 		return errors.New("make mounts private: " + err.Error())
 	}
-	for _, dir := range p.Hide {
+	if err := syscall.Mount("proc", "/proc", "proc", syscall.MS_NOSUID|syscall.MS_NODEV|syscall.MS_NOEXEC, "hidepid=2"); err != nil {
+		return errors.New("mount a private /proc: " + err.Error())
+	}
+	return nil
+}
+
+// confine gives this thread a mount namespace of its own with s's hidden
+// paths covered, and drops every capability from its bounding set. It runs
+// on the thread that starts the server; the mounts are made as root of the
+// launcher's user namespace, so the server, with no capability there,
+// can't undo them.
+func (l *launcher) confine(s Start) error {
+	if err := unshare(syscall.CLONE_FS | syscall.CLONE_NEWNS); err != nil {
+		return errors.New("own mount namespace: " + err.Error())
+	}
+	for _, dir := range s.Hide {
 		if _, err := os.Stat(dir); err != nil {
 			continue
 		}
@@ -128,46 +115,26 @@ func confine(p Plan) error {
 			return errors.New("hide " + dir + ": " + err.Error())
 		}
 	}
-	for _, file := range p.HideFiles {
+	for _, file := range s.HideFiles {
 		if err := syscall.Mount("/dev/null", file, "", syscall.MS_BIND, ""); err != nil {
 			return errors.New("hide " + file + ": " + err.Error())
 		}
 	}
-	if err := syscall.Mount("proc", "/proc", "proc", syscall.MS_NOSUID|syscall.MS_NODEV|syscall.MS_NOEXEC, ""); err != nil {
-		return errors.New("mount a private /proc: " + err.Error())
-	}
-	if p.Dir != "" {
-		// Enter the cwd again through the new mounts.
-		if err := os.Chdir(p.Dir); err != nil {
-			return err
-		}
-	}
-	for c := 0; c <= last; c++ {
+	for c := 0; c <= l.lastCap; c++ {
 		if err := prctl(prCapbsetDrop, uintptr(c)); err != nil {
 			return errors.New("drop capability " + strconv.Itoa(c) + ": " + err.Error())
 		}
 	}
-	return prctl(prCapAmbient, prCapAmbientClearAll)
+	return nil
 }
 
-func lastCap() int {
+// readLastCap is the highest capability this kernel knows.
+func readLastCap() int {
 	b, err := os.ReadFile("/proc/sys/kernel/cap_last_cap")
 	if n, err2 := strconv.Atoi(string(bytes.TrimSpace(b))); err == nil && err2 == nil {
 		return n
 	}
 	return capLastCap
-}
-
-// execServer replaces the launcher with the server, which becomes PID 1 of
-// its namespace.
-func execServer(argv, env []string) int {
-	path, err := LookPath(argv[0], env)
-	if err != nil {
-		return fail(err.Error())
-	}
-	err = syscall.Exec(path, argv, env)
-	os.Stderr.WriteString("exec " + argv[0] + ": " + err.Error() + "\n")
-	return 127
 }
 
 // LookPath resolves name on the server's PATH (in env), not Warden's.
@@ -185,16 +152,6 @@ func LookPath(name string, env []string) (string, error) {
 		}
 	}
 	return "", errors.New("exec: " + strconv.Quote(name) + ": executable file not found in $PATH")
-}
-
-func withoutLaunchEnv(env []string) []string {
-	out := env[:0:0]
-	for _, kv := range env {
-		if _, ok := cutPrefix(kv, Env+"="); !ok {
-			out = append(out, kv)
-		}
-	}
-	return out
 }
 
 // EnvValue is name's value in env ("" when unset); the last setting wins.

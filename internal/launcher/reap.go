@@ -3,59 +3,32 @@ package launcher
 import (
 	"bytes"
 	"os"
-	"os/signal"
 	"strconv"
 	"syscall"
-	"time"
 )
 
-// reap runs the server as a child and stays, without namespaces, to kill
-// the server's process group and every orphan it adopted once the server
-// exits or Warden dies (a process that left the group with setsid is still
-// reparented here, as a subreaper).
-func reap(argv, env []string, sigs <-chan os.Signal) int {
-	_ = prctl(prSetChildSubreaper, 1)
-	path, err := LookPath(argv[0], env)
-	if err != nil {
-		return fail(err.Error())
-	}
-	// os.StartProcess, not os/exec: see the package's doc.
-	child, err := os.StartProcess(path, argv, &os.ProcAttr{Env: env, Files: []*os.File{os.Stdin, os.Stdout, os.Stderr}})
-	if err != nil {
-		return fail("start " + argv[0] + ": " + err.Error())
-	}
-	done := make(chan int, 1)
-	go func() {
-		st, err := child.Wait()
-		if err != nil {
-			done <- -1
-			return
-		}
-		done <- st.ExitCode()
-	}()
-	code := 1
-	select {
-	case code = <-done:
-	case <-sigs:
-		// Warden stops the server (or died): the group goes, gently first.
-		signal.Ignore(syscall.SIGTERM)
-		_ = syscall.Kill(-syscall.Getpgrp(), syscall.SIGTERM)
-		select {
-		case code = <-done:
-		case <-time.After(500 * time.Millisecond):
+// killSession sends sig to every process of session sid (a server and
+// whatever it started that did not leave its session).
+func killSession(sid int, sig syscall.Signal) {
+	_ = syscall.Kill(-sid, sig)
+	for pid, st := range processes() {
+		if st.session == sid {
+			_ = syscall.Kill(pid, sig)
 		}
 	}
-	killOrphans()
-	_ = syscall.Kill(-syscall.Getpgrp(), syscall.SIGKILL) // the reaper too
-	return code
 }
 
-// killOrphans kills the processes the reaper adopted as a subreaper (they
-// left the process group, so the group kill misses them), until none is left.
+// killOrphans kills the processes the launcher adopted as a subreaper
+// (they left their server's session), until none is left.
 func killOrphans() {
 	self := os.Getpid()
 	for range 50 {
-		kids := childrenOf(self)
+		var kids []int
+		for pid, st := range processes() {
+			if st.parent == self {
+				kids = append(kids, pid)
+			}
+		}
 		if len(kids) == 0 {
 			return
 		}
@@ -72,6 +45,17 @@ func killOrphans() {
 // Parents maps every process's PID to its parent's.
 func Parents() map[int]int {
 	out := map[int]int{}
+	for pid, st := range processes() {
+		out[pid] = st.parent
+	}
+	return out
+}
+
+type procStat struct{ parent, session int }
+
+// processes reads every visible process's parent and session.
+func processes() map[int]procStat {
+	out := map[int]procStat{}
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
@@ -82,27 +66,19 @@ func Parents() map[int]int {
 		if err != nil {
 			continue
 		}
-		// pid (comm) state ppid ...; comm may hold spaces and parentheses.
+		// pid (comm) state ppid pgrp session ...; comm may hold spaces
+		// and parentheses.
 		i := bytes.LastIndexByte(b, ')')
 		if i < 0 {
 			continue
 		}
 		f := bytes.Fields(b[i+1:])
-		if len(f) > 1 {
-			if pp, err := strconv.Atoi(string(f[1])); err == nil {
-				out[pid] = pp
+		if len(f) > 3 {
+			pp, err1 := strconv.Atoi(string(f[1]))
+			sid, err2 := strconv.Atoi(string(f[3]))
+			if err1 == nil && err2 == nil {
+				out[pid] = procStat{parent: pp, session: sid}
 			}
-		}
-	}
-	return out
-}
-
-// childrenOf lists pid's direct children.
-func childrenOf(pid int) []int {
-	var out []int
-	for p, pp := range Parents() {
-		if pp == pid {
-			out = append(out, p)
 		}
 	}
 	return out

@@ -10,17 +10,13 @@ import (
 // Linux architecture.
 const (
 	prSetPdeathsig       = 1  // PR_SET_PDEATHSIG
+	prSetDumpable        = 4  // PR_SET_DUMPABLE
 	prCapbsetDrop        = 24 // PR_CAPBSET_DROP
 	prSetChildSubreaper  = 36 // PR_SET_CHILD_SUBREAPER
 	prSetNoNewPrivs      = 38 // PR_SET_NO_NEW_PRIVS
 	prCapAmbient         = 47 // PR_CAP_AMBIENT
 	prCapAmbientClearAll = 4  // PR_CAP_AMBIENT_CLEAR_ALL
 	capLastCap           = 40 // CAP_LAST_CAP, when /proc does not say
-
-	pollIn   = 0x1
-	pollErr  = 0x8
-	pollHup  = 0x10
-	pollNval = 0x20
 
 	oPath = 0x200000 // O_PATH
 
@@ -38,21 +34,29 @@ func prctl(option, arg uintptr) error {
 	return nil
 }
 
-// pollFd is struct pollfd.
-type pollFd struct {
-	fd      int32
-	events  int16
-	revents int16
+// unshare is unshare(2) for this thread.
+func unshare(flags int) error { return syscall.Unshare(flags) }
+
+// capHeader and capData are the capget(2) and capset(2) structures, version 3.
+type capHeader struct {
+	version uint32
+	pid     int32
 }
 
-// poll is poll(2) with a zero timeout, as ppoll(2) (which every
-// architecture has).
-func poll(fds []pollFd) (int, error) {
-	var ts syscall.Timespec
-	n, _, errno := syscall.Syscall6(syscall.SYS_PPOLL, uintptr(unsafe.Pointer(&fds[0])), uintptr(len(fds)),
-		uintptr(unsafe.Pointer(&ts)), 0, 0, 0)
-	if errno != 0 {
-		return 0, errno
+type capData struct{ effective, permitted, inheritable uint32 }
+
+// clearInheritable empties this thread's inheritable capabilities (Warden
+// gave the launcher two, to keep them as ambient ones across its exec): a
+// server running as root of the namespace would get them back at its exec.
+func clearInheritable() error {
+	hdr := capHeader{version: 0x20080522}
+	var data [2]capData
+	if _, _, errno := syscall.RawSyscall(syscall.SYS_CAPGET, uintptr(unsafe.Pointer(&hdr)), uintptr(unsafe.Pointer(&data[0])), 0); errno != 0 {
+		return errno
 	}
-	return int(n), nil
+	data[0].inheritable, data[1].inheritable = 0, 0
+	if _, _, errno := syscall.RawSyscall(syscall.SYS_CAPSET, uintptr(unsafe.Pointer(&hdr)), uintptr(unsafe.Pointer(&data[0])), 0); errno != 0 {
+		return errno
+	}
+	return nil
 }
