@@ -403,3 +403,66 @@ func TestContainerSandbox(t *testing.T) {
 		return err == nil && !r.IsError
 	})
 }
+
+// When the launcher dies (killed here), the servers it started go with it,
+// and Warden starts a new launcher for their next start: they come back
+// and answer calls. Also as an ordinary user (when the tests run as root),
+// for whom Warden, non-dumpable by then, must still write the new
+// launcher's uid map.
+func TestLauncherKilledStartsAgain(t *testing.T) {
+	built := testenv.BuildBinary(t, "./internal/fixture/cmd/fixture-server")
+	users := []string{"self"}
+	if os.Geteuid() == 0 {
+		users = append(users, "unprivileged")
+	}
+	for _, user := range users {
+		t.Run(user, func(t *testing.T) {
+			dir, fixture, uid := t.TempDir(), built, -1
+			if user == "unprivileged" {
+				dir, uid = worldDir(t), nobody
+				fixture = copyBinary(t, built, filepath.Join(dir, "fixture-server"))
+			}
+			w := isoStartAs(t, dir, "127.0.0.1:"+strconv.Itoa(testenv.FreePort(t)),
+				map[string]any{"s": map[string]any{"command": fixture, "trusted": true}}, uid)
+			launcherKilled(t, w, fixture)
+		})
+	}
+}
+
+func launcherKilled(t *testing.T, w *isoWarden, fixture string) {
+	ready := func() bool {
+		var s struct{ Connection struct{ State string } }
+		w.api("GET", "/v1/servers/s", &s)
+		return s.Connection.State == "ready"
+	}
+	// The launcher is Warden's child, the server the launcher's.
+	tree := func() (launcher, server testenv.Proc) {
+		for _, p := range testenv.Descendants(w.proc.PID()) {
+			switch p.What {
+			case w.proc.Cmd.Path:
+				launcher = p
+			case fixture:
+				server = p
+			}
+		}
+		return launcher, server
+	}
+	var launcher, server testenv.Proc
+	wardentest.WaitFor(t, 20*time.Second, "s ready under a launcher", func() bool {
+		launcher, server = tree()
+		return ready() && launcher.PID != 0 && server.PID != 0
+	})
+	if err := syscall.Kill(launcher.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	wardentest.WaitFor(t, 10*time.Second, "the server to go with its launcher", func() bool { return !server.Alive() })
+	wardentest.WaitFor(t, 30*time.Second, "s ready again under a new launcher", func() bool {
+		l, s := tree()
+		return ready() && l.PID != 0 && l.PID != launcher.PID && s.PID != 0
+	})
+	cs := wardentest.ConnectURL(t, "http://"+w.listen+"/mcp/s", nil, nil)
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "back"}})
+	if err != nil || res.IsError {
+		t.Fatalf("call after the launcher came back: %v %+v", err, res)
+	}
+}

@@ -76,7 +76,7 @@ func startHelper(self string, namespaces bool) (*helper, error) {
 		attr.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_SETPCAP}
 	}
 	h.cmd.SysProcAttr = attr
-	if err := h.cmd.Start(); err != nil {
+	if err := startDumpable(h.cmd, namespaces); err != nil {
 		h.conn.Close()
 		return nil, err
 	}
@@ -103,6 +103,18 @@ func startHelper(self string, namespaces bool) (*helper, error) {
 	log.ready()
 	go h.read(r)
 	return h, nil
+}
+
+// startDumpable starts cmd, with Warden dumpable for that moment when cmd
+// gets a user namespace: Warden writes its uid and gid maps in /proc, which
+// a non-dumpable process's child keeps to root until it execs (Warden is
+// made non-dumpable after its first launcher; this is for a later one).
+func startDumpable(cmd *exec.Cmd, userns bool) error {
+	if d, _ := unix.PrctlRetInt(unix.PR_GET_DUMPABLE, 0, 0, 0, 0); userns && d == 0 {
+		_ = unix.Prctl(unix.PR_SET_DUMPABLE, 1, 0, 0, 0)
+		defer ProtectSelf()
+	}
+	return cmd.Start()
 }
 
 // start asks the launcher to start s with the three files and waits for
@@ -170,7 +182,7 @@ func (h *helper) read(r *bufio.Reader) {
 	for {
 		m, err := readMsg(r)
 		if err != nil {
-			h.lost(err)
+			h.goneWith(err)
 			return
 		}
 		h.mu.Lock()
@@ -191,9 +203,16 @@ func (h *helper) read(r *bufio.Reader) {
 	}
 }
 
-// lost ends every server's wait when the launcher is gone (its death
+// lost is why the launcher is gone, nil while it runs.
+func (h *helper) lost() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.gone
+}
+
+// gone ends every server's wait when the launcher is gone (its death
 // killed them) and refuses starts from then on.
-func (h *helper) lost(err error) {
+func (h *helper) goneWith(err error) {
 	select {
 	case <-h.exited:
 	case <-time.After(time.Second):
@@ -201,7 +220,7 @@ func (h *helper) lost(err error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.gone == nil {
-		h.gone = fmt.Errorf("the launcher of stdio servers has exited (%v); restart Warden", err)
+		h.gone = fmt.Errorf("the launcher of stdio servers has exited (%v)", err)
 	}
 	for id, l := range h.procs {
 		delete(h.procs, id)

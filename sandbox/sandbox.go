@@ -36,6 +36,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/wardenmcp/warden/internal/launcher"
@@ -88,10 +89,13 @@ type Spec struct {
 // Launcher starts stdio servers confined as its Mode says.
 type Launcher struct {
 	Mode   Mode
+	self   string   // a binary that imports this package
 	hide   []string // Warden's private directories: the state dir
 	config string   // Warden's config file
 	cwd    string   // a server's working directory unless it names one
-	helper *helper  // the resident launcher, in confining modes
+
+	mu     sync.Mutex
+	helper *helper // the resident launcher, in confining modes
 }
 
 // NewLauncher returns a launcher that runs servers through self (a binary
@@ -100,7 +104,7 @@ type Launcher struct {
 // not available it falls back to Reaper mode and returns why, for Warden to
 // log as a warning. With mode Off it starts servers directly.
 func NewLauncher(self, stateDir, configPath string, mode Mode) (*Launcher, error) {
-	l := &Launcher{Mode: mode, config: configPath}
+	l := &Launcher{Mode: mode, self: self, config: configPath}
 	l.cwd, _ = os.Getwd()
 	if stateDir != "" {
 		l.hide = []string{stateDir}
@@ -132,9 +136,27 @@ func NewLauncher(self, stateDir, configPath string, mode Mode) (*Launcher, error
 // Close stops the resident launcher, and with it any server still running;
 // no server starts after it.
 func (l *Launcher) Close() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	if l.helper != nil {
 		l.helper.close()
 	}
+}
+
+// running is the resident launcher, started again if it has gone (killed,
+// say: its servers went with it, and start again through the new one).
+func (l *Launcher) running() (*helper, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.helper.lost() == nil {
+		return l.helper, nil
+	}
+	h, err := startHelper(l.self, l.Mode == Namespaces)
+	if err != nil {
+		return nil, fmt.Errorf("the launcher of stdio servers has exited and could not start again: %w", err)
+	}
+	l.helper = h
+	return h, nil
 }
 
 // Start starts spec as l's mode confines it (a nil l as Direct does), with
@@ -185,7 +207,11 @@ func (l *Launcher) Start(ctx context.Context, spec Spec, stdin, stdout, stderr *
 	if ns {
 		s.Hide, s.HideFiles = l.hidden(spec, env)
 	}
-	return l.helper.start(ctx, s, stdin, stdout, stderr)
+	h, err := l.running()
+	if err != nil {
+		return nil, err
+	}
+	return h.start(ctx, s, stdin, stdout, stderr)
 }
 
 // startDirect starts spec without the launcher, with env and the
@@ -258,6 +284,8 @@ func ProtectSelf() error {
 
 // PID is the resident launcher's process ID; 0 in modes without one.
 func (l *Launcher) PID() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	if l.helper == nil {
 		return 0
 	}
