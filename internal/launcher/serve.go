@@ -31,7 +31,13 @@ func serve(p Plan) int {
 	l := &launcher{plan: p, lastCap: readLastCap(), abi: LandlockABI(), servers: map[int]uint64{}}
 	// Only the closing of the control socket stops the launcher: a server
 	// (without namespaces, of the same user) must not stop the others.
-	signal.Ignore(syscall.SIGHUP, syscall.SIGINT, syscall.SIGTERM, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGPIPE)
+	// Caught, not ignored: a server would inherit an ignored signal.
+	stopSigs := make(chan os.Signal, 1)
+	signal.Notify(stopSigs, syscall.SIGHUP, syscall.SIGINT, syscall.SIGTERM, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2)
+	go func() {
+		for range stopSigs {
+		}
+	}()
 	chld := make(chan os.Signal, 1)
 	signal.Notify(chld, syscall.SIGCHLD)
 	go l.reap(chld)
