@@ -282,8 +282,12 @@ func ProtectSelf() error {
 	return unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
 }
 
-// PID is the resident launcher's process ID; 0 in modes without one.
+// PID is the resident launcher's process ID; 0 in modes without one (and
+// for a nil l, which starts servers as Direct does).
 func (l *Launcher) PID() int {
+	if l == nil {
+		return 0
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.helper == nil {
