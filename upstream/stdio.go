@@ -17,7 +17,7 @@ import (
 
 // stdioTransport starts a stdio server in its own process group, confined
 // by the launcher (package sandbox). Stopping closes stdin, then sends
-// SIGTERM, then SIGKILL to the whole group, so a launcher's children (npx →
+// SIGTERM, then SIGKILL to the whole group, so a server's children (npx →
 // node) go too.
 type stdioTransport struct {
 	cfg       *config.Server
