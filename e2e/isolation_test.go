@@ -87,82 +87,71 @@ var isoAttempts = []string{
 // attempts are real.
 func TestIsolationHostileServer(t *testing.T) {
 	built := testenv.BuildBinary(t, "./internal/fixture/cmd/intruder")
-	modes := []string{"default", "off"}
-	if os.Geteuid() == 0 {
-		modes = append(modes, "unprivileged")
-	}
-	for _, mode := range modes {
-		t.Run(mode, func(t *testing.T) {
-			dir, intruder, uid := t.TempDir(), built, -1
-			if mode == "unprivileged" {
-				dir, uid = worldDir(t), nobody
-				intruder = copyBinary(t, built, filepath.Join(dir, "intruder"))
-			}
-			work := filepath.Join(dir, "work")
-			if err := os.Mkdir(work, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			const secret = "victim-secret-9f3a1c"
-			stolen, pidFile, report := filepath.Join(work, "stolen-token"), filepath.Join(work, "warden.pid"), filepath.Join(work, "report.json")
-			listen := "127.0.0.1:" + strconv.Itoa(testenv.FreePort(t))
-			args := func(name string) []string {
-				return []string{"-name", name, "-state", filepath.Join(dir, "state"), "-config", filepath.Join(dir, "config", "config.json"),
-					"-other-log", "victim", "-secret", secret, "-token-file", stolen, "-warden-pid-file", pidFile, "-api", "http://" + listen}
-			}
-			servers := map[string]any{
-				"victim":   map[string]any{"command": intruder, "args": args("victim"), "trusted": true, "env": map[string]any{"API_KEY": "${env:VICTIM_KEY}"}},
-				"intruder": map[string]any{"command": intruder, "args": append(args("intruder"), "-report", report)},
-			}
-			env := []string{"VICTIM_KEY=" + secret}
-			if mode == "off" {
-				env = append(env, "WARDEN_ISOLATION=off")
-			}
-			w := isoStartAs(t, dir, listen, servers, uid, env...)
-			wardentest.WaitFor(t, 20*time.Second, "the victim's log", func() bool {
-				fi, err := os.Stat(filepath.Join(w.state, "logs", "victim.log"))
-				return err == nil && fi.Size() > 0
-			})
-			// Hand the intruder the token and Warden's PID, as if it had
-			// learnt them some other way.
-			wardentest.WriteFileAtomic(t, stolen, []byte(w.token()), 0o644)
-			wardentest.WriteFileAtomic(t, pidFile, []byte(strconv.Itoa(w.proc.PID())), 0o644)
-
-			var got map[string]isoOutcome
-			wardentest.WaitFor(t, 30*time.Second, "the intruder's report", func() bool {
-				b, err := os.ReadFile(report)
-				return err == nil && json.Unmarshal(b, &got) == nil
-			})
-			isoCheck(t, "while quarantined", got, mode == "off")
-
-			var srv struct{ Quarantined bool }
-			w.api("GET", "/v1/servers/intruder", &srv)
-			if mode == "off" {
-				if srv.Quarantined {
-					t.Fatal("without isolation the intruder's self-approval should have worked; it is still quarantined")
-				}
-				return
-			}
-			if !srv.Quarantined {
-				t.Fatal("the intruder approved itself")
-			}
-			// Approved by the operator, it is called and tries again.
-			if code := w.api("POST", "/v1/servers/intruder/approve", nil); code != http.StatusOK {
-				t.Fatalf("operator approve: %d", code)
-			}
-			cs := wardentest.ConnectURL(t, "http://"+listen+"/mcp/intruder", nil, nil)
-			var res *mcp.CallToolResult
-			wardentest.WaitFor(t, 20*time.Second, "the approved intruder to be callable", func() bool {
-				r, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "attempt", Arguments: map[string]any{}})
-				res = r
-				return err == nil && !r.IsError
-			})
-			got = nil
-			if err := json.Unmarshal([]byte(res.Content[0].(*mcp.TextContent).Text), &got); err != nil {
-				t.Fatal(err)
-			}
-			isoCheck(t, "after approval", got, false)
+	eachUser(t, []string{"default", "off"}, built, func(t *testing.T, mode, dir, intruder string, uid int) {
+		work := filepath.Join(dir, "work")
+		if err := os.Mkdir(work, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		const secret = "victim-secret-9f3a1c"
+		stolen, pidFile, report := filepath.Join(work, "stolen-token"), filepath.Join(work, "warden.pid"), filepath.Join(work, "report.json")
+		listen := "127.0.0.1:" + strconv.Itoa(testenv.FreePort(t))
+		args := func(name string) []string {
+			return []string{"-name", name, "-state", filepath.Join(dir, "state"), "-config", filepath.Join(dir, "config", "config.json"),
+				"-other-log", "victim", "-secret", secret, "-token-file", stolen, "-warden-pid-file", pidFile, "-api", "http://" + listen}
+		}
+		servers := map[string]any{
+			"victim":   map[string]any{"command": intruder, "args": args("victim"), "trusted": true, "env": map[string]any{"API_KEY": "${env:VICTIM_KEY}"}},
+			"intruder": map[string]any{"command": intruder, "args": append(args("intruder"), "-report", report)},
+		}
+		env := []string{"VICTIM_KEY=" + secret}
+		if mode == "off" {
+			env = append(env, "WARDEN_ISOLATION=off")
+		}
+		w := isoStartAs(t, dir, listen, servers, uid, env...)
+		wardentest.WaitFor(t, 20*time.Second, "the victim's log", func() bool {
+			fi, err := os.Stat(filepath.Join(w.state, "logs", "victim.log"))
+			return err == nil && fi.Size() > 0
 		})
-	}
+		// Hand the intruder the token and Warden's PID, as if it had
+		// learnt them some other way.
+		wardentest.WriteFileAtomic(t, stolen, []byte(w.token()), 0o644)
+		wardentest.WriteFileAtomic(t, pidFile, []byte(strconv.Itoa(w.proc.PID())), 0o644)
+
+		var got map[string]isoOutcome
+		wardentest.WaitFor(t, 30*time.Second, "the intruder's report", func() bool {
+			b, err := os.ReadFile(report)
+			return err == nil && json.Unmarshal(b, &got) == nil
+		})
+		isoCheck(t, "while quarantined", got, mode == "off")
+
+		var srv struct{ Quarantined bool }
+		w.api("GET", "/v1/servers/intruder", &srv)
+		if mode == "off" {
+			if srv.Quarantined {
+				t.Fatal("without isolation the intruder's self-approval should have worked; it is still quarantined")
+			}
+			return
+		}
+		if !srv.Quarantined {
+			t.Fatal("the intruder approved itself")
+		}
+		// Approved by the operator, it is called and tries again.
+		if code := w.api("POST", "/v1/servers/intruder/approve", nil); code != http.StatusOK {
+			t.Fatalf("operator approve: %d", code)
+		}
+		cs := wardentest.ConnectURL(t, "http://"+listen+"/mcp/intruder", nil, nil)
+		var res *mcp.CallToolResult
+		wardentest.WaitFor(t, 20*time.Second, "the approved intruder to be callable", func() bool {
+			r, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "attempt", Arguments: map[string]any{}})
+			res = r
+			return err == nil && !r.IsError
+		})
+		got = nil
+		if err := json.Unmarshal([]byte(res.Content[0].(*mcp.TextContent).Text), &got); err != nil {
+			t.Fatal(err)
+		}
+		isoCheck(t, "after approval", got, false)
+	})
 }
 
 func isoStartAt(t *testing.T, dir, listen string, servers map[string]any, env ...string) *isoWarden {
@@ -411,20 +400,29 @@ func TestContainerSandbox(t *testing.T) {
 // launcher's uid map.
 func TestLauncherKilledStartsAgain(t *testing.T) {
 	built := testenv.BuildBinary(t, "./internal/fixture/cmd/fixture-server")
-	users := []string{"self"}
+	eachUser(t, []string{"self"}, built, func(t *testing.T, _, dir, fixture string, uid int) {
+		w := isoStartAs(t, dir, "127.0.0.1:"+strconv.Itoa(testenv.FreePort(t)),
+			map[string]any{"s": map[string]any{"command": fixture, "trusted": true}}, uid)
+		launcherKilled(t, w, fixture)
+	})
+}
+
+// eachUser runs f as a subtest for each of modes and, when the tests run as
+// root, once more as "unprivileged": as the user nobody, in a directory it
+// may use, with bin copied there. f gets the directory, the binary and the
+// uid to run Warden as (-1: the test's own).
+func eachUser(t *testing.T, modes []string, bin string, f func(t *testing.T, mode, dir, bin string, uid int)) {
 	if os.Geteuid() == 0 {
-		users = append(users, "unprivileged")
+		modes = append(modes, "unprivileged")
 	}
-	for _, user := range users {
-		t.Run(user, func(t *testing.T) {
-			dir, fixture, uid := t.TempDir(), built, -1
-			if user == "unprivileged" {
+	for _, mode := range modes {
+		t.Run(mode, func(t *testing.T) {
+			dir, b, uid := t.TempDir(), bin, -1
+			if mode == "unprivileged" {
 				dir, uid = worldDir(t), nobody
-				fixture = copyBinary(t, built, filepath.Join(dir, "fixture-server"))
+				b = copyBinary(t, bin, filepath.Join(dir, filepath.Base(bin)))
 			}
-			w := isoStartAs(t, dir, "127.0.0.1:"+strconv.Itoa(testenv.FreePort(t)),
-				map[string]any{"s": map[string]any{"command": fixture, "trusted": true}}, uid)
-			launcherKilled(t, w, fixture)
+			f(t, mode, dir, b, uid)
 		})
 	}
 }
