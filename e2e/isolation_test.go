@@ -72,7 +72,7 @@ var isoAttempts = []string{
 	"read_token", "read_store", "read_config", "read_other_log", "list_state_dir",
 	"read_warden_environ", "read_warden_memory", "env_has_other_secret", "env_has_warden_vars",
 	"api_with_found_token", "api_with_stolen_token", "approve_self",
-	"read_other_environ", "signal_other", "has_capabilities",
+	"see_other_process", "read_other_environ", "signal_other", "has_capabilities",
 }
 
 // A hostile stdio server, quarantined and then approved, tries to read

@@ -156,7 +156,11 @@ func (h *helper) start(ctx context.Context, s launcher.Start, stdin, stdout, std
 
 // send writes m, with files attached, on the control socket.
 func (h *helper) send(m launcher.Msg, files ...*os.File) error {
-	b := launcher.Frame(m.Encode())
+	enc := m.Encode()
+	if len(enc) > launcher.MaxMsg {
+		return fmt.Errorf("the server's command line and environment take %d bytes, more than the %d the launcher takes; shorten them", len(enc), launcher.MaxMsg)
+	}
+	b := launcher.Frame(enc)
 	var oob []byte
 	if len(files) > 0 {
 		fds := make([]int, len(files))

@@ -6,14 +6,14 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 )
 
 // A server starts as a plain process of Warden's user, whatever the
 // launcher did to itself: no signal ignored or blocked (the launcher
-// ignores none, or the server would inherit it), no capability,
-// no_new_privs; in a mount namespace with the state dir hidden, and
-// without namespaces with what it needs in its environment.
+// ignores none, or the server would inherit it), no capability, none of
+// Warden's files, no_new_privs; with namespaces, the state dir hidden.
 func TestServerStartsClean(t *testing.T) {
 	self, err := os.Executable() // this test binary runs the launcher from its init too
 	if err != nil {
@@ -23,6 +23,13 @@ func TestServerStartsClean(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(state, "api-token"), []byte("secret"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// A file of Warden's that is not close-on-exec, as one inherited from
+	// whoever started it would be.
+	leak, err := syscall.Dup(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(leak)
 	for _, mode := range []Mode{Namespaces, Reaper} {
 		t.Run(mode.String(), func(t *testing.T) {
 			l, err := NewLauncher(self, state, "", mode)
@@ -30,7 +37,11 @@ func TestServerStartsClean(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer l.Close()
-			out := run(t, l, Spec{Command: "sh", Args: []string{"-c", "cat /proc/self/status; id -u; ls " + state + " 2>&1; echo done"}})
+			out := run(t, l, Spec{Command: "sh", Args: []string{"-c", "cat /proc/self/status; id -u; ls " + state + " 2>&1; " +
+				"test -e /proc/self/fd/" + strconv.Itoa(leak) + " && echo leaked; echo done"}})
+			if strings.Contains(out, "leaked") {
+				t.Errorf("the server holds Warden's fd %d", leak)
+			}
 			want := map[string]string{"SigIgn": "0000000000000000", "SigBlk": "0000000000000000", "CapInh": "0000000000000000",
 				"CapAmb": "0000000000000000", "NoNewPrivs": "1"}
 			if mode == Namespaces || os.Getuid() != 0 {

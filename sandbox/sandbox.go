@@ -96,6 +96,7 @@ type Launcher struct {
 
 	mu     sync.Mutex
 	helper *helper // the resident launcher, in confining modes
+	closed bool
 }
 
 // NewLauncher returns a launcher that runs servers through self (a binary
@@ -138,6 +139,7 @@ func NewLauncher(self, stateDir, configPath string, mode Mode) (*Launcher, error
 func (l *Launcher) Close() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.closed = true
 	if l.helper != nil {
 		l.helper.close()
 	}
@@ -148,6 +150,9 @@ func (l *Launcher) Close() {
 func (l *Launcher) running() (*helper, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.closed {
+		return nil, errors.New("no stdio server starts now: Warden is stopping")
+	}
 	if l.helper.lost() == nil {
 		return l.helper, nil
 	}

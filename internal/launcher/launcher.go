@@ -59,7 +59,9 @@ func run(spec string) int {
 	if err != nil {
 		return fail("bad plan: " + err.Error())
 	}
-	syscall.CloseOnExec(ControlFD) // no server may hold it
+	// No server may hold the control socket, nor any file Warden got
+	// from whoever started it and passed on without meaning to.
+	cloexecFrom(ControlFD)
 	if p.Namespaces {
 		// Warden's death kills the launcher, and the kernel then every
 		// process of its namespace.
@@ -87,12 +89,14 @@ func fail(msg string) int {
 // mountProc makes mounts private to the launcher's namespace and mounts a
 // /proc of its PID namespace that shows a process only to those allowed to
 // trace it: a server sees its own processes, not the launcher or another
-// server (each is in a Landlock domain of its own).
+// server (each is in a Landlock domain of its own). The group exempted from
+// that (gid=, root's by default, which a server of Warden run as root is
+// in) is one no process has: unmapped in the namespace.
 func mountProc() error {
 	if err := syscall.Mount("", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""); err != nil {
 		return errors.New("make mounts private: " + err.Error())
 	}
-	if err := syscall.Mount("proc", "/proc", "proc", syscall.MS_NOSUID|syscall.MS_NODEV|syscall.MS_NOEXEC, "hidepid=2"); err != nil {
+	if err := syscall.Mount("proc", "/proc", "proc", syscall.MS_NOSUID|syscall.MS_NODEV|syscall.MS_NOEXEC, "hidepid=2,gid=4294967294"); err != nil {
 		return errors.New("mount a private /proc: " + err.Error())
 	}
 	return nil
@@ -135,6 +139,19 @@ func readLastCap() int {
 		return n
 	}
 	return capLastCap
+}
+
+// cloexecFrom marks every file descriptor from fd on close-on-exec.
+func cloexecFrom(fd int) {
+	if _, _, errno := syscall.Syscall(sysCloseRange, uintptr(fd), ^uintptr(0)>>1, closeRangeCloexec); errno == 0 {
+		return
+	}
+	entries, _ := os.ReadDir("/proc/self/fd") // kernels before 5.11
+	for _, e := range entries {
+		if n, err := strconv.Atoi(e.Name()); err == nil && n >= fd {
+			syscall.CloseOnExec(n)
+		}
+	}
 }
 
 // LookPath resolves name on the server's PATH (in env), not Warden's.

@@ -20,15 +20,23 @@ type launcher struct {
 	wmu sync.Mutex // one message at a time on the control socket
 
 	// mu orders a server's "started" before its "exited": a start holds it
-	// from fork to answer, and the reaper takes it to find whose exit it got.
+	// from fork to answer, and the reaper holds it from reaping a PID to
+	// forgetting it, so that a new server given the same PID is not taken
+	// for the old one.
 	mu      sync.Mutex
-	servers map[int]uint64 // PID (in the launcher's namespace) → server ID
+	servers map[int]*child // by PID (in the launcher's namespace)
+}
+
+// child is a server the launcher started.
+type child struct {
+	id     uint64
+	exited chan struct{}
 }
 
 // serve answers Warden's requests until the control socket closes (Warden
 // stopped or died), then stops every server.
 func serve(p Plan) int {
-	l := &launcher{plan: p, lastCap: readLastCap(), abi: LandlockABI(), servers: map[int]uint64{}}
+	l := &launcher{plan: p, lastCap: readLastCap(), abi: LandlockABI(), servers: map[int]*child{}}
 	// Only the closing of the control socket stops the launcher: a server
 	// (without namespaces, of the same user) must not stop the others.
 	// Caught, not ignored: a server would inherit an ignored signal.
@@ -59,26 +67,33 @@ func serve(p Plan) int {
 }
 
 // start starts one server from a thread of its own, which it leaves
-// confined as the server is: the thread ends with this goroutine.
+// confined as the server is: the thread ends with this goroutine. Without
+// namespaces the thread lives as long as the server, whose parent-death
+// signal it is: a server that kills the launcher takes the others with it,
+// not leaving them to outlive Warden.
 func (l *launcher) start(id uint64, s Start, files []int) {
 	runtime.LockOSThread() // never unlocked
-	err := l.spawn(id, s, files)
+	c, err := l.spawn(id, s, files)
 	for _, fd := range files {
 		syscall.Close(fd)
 	}
 	if err != nil {
 		l.send(Msg{Kind: "failed", ID: id, Error: err.Error()})
+		return
+	}
+	if !l.plan.Namespaces {
+		<-c.exited
 	}
 }
 
-func (l *launcher) spawn(id uint64, s Start, files []int) error {
+func (l *launcher) spawn(id uint64, s Start, files []int) (*child, error) {
 	if len(files) != 3 || len(s.Argv) == 0 {
-		return errors.New("a start needs a command and three files")
+		return nil, errors.New("a start needs a command and three files")
 	}
 	sys := &syscall.SysProcAttr{Setsid: true}
 	if l.plan.Namespaces {
 		if err := l.confine(s); err != nil {
-			return err
+			return nil, err
 		}
 		// PID 1 of its own namespace: it sees and signals only its
 		// processes, and its exit kills them all.
@@ -86,39 +101,49 @@ func (l *launcher) spawn(id uint64, s Start, files []int) error {
 		if s.NoNetwork {
 			sys.Cloneflags |= syscall.CLONE_NEWNET
 		}
+	} else {
+		if err := unshare(syscall.CLONE_FS); err != nil { // for the Chdir below
+			return nil, errors.New("own working directory: " + err.Error())
+		}
+		sys.Pdeathsig = syscall.SIGKILL
+	}
+	// In the server's directory, for its PATH's relative entries too.
+	if err := syscall.Chdir(s.Dir); err != nil {
+		return nil, errors.New("cwd " + s.Dir + ": " + err.Error())
 	}
 	if err := clearInheritable(); err != nil {
-		return errors.New("capabilities: " + err.Error())
+		return nil, errors.New("capabilities: " + err.Error())
 	}
 	_ = prctl(prCapAmbient, prCapAmbientClearAll) // kernels before 4.3 have none
 	if err := prctl(prSetNoNewPrivs, 1); err != nil {
-		return errors.New("no_new_privs: " + err.Error())
+		return nil, errors.New("no_new_privs: " + err.Error())
 	}
 	if err := restrict(s, l.abi, l.plan.Namespaces); err != nil {
-		return errors.New("landlock: " + err.Error())
+		return nil, errors.New("landlock: " + err.Error())
 	}
 	path, err := LookPath(s.Argv[0], s.Env)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	fds := []uintptr{uintptr(files[0]), uintptr(files[1]), uintptr(files[2])}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	pid, err := syscall.ForkExec(path, s.Argv, &syscall.ProcAttr{Dir: s.Dir, Env: s.Env, Files: fds, Sys: sys})
+	pid, err := syscall.ForkExec(path, s.Argv, &syscall.ProcAttr{Env: s.Env, Files: fds, Sys: sys})
 	if err != nil {
-		return errors.New("exec " + strconv.Quote(s.Argv[0]) + ": " + err.Error())
+		return nil, errors.New("exec " + strconv.Quote(s.Argv[0]) + ": " + err.Error())
 	}
-	l.servers[pid] = id
+	c := &child{id: id, exited: make(chan struct{})}
+	l.servers[pid] = c
 	l.send(Msg{Kind: "started", ID: id})
-	return nil
+	return c, nil
 }
 
 // signal sends sig to a server's process group.
 func (l *launcher) signal(id uint64, sig syscall.Signal) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for pid, sid := range l.servers {
-		if sid == id {
+	for pid, c := range l.servers {
+		if c.id == id {
 			_ = syscall.Kill(-pid, sig)
 		}
 	}
@@ -129,24 +154,25 @@ func (l *launcher) signal(id uint64, sig syscall.Signal) {
 func (l *launcher) reap(chld <-chan os.Signal) {
 	for range chld {
 		for {
+			l.mu.Lock()
 			var ws syscall.WaitStatus
 			pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
 			if pid <= 0 || err != nil {
+				l.mu.Unlock()
 				break
 			}
-			l.mu.Lock()
-			id, ok := l.servers[pid]
+			c := l.servers[pid]
 			delete(l.servers, pid)
-			l.mu.Unlock()
-			if !ok {
-				continue
-			}
-			if !l.plan.Namespaces {
+			if c != nil && !l.plan.Namespaces {
 				// Without a PID namespace to end with it, what the
 				// server left in its session goes now.
 				killSession(pid, syscall.SIGKILL)
 			}
-			l.send(Msg{Kind: "exited", ID: id, Status: int(ws)})
+			l.mu.Unlock()
+			if c != nil {
+				close(c.exited)
+				l.send(Msg{Kind: "exited", ID: c.id, Status: int(ws)})
+			}
 		}
 	}
 }

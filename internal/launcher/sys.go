@@ -20,6 +20,9 @@ const (
 
 	oPath = 0x200000 // O_PATH
 
+	sysCloseRange     = 436 // close_range(2)
+	closeRangeCloexec = 0x4 // CLOSE_RANGE_CLOEXEC
+
 	sysLandlockCreateRuleset = 444
 	sysLandlockAddRule       = 445
 	sysLandlockRestrictSelf  = 446
