@@ -108,7 +108,7 @@ func (l *launcher) spawn(id uint64, s Start, files []int) (*child, error) {
 		sys.Pdeathsig = syscall.SIGKILL
 	}
 	// In the server's directory, for its PATH's relative entries too.
-	if err := syscall.Chdir(s.Dir); err != nil {
+	if err := syscall.Chdir(s.Dir); s.Dir != "" && err != nil {
 		return nil, errors.New("cwd " + s.Dir + ": " + err.Error())
 	}
 	if err := clearInheritable(); err != nil {
