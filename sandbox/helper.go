@@ -253,9 +253,9 @@ func readMsg(r *bufio.Reader) (launcher.Msg, error) {
 	if _, err := io.ReadFull(r, head[:]); err != nil {
 		return launcher.Msg{}, err
 	}
-	n := int(head[0])<<24 | int(head[1])<<16 | int(head[2])<<8 | int(head[3])
-	if n > launcher.MaxMsg {
-		return launcher.Msg{}, errors.New("message too large")
+	n, err := launcher.FrameSize(head)
+	if err != nil {
+		return launcher.Msg{}, err
 	}
 	b := make([]byte, n)
 	if _, err := io.ReadFull(r, b); err != nil {

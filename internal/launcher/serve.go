@@ -2,6 +2,7 @@ package launcher
 
 import (
 	"errors"
+	"maps"
 	"os"
 	"os/signal"
 	"runtime"
@@ -185,23 +186,22 @@ func (l *launcher) stop() {
 		return
 	}
 	l.mu.Lock()
-	var pids []int
-	for pid := range l.servers {
-		pids = append(pids, pid)
-	}
+	servers := maps.Clone(l.servers)
 	l.mu.Unlock()
-	for _, pid := range pids {
+	for pid := range servers {
 		killSession(pid, syscall.SIGTERM)
 	}
-	for deadline := time.Now().Add(500 * time.Millisecond); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		l.mu.Lock()
-		n := len(l.servers)
-		l.mu.Unlock()
-		if n == 0 {
-			break
+	moment := time.NewTimer(500 * time.Millisecond)
+	defer moment.Stop()
+wait:
+	for _, c := range servers {
+		select {
+		case <-c.exited:
+		case <-moment.C:
+			break wait
 		}
 	}
-	for _, pid := range pids {
+	for pid := range servers {
 		killSession(pid, syscall.SIGKILL)
 	}
 	killOrphans()
@@ -246,9 +246,9 @@ func receive(fd int) (Msg, []int, error) {
 	if err := readFull(fd, head[n:]); err != nil {
 		return Msg{}, files, err
 	}
-	size := int(head[0])<<24 | int(head[1])<<16 | int(head[2])<<8 | int(head[3])
-	if size > MaxMsg {
-		return Msg{}, files, errors.New("message too large")
+	size, err := FrameSize(head)
+	if err != nil {
+		return Msg{}, files, err
 	}
 	body := make([]byte, size)
 	if err := readFull(fd, body); err != nil {
@@ -291,4 +291,13 @@ const MaxMsg = 16 << 20
 func Frame(b []byte) []byte {
 	n := len(b)
 	return append([]byte{byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)}, b...)
+}
+
+// FrameSize is the length of the message whose frame begins with head.
+func FrameSize(head [4]byte) (int, error) {
+	n := int(head[0])<<24 | int(head[1])<<16 | int(head[2])<<8 | int(head[3])
+	if n > MaxMsg {
+		return 0, errors.New("message too large")
+	}
+	return n, nil
 }
