@@ -185,3 +185,28 @@ func FuzzStatelessCall(f *testing.F) {
 		}
 	})
 }
+
+// A tool binding an argument to a header is held whole by the view's SDK
+// server, which refuses a call without that header; the other tools'
+// stand-ins (view.go) bind none, so their calls go through without one.
+func TestHeaderBoundCallNeedsItsHeader(t *testing.T) {
+	e := newEnv(t, fmt.Sprintf(`{"hb": {"url": %q, "trusted": true}}`, headerBound(t)), 0, 0)
+	e.S.DisableFastPath()
+	e.WaitListed(t, "hb")
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+	for _, url := range []string{e.URL + "/mcp/hb", e.URL + "/mcp"} {
+		name := "where"
+		if strings.HasSuffix(url, "/mcp") {
+			name = "hb__where"
+		}
+		body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + name + `","arguments":{"region":"eu"},` + meta + `}}`
+		if r, b := rawPost(t, url, body, stateless(name)); r.StatusCode != http.StatusBadRequest || !strings.Contains(b, "Mcp-Param-Region") {
+			t.Errorf("%s without its header: %d %s", url, r.StatusCode, b)
+		}
+		headers := stateless(name)
+		headers["Mcp-Param-Region"] = "eu"
+		if r, b := rawPost(t, url, body, headers); r.StatusCode != http.StatusOK || !strings.Contains(b, `{\"region\":\"eu\"}`) {
+			t.Errorf("%s with its header: %d %s", url, r.StatusCode, b)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -137,7 +138,12 @@ func (v *view) unchanged(key string, def any) bool {
 	return false
 }
 
-func (v *view) forget(key string) { delete(v.listed, key) }
+func (v *view) forget(key string) {
+	delete(v.listed, key)
+	if name, ok := strings.CutPrefix(key, "tool:"); ok {
+		delete(v.defs, name)
+	}
+}
 
 // dropped returns the names in old that are not kept, forgetting them.
 func (v *view) dropped(kind string, old []string, keep map[string]bool) []string {

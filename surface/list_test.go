@@ -16,7 +16,10 @@ import (
 )
 
 // The fast path's tools/list, from the definitions encoded when they were
-// listed, says what the view's SDK server says to the same request.
+// listed, says what the view's SDK server says to the same request, which
+// lists the definitions, not the stand-ins the SDK server holds; one of
+// the tools binds an argument to a header, and the SDK server holds it
+// whole.
 func TestFastToolListIsTheSDKServers(t *testing.T) {
 	v := newView(nil, "", slog.New(slog.DiscardHandler), "test")
 	falseV := false
@@ -34,9 +37,10 @@ func TestFastToolListIsTheSDKServers(t *testing.T) {
 			def.OutputSchema = map[string]any{"type": "object", "properties": map[string]any{"out": map[string]any{"type": "string"}}}
 			def.Meta = mcp.Meta{"vendor/x": 1}
 		}
-		encodeSchemas(def)
-		v.unchanged("tool:"+name, def)
-		if err := addTool(v.srv, def); err != nil {
+		if i == 2 {
+			def.InputSchema.(map[string]any)["properties"].(map[string]any)["q"].(map[string]any)["x-mcp-header"] = "Q"
+		}
+		if err := v.show(def); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -93,3 +97,57 @@ func mustJSON(x any) string {
 	b, _ := json.MarshalIndent(x, "", "  ")
 	return string(b)
 }
+
+// A tool whose input is not an object, or whose schema cannot be encoded,
+// is not shown, whether or not it binds an argument to a header; nothing
+// of it stays listed.
+func TestInvalidToolNotShown(t *testing.T) {
+	v := newView(nil, "", slog.New(slog.DiscardHandler), "test")
+	for name, schema := range map[string]any{
+		"array":            map[string]any{"type": "array"},
+		"none":             nil,
+		"typeless":         map[string]any{"properties": map[string]any{}},
+		"array-bound":      map[string]any{"type": "array", "properties": map[string]any{"q": map[string]any{"type": "string", "x-mcp-header": "Q"}}},
+		"not-json":         json.RawMessage(`{"type":`),
+		"type-in-capitals": map[string]any{"TYPE": "object"},
+		"raw-in-capitals":  json.RawMessage(`{"TYPE":"object"}`),
+	} {
+		if err := v.show(&mcp.Tool{Name: name, InputSchema: schema}); err == nil {
+			t.Errorf("%s: shown", name)
+		}
+		if v.listed["tool:"+name] != nil || v.defs[name] != nil {
+			t.Errorf("%s: still listed", name)
+		}
+	}
+	if err := v.show(&mcp.Tool{Name: "raw", InputSchema: json.RawMessage(`{"type":"object"}`)}); err != nil || v.defs["raw"] == nil {
+		t.Errorf("a valid schema as JSON: %v", err)
+	}
+}
+
+// BenchmarkShow lists 462 tools of real-world-sized schemas on a new view,
+// as at start: the CPU and memory of the views' part of a start.
+//
+//	go test -run '^$' -bench BenchmarkShow -benchmem ./surface/
+func BenchmarkShow(b *testing.B) {
+	var schema map[string]any
+	if err := json.Unmarshal([]byte(benchSchema), &schema); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		v := newView(nil, "", slog.New(slog.DiscardHandler), "test")
+		for i := range 462 {
+			def := &mcp.Tool{Name: fmt.Sprintf("s%d__tool_%04d", i%28, i), Description: "Generated tool.", InputSchema: schema,
+				Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}}
+			if err := v.show(def); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
+const benchSchema = `{"type":"object","required":["query"],"properties":{
+"query":{"type":"string","description":"What to look for, in the search syntax of the service: words, quoted phrases, field:value filters."},
+"owner":{"type":"string","description":"The account or organisation that owns the item, as shown in its address."},
+"limit":{"type":"integer","minimum":1,"maximum":100,"default":30,"description":"How many results to return at most."},
+"order":{"type":"string","enum":["created","updated","relevance"],"description":"How to sort the results."},
+"filter":{"type":"object","properties":{"labels":{"type":"array","items":{"type":"string"},"description":"Only items with all these labels."},"state":{"type":"string","description":"open, closed or all."}}}}}`
