@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sync"
 	"syscall"
@@ -159,6 +160,17 @@ func Run(ctx context.Context, opts Options) error {
 		log.Warn("the tools/call fast paths are off (WARDEN_FASTPATH=off): every call goes through the SDK, slower")
 	}
 	d.setToolSearch(cfg)
+	if cfg.Missing {
+		log.Info("no config file yet; starting with no servers. Add one with: warden servers add NAME -- COMMAND ARGS... (or --url URL)", "config", cfg.Path)
+	}
+	d.reportConfig(cfg)
+	// The servers start before the HTTP routes are built (about 10 ms):
+	// with one processor for Go (cmd/warden/serve.go, on two CPUs), their
+	// goroutines would wait for this one to block.
+	d.gw.Reconcile(cfg.Servers)
+	defer d.gw.Close()
+	runtime.Gosched()
+
 	// No ReadTimeout or WriteTimeout: they would end event streams and long
 	// calls; the handler bounds the body and each write instead.
 	srv := &http.Server{Handler: conns.handler(lim, d.routes(surfaces, m)),
@@ -166,13 +178,6 @@ func Run(ctx context.Context, opts Options) error {
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
 			return withCallerCheck(conns.connContext(ctx, c), c)
 		}}
-
-	if cfg.Missing {
-		log.Info("no config file yet; starting with no servers. Add one with: warden servers add NAME -- COMMAND ARGS... (or --url URL)", "config", cfg.Path)
-	}
-	d.reportConfig(cfg)
-	d.gw.Reconcile(cfg.Servers)
-	defer d.gw.Close()
 
 	reloadCtx, stopReload := context.WithCancel(ctx)
 	defer stopReload()
