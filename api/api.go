@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/wardenmcp/warden/activity"
@@ -68,11 +69,9 @@ type ServerConfig struct {
 
 // Handler serves /v1/: the routes of the table in openapi.go.
 func Handler(d Deps) http.Handler {
-	doc, err := document(d.Version)
-	if err != nil {
-		panic("api: describing the routes: " + err.Error()) // a type the schema cannot describe; TestOpenAPI catches it
-	}
-	a := &handler{Deps: d, doc: doc}
+	// Built on first use: describing every type took 10 ms of the
+	// daemon's start, while the servers start.
+	a := &handler{Deps: d, doc: sync.OnceValues(func() ([]byte, error) { return document(d.Version) })}
 	public, private := a.muxes()
 	public.Handle("/v1/", a.auth(private))
 	return public
@@ -118,7 +117,7 @@ func allowedMethods(r *http.Request, muxes ...*http.ServeMux) []string {
 
 type handler struct {
 	Deps
-	doc []byte // the OpenAPI document
+	doc func() ([]byte, error) // the OpenAPI document
 }
 
 // auth requires the operator token: agents reach only the MCP surfaces, so
