@@ -164,9 +164,9 @@ func Run(ctx context.Context, opts Options) error {
 		log.Info("no config file yet; starting with no servers. Add one with: warden servers add NAME -- COMMAND ARGS... (or --url URL)", "config", cfg.Path)
 	}
 	d.reportConfig(cfg)
-	// The servers start before the HTTP routes are built (about 10 ms):
-	// with one processor for Go (cmd/warden/serve.go, on two CPUs), their
-	// goroutines would wait for this one to block.
+	// The servers start first, before the HTTP routes are built: with one
+	// processor for Go (cmd/warden/serve.go, on two CPUs), their
+	// goroutines would otherwise wait until this one blocks.
 	d.gw.Reconcile(cfg.Servers)
 	defer d.gw.Close()
 	runtime.Gosched()

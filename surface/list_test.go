@@ -17,9 +17,8 @@ import (
 
 // The fast path's tools/list, from the definitions encoded when they were
 // listed, says what the view's SDK server says to the same request, which
-// lists the definitions, not the stand-ins the SDK server holds; one of
-// the tools binds an argument to a header, and the SDK server holds it
-// whole.
+// lists the definitions, not the stand-ins the SDK server holds (one of
+// the tools binds an argument to a header: held whole).
 func TestFastToolListIsTheSDKServers(t *testing.T) {
 	v := newView(nil, "", slog.New(slog.DiscardHandler), "test")
 	falseV := false
@@ -98,9 +97,9 @@ func mustJSON(x any) string {
 	return string(b)
 }
 
-// A tool whose input is not an object, or whose schema cannot be encoded,
-// is not shown, whether or not it binds an argument to a header; nothing
-// of it stays listed.
+// A tool whose input is not an object, whose schema cannot be encoded, or
+// whose x-mcp-header annotations the SDK refuses is not shown; nothing of
+// it stays listed, nor the definition it had before.
 func TestInvalidToolNotShown(t *testing.T) {
 	v := newView(nil, "", slog.New(slog.DiscardHandler), "test")
 	for name, schema := range map[string]any{
@@ -111,6 +110,8 @@ func TestInvalidToolNotShown(t *testing.T) {
 		"not-json":         json.RawMessage(`{"type":`),
 		"type-in-capitals": map[string]any{"TYPE": "object"},
 		"raw-in-capitals":  json.RawMessage(`{"TYPE":"object"}`),
+		// The SDK refuses it when it is added: x-mcp-header on an array.
+		"array-header": map[string]any{"type": "object", "properties": map[string]any{"q": map[string]any{"type": "array", "x-mcp-header": "Q"}}},
 	} {
 		if err := v.show(&mcp.Tool{Name: name, InputSchema: schema}); err == nil {
 			t.Errorf("%s: shown", name)
@@ -121,6 +122,13 @@ func TestInvalidToolNotShown(t *testing.T) {
 	}
 	if err := v.show(&mcp.Tool{Name: "raw", InputSchema: json.RawMessage(`{"type":"object"}`)}); err != nil || v.defs["raw"] == nil {
 		t.Errorf("a valid schema as JSON: %v", err)
+	}
+	// Shown, then changed into one the SDK refuses: neither stays.
+	if err := v.show(&mcp.Tool{Name: "raw", InputSchema: json.RawMessage(`{"type":"object","properties":{"q":{"type":"object","x-mcp-header":"Q"}}}`)}); err == nil {
+		t.Error("an invalid change: shown")
+	}
+	if v.listed["tool:raw"] != nil || v.defs["raw"] != nil {
+		t.Error("an invalid change: the valid definition before it still listed")
 	}
 }
 

@@ -10,7 +10,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -347,11 +346,12 @@ func (v *view) show(def *mcp.Tool) error {
 // arguments bind no header. The SDK checks each tool added to a server by
 // encoding its schema and decoding it twice, each decode with a fresh 32
 // KiB buffer; a *jsonschema.Schema it decodes once, and a small one
-// cheaply: for 462 tools, half the CPU and memory (BenchmarkShow). The
-// upstream's listing was checked already (the SDK's client drops a tool
-// with invalid x-mcp-header annotations) and show checks the type. A tool
-// that binds headers is held whole: the SDK checks a call's Mcp-Param
-// headers against it.
+// cheaply: for 462 tools, half the CPU and memory (BenchmarkShow). What it
+// would check is checked here: show checks the type, and a tool whose
+// definition says "x-mcp-header" anywhere is held whole, so the SDK checks
+// its annotations, and a call's Mcp-Param headers against them. (Listed
+// definitions come decoded, from the upstream or pinned, so their encoding
+// spells every key as it is, without escapes.)
 var standIn = &jsonschema.Schema{Type: "object"}
 
 // inputObject checks that s, a tool's input schema as the upstream listed
@@ -368,7 +368,7 @@ func inputObject(s any) error {
 		}
 	}
 	if typ != "object" {
-		return errors.New(`input schema must have type "object"`)
+		return fmt.Errorf(`input schema must have type "object", not %v`, typ)
 	}
 	return nil
 }
