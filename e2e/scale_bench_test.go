@@ -22,8 +22,9 @@ import (
 // SDK client (the floor: the servers' own start and listing) and by Warden
 // (`warden serve` as its own process, with an SDK client on /mcp waiting for
 // every tool). Reported per iteration (means): the time until all tools are
-// listed by each and their ratio; at ready, the memory of Warden's daemon
-// and of every process of Warden's binary (PSS and RSS, MB); Warden's CPU
+// listed by each and their ratio; at ready, the CPU time and page faults of
+// Warden's daemon so far, and the memory of the daemon and of every process
+// of Warden's binary (PSS and RSS, MB); Warden's CPU
 // per tools/list of the 462 tools on /mcp, and its memory after 473 of
 // them; and the memory of every process of Warden's binary after 10,000
 // tools/call at 16 clients (each its own session on /mcp).
@@ -63,6 +64,8 @@ func BenchmarkScale(b *testing.B) {
 	b.ReportMetric(floor/n, "floor-listed-s")
 	b.ReportMetric(now.listed/n, "warden-listed-s")
 	b.ReportMetric(now.listed/floor, "x-floor")
+	b.ReportMetric(now.readyCPU/n, "ready-cpu-ms")
+	b.ReportMetric(now.readyFaults/n, "ready-faults")
 	b.ReportMetric(now.ready.daemonPSS/n, "ready-pss-MB")
 	b.ReportMetric(now.ready.daemonRSS/n, "ready-rss-MB")
 	b.ReportMetric(now.ready.ownPSS/n, "ready-own-pss-MB")
@@ -82,12 +85,16 @@ func BenchmarkScale(b *testing.B) {
 // scaleRun is what one start of Warden measured (sums over iterations).
 type scaleRun struct {
 	listed              float64 // seconds until every tool was listed
+	readyCPU            float64 // ms of the daemon's CPU until then
+	readyFaults         float64 // the daemon's page faults until then
 	cpu                 float64 // ms of Warden's CPU per tools/list
 	ready, lists, calls memory
 }
 
 func (r *scaleRun) add(o scaleRun) {
 	r.listed += o.listed
+	r.readyCPU += o.readyCPU
+	r.readyFaults += o.readyFaults
 	r.cpu += o.cpu
 	r.ready.add(o.ready)
 	r.lists.add(o.lists)
@@ -109,6 +116,8 @@ func runScale(b *testing.B, warden string, servers map[string]any, total int, lo
 	awaitToolCount(b, cs, total)
 	r.listed = time.Since(start).Seconds()
 	r.ready = processMemory(b, p.PID(), warden)
+	r.readyCPU = float64(cpuTicks(b, p.PID(), false)) * 10 // ms; 100 ticks a second
+	r.readyFaults = float64(statFields(b, p.PID(), 10))    // minflt
 	if !load {
 		return r
 	}
@@ -283,21 +292,28 @@ func rollup(b *testing.B, pid int) (pss, rss float64) {
 // cpuTicks is the user and system CPU time pid has used, in clock ticks,
 // with its reaped children's if children.
 func cpuTicks(b *testing.B, pid int, children bool) int64 {
+	// utime and stime are the 14th and 15th fields of the line, the
+	// reaped children's the 16th and 17th.
+	fields := []int{14, 15}
+	if children {
+		fields = append(fields, 16, 17)
+	}
+	return statFields(b, pid, fields...)
+}
+
+// statFields is the sum of the numbered fields (from 1) of pid's
+// /proc/PID/stat.
+func statFields(b *testing.B, pid int, fields ...int) int64 {
 	data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
 	if err != nil {
 		b.Fatal(err)
 	}
-	// Fields after the command's closing parenthesis; utime and stime are
-	// the 14th and 15th of the line, the reaped children's the 16th and
-	// 17th.
+	// The command, the 2nd field, is in parentheses and may hold spaces:
+	// the fields after it, from the 3rd.
 	f := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+2:]))
 	var sum int64
-	fields := f[11:13]
-	if children {
-		fields = f[11:15]
-	}
-	for _, v := range fields {
-		n, _ := strconv.ParseInt(v, 10, 64)
+	for _, i := range fields {
+		n, _ := strconv.ParseInt(f[i-3], 10, 64)
 		sum += n
 	}
 	return sum
