@@ -79,6 +79,8 @@ func BenchmarkScale(b *testing.B) {
 		b.ReportMetric(base.listed/n, "baseline-listed-s")
 		b.ReportMetric(base.listed/floor, "baseline-x-floor")
 		b.ReportMetric(base.ready.ownPSS/n, "baseline-ready-own-pss-MB")
+		b.ReportMetric(base.readyCPU/n, "baseline-ready-cpu-ms")
+		b.ReportMetric(base.readyFaults/n, "baseline-ready-faults")
 	}
 }
 

@@ -414,7 +414,7 @@ func (c *Conn) connect() (*mcp.ClientSession, error) {
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "warden", Version: c.opts.Version}, c.clientOptions())
 	client.AddReceivingMiddleware(c.forwardServerRequests)
-	client.AddSendingMiddleware(c.roundTrips)
+	client.AddSendingMiddleware(c.roundTrips, holdSchemas)
 	ctx, cancel := context.WithTimeout(c.ctx, c.Config().CallTimeout)
 	defer cancel()
 	asked := c.protocol()

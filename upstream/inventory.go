@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -75,6 +76,9 @@ func (c *Conn) refresh(cs *mcp.ClientSession) {
 			c.log.Warn("listing tools failed", "err", c.redact(err))
 			return // an incomplete inventory must never be applied
 		}
+		for i, t := range inv.Tools {
+			inv.Tools[i] = unheld(t)
+		}
 	}
 	if caps != nil && caps.Prompts != nil {
 		if inv.Prompts, err = collect(cs.Prompts(ctx, nil)); err != nil {
@@ -107,4 +111,65 @@ func collect[T any](seq func(func(*T, error) bool)) ([]*T, error) {
 		out = append(out, v)
 	}
 	return out, nil
+}
+
+// The SDK's client checks each listed tool's x-mcp-header annotations by
+// encoding its input schema and decoding it again, with a fresh 32 KiB
+// buffer: at start, with hundreds of tools, nearly a tenth of Warden's CPU.
+// A schema it cannot encode it takes for one without annotations. So
+// holdSchemas, on the answers to tools/list, hides in such a schema each
+// one without annotations, for which the check finds nothing anyway, and
+// refresh takes them out again (unheld); a schema with annotations goes
+// through the SDK's check as it is.
+
+// heldSchema is an input schema kept from the SDK client's check.
+type heldSchema struct{ schema any }
+
+var errHeld = errors.New("upstream: a held schema is not encoded")
+
+func (heldSchema) MarshalJSON() ([]byte, error) { return nil, errHeld }
+
+// holdSchemas is the sending middleware that holds the schemas of listed
+// tools without x-mcp-header annotations.
+func holdSchemas(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if list, ok := res.(*mcp.ListToolsResult); ok && list != nil {
+			for _, t := range list.Tools {
+				if t != nil {
+					if m, ok := t.InputSchema.(map[string]any); ok && !annotated(m) {
+						t.InputSchema = heldSchema{m}
+					}
+				}
+			}
+		}
+		return res, err
+	}
+}
+
+// annotated reports whether schema has a property, at any depth of
+// "properties", with an x-mcp-header key: where the SDK looks.
+func annotated(schema map[string]any) bool {
+	props, _ := schema["properties"].(map[string]any)
+	for _, p := range props {
+		if p, ok := p.(map[string]any); ok {
+			if _, ok := p["x-mcp-header"]; ok || annotated(p) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// unheld is t with its own schema. A copy: the SDK's client may keep t
+// for a later call (a 2026-07-28 session caches its listings), and reads
+// its schema then, finding no annotations in the held one either.
+func unheld(t *mcp.Tool) *mcp.Tool {
+	h, ok := t.InputSchema.(heldSchema)
+	if !ok {
+		return t
+	}
+	cp := *t
+	cp.InputSchema = h.schema
+	return &cp
 }

@@ -1,0 +1,91 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/wardenmcp/warden/config"
+)
+
+// inventoryPeer keeps the last listing it was handed.
+type inventoryPeer struct {
+	nopPeer
+	got chan *Inventory
+}
+
+func (p inventoryPeer) Inventory(_ string, inv *Inventory) { p.got <- inv }
+
+// A listing reaches the peer with every schema as the upstream sent it,
+// those holdSchemas kept from the SDK client's check included, and the
+// SDK client still drops a tool whose x-mcp-header annotation it refuses
+// (here on an array, at the second level of properties).
+func TestListingKeepsSchemasAndTheSDKsCheck(t *testing.T) {
+	tools := map[string]string{
+		"plain":    `{"type":"object","properties":{"q":{"type":"string"},"filter":{"type":"object","properties":{"state":{"type":"string","enum":["open","closed"]}}}},"required":["q"]}`,
+		"bound":    `{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}}}`,
+		"misbound": `{"type":"object","properties":{"filter":{"type":"object","properties":{"labels":{"type":"array","x-mcp-header":"Labels"}}}}}`,
+	}
+	list := `{"tools":[`
+	for _, name := range []string{"plain", "bound", "misbound"} {
+		if name != "plain" {
+			list += ","
+		}
+		list += fmt.Sprintf(`{"name":%q,"inputSchema":%s}`, name, tools[name])
+	}
+	list += `]}`
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			http.Error(w, "no standalone stream", http.StatusMethodNotAllowed)
+			return
+		}
+		var m rpcMessage
+		if err := json.NewDecoder(r.Body).Decode(&m); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		switch m.Method {
+		case "initialize":
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"up","version":"1"}}}`, m.ID)
+		case "server/discover":
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"method not found"}}`, m.ID)
+		case "tools/list":
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":%s}`, m.ID, list)
+		default:
+			w.WriteHeader(http.StatusAccepted)
+		}
+	}))
+	defer up.Close()
+	peer := inventoryPeer{got: make(chan *Inventory, 4)}
+	c := Start(&config.Server{Name: "up", URL: up.URL, Transport: config.TransportHTTP, CallTimeout: 10 * time.Second}, Options{Peer: peer})
+	defer c.Stop()
+	if err := c.Ready(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var inv *Inventory
+	select {
+	case inv = <-peer.got:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no listing")
+	}
+	var names []string
+	for _, tool := range inv.Tools {
+		names = append(names, tool.Name)
+		var want map[string]any
+		if err := json.Unmarshal([]byte(tools[tool.Name]), &want); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(tool.InputSchema, want) {
+			t.Errorf("%s: schema %#v, want %#v", tool.Name, tool.InputSchema, want)
+		}
+	}
+	if !reflect.DeepEqual(names, []string{"plain", "bound"}) {
+		t.Errorf("listed %q, want plain and bound (misbound dropped by the SDK's check)", names)
+	}
+}
