@@ -249,7 +249,7 @@ func (r *Registry) commit(s *server, meta *serverMeta, recs []*ToolRecord, cause
 	if meta == nil && len(recs) == 0 {
 		return nil, nil
 	}
-	if err := r.store(s.name, meta, recs); err != nil {
+	if err := r.store(s.name, meta, recs, cause == "discovery"); err != nil {
 		return nil, err
 	}
 	return r.install(s, meta, recs, cause), nil
