@@ -24,35 +24,11 @@ import (
 func TestCallOn2026SessionSendsStandardHeaders(t *testing.T) {
 	var mu sync.Mutex
 	var got http.Header
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost {
-			http.Error(w, "no standalone stream", http.StatusMethodNotAllowed)
-			return
-		}
-		var m rpcMessage
-		if err := json.NewDecoder(r.Body).Decode(&m); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		w.Header().Set("Mcp-Session-Id", "s1")
-		w.Header().Set("Content-Type", "application/json")
-		switch m.Method {
-		case "initialize":
-			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2026-07-28","capabilities":{"tools":{}},"serverInfo":{"name":"up","version":"1"}}}`, m.ID)
-		case "server/discover": // a server of 2025's initialize only
-			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"method not found"}}`, m.ID)
-		case "tools/list":
-			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"t","inputSchema":{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}}}}]}}`, m.ID)
-		case "tools/call":
-			mu.Lock()
-			got = r.Header.Clone()
-			mu.Unlock()
-			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"ok"}]}}`, m.ID)
-		default:
-			w.WriteHeader(http.StatusAccepted)
-		}
-	}))
-	defer up.Close()
+	up := toolsUpstream(t, "2026-07-28", `[{"name":"t","inputSchema":{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}}}}]`, func(r *http.Request) {
+		mu.Lock()
+		got = r.Header.Clone()
+		mu.Unlock()
+	})
 	c := Start(&config.Server{Name: "up", URL: up.URL, Transport: config.TransportHTTP, CallTimeout: 10 * time.Second}, Options{})
 	defer c.Stop()
 	if err := c.Ready(context.Background()); err != nil {

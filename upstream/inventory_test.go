@@ -31,37 +31,15 @@ func TestListingKeepsSchemasAndTheSDKsCheck(t *testing.T) {
 		"bound":    `{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}}}`,
 		"misbound": `{"type":"object","properties":{"filter":{"type":"object","properties":{"labels":{"type":"array","x-mcp-header":"Labels"}}}}}`,
 	}
-	list := `{"tools":[`
+	list := `[`
 	for _, name := range []string{"plain", "bound", "misbound"} {
 		if name != "plain" {
 			list += ","
 		}
 		list += fmt.Sprintf(`{"name":%q,"inputSchema":%s}`, name, tools[name])
 	}
-	list += `]}`
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost {
-			http.Error(w, "no standalone stream", http.StatusMethodNotAllowed)
-			return
-		}
-		var m rpcMessage
-		if err := json.NewDecoder(r.Body).Decode(&m); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		switch m.Method {
-		case "initialize":
-			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"up","version":"1"}}}`, m.ID)
-		case "server/discover":
-			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"method not found"}}`, m.ID)
-		case "tools/list":
-			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":%s}`, m.ID, list)
-		default:
-			w.WriteHeader(http.StatusAccepted)
-		}
-	}))
-	defer up.Close()
+	list += `]`
+	up := toolsUpstream(t, "2025-11-25", list, nil)
 	peer := inventoryPeer{got: make(chan *Inventory, 4)}
 	c := Start(&config.Server{Name: "up", URL: up.URL, Transport: config.TransportHTTP, CallTimeout: 10 * time.Second}, Options{Peer: peer})
 	defer c.Stop()
@@ -88,4 +66,40 @@ func TestListingKeepsSchemasAndTheSDKsCheck(t *testing.T) {
 	if !reflect.DeepEqual(names, []string{"plain", "bound"}) {
 		t.Errorf("listed %q, want plain and bound (misbound dropped by the SDK's check)", names)
 	}
+}
+
+// toolsUpstream serves an HTTP upstream of protocol version that lists
+// tools (a JSON array) and answers each tools/call with "ok", after
+// onCall, if any, has seen the request.
+func toolsUpstream(t *testing.T, version, tools string, onCall func(*http.Request)) *httptest.Server {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			http.Error(w, "no standalone stream", http.StatusMethodNotAllowed)
+			return
+		}
+		var m rpcMessage
+		if err := json.NewDecoder(r.Body).Decode(&m); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Mcp-Session-Id", "s1")
+		w.Header().Set("Content-Type", "application/json")
+		switch m.Method {
+		case "initialize":
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":%q,"capabilities":{"tools":{}},"serverInfo":{"name":"up","version":"1"}}}`, m.ID, version)
+		case "server/discover": // a server of 2025's initialize only
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"method not found"}}`, m.ID)
+		case "tools/list":
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"tools":%s}}`, m.ID, tools)
+		case "tools/call":
+			if onCall != nil {
+				onCall(r)
+			}
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"ok"}]}}`, m.ID)
+		default:
+			w.WriteHeader(http.StatusAccepted)
+		}
+	}))
+	t.Cleanup(up.Close)
+	return up
 }
