@@ -225,8 +225,13 @@ func isObject(raw json.RawMessage) bool {
 func (v *view) bindsHeaders(name string) bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	return bytes.Contains(v.listed["tool:"+name], []byte("x-mcp-header"))
+	return headerBound(v.listed["tool:"+name])
 }
+
+// headerBound reports whether def, a tool's definition as listed, binds
+// arguments to headers: such a tool is the SDK's to check (its view's SDK
+// server holds it whole, and its calls take the SDK's path).
+func headerBound(def []byte) bool { return bytes.Contains(def, []byte("x-mcp-header")) }
 
 // statelessClient is a stateless-era request's client, as its rounds see
 // it: what it can answer is what its request says, and it is never asked

@@ -7,7 +7,6 @@
 package surface
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -331,7 +330,7 @@ func (v *view) show(def *mcp.Tool) error {
 		return nil
 	}
 	held := def
-	if !bytes.Contains(v.listed[key], []byte("x-mcp-header")) {
+	if !headerBound(v.listed[key]) {
 		held = &mcp.Tool{Name: def.Name, InputSchema: standIn}
 	}
 	if err := addTool(v.srv, held); err != nil {
