@@ -214,8 +214,8 @@ func (h *helper) lost() error {
 	return h.gone
 }
 
-// gone ends every server's wait when the launcher is gone (its death
-// killed them) and refuses starts from then on.
+// goneWith ends every server's wait when the launcher is gone (its death
+// killed them), saying err, and refuses starts from then on.
 func (h *helper) goneWith(err error) {
 	select {
 	case <-h.exited:

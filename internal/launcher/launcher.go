@@ -108,7 +108,7 @@ func mountProc() error {
 // launcher's user namespace, so the server, with no capability there,
 // can't undo them.
 func (l *launcher) confine(s Start) error {
-	if err := unshare(syscall.CLONE_FS | syscall.CLONE_NEWNS); err != nil {
+	if err := syscall.Unshare(syscall.CLONE_FS | syscall.CLONE_NEWNS); err != nil {
 		return errors.New("own mount namespace: " + err.Error())
 	}
 	for _, dir := range s.Hide {

@@ -103,7 +103,7 @@ func (l *launcher) spawn(id uint64, s Start, files []int) (*child, error) {
 			sys.Cloneflags |= syscall.CLONE_NEWNET
 		}
 	} else {
-		if err := unshare(syscall.CLONE_FS); err != nil { // for the Chdir below
+		if err := syscall.Unshare(syscall.CLONE_FS); err != nil { // for the Chdir below
 			return nil, errors.New("own working directory: " + err.Error())
 		}
 		sys.Pdeathsig = syscall.SIGKILL

@@ -37,9 +37,6 @@ func prctl(option, arg uintptr) error {
 	return nil
 }
 
-// unshare is unshare(2) for this thread.
-func unshare(flags int) error { return syscall.Unshare(flags) }
-
 // capHeader and capData are the capget(2) and capset(2) structures, version 3.
 type capHeader struct {
 	version uint32
