@@ -4,6 +4,7 @@
 package answer
 
 import (
+	"bytes"
 	"encoding/json"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -15,7 +16,7 @@ import (
 // client is most of what a pass-through would otherwise spend. Other paths
 // carry it decoded.
 type Result struct {
-	Raw     json.RawMessage
+	Raw     json.RawMessage // an object, from its '{' to its '}'
 	Decoded *mcp.CallToolResult
 	IsError bool
 }
@@ -41,4 +42,27 @@ func (r *Result) MarshalJSON() ([]byte, error) {
 		return r.Raw, nil
 	}
 	return json.Marshal(r.Decoded)
+}
+
+// MayHold reports whether raw, JSON, may hold one of keys (lower-case
+// ASCII, each from its opening quote: `"iserror"`) as a key at any depth:
+// whether it holds one in any case (encoding/json matches keys so), or a
+// \u escape, which could spell one. One pass over raw's quotes.
+func MayHold(raw []byte, keys ...string) bool {
+	if bytes.Contains(raw, []byte(`\u`)) {
+		return true
+	}
+	for i := bytes.IndexByte(raw, '"'); i >= 0; {
+		for _, k := range keys {
+			if len(raw)-i >= len(k) && bytes.EqualFold(raw[i:i+len(k)], []byte(k)) {
+				return true
+			}
+		}
+		j := bytes.IndexByte(raw[i+1:], '"')
+		if j < 0 {
+			break
+		}
+		i += 1 + j
+	}
+	return false
 }

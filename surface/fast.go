@@ -244,11 +244,7 @@ func (v *view) fastCall(w http.ResponseWriter, r *http.Request, l *live, id json
 // are passed on as they are, in pieces: a large result is not copied.
 func replyTo(id json.RawMessage, res *answer.Result, err error) reply {
 	if err == nil && res != nil && res.Raw != nil {
-		head := make([]byte, 0, 32+len(id))
-		head = append(head, `{"jsonrpc":"2.0","id":`...)
-		head = append(head, id...)
-		head = append(head, `,"result":`...)
-		return reply{head, res.Raw, []byte("}")}
+		return resultReply(id, res.Raw)
 	}
 	m := map[string]any{"jsonrpc": "2.0", "id": id}
 	if err != nil {
@@ -258,6 +254,16 @@ func replyTo(id json.RawMessage, res *answer.Result, err error) reply {
 	}
 	b, _ := json.Marshal(m)
 	return reply{b}
+}
+
+// resultReply is the JSON-RPC response to id whose result is the JSON
+// result, in pieces.
+func resultReply(id json.RawMessage, result ...[]byte) reply {
+	head := make([]byte, 0, 32+len(id))
+	head = append(head, `{"jsonrpc":"2.0","id":`...)
+	head = append(head, id...)
+	head = append(head, `,"result":`...)
+	return append(append(reply{head}, result...), []byte("}"))
 }
 
 // wireError is err as the SDK's server sends it: a JSON-RPC error as it

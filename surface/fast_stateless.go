@@ -73,27 +73,56 @@ func (v *view) serveStatelessFast(w http.ResponseWriter, r *http.Request, body [
 	p.Meta = meta
 
 	st := &stream{w: w}
-	res, err := v.callRounds(r.Context(), statelessClient{st, caps}, p)
-	var raw []byte
+	res, typ, err := v.callRounds(r.Context(), statelessClient{st, caps}, p)
 	if err == nil {
-		// As the SDK's server does for a stateless-era result (SEP-2575).
-		resMeta := res.GetMeta()
-		if resMeta == nil {
-			resMeta = map[string]any{}
+		var answer reply
+		if answer, err = v.statelessReply(m.ID, res, typ); err == nil {
+			st.finish(answer)
+			return true
 		}
-		if _, ok := resMeta[mcp.MetaKeyServerInfo]; !ok {
-			resMeta[mcp.MetaKeyServerInfo] = v.impl
-			res.SetMeta(resMeta)
-		}
-		raw, err = json.Marshal(res)
 	}
-	if err != nil {
-		st.status = errorStatus(err)
-		st.finish(replyTo(m.ID, nil, err))
-		return true
-	}
-	st.finish(replyTo(m.ID, &answer.Result{Raw: raw}, nil))
+	st.status = errorStatus(err)
+	st.finish(replyTo(m.ID, nil, err))
 	return true
+}
+
+// statelessReply is the answer to id with res, as the SDK's server sends a
+// stateless-era client a result: saying its result type typ, and naming the
+// server in _meta unless it names one already (SEP-2575). A result as the
+// upstream sent it, which has no _meta or resultType of its own, gets them
+// written in after its members; another is decoded and encoded again (for
+// a plain call, that had been a third of Warden's work).
+func (v *view) statelessReply(id json.RawMessage, res *answer.Result, typ string) (reply, error) {
+	impl, err := json.Marshal(v.impl)
+	if err != nil {
+		return nil, err
+	}
+	if raw := res.Raw; raw != nil && !answer.MayHold(raw, `"_meta"`, `"resulttype"`) {
+		end := bytes.LastIndexByte(raw, '}') // raw is an object (see answer.Result)
+		sep := ","
+		if inner := bytes.TrimRight(raw[:end], " \t\r\n"); inner[len(inner)-1] == '{' {
+			sep = ""
+		}
+		tail := sep + `"_meta":{"` + mcp.MetaKeyServerInfo + `":` + string(impl) + `},"resultType":"` + typ + `"}`
+		return resultReply(id, raw[:end], []byte(tail)), nil
+	}
+	d, err := res.Tool()
+	if err != nil {
+		return nil, err
+	}
+	if d, err = withResultType(d, typ); err != nil {
+		return nil, err
+	}
+	meta := d.GetMeta()
+	if meta == nil {
+		meta = map[string]any{}
+	}
+	if _, ok := meta[mcp.MetaKeyServerInfo]; !ok {
+		meta[mcp.MetaKeyServerInfo] = json.RawMessage(impl)
+		d.SetMeta(meta)
+	}
+	b, err := json.Marshal(d)
+	return resultReply(id, b), err
 }
 
 // errorStatus is the HTTP status the stateless era gives an error answer:

@@ -58,7 +58,7 @@ type round struct {
 
 	asks chan *ask     // questions from the call
 	done chan struct{} // closed when the call returned
-	res  mcp.Result
+	res  any           // what the call returned: see rounded
 	err  error
 
 	mu      sync.Mutex
@@ -80,7 +80,7 @@ type ask struct {
 // call again with. While it runs, the call's progress and log messages go
 // on this request's stream.
 func (rs *rounds) run(ctx context.Context, here gateway.Client, bind, state string, answers mcp.InputResponseMap,
-	fn func(context.Context, gateway.Client) (mcp.Result, error)) (res mcp.Result, open mcp.InputRequestMap, next string, err error) {
+	fn func(context.Context, gateway.Client) (any, error)) (res any, open mcp.InputRequestMap, next string, err error) {
 	var r *round
 	if state == "" {
 		r = rs.start(ctx, here, bind, fn)
@@ -133,7 +133,7 @@ func (rs *rounds) run(ctx context.Context, here gateway.Client, bind, state stri
 }
 
 // start begins a call of its own, outliving the request here that began it.
-func (rs *rounds) start(hereCtx context.Context, here gateway.Client, bind string, fn func(context.Context, gateway.Client) (mcp.Result, error)) *round {
+func (rs *rounds) start(hereCtx context.Context, here gateway.Client, bind string, fn func(context.Context, gateway.Client) (any, error)) *round {
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &round{id: rand.Text(), bind: bind, caps: here.Capabilities(), cancel: cancel,
 		asks: make(chan *ask), done: make(chan struct{}), open: map[string]*ask{},
@@ -282,7 +282,23 @@ func (c roundClient) Log(_ context.Context, p *mcp.LoggingMessageParams) {
 
 // inRounds serves a request whose upstream may ask its client for input
 // (tools/call, prompts/get, resources/read), with fn doing it for the
-// client. here is the request's client: a 2025 session's is asked on its own
+// client, and says its result type to a stateless-era client (see
+// rounded).
+func inRounds[R any, P interface {
+	*R
+	mcp.Result
+}](ctx context.Context, v *view, here gateway.Client, stateless bool, bind string, state *string, answers *mcp.InputResponseMap,
+	fn func(ctx context.Context, c gateway.Client) (P, error), pending func(mcp.InputRequestMap, string) P) (P, error) {
+	res, typ, err := rounded(ctx, v, here, stateless, bind, state, answers, fn, pending)
+	if err != nil || typ == "" {
+		return res, err
+	}
+	return withResultType(res, typ)
+}
+
+// rounded runs fn, which serves a request for its client here, and returns
+// its result and the result type a stateless-era client is to be told
+// ("" for a 2025 client). A 2025 session's client is asked on its own
 // request's stream; a stateless-era one's over rounds, the request naming
 // its round by its request state and answering with its input responses.
 // state and answers point into the params fn sends upstream: they are read,
@@ -291,28 +307,26 @@ func (c roundClient) Log(_ context.Context, p *mcp.LoggingMessageParams) {
 // answers, given before anything was asked, are the upstream's to read).
 // bind says what a state is good for; pending makes the input-required
 // result.
-func inRounds[R any, P interface {
-	*R
-	mcp.Result
-}](ctx context.Context, v *view, here gateway.Client, stateless bool, bind string, state *string, answers *mcp.InputResponseMap,
-	fn func(ctx context.Context, c gateway.Client) (P, error), pending func(mcp.InputRequestMap, string) P) (P, error) {
+func rounded[T any](ctx context.Context, v *view, here gateway.Client, stateless bool, bind string, state *string, answers *mcp.InputResponseMap,
+	fn func(ctx context.Context, c gateway.Client) (T, error), pending func(mcp.InputRequestMap, string) T) (res T, typ string, err error) {
 	roundState, roundAnswers := *state, *answers
 	if roundState != "" {
 		*answers = nil
 	}
 	*state = ""
 	if !stateless {
-		return fn(ctx, here)
+		res, err = fn(ctx, here)
+		return res, "", err
 	}
-	res, open, next, err := v.rounds.run(ctx, here, v.surface+"\x00"+bind, roundState, roundAnswers,
-		func(ctx context.Context, c gateway.Client) (mcp.Result, error) { return fn(ctx, c) })
-	if err != nil {
-		return nil, err
+	done, open, next, err := v.rounds.run(ctx, here, v.surface+"\x00"+bind, roundState, roundAnswers,
+		func(ctx context.Context, c gateway.Client) (any, error) { return fn(ctx, c) })
+	switch {
+	case err != nil:
+		return res, "", err
+	case open != nil:
+		return pending(open, next), "input_required", nil
 	}
-	if open != nil {
-		return withResultType(pending(open, next), "input_required")
-	}
-	return withResultType(res.(P), "complete")
+	return done.(T), "complete", nil
 }
 
 // sessionClient is the client of a request on ss, and whether ss is of
@@ -322,21 +336,18 @@ func sessionClient(ss *mcp.ServerSession) (gateway.Client, bool) {
 }
 
 // callRounds runs a stateless-era client's tools/call over its rounds, for
-// the request's client here (the SDK server's path and the fast path).
-func (v *view) callRounds(ctx context.Context, here gateway.Client, params *mcp.CallToolParamsRaw) (*mcp.CallToolResult, error) {
+// the request's client here (the SDK server's path and the fast path). It
+// returns the result as the gateway gave it, and its result type.
+func (v *view) callRounds(ctx context.Context, here gateway.Client, params *mcp.CallToolParamsRaw) (*answer.Result, string, error) {
 	p := *params
-	return inRounds(ctx, v, here, true, "tool\x00"+p.Name, &p.RequestState, &p.InputResponses,
-		func(ctx context.Context, c gateway.Client) (*mcp.CallToolResult, error) {
+	return rounded(ctx, v, here, true, "tool\x00"+p.Name, &p.RequestState, &p.InputResponses,
+		func(ctx context.Context, c gateway.Client) (*answer.Result, error) {
 			after := &answer.After{}
 			defer after.Run()
-			res, err := v.call(ctx, &p, c, after)
-			if err != nil {
-				return nil, err
-			}
-			return res.Tool()
+			return v.call(ctx, &p, c, after)
 		},
-		func(open mcp.InputRequestMap, next string) *mcp.CallToolResult {
-			return &mcp.CallToolResult{InputRequests: open, RequestState: next}
+		func(open mcp.InputRequestMap, next string) *answer.Result {
+			return answer.Decoded(&mcp.CallToolResult{InputRequests: open, RequestState: next})
 		})
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"maps"
 	"slices"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/wardenmcp/warden/answer"
 	"github.com/wardenmcp/warden/gateway"
 )
 
@@ -20,7 +22,7 @@ func TestRounds(t *testing.T) {
 	rs := newRounds()
 	ctx := context.Background()
 	ran := 0
-	call := func(ctx context.Context, c gateway.Client) (mcp.Result, error) {
+	call := func(ctx context.Context, c gateway.Client) (any, error) {
 		ran++
 		first, err := askAs[mcp.ElicitResult](ctx, c, &mcp.ElicitParams{Message: "name?"})
 		if err != nil {
@@ -80,7 +82,7 @@ func TestRounds(t *testing.T) {
 // A round that answers only some of the questions gets the others again.
 func TestRoundsAskAgainWhatWasNotAnswered(t *testing.T) {
 	rs := newRounds()
-	call := func(ctx context.Context, c gateway.Client) (mcp.Result, error) {
+	call := func(ctx context.Context, c gateway.Client) (any, error) {
 		_, err := c.Ask(ctx, "", &mcp.ListRootsParams{})
 		return &mcp.CallToolResult{}, err
 	}
@@ -114,7 +116,7 @@ func askAs[T any](ctx context.Context, c gateway.Client, q mcp.InputRequest) (*T
 // none (a 2025 request), gets one of Warden's.
 func TestRoundsKeepTheUpstreamsKeys(t *testing.T) {
 	rs := newRounds()
-	call := func(ctx context.Context, c gateway.Client) (mcp.Result, error) {
+	call := func(ctx context.Context, c gateway.Client) (any, error) {
 		errs := make(chan error, 3)
 		for _, key := range []string{"user_name", "user_name", ""} {
 			go func() { _, err := c.Ask(ctx, key, &mcp.ListRootsParams{}); errs <- err }()
@@ -179,7 +181,7 @@ func (h *here) Log(context.Context, *mcp.LoggingMessageParams) {}
 // A call's progress goes on the stream of the round open when it is sent.
 func TestRoundsProgressGoesOnTheOpenRound(t *testing.T) {
 	rs := newRounds()
-	call := func(ctx context.Context, c gateway.Client) (mcp.Result, error) {
+	call := func(ctx context.Context, c gateway.Client) (any, error) {
 		c.Progress(ctx, &mcp.ProgressNotificationParams{Progress: 1})
 		if _, err := c.Ask(ctx, "", &mcp.ListRootsParams{}); err != nil {
 			return nil, err
@@ -224,4 +226,60 @@ func TestWithResultType(t *testing.T) {
 	if err != nil || !empty.NeedsInput() {
 		t.Errorf("an empty result: %+v (%v)", empty, err)
 	}
+}
+
+// A stateless-era client's result says its type and names the server in
+// _meta: written into the upstream's JSON when it has neither, else by
+// decoding it and encoding it again. Both ways give the same answer (but
+// for what the SDK adds to a result without content: the upstream's JSON
+// is otherwise passed on as it came, as to a 2025 client), and a _meta of
+// the upstream's keeps what it holds (its own server info too).
+func TestStatelessReply(t *testing.T) {
+	v := newView(nil, "", slog.New(slog.DiscardHandler), "test")
+	const info = `"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"warden","title":"Warden MCP gateway","version":"test"}},"resultType":"complete"`
+	cases := []struct{ raw, want, wantRaw string }{
+		{`{"content":[{"type":"text","text":"hi"}]}`, `{"content":[{"type":"text","text":"hi"}],` + info + `}`, ""},
+		{"{\"isError\":true,\"content\":[] \n}", `{"isError":true,"content":[],` + info + `}`, ""},
+		{`{}`, `{"content":[],` + info + `}`, `{` + info + `}`},
+		{"{ \n\t}", `{"content":[],` + info + `}`, `{` + info + `}`},
+		{`{"_meta":{"a":1},"content":[]}`, `{"content":[],"_meta":{"a":1,"io.modelcontextprotocol/serverInfo":{"name":"warden","title":"Warden MCP gateway","version":"test"}},"resultType":"complete"}`, ""},
+		{`{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"up","version":"1"}},"content":[]}`, `{"content":[],"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"up","version":"1"}},"resultType":"complete"}`, ""},
+		{`{"content":[],"resultType":"input_required"}`, `{"content":[],` + info + `}`, ""},
+		{`{"content":[],"ResultType":"input_required"}`, `{"content":[],` + info + `}`, ""},
+		{`{"content":[],"\u005fmeta":{"a":1}}`, `{"content":[],"_meta":{"a":1,"io.modelcontextprotocol/serverInfo":{"name":"warden","title":"Warden MCP gateway","version":"test"}},"resultType":"complete"}`, ""},
+	}
+	for _, c := range cases {
+		var d mcp.CallToolResult
+		if err := json.Unmarshal([]byte(c.raw), &d); err != nil {
+			t.Fatalf("%s: %v", c.raw, err)
+		}
+		for _, res := range []*answer.Result{{Raw: json.RawMessage(c.raw)}, answer.Decoded(&d)} {
+			r, err := v.statelessReply(json.RawMessage("7"), res, "complete")
+			if err != nil {
+				t.Fatalf("%s: %v", c.raw, err)
+			}
+			var got struct{ Result json.RawMessage }
+			if err := json.Unmarshal(r.bytes(), &got); err != nil {
+				t.Fatalf("%s: the reply %s: %v", c.raw, r.bytes(), err)
+			}
+			want := c.want
+			if res.Raw != nil && c.wantRaw != "" {
+				want = c.wantRaw
+			}
+			if canonical(t, got.Result) != canonical(t, []byte(want)) {
+				t.Errorf("%s (raw %v): result %s, want %s", c.raw, res.Raw != nil, got.Result, want)
+			}
+		}
+	}
+}
+
+// canonical is JSON with its objects' keys in order and no spaces.
+func canonical(t *testing.T, b []byte) string {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatalf("%s: %v", b, err)
+	}
+	out, _ := json.Marshal(v)
+	return string(out)
 }

@@ -140,7 +140,15 @@ func (v *view) intercept(next mcp.MethodHandler) mcp.MethodHandler {
 
 func (v *view) callTool(ctx context.Context, r *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	if here, stateless := sessionClient(r.Session); stateless {
-		return v.callRounds(ctx, here, r.Params)
+		res, typ, err := v.callRounds(ctx, here, r.Params)
+		if err != nil {
+			return nil, err
+		}
+		d, err := res.Tool()
+		if err != nil {
+			return nil, err
+		}
+		return withResultType(d, typ)
 	}
 	// A large answer holds its room in the answers' bound until decoded
 	// for the SDK (which sends it after this returns).

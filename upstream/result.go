@@ -18,9 +18,8 @@ func rawResult(raw json.RawMessage) (res *answer.Result, asks bool, err error) {
 	}
 	// Most results say neither isError nor inputRequests; reading the
 	// whole result again only to learn that would cost more than passing
-	// it on. A key is not missed in another case (encoding/json matches
-	// keys so) nor spelled with escapes: any \u means a real look.
-	if !mentions(raw, `"iserror"`, `"inputrequests"`) && !bytes.Contains(raw, []byte(`\u`)) {
+	// it on.
+	if !answer.MayHold(raw, `"iserror"`, `"inputrequests"`) {
 		return &answer.Result{Raw: raw}, false, nil
 	}
 	var head struct {
@@ -32,24 +31,6 @@ func rawResult(raw json.RawMessage) (res *answer.Result, asks bool, err error) {
 		return nil, false, err
 	}
 	return &answer.Result{Raw: raw, IsError: head.IsError}, head.ResultType == "input_required" || len(head.InputRequests) > 0, nil
-}
-
-// mentions reports whether b holds one of keys (ASCII, each from its
-// opening quote) in any case, in one pass over b's quotes.
-func mentions(b []byte, keys ...string) bool {
-	for i := bytes.IndexByte(b, '"'); i >= 0; {
-		for _, k := range keys {
-			if len(b)-i >= len(k) && bytes.EqualFold(b[i:i+len(k)], []byte(k)) {
-				return true
-			}
-		}
-		j := bytes.IndexByte(b[i+1:], '"')
-		if j < 0 {
-			break
-		}
-		i += 1 + j
-	}
-	return false
 }
 
 // decodeMessage decodes a message of a call's answer stream. The result of
