@@ -21,9 +21,10 @@ import (
 // through /mcp/{server}, through the aggregated /mcp, through /mcp/{server}
 // with Warden's fast paths off (WARDEN_FASTPATH=off: the SDK's server and
 // client alone) and for a 2026-07-28 client, with WARDEN_BENCH_BASELINE set
-// to another warden binary (an older build) through its /mcp/{server} too,
-// and, for scale, through two yardsticks: a TCP forwarder (the cost of one more process in the path,
-// whatever it does) and a bare HTTP reverse proxy. The upstream (the Go SDK
+// to another warden binary (an older build) through its /mcp/{server} too
+// (for clients of both eras), and, for scale, through two yardsticks: a TCP
+// forwarder (the cost of one more process in the path, whatever it does)
+// and a bare HTTP reverse proxy. The upstream (the Go SDK
 // fixture), Warden and the yardsticks run as their own processes, as they do
 // in use; the clients are the official Go SDK's. The ways take turns in short
 // rounds. Reported per way: p50 and p99 latency in microseconds, calls per
@@ -60,7 +61,8 @@ func BenchmarkToolCall(b *testing.B) {
 	if old := os.Getenv("WARDEN_BENCH_BASELINE"); old != "" {
 		// Another warden binary (an older build) beside, to compare with.
 		oldListen := wardentest.ServeProcess(b, old, servers).Addr
-		targets = append(targets, struct{ name, url, tool, version string }{"baseline-server", "http://" + oldListen + "/mcp/bench", "echo", era2025})
+		targets = append(targets, struct{ name, url, tool, version string }{"baseline-server", "http://" + oldListen + "/mcp/bench", "echo", era2025},
+			struct{ name, url, tool, version string }{"baseline-2026-client", "http://" + oldListen + "/mcp/bench", "echo", era2026})
 	}
 	for _, conc := range []int{1, 16} {
 		b.Run(fmt.Sprintf("c%d", conc), func(b *testing.B) {

@@ -73,7 +73,9 @@ func (v *view) serveStatelessFast(w http.ResponseWriter, r *http.Request, body [
 	p.Meta = meta
 
 	st := &stream{w: w}
-	res, typ, err := v.callRounds(r.Context(), statelessClient{st, caps}, p)
+	sent := &answer.After{}
+	defer sent.Run() // once the answer is sent
+	res, typ, err := v.callRounds(r.Context(), statelessClient{st, caps}, p, sent)
 	if err == nil {
 		var answer reply
 		if answer, err = v.statelessReply(m.ID, res, typ); err == nil {

@@ -78,8 +78,10 @@ type ask struct {
 // (state == "") starts fn, a later one hands over the client's answers. It
 // returns the call's result, or the questions still open with the state to
 // call again with. While it runs, the call's progress and log messages go
-// on this request's stream.
-func (rs *rounds) run(ctx context.Context, here gateway.Client, bind, state string, answers mcp.InputResponseMap,
+// on this request's stream. The call's context ends once the request that
+// returns its result has run sent (when its answer is on its way), or when
+// the call is abandoned.
+func (rs *rounds) run(ctx context.Context, here gateway.Client, bind, state string, answers mcp.InputResponseMap, sent *answer.After,
 	fn func(context.Context, gateway.Client) (any, error)) (res any, open mcp.InputRequestMap, next string, err error) {
 	var r *round
 	if state == "" {
@@ -101,6 +103,7 @@ func (rs *rounds) run(ctx context.Context, here gateway.Client, bind, state stri
 	if !unanswered {
 		select {
 		case <-r.done:
+			sent.Add(r.cancel)
 			return r.res, nil, "", r.err
 		case a := <-r.asks:
 			r.add(a)
@@ -140,7 +143,6 @@ func (rs *rounds) start(hereCtx context.Context, here gateway.Client, bind strin
 		here: here, hereCtx: hereCtx}
 	go func() {
 		defer close(r.done)
-		defer cancel()
 		r.res, r.err = fn(ctx, roundClient{r})
 	}()
 	return r
@@ -289,7 +291,9 @@ func inRounds[R any, P interface {
 	mcp.Result
 }](ctx context.Context, v *view, here gateway.Client, stateless bool, bind string, state *string, answers *mcp.InputResponseMap,
 	fn func(ctx context.Context, c gateway.Client) (P, error), pending func(mcp.InputRequestMap, string) P) (P, error) {
-	res, typ, err := rounded(ctx, v, here, stateless, bind, state, answers, fn, pending)
+	sent := &answer.After{}
+	defer sent.Run() // the SDK sends the result: nothing waits for that
+	res, typ, err := rounded(ctx, v, here, stateless, bind, state, answers, sent, fn, pending)
 	if err != nil || typ == "" {
 		return res, err
 	}
@@ -306,9 +310,10 @@ func inRounds[R any, P interface {
 // upstream's, and so are the answers of a later round; a new request's
 // answers, given before anything was asked, are the upstream's to read).
 // bind says what a state is good for; pending makes the input-required
-// result.
+// result; sent runs once the request's answer is on its way (see
+// rounds.run).
 func rounded[T any](ctx context.Context, v *view, here gateway.Client, stateless bool, bind string, state *string, answers *mcp.InputResponseMap,
-	fn func(ctx context.Context, c gateway.Client) (T, error), pending func(mcp.InputRequestMap, string) T) (res T, typ string, err error) {
+	sent *answer.After, fn func(ctx context.Context, c gateway.Client) (T, error), pending func(mcp.InputRequestMap, string) T) (res T, typ string, err error) {
 	roundState, roundAnswers := *state, *answers
 	if roundState != "" {
 		*answers = nil
@@ -318,7 +323,7 @@ func rounded[T any](ctx context.Context, v *view, here gateway.Client, stateless
 		res, err = fn(ctx, here)
 		return res, "", err
 	}
-	done, open, next, err := v.rounds.run(ctx, here, v.surface+"\x00"+bind, roundState, roundAnswers,
+	done, open, next, err := v.rounds.run(ctx, here, v.surface+"\x00"+bind, roundState, roundAnswers, sent,
 		func(ctx context.Context, c gateway.Client) (any, error) { return fn(ctx, c) })
 	switch {
 	case err != nil:
@@ -337,14 +342,16 @@ func sessionClient(ss *mcp.ServerSession) (gateway.Client, bool) {
 
 // callRounds runs a stateless-era client's tools/call over its rounds, for
 // the request's client here (the SDK server's path and the fast path). It
-// returns the result as the gateway gave it, and its result type.
-func (v *view) callRounds(ctx context.Context, here gateway.Client, params *mcp.CallToolParamsRaw) (*answer.Result, string, error) {
+// returns the result as the gateway gave it, and its result type; the work
+// the call leaves for after its answer is done once sent has run.
+func (v *view) callRounds(ctx context.Context, here gateway.Client, params *mcp.CallToolParamsRaw, sent *answer.After) (*answer.Result, string, error) {
 	p := *params
-	return rounded(ctx, v, here, true, "tool\x00"+p.Name, &p.RequestState, &p.InputResponses,
+	return rounded(ctx, v, here, true, "tool\x00"+p.Name, &p.RequestState, &p.InputResponses, sent,
 		func(ctx context.Context, c gateway.Client) (*answer.Result, error) {
 			after := &answer.After{}
-			defer after.Run()
-			return v.call(ctx, &p, c, after)
+			res, err := v.call(ctx, &p, c, after)
+			context.AfterFunc(ctx, after.Run) // all of it added by now
+			return res, err
 		},
 		func(open mcp.InputRequestMap, next string) *answer.Result {
 			return answer.Decoded(&mcp.CallToolResult{InputRequests: open, RequestState: next})

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/wardenmcp/warden/answer"
@@ -37,7 +38,7 @@ func TestRounds(t *testing.T) {
 	const bind = "mcp\x00tool\x00t"
 	caps := &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{}}
 
-	_, open, state1, err := rs.run(ctx, &here{caps: caps}, bind, "", nil, call)
+	_, open, state1, err := rs.run(ctx, &here{caps: caps}, bind, "", nil, &answer.After{}, call)
 	if err != nil || len(open) != 1 {
 		t.Fatalf("round 1: %v, %d questions", err, len(open))
 	}
@@ -51,7 +52,7 @@ func TestRounds(t *testing.T) {
 
 	refused := func(what, bind, state string, answers mcp.InputResponseMap) {
 		t.Helper()
-		if _, _, _, err := rs.run(ctx, &here{caps: caps}, bind, state, answers, call); err == nil || !strings.Contains(err.Error(), "requestState") && !strings.Contains(err.Error(), "inputResponses") {
+		if _, _, _, err := rs.run(ctx, &here{caps: caps}, bind, state, answers, &answer.After{}, call); err == nil || !strings.Contains(err.Error(), "requestState") && !strings.Contains(err.Error(), "inputResponses") {
 			t.Errorf("%s: want a refusal, got %v", what, err)
 		}
 	}
@@ -60,7 +61,7 @@ func TestRounds(t *testing.T) {
 	refused("another tool's state", "mcp\x00tool\x00other", state1, nil)
 	refused("an answer to no question", bind, state1, mcp.InputResponseMap{"nope": &mcp.ElicitResult{Action: "accept"}})
 
-	_, open, state2, err := rs.run(ctx, &here{caps: caps}, bind, state1, mcp.InputResponseMap{id1: &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada"}}}, call)
+	_, open, state2, err := rs.run(ctx, &here{caps: caps}, bind, state1, mcp.InputResponseMap{id1: &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada"}}}, &answer.After{}, call)
 	if err != nil || len(open) != 1 || state2 == state1 {
 		t.Fatalf("round 2: %v, %d questions, new state %v", err, len(open), state2 != state1)
 	}
@@ -69,7 +70,7 @@ func TestRounds(t *testing.T) {
 	for id := range open {
 		id2 = id
 	}
-	res, open, _, err := rs.run(ctx, &here{caps: caps}, bind, state2, mcp.InputResponseMap{id2: &mcp.ListRootsResult{Roots: []*mcp.Root{{URI: "file:///r"}}}}, call)
+	res, open, _, err := rs.run(ctx, &here{caps: caps}, bind, state2, mcp.InputResponseMap{id2: &mcp.ListRootsResult{Roots: []*mcp.Root{{URI: "file:///r"}}}}, &answer.After{}, call)
 	if err != nil || open != nil {
 		t.Fatalf("round 3: %v, %d questions", err, len(open))
 	}
@@ -87,11 +88,11 @@ func TestRoundsAskAgainWhatWasNotAnswered(t *testing.T) {
 		return &mcp.CallToolResult{}, err
 	}
 	ctx := context.Background()
-	_, open, state, err := rs.run(ctx, &here{caps: nil}, "b", "", nil, call)
+	_, open, state, err := rs.run(ctx, &here{caps: nil}, "b", "", nil, &answer.After{}, call)
 	if err != nil || len(open) != 1 {
 		t.Fatalf("round 1: %v, %d questions", err, len(open))
 	}
-	_, again, state2, err := rs.run(ctx, &here{caps: nil}, "b", state, nil, call)
+	_, again, state2, err := rs.run(ctx, &here{caps: nil}, "b", state, nil, &answer.After{}, call)
 	if err != nil || len(again) != 1 || state2 == state {
 		t.Fatalf("round 2 without answers: %v, %d questions; want the same question again with a new state", err, len(again))
 	}
@@ -132,7 +133,7 @@ func TestRoundsKeepTheUpstreamsKeys(t *testing.T) {
 	var open mcp.InputRequestMap
 	state := ""
 	for len(open) < 3 {
-		_, more, next, err := rs.run(ctx, &here{caps: nil}, "b", state, nil, call)
+		_, more, next, err := rs.run(ctx, &here{caps: nil}, "b", state, nil, &answer.After{}, call)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -150,7 +151,7 @@ func TestRoundsKeepTheUpstreamsKeys(t *testing.T) {
 	for id := range open {
 		answers[id] = &mcp.ListRootsResult{}
 	}
-	if res, more, _, err := rs.run(ctx, &here{caps: nil}, "b", state, answers, call); err != nil || more != nil || res == nil {
+	if res, more, _, err := rs.run(ctx, &here{caps: nil}, "b", state, answers, &answer.After{}, call); err != nil || more != nil || res == nil {
 		t.Errorf("after answering all three: %v, %d questions, %v", res, len(more), err)
 	}
 }
@@ -191,7 +192,7 @@ func TestRoundsProgressGoesOnTheOpenRound(t *testing.T) {
 	}
 	ctx := context.Background()
 	first, second := &here{}, &here{}
-	_, open, state, err := rs.run(ctx, first, "b", "", nil, call)
+	_, open, state, err := rs.run(ctx, first, "b", "", nil, &answer.After{}, call)
 	if err != nil || len(open) != 1 {
 		t.Fatalf("round 1: %v, %d questions", err, len(open))
 	}
@@ -199,7 +200,7 @@ func TestRoundsProgressGoesOnTheOpenRound(t *testing.T) {
 	for id := range open {
 		answers[id] = &mcp.ListRootsResult{}
 	}
-	if _, _, _, err := rs.run(ctx, second, "b", state, answers, call); err != nil {
+	if _, _, _, err := rs.run(ctx, second, "b", state, answers, &answer.After{}, call); err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(first.progress, []float64{1}) || !slices.Equal(second.progress, []float64{2}) {
@@ -282,4 +283,48 @@ func canonical(t *testing.T, b []byte) string {
 	}
 	out, _ := json.Marshal(v)
 	return string(out)
+}
+
+// A call's context lasts until the answer of the request that took its
+// result is on its way (the work the call leaves for then, the end of the
+// upstream's stream, runs when it ends), and ends without that when the
+// call is abandoned in the middle of a round.
+func TestRoundEndsOnceSent(t *testing.T) {
+	rs := newRounds()
+	ctxs := make(chan context.Context, 1)
+	quick := func(ctx context.Context, c gateway.Client) (any, error) {
+		ctxs <- ctx
+		return &mcp.CallToolResult{}, nil
+	}
+	sent := &answer.After{}
+	if _, _, _, err := rs.run(context.Background(), &here{}, "b", "", nil, sent, quick); err != nil {
+		t.Fatal(err)
+	}
+	callCtx := <-ctxs
+	if callCtx.Err() != nil {
+		t.Fatal("the call's context ended before its answer was sent")
+	}
+	sent.Run()
+	if callCtx.Err() == nil {
+		t.Fatal("the call's context outlived its answer")
+	}
+
+	slow := func(ctx context.Context, c gateway.Client) (any, error) {
+		ctxs <- ctx
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	reqCtx, cancel := context.WithCancel(context.Background())
+	go func() {
+		callCtx = <-ctxs
+		cancel() // the client goes away
+	}()
+	if _, _, _, err := rs.run(reqCtx, &here{}, "b", "", nil, &answer.After{}, slow); err == nil {
+		t.Fatal("an abandoned call answered")
+	}
+	select {
+	case <-callCtx.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("an abandoned call's context never ended")
+	}
 }

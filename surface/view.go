@@ -139,8 +139,12 @@ func (v *view) intercept(next mcp.MethodHandler) mcp.MethodHandler {
 }
 
 func (v *view) callTool(ctx context.Context, r *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	// A large answer holds its room in the answers' bound until decoded
+	// for the SDK (which sends it after this returns).
+	after := &answer.After{}
+	defer after.Run()
 	if here, stateless := sessionClient(r.Session); stateless {
-		res, typ, err := v.callRounds(ctx, here, r.Params)
+		res, typ, err := v.callRounds(ctx, here, r.Params, after)
 		if err != nil {
 			return nil, err
 		}
@@ -150,10 +154,6 @@ func (v *view) callTool(ctx context.Context, r *mcp.CallToolRequest) (*mcp.CallT
 		}
 		return withResultType(d, typ)
 	}
-	// A large answer holds its room in the answers' bound until decoded
-	// for the SDK (which sends it after this returns).
-	after := &answer.After{}
-	defer after.Run()
 	res, err := v.call(ctx, r.Params, gateway.SessionClient{ServerSession: r.Session}, after)
 	if err != nil {
 		return nil, err
