@@ -28,7 +28,9 @@ import (
 // fixture), Warden and the yardsticks run as their own processes, as they do
 // in use; the clients are the official Go SDK's. The ways take turns in short
 // rounds. Reported per way: p50 and p99 latency in microseconds, calls per
-// second, and against direct: the added p50 and the throughput ratio.
+// second, and against direct: the added p50 and the throughput ratio (for a
+// 2026-07-28 client too: the fixture serves 2025 sessions over HTTP, and
+// the SDK's client falls back to one).
 //
 //	go test -run '^$' -bench BenchmarkToolCall -benchtime 5000x ./e2e/
 func BenchmarkToolCall(b *testing.B) {
