@@ -44,25 +44,52 @@ func (r *Result) MarshalJSON() ([]byte, error) {
 	return json.Marshal(r.Decoded)
 }
 
-// MayHold reports whether raw, JSON, may hold one of keys (lower-case
-// ASCII, each from its opening quote: `"iserror"`) as a key at any depth:
-// whether it holds one in any case (encoding/json matches keys so), or a
-// \u escape, which could spell one. One pass over raw's quotes.
+// MayHold reports whether raw, valid JSON, may hold one of keys (ASCII)
+// as a key at any depth: whether one of its strings, escapes read, is one
+// of keys in any case (encoding/json matches keys so, Unicode's simple
+// folding too); a value counts too. Only the strings' quotes are looked
+// for, and only a string short enough to spell a key is read.
 func MayHold(raw []byte, keys ...string) bool {
-	if bytes.Contains(raw, []byte(`\u`)) {
-		return true
+	longest := 0
+	for _, k := range keys {
+		longest = max(longest, len(k))
 	}
-	for i := bytes.IndexByte(raw, '"'); i >= 0; {
-		for _, k := range keys {
-			if len(raw)-i >= len(k) && bytes.EqualFold(raw[i:i+len(k)], []byte(k)) {
-				return true
+	for i := 0; ; {
+		open := bytes.IndexByte(raw[i:], '"')
+		if open < 0 {
+			return false
+		}
+		start := i + open + 1
+		end := start
+		for { // the closing quote: one after an even run of backslashes
+			q := bytes.IndexByte(raw[end:], '"')
+			if q < 0 {
+				return false
+			}
+			end += q
+			n := 0
+			for p := end - 1; p >= start && raw[p] == '\\'; p-- {
+				n++
+			}
+			if n%2 == 0 {
+				break
+			}
+			end++
+		}
+		if s := raw[start:end]; len(s) <= 6*longest { // \uXXXX: six bytes a letter
+			if bytes.IndexByte(s, '\\') >= 0 {
+				var text string
+				if json.Unmarshal(raw[start-1:end+1], &text) != nil {
+					return true
+				}
+				s = []byte(text)
+			}
+			for _, k := range keys {
+				if bytes.EqualFold(s, []byte(k)) {
+					return true
+				}
 			}
 		}
-		j := bytes.IndexByte(raw[i+1:], '"')
-		if j < 0 {
-			break
-		}
-		i += 1 + j
+		i = end + 1
 	}
-	return false
 }

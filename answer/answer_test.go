@@ -46,3 +46,31 @@ func TestAfterRunsOnce(t *testing.T) {
 		t.Fatalf("work done %v, want [1 2]", done)
 	}
 }
+
+// MayHold finds a key in any case, at any depth, spelled with escapes or
+// not; a value's text that only mentions it does not count, nor do other
+// escapes (a Go server's \u003c, a Python one's for every non-ASCII
+// letter).
+func TestMayHold(t *testing.T) {
+	for raw, want := range map[string]bool{
+		`{"content":[],"_meta":{}}`:                                                                     true,
+		`{"content":[],"_META":{}}`:                                                                     true,
+		`{"a":{"b":[{"resultType":"x"}]}}`:                                                              true,
+		`{"content":[],"\u005fmeta":{}}`:                                                                true,
+		`{"content":[],"re\u0073ultType":"x"}`:                                                          true,
+		"{\"content\":[],\"re\u017fultType\":\"x\"}":                                                    true, // ſ folds to s
+		`{"content":[{"type":"text","text":"resultType"}]}`:                                             true, // a value: counted, to be safe
+		`{"content":[{"type":"text","text":"\"_meta\": {}"}]}`:                                          false,
+		`{"content":[{"type":"text","text":"the \"resultType\""}]}`:                                     false,
+		`{"content":[{"type":"text","text":"a \u003cb\u003e tag"}]}`:                                    false,
+		`{"content":[{"type":"text","text":"caf\u00e9 au lait, \u003cb\u003e and more that is long"}]}`: false,
+		`{"content":[],"\u005f\u006d\u0065\u0074\u0061":1}`:                                             true,
+		`{"content":[{"type":"text","text":"\\"},{"x":"_meta"}]}`:                                       true, // the escape ends at \\
+		`{"content":[],"metadata":{},"result":1}`:                                                       false,
+		`{}`: false,
+	} {
+		if got := MayHold([]byte(raw), "_meta", "resultType"); got != want {
+			t.Errorf("%s: %v, want %v", raw, got, want)
+		}
+	}
+}

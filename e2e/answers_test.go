@@ -35,8 +35,8 @@ func hugeAnswerFixture(t testing.TB, size int) string {
 // Answers too large for Warden are refused with a clear error; a write
 // whose answer is refused so is an unknown outcome and latches its server.
 // Large answers within the bound all get through, many at once, over the
-// direct HTTP path and over stdio, and once they are sent Warden holds none
-// of their room.
+// direct HTTP path and over stdio, to clients of both eras, and once they
+// are sent Warden holds none of their room.
 func TestLargeAnswers(t *testing.T) {
 	const tooLarge, large = upstream.DefaultAnswerMax + 1<<20, 4 << 20
 	hugeURL := hugeAnswerFixture(t, tooLarge)
@@ -50,6 +50,7 @@ func TestLargeAnswers(t *testing.T) {
 		w.WaitReady(t, s)
 	}
 	cs := w.Connect(t, "/mcp", nil)
+	cs2026 := w.ConnectWith(t, "/mcp", nil, &mcp.ClientSessionOptions{ProtocolVersion: "2026-07-28"})
 
 	res := wardentest.CallResult(t, cs, "huge__huge_answer", nil)
 	if !res.IsError || !strings.Contains(wardentest.ResultText(res), "larger than Warden passes on (64 MiB at most)") {
@@ -74,17 +75,27 @@ func TestLargeAnswers(t *testing.T) {
 		if i >= 6 {
 			tool = "bigstdio__huge_answer"
 		}
+		client := cs
+		if i%2 == 1 {
+			client = cs2026
+		}
 		wg.Go(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
-			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool})
+			res, err := client.CallTool(ctx, &mcp.CallToolParams{Name: tool})
 			if err != nil || res.IsError || len(wardentest.ResultText(res)) != large {
 				t.Errorf("%s: %v, %d bytes of text %.300s", tool, err, len(wardentest.ResultText(res)), wardentest.ResultText(res))
 			}
 		})
 	}
 	wg.Wait()
-	if m := w.Metrics(t); wardentest.MetricValue(m, "warden_answer_bytes_in_flight") != 0 {
+	// Released once each answer is on its way, which its client may see
+	// first.
+	var m string
+	if !wardentest.Poll(10*time.Second, func() bool {
+		m = w.Metrics(t)
+		return wardentest.MetricValue(m, "warden_answer_bytes_in_flight") == 0
+	}) {
 		t.Fatalf("answer bytes still held after every answer was sent:\n%s", grepLines(m, "warden_answer"))
 	}
 }

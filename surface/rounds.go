@@ -100,7 +100,14 @@ func (rs *rounds) run(ctx context.Context, here gateway.Client, bind, state stri
 	r.mu.Lock()
 	unanswered := len(r.open) > 0 // the call waits on them: ask them again
 	r.mu.Unlock()
-	if !unanswered {
+	if unanswered {
+		select {
+		case <-r.done: // ended without them
+			sent.Add(r.cancel)
+			return r.res, nil, "", r.err
+		default:
+		}
+	} else {
 		select {
 		case <-r.done:
 			sent.Add(r.cancel)
@@ -142,26 +149,41 @@ func (rs *rounds) start(hereCtx context.Context, here gateway.Client, bind strin
 		asks: make(chan *ask), done: make(chan struct{}), open: map[string]*ask{},
 		here: here, hereCtx: hereCtx}
 	go func() {
-		defer close(r.done)
 		r.res, r.err = fn(ctx, roundClient{r})
+		close(r.done)
+		rs.mu.Lock()
+		defer rs.mu.Unlock()
+		if rs.waiting[r.id] == r {
+			r.cancel() // see keep
+		}
 	}()
 	return r
 }
 
 // keep puts r back to wait for its client's next round, for at most
-// roundWait.
+// roundWait. A call that ends meanwhile keeps its result for that round,
+// but what it leaves for after its answer (the upstream's connection and
+// the answer's room among others) is done at once: no request is there to
+// send the answer.
 func (rs *rounds) keep(r *round) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	rs.waiting[r.id] = r
-	r.expiry = time.AfterFunc(roundWait, func() {
+	var expiry *time.Timer
+	expiry = time.AfterFunc(roundWait, func() {
 		rs.mu.Lock()
-		if rs.waiting[r.id] == r {
+		defer rs.mu.Unlock()
+		if rs.waiting[r.id] == r && r.expiry == expiry { // not taken since
 			delete(rs.waiting, r.id)
+			r.cancel()
 		}
-		rs.mu.Unlock()
-		r.cancel()
 	})
+	r.expiry = expiry
+	select {
+	case <-r.done:
+		r.cancel()
+	default:
+	}
 }
 
 // take finds the call a request state names, for the round now starting.
@@ -292,7 +314,7 @@ func inRounds[R any, P interface {
 }](ctx context.Context, v *view, here gateway.Client, stateless bool, bind string, state *string, answers *mcp.InputResponseMap,
 	fn func(ctx context.Context, c gateway.Client) (P, error), pending func(mcp.InputRequestMap, string) P) (P, error) {
 	sent := &answer.After{}
-	defer sent.Run() // the SDK sends the result: nothing waits for that
+	defer sent.Run() // before the SDK sends the result: these calls leave nothing for after it
 	res, typ, err := rounded(ctx, v, here, stateless, bind, state, answers, sent, fn, pending)
 	if err != nil || typ == "" {
 		return res, err

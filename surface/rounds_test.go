@@ -328,3 +328,36 @@ func TestRoundEndsOnceSent(t *testing.T) {
 		t.Fatal("an abandoned call's context never ended")
 	}
 }
+
+// A call that ends while it waits for its client's next round (its upstream
+// gave up on the question) has its context end then, not at the round's
+// expiry: what it leaves for after its answer holds the upstream's
+// connection. The client's next round gets its result, answers or not.
+func TestRoundEndsWhileParked(t *testing.T) {
+	rs := newRounds()
+	ctxs := make(chan context.Context, 1)
+	call := func(ctx context.Context, c gateway.Client) (any, error) {
+		ctxs <- ctx
+		asking, giveUp := context.WithTimeout(ctx, 50*time.Millisecond)
+		defer giveUp()
+		_, err := c.Ask(asking, "", &mcp.ListRootsParams{})
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "gave up: " + err.Error()}}}, nil
+	}
+	_, open, state, err := rs.run(context.Background(), &here{}, "b", "", nil, &answer.After{}, call)
+	if err != nil || len(open) != 1 {
+		t.Fatalf("round 1: %v, %d questions", err, len(open))
+	}
+	callCtx := <-ctxs
+	select {
+	case <-callCtx.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("a call that ended while its round was kept still holds its context")
+	}
+	res, more, _, err := rs.run(context.Background(), &here{}, "b", state, nil, &answer.After{}, call)
+	if err != nil || more != nil {
+		t.Fatalf("round 2 of an ended call: %v, %d questions", err, len(more))
+	}
+	if got := res.(*mcp.CallToolResult).Content[0].(*mcp.TextContent).Text; !strings.HasPrefix(got, "gave up") {
+		t.Errorf("round 2's result %q", got)
+	}
+}

@@ -19,7 +19,7 @@ func rawResult(raw json.RawMessage) (res *answer.Result, asks bool, err error) {
 	// Most results say neither isError nor inputRequests; reading the
 	// whole result again only to learn that would cost more than passing
 	// it on.
-	if !answer.MayHold(raw, `"iserror"`, `"inputrequests"`) {
+	if !answer.MayHold(raw, "isError", "inputRequests") {
 		return &answer.Result{Raw: raw}, false, nil
 	}
 	var head struct {
