@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -20,28 +21,37 @@ import (
 // HTTP upstream, side by side in one run, at concurrency 1 and 16: directly,
 // through /mcp/{server}, through the aggregated /mcp, through /mcp/{server}
 // with Warden's fast paths off (WARDEN_FASTPATH=off: the SDK's server and
-// client alone) and for a 2026-07-28 client, with WARDEN_BENCH_BASELINE set
-// to another warden binary (an older build) through its /mcp/{server} too
-// (for clients of both eras), and, for scale, through two yardsticks: a TCP
-// forwarder (the cost of one more process in the path, whatever it does)
-// and a bare HTTP reverse proxy. The upstream (the Go SDK
-// fixture), Warden and the yardsticks run as their own processes, as they do
-// in use; the clients are the official Go SDK's. The ways take turns in short
-// rounds. Reported per way: p50 and p99 latency in microseconds, calls per
-// second, and against direct: the added p50 and the throughput ratio (for a
-// 2026-07-28 client too: the fixture serves 2025 sessions over HTTP, and
-// the SDK's client falls back to one).
+// client alone) and for a 2026-07-28 client; with WARDEN_BENCH_BASELINE set
+// to another warden binary (an older build) through its /mcp/{server} too;
+// and, for scale, through two yardsticks: a TCP forwarder (the cost of one
+// more process in the path, whatever it does) and a bare HTTP reverse
+// proxy. The upstream (the Go SDK fixture) serves 2025 sessions over HTTP,
+// to which the SDK's 2026-07-28 client falls back when it calls it
+// directly. A second one keeps no sessions, and so speaks 2026-07-28 to
+// such a client and to Warden: a 2026-07-28 client calls it directly and
+// through Warden. The upstreams, Warden and the yardsticks run as their own
+// processes, as they do in use; the clients are the official Go SDK's. The
+// ways take turns in short rounds. Reported per way: p50 and p99 latency in
+// microseconds, calls per second, and against direct calls of the same
+// upstream: the added p50 and the throughput ratio.
 //
 //	go test -run '^$' -bench BenchmarkToolCall -benchtime 5000x ./e2e/
 func BenchmarkToolCall(b *testing.B) {
+	fixtureBin := testenv.BuildBinary(b, fixturePkg)
 	upAddr := "127.0.0.1:" + strconv.Itoa(testenv.FreePort(b))
-	testenv.StartProcess(b, exec.Command(testenv.BuildBinary(b, fixturePkg), "-http", upAddr))
+	testenv.StartProcess(b, exec.Command(fixtureBin, "-http", upAddr))
 	upURL := "http://" + upAddr + "/mcp"
 	testenv.WaitHTTP(b, upURL, 20*time.Second)
+	// The same without sessions: its clients of 2026-07-28, Warden's too,
+	// speak that revision.
+	statelessAddr := "127.0.0.1:" + strconv.Itoa(testenv.FreePort(b))
+	testenv.StartProcess(b, exec.Command(fixtureBin, "-http", statelessAddr, "-stateless"))
+	statelessURL := "http://" + statelessAddr + "/mcp"
+	testenv.WaitHTTP(b, statelessURL, 20*time.Second)
 
 	// Warden as it runs, and with its fast paths off (every call through
 	// the SDK's server and client, as a 2026-07-28 client's goes in part).
-	servers := map[string]any{"bench": map[string]any{"url": upURL, "trusted": true}}
+	servers := map[string]any{"bench": map[string]any{"url": upURL, "trusted": true}, "stateless": map[string]any{"url": statelessURL, "trusted": true}}
 	listen := wardentest.ServeProcess(b, "", servers).Addr
 	sdkListen := wardentest.ServeProcess(b, "", servers, "WARDEN_FASTPATH=off").Addr
 	proxyAddr := "127.0.0.1:" + strconv.Itoa(testenv.FreePort(b))
@@ -51,28 +61,33 @@ func BenchmarkToolCall(b *testing.B) {
 	testenv.StartProcess(b, exec.Command(testenv.BuildBinary(b, "./internal/fixture/cmd/tcpforward"), fwdAddr, upAddr))
 	testenv.WaitHTTP(b, "http://"+fwdAddr+"/mcp", 20*time.Second)
 	const era2025, era2026 = "2025-11-25", "2026-07-28"
-	targets := []struct{ name, url, tool, version string }{
-		{"direct", upURL, "echo", era2025},
-		{"tcp-forward", "http://" + fwdAddr + "/mcp", "echo", era2025},
-		{"plain-proxy", "http://" + proxyAddr + "/mcp", "echo", era2025},
-		{"warden-server", "http://" + listen + "/mcp/bench", "echo", era2025},
-		{"warden-aggregated", "http://" + listen + "/mcp", "bench__echo", era2025},
-		{"warden-sdk-paths", "http://" + sdkListen + "/mcp/bench", "echo", era2025},
-		{"warden-2026-client", "http://" + listen + "/mcp/bench", "echo", era2026},
+	// Each way is set against the first (direct) but for those that name
+	// another.
+	ways := []benchWay{
+		{name: "direct", url: upURL, tool: "echo", version: era2025},
+		{name: "tcp-forward", url: "http://" + fwdAddr + "/mcp", tool: "echo", version: era2025},
+		{name: "plain-proxy", url: "http://" + proxyAddr + "/mcp", tool: "echo", version: era2025},
+		{name: "warden-server", url: "http://" + listen + "/mcp/bench", tool: "echo", version: era2025},
+		{name: "warden-aggregated", url: "http://" + listen + "/mcp", tool: "bench__echo", version: era2025},
+		{name: "warden-sdk-paths", url: "http://" + sdkListen + "/mcp/bench", tool: "echo", version: era2025},
+		{name: "warden-2026-client", url: "http://" + listen + "/mcp/bench", tool: "echo", version: era2026},
+		{name: "direct-stateless", url: statelessURL, tool: "echo", version: era2026, base: "direct-stateless"},
+		{name: "warden-stateless-upstream", url: "http://" + listen + "/mcp/stateless", tool: "echo", version: era2026, base: "direct-stateless"},
 	}
 	if old := os.Getenv("WARDEN_BENCH_BASELINE"); old != "" {
 		// Another warden binary (an older build) beside, to compare with.
 		oldListen := wardentest.ServeProcess(b, old, servers).Addr
-		targets = append(targets, struct{ name, url, tool, version string }{"baseline-server", "http://" + oldListen + "/mcp/bench", "echo", era2025},
-			struct{ name, url, tool, version string }{"baseline-2026-client", "http://" + oldListen + "/mcp/bench", "echo", era2026})
+		ways = append(ways, benchWay{name: "baseline-server", url: "http://" + oldListen + "/mcp/bench", tool: "echo", version: era2025},
+			benchWay{name: "baseline-2026-client", url: "http://" + oldListen + "/mcp/bench", tool: "echo", version: era2026},
+			benchWay{name: "baseline-stateless-upstream", url: "http://" + oldListen + "/mcp/stateless", tool: "echo", version: era2026, base: "direct-stateless"})
 	}
 	for _, conc := range []int{1, 16} {
 		b.Run(fmt.Sprintf("c%d", conc), func(b *testing.B) {
-			runs := make([]*benchTarget, len(targets))
-			for i, tg := range targets {
-				runs[i] = newBenchTarget(b, tg.url, tg.tool, tg.version, conc)
+			runs := map[string]*benchTarget{}
+			for _, w := range ways {
+				runs[w.name] = newBenchTarget(b, w.url, w.tool, w.version, conc)
 			}
-			// Targets take turns in short rounds, so that a change in the
+			// Ways take turns in short rounds, so that a change in the
 			// machine's speed during the run touches them all alike.
 			const rounds = 10
 			b.ResetTimer()
@@ -81,25 +96,28 @@ func BenchmarkToolCall(b *testing.B) {
 				if r == 0 {
 					n += b.N % rounds
 				}
-				for _, t := range runs {
-					t.run(b, n)
+				for _, w := range ways {
+					runs[w.name].run(b, n)
 				}
 			}
 			b.StopTimer()
-			direct := runs[0]
-			for i, t := range runs {
-				name := targets[i].name
-				b.ReportMetric(float64(t.p(50).Microseconds()), name+"-p50-µs")
-				b.ReportMetric(float64(t.p(99).Microseconds()), name+"-p99-µs")
-				b.ReportMetric(t.rate(), name+"-calls/s")
-				if i > 0 {
-					b.ReportMetric(float64((t.p(50) - direct.p(50)).Microseconds()), name+"-added-p50-µs")
-					b.ReportMetric(t.rate()/direct.rate(), name+"-x-direct")
+			for _, w := range ways {
+				t, direct := runs[w.name], runs[cmp.Or(w.base, "direct")]
+				b.ReportMetric(float64(t.p(50).Microseconds()), w.name+"-p50-µs")
+				b.ReportMetric(float64(t.p(99).Microseconds()), w.name+"-p99-µs")
+				b.ReportMetric(t.rate(), w.name+"-calls/s")
+				if t != direct {
+					b.ReportMetric(float64((t.p(50) - direct.p(50)).Microseconds()), w.name+"-added-p50-µs")
+					b.ReportMetric(t.rate()/direct.rate(), w.name+"-x-direct")
 				}
 			}
 		})
 	}
 }
+
+// benchWay is a way to call the upstream: a client of version calls tool
+// at url; base names the way its figures are set against ("": direct).
+type benchWay struct{ name, url, tool, version, base string }
 
 // benchTarget is one way to reach the upstream, with its clients and the
 // latencies and time measured so far.
