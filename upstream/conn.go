@@ -133,9 +133,12 @@ type Conn struct {
 	sem    chan struct{}
 	http   *sessionTransport // nil unless streamable HTTP
 	sse    *headerTransport  // nil unless legacy SSE
-	// callOnSession runs a tools/call on a 2025 session: the direct HTTP
-	// path (fastcall.go) or the SDK client, chosen at Start.
+	// callOnSession runs a tools/call: the direct HTTP path (fastcall.go)
+	// or the SDK client, chosen at Start.
 	callOnSession func(context.Context, *mcp.ClientSession, *Call, *mcp.CallToolParams) (*answer.Result, error)
+	// headerBound names the tools whose last listing binds arguments to
+	// headers (x-mcp-header; see CallTool).
+	headerBound atomic.Pointer[map[string]bool]
 	// notices throttles notifications for clients: a stdio server's as
 	// they are read, others' in the handlers (see noticeAllowed).
 	notices *noticeGate
@@ -412,7 +415,7 @@ func (c *Conn) connect() (*mcp.ClientSession, error) {
 	if err != nil {
 		return nil, err
 	}
-	client := mcp.NewClient(&mcp.Implementation{Name: "warden", Version: c.opts.Version}, c.clientOptions())
+	client := mcp.NewClient(c.clientInfo(), c.clientOptions())
 	client.AddReceivingMiddleware(c.forwardServerRequests)
 	client.AddSendingMiddleware(c.roundTrips, holdSchemas)
 	ctx, cancel := context.WithTimeout(c.ctx, c.Config().CallTimeout)
@@ -475,6 +478,11 @@ func (c *Conn) protocol() string {
 // TestDiscoveryAnsweredOddly notices if they change.
 func answeredOddly(err error) bool {
 	return strings.Contains(err.Error(), "failed to decode response")
+}
+
+// clientInfo is how Warden's client names itself to the upstream.
+func (c *Conn) clientInfo() *mcp.Implementation {
+	return &mcp.Implementation{Name: "warden", Version: c.opts.Version}
 }
 
 // stateless reports whether cs speaks a revision without sessions.

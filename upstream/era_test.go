@@ -1,11 +1,14 @@
 package upstream
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -345,5 +348,134 @@ func TestDoForTellsWhatTheCallerCanAnswer(t *testing.T) {
 		if err != nil || prompt != c.want || resource != c.want {
 			t.Errorf("caller %+v: the upstream saw sampling %s (prompt) and %s (resource) (%v), want %s", c.caller, prompt, resource, err, c.want)
 		}
+	}
+}
+
+// A stateless-era upstream's calls take the direct path, as the SDK's
+// client would send them (its server checks them: the Mcp-Method and
+// Mcp-Name headers, the revision and capabilities in _meta), Warden's
+// client info too, and answer as on the SDK's path: a plain result, a
+// tool's error, the upstream's refusal of a caller who cannot answer, and
+// questions over two rounds, which Warden answers and calls again with.
+func TestStatelessUpstreamOnBothPaths(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "up", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "echo"}, func(ctx context.Context, req *mcp.CallToolRequest, args map[string]any) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprint(args["x"])}}}, nil, nil
+	})
+	mcp.AddTool(srv, &mcp.Tool{Name: "broken"}, func(context.Context, *mcp.CallToolRequest, any) (*mcp.CallToolResult, any, error) {
+		return nil, nil, fmt.Errorf("the tool broke")
+	})
+	mcp.AddTool(srv, &mcp.Tool{Name: "samples"}, func(ctx context.Context, req *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, any, error) {
+		if caps := req.ClientCapabilities(); caps == nil || caps.Sampling == nil {
+			return nil, nil, &jsonrpc.Error{Code: mcp.CodeMissingRequiredClientCapabilities, Message: "sampling required"}
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "sampled"}}}, nil, nil
+	})
+	mcp.AddTool(srv, &mcp.Tool{Name: "rounds"}, func(ctx context.Context, req *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, any, error) {
+		if req.Params.RequestState == "" {
+			return &mcp.CallToolResult{RequestState: "r1", InputRequests: mcp.InputRequestMap{"one": &mcp.ElicitParams{Message: "one?",
+				RequestedSchema: &jsonschema.Schema{Type: "object", Properties: map[string]*jsonschema.Schema{"v": {Type: "string"}}}}}}, nil, nil
+		}
+		a, _ := req.Params.InputResponses["one"].(*mcp.ElicitResult)
+		if a == nil {
+			return nil, nil, fmt.Errorf("no answer")
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: req.Params.RequestState + "," + fmt.Sprint(a.Content["v"])}}}, nil, nil
+	})
+	type seen struct {
+		id, method, name, client string
+	}
+	var mu sync.Mutex
+	var calls []seen
+	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Stateless: true})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var m struct {
+			ID     json.RawMessage
+			Method string
+			Params struct {
+				Meta map[string]json.RawMessage `json:"_meta"`
+			}
+		}
+		if json.Unmarshal(body, &m) == nil && m.Method == "tools/call" {
+			var info mcp.Implementation
+			json.Unmarshal(m.Params.Meta[mcp.MetaKeyClientInfo], &info)
+			mu.Lock()
+			calls = append(calls, seen{string(m.ID), r.Header.Get("Mcp-Method"), r.Header.Get("Mcp-Name"), info.Name})
+			mu.Unlock()
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		sdk.ServeHTTP(w, r)
+	}))
+	defer up.Close()
+
+	results := map[bool][]string{}
+	for _, noFast := range []bool{false, true} {
+		var keysMu sync.Mutex
+		var keys []string
+		conn := Start(&config.Server{Name: "up", URL: up.URL, Transport: config.TransportHTTP, CallTimeout: 10 * time.Second},
+			Options{Peer: elicitPeer{mu: &keysMu, keys: &keys}, NoFastPath: noFast})
+		if err := conn.Ready(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		calls = nil
+		mu.Unlock()
+		for _, c := range []struct {
+			tool   string
+			args   any
+			caller *mcp.ClientCapabilities
+		}{
+			{"echo", json.RawMessage(`{"x":"hi"}`), nil},
+			{"echo", map[string]any{"x": 2}, nil},
+			{"broken", json.RawMessage(`{}`), nil},
+			{"samples", json.RawMessage(`{}`), &mcp.ClientCapabilities{}},
+			{"samples", json.RawMessage(`{}`), &mcp.ClientCapabilities{Sampling: &mcp.SamplingCapabilities{}}},
+			{"rounds", json.RawMessage(`{}`), &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{}}},
+		} {
+			var got string
+			err := conn.Do(context.Background(), func(ctx context.Context, cs *mcp.ClientSession) error {
+				if v := cs.InitializeResult().ProtocolVersion; v != protocol.Newest {
+					t.Fatalf("negotiated %s, want %s", v, protocol.Newest)
+				}
+				res, err := conn.CallTool(ctx, cs, &Call{Params: &mcp.CallToolParams{Name: c.tool, Arguments: c.args}, Caller: c.caller, CallerPerRequest: true})
+				if err != nil {
+					return err
+				}
+				d, err := res.Tool()
+				if err != nil {
+					return err
+				}
+				b, err := json.Marshal(d)
+				got = string(b)
+				return err
+			})
+			if err != nil { // the upstream's answer, as the gateway passes it on
+				got = fmt.Sprintf("error: %+v", Answer(err))
+			}
+			results[noFast] = append(results[noFast], c.tool+" "+got)
+		}
+		conn.Stop()
+		mu.Lock()
+		for _, s := range calls {
+			if s.method != "tools/call" || s.name == "" || s.client != "warden" {
+				t.Errorf("fast path off %v: a call sent with Mcp-Method %q, Mcp-Name %q, client %q", noFast, s.method, s.name, s.client)
+			}
+			if direct := strings.HasPrefix(s.id, `"`+fastIDPrefix); direct == noFast {
+				t.Errorf("fast path off %v: a call of id %s", noFast, s.id)
+			}
+		}
+		if len(calls) != 7 { // rounds: two
+			t.Errorf("fast path off %v: %d calls reached the upstream, want 7", noFast, len(calls))
+		}
+		mu.Unlock()
+	}
+	for i, direct := range results[false] {
+		if sdk := results[true][i]; direct != sdk {
+			t.Errorf("direct path: %s\nSDK path:    %s", direct, sdk)
+		}
+	}
+	if !strings.Contains(results[false][5], `r1,one?`) {
+		t.Errorf("rounds: %s", results[false][5])
 	}
 }

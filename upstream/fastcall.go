@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
@@ -47,6 +48,9 @@ type rpcMessage struct {
 // callToolHTTP runs call, with params, over the session's HTTP transport.
 func (c *Conn) callToolHTTP(ctx context.Context, cs *mcp.ClientSession, call *Call, params *mcp.CallToolParams) (res *answer.Result, asks bool, err error) {
 	id := fastIDPrefix + strconv.FormatUint(fastID.Add(1), 36)
+	if stateless(cs) {
+		params = c.withClient(params, cs)
+	}
 	body, err := callRequest(id, params)
 	if err != nil {
 		return nil, false, err
@@ -68,7 +72,7 @@ func (c *Conn) callToolHTTP(ctx context.Context, cs *mcp.ClientSession, call *Ca
 	// call before that ends the exchange.
 	reqCtx, endExchange := context.WithCancel(context.WithoutCancel(ctx))
 	unlink := context.AfterFunc(ctx, func() { endExchange(); tell() })
-	resp, err := c.post(reqCtx, cs, body)
+	resp, err := c.post(reqCtx, cs, body, params.Name)
 	if ctx.Err() != nil {
 		tell() // abandoned while the request went out: it may have arrived
 	}
@@ -86,9 +90,10 @@ func (c *Conn) callToolHTTP(ctx context.Context, cs *mcp.ClientSession, call *Ca
 		}
 	}()
 	switch {
-	case resp.StatusCode == http.StatusNotFound:
+	case resp.StatusCode == http.StatusNotFound && !stateless(cs):
 		// The upstream ended the session: this call was not processed, and
-		// the connection starts over with a fresh session.
+		// the connection starts over with a fresh session. (Without
+		// sessions, 404 is an unknown method's.)
 		go cs.Close()
 		return nil, false, fmt.Errorf("tools/call: %w", mcp.ErrSessionMissing)
 	case resp.StatusCode >= 400 && resp.StatusCode < 500:
@@ -213,8 +218,9 @@ func release(body io.ReadCloser) {
 var ErrLost = fmt.Errorf("upstream connection lost")
 
 // post sends a message Warden wrote itself (never an initialize) on the
-// live session.
-func (c *Conn) post(ctx context.Context, cs *mcp.ClientSession, body []byte) (*http.Response, error) {
+// live session: a call of tool, or with tool "" a notification or answer.
+// A stateless-era call names its method and tool in headers too.
+func (c *Conn) post(ctx context.Context, cs *mcp.ClientSession, body []byte, tool string) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.Config().URL, nil)
 	if err != nil {
 		return nil, err
@@ -222,7 +228,30 @@ func (c *Conn) post(ctx context.Context, cs *mcp.ClientSession, body []byte) (*h
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("Mcp-Protocol-Version", cs.InitializeResult().ProtocolVersion)
+	if tool != "" && stateless(cs) {
+		req.Header.Set("Mcp-Method", "tools/call")
+		req.Header.Set("Mcp-Name", tool)
+	}
 	return c.http.exchange(req, body)
+}
+
+// withClient is a stateless-era call's params with what each request says
+// of its client in _meta, as the SDK's client writes it (a key the params
+// have stays): the revision and Warden's client info; askable put the
+// capabilities.
+func (c *Conn) withClient(params *mcp.CallToolParams, cs *mcp.ClientSession) *mcp.CallToolParams {
+	p := *params
+	p.Meta = maps.Clone(params.Meta)
+	if p.Meta == nil {
+		p.Meta = mcp.Meta{}
+	}
+	if _, ok := p.Meta[mcp.MetaKeyProtocolVersion]; !ok {
+		p.Meta[mcp.MetaKeyProtocolVersion] = cs.InitializeResult().ProtocolVersion
+	}
+	if _, ok := p.Meta[mcp.MetaKeyClientInfo]; !ok {
+		p.Meta[mcp.MetaKeyClientInfo] = c.clientInfo()
+	}
+	return &p
 }
 
 // readResumable reads an answer's event stream; when it breaks before the
@@ -363,7 +392,7 @@ func (c *Conn) answerUpstream(ctx context.Context, cs *mcp.ClientSession, m rpcM
 	body, _ := json.Marshal(reply)
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	if resp, err := c.post(pctx, cs, body); err == nil {
+	if resp, err := c.post(pctx, cs, body, ""); err == nil {
 		io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
 	}
@@ -380,7 +409,7 @@ func (c *Conn) cancelUpstream(cs *mcp.ClientSession, id string, cause error) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		if resp, err := c.post(ctx, cs, body); err == nil {
+		if resp, err := c.post(ctx, cs, body, ""); err == nil {
 			io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
 		}
@@ -389,10 +418,12 @@ func (c *Conn) cancelUpstream(cs *mcp.ClientSession, id string, cause error) {
 
 // CallTool runs one tools/call upstream on the live session. A large
 // answer holds room in the answers' bound until it has been sent (see
-// answer.After), or until the call returns. The direct HTTP path speaks the
-// 2025 revisions only: on a session an upstream negotiated at 2026-07-28
-// the call goes through the SDK client, which sends what that revision
-// requires (the Mcp-Method, Mcp-Name and Mcp-Param-* headers, _meta).
+// answer.After), or until the call returns. On a session an upstream
+// negotiated at 2026-07-28, the direct HTTP path sends what that revision
+// requires as the SDK client does (the Mcp-Method and Mcp-Name headers, the
+// client in _meta), but for a tool whose listing binds arguments to
+// headers (x-mcp-header): its call goes through the SDK client, which
+// writes them.
 //
 // Upstreams are told what the caller can answer (see askable): a
 // stateless-era one always. A 2025 server goes by what Warden's session
@@ -407,7 +438,11 @@ func (c *Conn) CallTool(ctx context.Context, cs *mcp.ClientSession, call *Call) 
 	defer call.after(h.end)
 	ctx = withAnswerHold(withCall(ctx, call), h)
 	if stateless(cs) {
-		return callSDK(ctx, cs, call, askable(call.Params, call.Caller, c.exposedLevel()))
+		params := askable(call.Params, call.Caller, c.exposedLevel())
+		if c.bindsHeaders(params.Name) {
+			return callSDK(ctx, cs, call, params) // the SDK writes the Mcp-Param-* headers
+		}
+		return c.callOnSession(ctx, cs, call, params)
 	}
 	params := call.Params
 	if call.CallerPerRequest && !answersAll(call.Caller) {

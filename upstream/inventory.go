@@ -76,9 +76,14 @@ func (c *Conn) refresh(cs *mcp.ClientSession) {
 			c.log.Warn("listing tools failed", "err", c.redact(err))
 			return // an incomplete inventory must never be applied
 		}
+		bound := map[string]bool{}
 		for i, t := range inv.Tools {
 			inv.Tools[i] = unheld(t)
+			if m, ok := inv.Tools[i].InputSchema.(map[string]any); ok && annotated(m) {
+				bound[t.Name] = true
+			}
 		}
+		c.headerBound.Store(&bound)
 	}
 	if caps != nil && caps.Prompts != nil {
 		if inv.Prompts, err = collect(cs.Prompts(ctx, nil)); err != nil {
@@ -145,6 +150,13 @@ func holdSchemas(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		return res, err
 	}
+}
+
+// bindsHeaders reports whether tool's last listing binds arguments to
+// headers.
+func (c *Conn) bindsHeaders(tool string) bool {
+	bound := c.headerBound.Load()
+	return bound != nil && (*bound)[tool]
 }
 
 // annotated reports whether schema has a property, at any depth of
