@@ -134,7 +134,8 @@ type Conn struct {
 	http   *sessionTransport // nil unless streamable HTTP
 	sse    *headerTransport  // nil unless legacy SSE
 	// callOnSession runs a tools/call: the direct HTTP path (fastcall.go)
-	// or the SDK client, chosen at Start.
+	// or the SDK client, chosen at Start (a stateless-era call of a tool
+	// that binds headers takes the SDK's, whatever was chosen).
 	callOnSession func(context.Context, *mcp.ClientSession, *Call, *mcp.CallToolParams) (*answer.Result, error)
 	// headerBound names the tools whose last listing binds arguments to
 	// headers (x-mcp-header; see CallTool).

@@ -68,8 +68,8 @@ func Answered(err error) bool {
 }
 
 // Answer is the upstream's own JSON-RPC error in err, nil if err is not the
-// upstream's answer. On the 2026-07-28 path the SDK's client wraps failures
-// of its own in a JSON-RPC error too, "rejected by transport" (-32005): a
+// upstream's answer. Calling a 2026-07-28 upstream, the SDK's client wraps
+// failures of its own in a JSON-RPC error too, "rejected by transport" (-32005): a
 // request that did not reach the server, or whose answer never came, a
 // refusal for want of a login; that one is not an answer, though an answer
 // it wraps (a non-2xx response's JSON-RPC body) is.

@@ -22,8 +22,9 @@ import (
 
 // A tools/call on a session the upstream negotiated at 2026-07-28 carries
 // that revision's standard headers, and the Mcp-Param-* header a listed
-// tool's x-mcp-header annotation asks for (SEP-2243); the direct HTTP path
-// writes neither, and a 2026 upstream may refuse a call without them.
+// tool's x-mcp-header annotation asks for (SEP-2243): such a tool's call
+// goes through the SDK's client, which writes it (the direct HTTP path
+// writes the standard headers only).
 func TestCallOn2026SessionSendsStandardHeaders(t *testing.T) {
 	var mu sync.Mutex
 	var got http.Header
@@ -356,7 +357,8 @@ func TestDoForTellsWhatTheCallerCanAnswer(t *testing.T) {
 // Mcp-Name headers, the revision and capabilities in _meta), Warden's
 // client info too, and answer as on the SDK's path: a plain result, a
 // tool's error, the upstream's refusal of a caller who cannot answer, and
-// questions over two rounds, which Warden answers and calls again with.
+// questions over two rounds, which Warden answers and calls again with. A
+// call abandoned is cancelled upstream, as the SDK's client does it.
 func TestStatelessUpstreamOnBothPaths(t *testing.T) {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "up", Version: "1"}, nil)
 	mcp.AddTool(srv, &mcp.Tool{Name: "echo"}, func(ctx context.Context, req *mcp.CallToolRequest, args map[string]any) (*mcp.CallToolResult, any, error) {
@@ -382,11 +384,20 @@ func TestStatelessUpstreamOnBothPaths(t *testing.T) {
 		}
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: req.Params.RequestState + "," + fmt.Sprint(a.Content["v"])}}}, nil, nil
 	})
+	release := make(chan struct{}) // the hanging calls, at the end
+	mcp.AddTool(srv, &mcp.Tool{Name: "hangs"}, func(ctx context.Context, _ *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, any, error) {
+		select {
+		case <-ctx.Done():
+		case <-release:
+		}
+		return nil, nil, fmt.Errorf("released")
+	})
 	type seen struct {
 		id, method, name, client string
 	}
 	var mu sync.Mutex
 	var calls []seen
+	cancelled := make(chan int, 4) // the statuses notifications/cancelled got
 	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Stateless: true})
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
@@ -397,7 +408,8 @@ func TestStatelessUpstreamOnBothPaths(t *testing.T) {
 				Meta map[string]json.RawMessage `json:"_meta"`
 			}
 		}
-		if json.Unmarshal(body, &m) == nil && m.Method == "tools/call" {
+		json.Unmarshal(body, &m)
+		if m.Method == "tools/call" {
 			var info mcp.Implementation
 			json.Unmarshal(m.Params.Meta[mcp.MetaKeyClientInfo], &info)
 			mu.Lock()
@@ -405,9 +417,14 @@ func TestStatelessUpstreamOnBothPaths(t *testing.T) {
 			mu.Unlock()
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		sdk.ServeHTTP(w, r)
+		rec := &statusRecorder{ResponseWriter: w}
+		sdk.ServeHTTP(rec, r)
+		if m.Method == "notifications/cancelled" {
+			cancelled <- rec.status
+		}
 	}))
 	defer up.Close()
+	defer close(release)
 
 	results := map[bool][]string{}
 	for _, noFast := range []bool{false, true} {
@@ -455,6 +472,23 @@ func TestStatelessUpstreamOnBothPaths(t *testing.T) {
 			}
 			results[noFast] = append(results[noFast], c.tool+" "+got)
 		}
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		err := conn.Do(ctx, func(ctx context.Context, cs *mcp.ClientSession) error {
+			_, err := conn.CallTool(ctx, cs, &Call{Params: &mcp.CallToolParams{Name: "hangs", Arguments: json.RawMessage(`{}`)}})
+			return err
+		})
+		cancel()
+		if err == nil {
+			t.Errorf("fast path off %v: an abandoned call answered", noFast)
+		}
+		select {
+		case status := <-cancelled:
+			if status != http.StatusAccepted {
+				t.Errorf("fast path off %v: the cancellation was answered %d", noFast, status)
+			}
+		case <-time.After(10 * time.Second):
+			t.Errorf("fast path off %v: an abandoned call was not cancelled upstream", noFast)
+		}
 		conn.Stop()
 		mu.Lock()
 		for _, s := range calls {
@@ -465,8 +499,8 @@ func TestStatelessUpstreamOnBothPaths(t *testing.T) {
 				t.Errorf("fast path off %v: a call of id %s", noFast, s.id)
 			}
 		}
-		if len(calls) != 7 { // rounds: two
-			t.Errorf("fast path off %v: %d calls reached the upstream, want 7", noFast, len(calls))
+		if len(calls) != 8 { // rounds: two
+			t.Errorf("fast path off %v: %d calls reached the upstream, want 8", noFast, len(calls))
 		}
 		mu.Unlock()
 	}
@@ -477,5 +511,22 @@ func TestStatelessUpstreamOnBothPaths(t *testing.T) {
 	}
 	if !strings.Contains(results[false][5], `r1,one?`) {
 		t.Errorf("rounds: %s", results[false][5])
+	}
+}
+
+// statusRecorder notes the status a handler answered with.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (r *statusRecorder) WriteHeader(status int) {
+	r.status = status
+	r.ResponseWriter.WriteHeader(status)
+}
+
+func (r *statusRecorder) Flush() {
+	if f, ok := r.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
 	}
 }

@@ -72,7 +72,7 @@ func (c *Conn) callToolHTTP(ctx context.Context, cs *mcp.ClientSession, call *Ca
 	// call before that ends the exchange.
 	reqCtx, endExchange := context.WithCancel(context.WithoutCancel(ctx))
 	unlink := context.AfterFunc(ctx, func() { endExchange(); tell() })
-	resp, err := c.post(reqCtx, cs, body, params.Name)
+	resp, err := c.post(reqCtx, cs, body, "tools/call", params.Name)
 	if ctx.Err() != nil {
 		tell() // abandoned while the request went out: it may have arrived
 	}
@@ -90,10 +90,14 @@ func (c *Conn) callToolHTTP(ctx context.Context, cs *mcp.ClientSession, call *Ca
 		}
 	}()
 	switch {
-	case resp.StatusCode == http.StatusNotFound && !stateless(cs):
-		// The upstream ended the session: this call was not processed, and
-		// the connection starts over with a fresh session. (Without
-		// sessions, 404 is an unknown method's.)
+	case resp.StatusCode == http.StatusNotFound:
+		if stateless(cs) { // without sessions, an unknown method's answer
+			if refusal := rpcRefusal(resp); refusal != nil {
+				return nil, false, refusal
+			}
+		}
+		// Else the upstream ended the session, or is gone: this call was
+		// not processed, and the connection starts over.
 		go cs.Close()
 		return nil, false, fmt.Errorf("tools/call: %w", mcp.ErrSessionMissing)
 	case resp.StatusCode >= 400 && resp.StatusCode < 500:
@@ -196,12 +200,25 @@ func callRequest(id string, params *mcp.CallToolParams) ([]byte, error) {
 // one that quotes it.
 func refusedByHTTP(resp *http.Response) error {
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	if refusal := rpcError(body); refusal != nil {
+		return refusal
+	}
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+		Message: fmt.Sprintf("upstream refused the call: %s: %s", resp.Status, strings.TrimSpace(string(body)))}
+}
+
+// rpcRefusal is the JSON-RPC error a non-2xx answer carries, if any.
+func rpcRefusal(resp *http.Response) *jsonrpc.Error {
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	return rpcError(body)
+}
+
+func rpcError(body []byte) *jsonrpc.Error {
 	var m rpcMessage
 	if json.Unmarshal(body, &m) == nil && m.Error != nil {
 		return m.Error
 	}
-	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
-		Message: fmt.Sprintf("upstream refused the call: %s: %s", resp.Status, strings.TrimSpace(string(body)))}
+	return nil
 }
 
 // release reads what is left of an answer (the end of its event stream)
@@ -218,9 +235,11 @@ func release(body io.ReadCloser) {
 var ErrLost = fmt.Errorf("upstream connection lost")
 
 // post sends a message Warden wrote itself (never an initialize) on the
-// live session: a call of tool, or with tool "" a notification or answer.
-// A stateless-era call names its method and tool in headers too.
-func (c *Conn) post(ctx context.Context, cs *mcp.ClientSession, body []byte, tool string) (*http.Response, error) {
+// live session, or without one to a stateless-era upstream: a request or
+// notification of method (a call of tool), or with method "" an answer.
+// To a stateless-era upstream a message names its method, and a call its
+// tool, in headers too, as the SDK's client writes them (verbatim).
+func (c *Conn) post(ctx context.Context, cs *mcp.ClientSession, body []byte, method, tool string) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.Config().URL, nil)
 	if err != nil {
 		return nil, err
@@ -228,9 +247,11 @@ func (c *Conn) post(ctx context.Context, cs *mcp.ClientSession, body []byte, too
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("Mcp-Protocol-Version", cs.InitializeResult().ProtocolVersion)
-	if tool != "" && stateless(cs) {
-		req.Header.Set("Mcp-Method", "tools/call")
-		req.Header.Set("Mcp-Name", tool)
+	if method != "" && stateless(cs) {
+		req.Header.Set("Mcp-Method", method)
+		if tool != "" {
+			req.Header.Set("Mcp-Name", tool)
+		}
 	}
 	return c.http.exchange(req, body)
 }
@@ -255,7 +276,8 @@ func (c *Conn) withClient(params *mcp.CallToolParams, cs *mcp.ClientSession) *mc
 }
 
 // readResumable reads an answer's event stream; when it breaks before the
-// answer and the upstream numbered its events, it resumes the stream with
+// answer and the upstream numbered its events, it resumes the stream (on a
+// session: 2026-07-28 has no resumption) with
 // Last-Event-ID, like the SDK client's transport retry, after the
 // reconnection time the upstream last asked for (its retry field; SEP-1699
 // makes waiting it a MUST).
@@ -264,7 +286,7 @@ func (c *Conn) readResumable(ctx context.Context, cs *mcp.ClientSession, resp *h
 	asked := &askedTable{}
 	for attempt := 0; ; attempt++ {
 		answer, err := c.readStream(ctx, cs, body, id, &lastID, &retry, asked)
-		if answer != nil || ctx.Err() != nil || lastID == "" || attempt == 2 {
+		if answer != nil || ctx.Err() != nil || lastID == "" || attempt == 2 || stateless(cs) {
 			return answer, err
 		}
 		if retry > 0 {
@@ -392,7 +414,7 @@ func (c *Conn) answerUpstream(ctx context.Context, cs *mcp.ClientSession, m rpcM
 	body, _ := json.Marshal(reply)
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	if resp, err := c.post(pctx, cs, body, ""); err == nil {
+	if resp, err := c.post(pctx, cs, body, "", ""); err == nil {
 		io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
 	}
@@ -409,7 +431,7 @@ func (c *Conn) cancelUpstream(cs *mcp.ClientSession, id string, cause error) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		if resp, err := c.post(ctx, cs, body, ""); err == nil {
+		if resp, err := c.post(ctx, cs, body, "notifications/cancelled", ""); err == nil {
 			io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
 		}
@@ -418,12 +440,11 @@ func (c *Conn) cancelUpstream(cs *mcp.ClientSession, id string, cause error) {
 
 // CallTool runs one tools/call upstream on the live session. A large
 // answer holds room in the answers' bound until it has been sent (see
-// answer.After), or until the call returns. On a session an upstream
-// negotiated at 2026-07-28, the direct HTTP path sends what that revision
-// requires as the SDK client does (the Mcp-Method and Mcp-Name headers, the
-// client in _meta), but for a tool whose listing binds arguments to
-// headers (x-mcp-header): its call goes through the SDK client, which
-// writes them.
+// answer.After), or until the call returns. To an upstream that speaks
+// 2026-07-28, the direct HTTP path sends what the SDK client sends (the
+// Mcp-Method and Mcp-Name headers, the client in _meta), but for a tool
+// whose listing binds arguments to headers (x-mcp-header): its call goes
+// through the SDK client, which writes them.
 //
 // Upstreams are told what the caller can answer (see askable): a
 // stateless-era one always. A 2025 server goes by what Warden's session

@@ -38,6 +38,8 @@ func TestRawResultReadsAsks(t *testing.T) {
 	for raw, want := range map[string]bool{
 		`{"content":[],"inputRequests":{"a":{"method":"roots/list"}},"requestState":"s"}`: true,
 		`{"resultType":"input_required","inputRequests":{}}`:                              true,
+		`{"resultType":"input_required","requestState":"later"}`:                          true, // busy: call again
+		`{"content":[{"type":"text","text":"input_required"}]}`:                           false,
 		`{"content":[],"inputRequests":{}}`:                                               false,
 		`{"content":[{"type":"text","text":"\"inputRequests\":{\"a\":1}"}]}`:              false,
 		`{"content":[], "\u0069nputRequests": {"a": {}}}`:                                 true,

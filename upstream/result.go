@@ -16,10 +16,10 @@ func rawResult(raw json.RawMessage) (res *answer.Result, asks bool, err error) {
 	if len(raw) == 0 || raw[0] != '{' {
 		return nil, false, fmt.Errorf("a tool result must be an object, not %.40s", raw)
 	}
-	// Most results say neither isError nor inputRequests; reading the
-	// whole result again only to learn that would cost more than passing
-	// it on.
-	if !answer.MayHold(raw, "isError", "inputRequests") {
+	// Most results say neither isError nor that input is required (with
+	// questions, or without: "busy, call again"); reading the whole result
+	// again only to learn that would cost more than passing it on.
+	if !answer.MayHold(raw, "isError", "inputRequests", "input_required") {
 		return &answer.Result{Raw: raw}, false, nil
 	}
 	var head struct {

@@ -87,11 +87,14 @@ func (c *Conn) roundTrips(next mcp.MethodHandler) mcp.MethodHandler {
 
 // answerRound answers the questions of a call's round-th result.
 func (c *Conn) answerRound(ctx context.Context, method string, round int, asks mcp.InputRequestMap) (mcp.InputResponseMap, error) {
+	// Answered, the server's call ends here (nothing is in doubt).
 	if len(asks) == 0 {
-		return nil, fmt.Errorf("%s: server %q is busy (it asked for no input and said to call again); retry later", method, c.Name)
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+			Message: fmt.Sprintf("%s: server %q is busy (it asked for no input and said to call again); retry later", method, c.Name)}
 	}
 	if round == maxRounds {
-		return nil, fmt.Errorf("%s: server %q still asked for input after %d rounds; Warden stopped there", method, c.Name, maxRounds)
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+			Message: fmt.Sprintf("%s: server %q still asked for input after %d rounds; Warden stopped there", method, c.Name, maxRounds)}
 	}
 	answers, err := c.answerAll(ctx, asks)
 	if err != nil {

@@ -171,8 +171,9 @@ func (t *sessionTransport) exchange(req *http.Request, body []byte) (*http.Respo
 	}
 	resp, err := t.send(req, body)
 	if err == nil && resp.StatusCode == http.StatusNotFound {
-		// The session ended upstream. The SDK fails this connection; the
-		// next one must not resume it.
+		// The session ended upstream (or, without sessions, a method is
+		// unknown: there is no record then). The SDK fails this
+		// connection; the next one must not resume it.
 		t.forgetRecord()
 	}
 	return resp, err
