@@ -386,24 +386,11 @@ type statelessAnswers struct{ seen }
 
 func (a *statelessAnswers) observe(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		sw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
+		sw := &testenv.StatusWriter{ResponseWriter: w, Code: http.StatusOK}
 		next.ServeHTTP(sw, r)
-		if r.Header.Get("Mcp-Method") == "tools/call" && r.Header.Get("Mcp-Protocol-Version") >= "2026-07-28" && sw.code == http.StatusOK {
+		if r.Header.Get("Mcp-Method") == "tools/call" && r.Header.Get("Mcp-Protocol-Version") >= "2026-07-28" && sw.Code == http.StatusOK {
 			mt, _, _ := strings.Cut(w.Header().Get("Content-Type"), ";")
 			a.add(mt)
 		}
 	})
 }
-
-// statusWriter remembers the status written through it.
-type statusWriter struct {
-	http.ResponseWriter
-	code int
-}
-
-func (s *statusWriter) WriteHeader(code int) {
-	s.code = code
-	s.ResponseWriter.WriteHeader(code)
-}
-
-func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }

@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/wardenmcp/warden/config"
+	"github.com/wardenmcp/warden/internal/testenv"
 	"github.com/wardenmcp/warden/protocol"
 )
 
@@ -417,10 +418,10 @@ func TestStatelessUpstreamOnBothPaths(t *testing.T) {
 			mu.Unlock()
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		rec := &statusRecorder{ResponseWriter: w}
+		rec := &testenv.StatusWriter{ResponseWriter: w, Code: http.StatusOK}
 		sdk.ServeHTTP(rec, r)
 		if m.Method == "notifications/cancelled" {
-			cancelled <- rec.status
+			cancelled <- rec.Code
 		}
 	}))
 	defer up.Close()
@@ -511,22 +512,5 @@ func TestStatelessUpstreamOnBothPaths(t *testing.T) {
 	}
 	if !strings.Contains(results[false][5], `r1,one?`) {
 		t.Errorf("rounds: %s", results[false][5])
-	}
-}
-
-// statusRecorder notes the status a handler answered with.
-type statusRecorder struct {
-	http.ResponseWriter
-	status int
-}
-
-func (r *statusRecorder) WriteHeader(status int) {
-	r.status = status
-	r.ResponseWriter.WriteHeader(status)
-}
-
-func (r *statusRecorder) Flush() {
-	if f, ok := r.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
 	}
 }
