@@ -276,11 +276,10 @@ func (c *Conn) withClient(params *mcp.CallToolParams, cs *mcp.ClientSession) *mc
 }
 
 // readResumable reads an answer's event stream; when it breaks before the
-// answer and the upstream numbered its events, it resumes the stream (on a
-// session: 2026-07-28 has no resumption) with
+// answer and the upstream numbered its events, it resumes the stream with
 // Last-Event-ID, like the SDK client's transport retry, after the
 // reconnection time the upstream last asked for (its retry field; SEP-1699
-// makes waiting it a MUST).
+// makes waiting it a MUST). Only on a session: 2026-07-28 resumes nothing.
 func (c *Conn) readResumable(ctx context.Context, cs *mcp.ClientSession, resp *http.Response, body *answerReader, id string) (*rpcMessage, error) {
 	lastID, retry := "", time.Duration(0)
 	asked := &askedTable{}
