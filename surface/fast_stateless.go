@@ -95,10 +95,6 @@ func (v *view) serveStatelessFast(w http.ResponseWriter, r *http.Request, body [
 // written in after its members; another is decoded and encoded again (for
 // a plain call, that had been a fifth of Warden's CPU).
 func (v *view) statelessReply(id json.RawMessage, res *answer.Result, typ string) (reply, error) {
-	impl, err := json.Marshal(v.impl)
-	if err != nil {
-		return nil, err
-	}
 	raw := res.Raw // an object, from '{' to '}' (see answer.Result)
 	if len(raw) >= 2 && raw[0] == '{' && raw[len(raw)-1] == '}' && !answer.MayHold(raw, "_meta", "resultType") {
 		end := len(raw) - 1
@@ -106,7 +102,7 @@ func (v *view) statelessReply(id json.RawMessage, res *answer.Result, typ string
 		if inner := bytes.TrimRight(raw[:end], " \t\r\n"); len(inner) == 1 {
 			sep = ""
 		}
-		tail := sep + `"_meta":{"` + mcp.MetaKeyServerInfo + `":` + string(impl) + `},"resultType":"` + typ + `"}`
+		tail := sep + `"_meta":{"` + mcp.MetaKeyServerInfo + `":` + string(v.info) + `},"resultType":"` + typ + `"}`
 		return resultReply(id, raw[:end], []byte(tail)), nil
 	}
 	d, err := res.Tool()
@@ -121,7 +117,7 @@ func (v *view) statelessReply(id json.RawMessage, res *answer.Result, typ string
 		meta = map[string]any{}
 	}
 	if _, ok := meta[mcp.MetaKeyServerInfo]; !ok {
-		meta[mcp.MetaKeyServerInfo] = json.RawMessage(impl)
+		meta[mcp.MetaKeyServerInfo] = v.info
 		d.SetMeta(meta)
 	}
 	b, err := json.Marshal(d)

@@ -32,7 +32,8 @@ type view struct {
 	single  string
 	surface string // "mcp" or "mcp/<server>": recorded with each call
 	srv     *mcp.Server
-	impl    *mcp.Implementation // srv's: stateless-era results name it (fast_stateless.go)
+	impl    *mcp.Implementation // srv's
+	info    json.RawMessage     // impl encoded, which stateless-era results name (fast_stateless.go)
 	log     *slog.Logger
 
 	mu        sync.Mutex
@@ -82,6 +83,7 @@ func newView(g *gateway.Gateway, single string, log *slog.Logger, version string
 	}
 	v.log = log.With("endpoint", "/"+v.surface)
 	v.impl = &mcp.Implementation{Name: "warden", Title: "Warden MCP gateway", Version: version}
+	v.info, _ = json.Marshal(v.impl) // strings only: it cannot fail
 	v.srv = mcp.NewServer(v.impl, &mcp.ServerOptions{
 		Logger:                    sdkLog(log, "/"+v.surface),
 		HasTools:                  true,
