@@ -78,9 +78,11 @@ func (c *Conn) refresh(cs *mcp.ClientSession) {
 		}
 		bound := map[string]bool{}
 		for i, t := range inv.Tools {
-			inv.Tools[i] = unheld(t)
-			if m, ok := inv.Tools[i].InputSchema.(map[string]any); ok && annotated(m) {
-				bound[t.Name] = true
+			var held bool
+			if inv.Tools[i], held = unheld(t); !held {
+				if _, ok := t.InputSchema.(map[string]any); ok {
+					bound[t.Name] = true // holdSchemas held it, but for its annotations
+				}
 			}
 		}
 		c.headerBound.Store(&bound)
@@ -173,15 +175,16 @@ func annotated(schema map[string]any) bool {
 	return false
 }
 
-// unheld is t with its own schema. A copy: the SDK's client may keep t
-// for a later call (a 2026-07-28 session caches its listings), and reads
-// its schema then, finding no annotations in the held one either.
-func unheld(t *mcp.Tool) *mcp.Tool {
+// unheld is t with its own schema, and whether holdSchemas held it. A
+// copy: the SDK's client may keep t for a later call (a 2026-07-28 session
+// caches its listings), and reads its schema then, finding no annotations
+// in the held one either.
+func unheld(t *mcp.Tool) (*mcp.Tool, bool) {
 	h, ok := t.InputSchema.(heldSchema)
 	if !ok {
-		return t
+		return t, false
 	}
 	cp := *t
 	cp.InputSchema = h.schema
-	return &cp
+	return &cp, true
 }
