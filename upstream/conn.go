@@ -137,9 +137,9 @@ type Conn struct {
 	// or the SDK client, chosen at Start (a stateless-era call of a tool
 	// that binds headers takes the SDK's, whatever was chosen).
 	callOnSession func(context.Context, *mcp.ClientSession, *Call, *mcp.CallToolParams) (*answer.Result, error)
-	// headerBound names the tools whose last listing binds arguments to
+	// headerBound names the tools whose latest listing binds arguments to
 	// headers (x-mcp-header; see CallTool).
-	headerBound atomic.Pointer[map[string]bool]
+	headerBound atomic.Pointer[boundTools]
 	// notices throttles notifications for clients: a stdio server's as
 	// they are read, others' in the handlers (see noticeAllowed).
 	notices *noticeGate

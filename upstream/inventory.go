@@ -85,7 +85,7 @@ func (c *Conn) refresh(cs *mcp.ClientSession) {
 				}
 			}
 		}
-		c.headerBound.Store(&bound)
+		c.setHeaderBound(&boundTools{seq: seq, tools: bound})
 	}
 	if caps != nil && caps.Prompts != nil {
 		if inv.Prompts, err = collect(cs.Prompts(ctx, nil)); err != nil {
@@ -154,11 +154,30 @@ func holdSchemas(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
-// bindsHeaders reports whether tool's last listing binds arguments to
+// boundTools names the tools whose listing in pass seq binds arguments to
+// headers.
+type boundTools struct {
+	seq   uint64
+	tools map[string]bool
+}
+
+// setHeaderBound keeps b unless a later pass's set is kept already: two
+// passes may run at once (Refresh beside the refresh loop), and the one
+// that started first may finish last.
+func (c *Conn) setHeaderBound(b *boundTools) {
+	for {
+		old := c.headerBound.Load()
+		if old != nil && old.seq > b.seq || c.headerBound.CompareAndSwap(old, b) {
+			return
+		}
+	}
+}
+
+// bindsHeaders reports whether tool's latest listing binds arguments to
 // headers.
 func (c *Conn) bindsHeaders(tool string) bool {
 	bound := c.headerBound.Load()
-	return bound != nil && (*bound)[tool]
+	return bound != nil && bound.tools[tool]
 }
 
 // annotated reports whether schema has a property, at any depth of

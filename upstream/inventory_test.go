@@ -103,3 +103,20 @@ func toolsUpstream(t *testing.T, version, tools string, onCall func(*http.Reques
 	t.Cleanup(up.Close)
 	return up
 }
+
+// Of two listing passes, the set of tools that bind headers is the later
+// pass's, whichever finishes last: a stale set would send a tool that binds
+// headers down the direct path, without them.
+func TestHeaderBoundKeepsTheLaterPass(t *testing.T) {
+	c := &Conn{}
+	later := &boundTools{seq: 2, tools: map[string]bool{"bound": true}}
+	c.setHeaderBound(later)
+	c.setHeaderBound(&boundTools{seq: 1, tools: map[string]bool{}})
+	if !c.bindsHeaders("bound") {
+		t.Fatal("an earlier pass that finished last replaced the later pass's set")
+	}
+	c.setHeaderBound(&boundTools{seq: 3, tools: map[string]bool{}})
+	if c.bindsHeaders("bound") {
+		t.Fatal("a later pass's set was not kept")
+	}
+}
