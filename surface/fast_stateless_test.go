@@ -92,6 +92,11 @@ func TestStatelessFastPathAnswersAsTheSDK(t *testing.T) {
 		if fr.StatusCode != sr.StatusCode || message(t, fb) != message(t, sb) {
 			t.Errorf("%s: the fast paths answer %d %s\nthe SDK %d %s", c.name, fr.StatusCode, fb, sr.StatusCode, sb)
 		}
+		// A result names the server that answers the client: Warden, not
+		// the upstream (hb names itself in its results).
+		if m := message(t, fb); strings.Contains(m, `"result"`) && !strings.Contains(m, `"io.modelcontextprotocol/serverInfo":{"name":"warden"`) {
+			t.Errorf("%s: a result that does not name Warden: %s", c.name, m)
+		}
 		ft, st := fr.Header.Get("Content-Type"), sr.Header.Get("Content-Type")
 		if taken := ft != st; taken != c.fast {
 			t.Errorf("%s: answered as %s by the fast paths, %s by the SDK: taken by the fast path %v, want %v", c.name, ft, st, taken, c.fast)

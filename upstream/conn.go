@@ -418,7 +418,7 @@ func (c *Conn) connect() (*mcp.ClientSession, error) {
 	}
 	client := mcp.NewClient(c.clientInfo(), c.clientOptions())
 	client.AddReceivingMiddleware(c.forwardServerRequests)
-	client.AddSendingMiddleware(c.roundTrips, holdSchemas)
+	client.AddSendingMiddleware(c.roundTrips, holdSchemas, withoutServerInfo)
 	ctx, cancel := context.WithTimeout(c.ctx, c.Config().CallTimeout)
 	defer cancel()
 	asked := c.protocol()

@@ -509,6 +509,11 @@ func TestStatelessUpstreamOnBothPaths(t *testing.T) {
 		if sdk := results[true][i]; direct != sdk {
 			t.Errorf("direct path: %s\nSDK path:    %s", direct, sdk)
 		}
+		for _, r := range []string{direct, results[true][i]} {
+			if strings.Contains(r, "serverInfo") { // the upstream's name, which Warden's clients are not given
+				t.Errorf("passed on with the upstream's name: %s", r)
+			}
+		}
 	}
 	if !strings.Contains(results[false][5], `r1,one?`) {
 		t.Errorf("rounds: %s", results[false][5])

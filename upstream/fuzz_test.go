@@ -175,6 +175,9 @@ func FuzzCallAnswerAfterNoise(f *testing.F) {
 			t.Skip("not a stream whose only answer is the last event")
 		}
 		want := compact.Bytes()
+		if answer.MayHold(want, mcp.MetaKeyServerInfo) {
+			t.Skip("a result that names its server, which is not passed on (see FuzzRawResult)")
+		}
 		nl := sseLineEnds[int(eol)%len(sseLineEnds)]
 		h.set(func(id []byte) (int, string, []byte) {
 			var b bytes.Buffer

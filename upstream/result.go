@@ -4,22 +4,34 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/wardenmcp/warden/answer"
 )
 
 // rawResult wraps a result as the upstream sent it (raw is valid JSON: it
-// was decoded from the answer), reading only isError and whether it asks
-// for input instead (see inputRequired).
+// was decoded from the answer) but for the upstream's name (see
+// rawWithoutServerInfo), reading only isError and whether it asks for
+// input instead (see inputRequired).
 func rawResult(raw json.RawMessage) (res *answer.Result, asks bool, err error) {
 	if len(raw) == 0 || raw[0] != '{' {
 		return nil, false, fmt.Errorf("a tool result must be an object, not %.40s", raw)
 	}
 	// Most results say neither isError nor that input is required (with
-	// questions, or without: "busy, call again"); reading the whole result
-	// again only to learn that would cost more than passing it on.
-	if !answer.MayHold(raw, "isError", "inputRequests", "input_required") {
+	// questions, or without: "busy, call again"), and a 2025 upstream's
+	// name no server; reading the whole result again only to learn that
+	// would cost more than passing it on.
+	if !answer.MayHold(raw, resultKeys...) {
+		return &answer.Result{Raw: raw}, false, nil
+	}
+	if answer.MayHold(raw, mcp.MetaKeyServerInfo) {
+		if raw, err = rawWithoutServerInfo(raw); err != nil {
+			return nil, false, err
+		}
+	}
+	if !answer.MayHold(raw, resultFlags...) {
 		return &answer.Result{Raw: raw}, false, nil
 	}
 	var head struct {
@@ -32,6 +44,13 @@ func rawResult(raw json.RawMessage) (res *answer.Result, asks bool, err error) {
 	}
 	return &answer.Result{Raw: raw, IsError: head.IsError}, head.ResultType == "input_required" || len(head.InputRequests) > 0, nil
 }
+
+// The keys rawResult looks for in a result: its flags, and the keys that
+// need reading the result again.
+var (
+	resultFlags = []string{"isError", "inputRequests", "input_required"}
+	resultKeys  = append(slices.Clone(resultFlags), mcp.MetaKeyServerInfo)
+)
 
 // decodeMessage decodes a message of a call's answer stream. The result of
 // the answer to id is not copied: it refers into data, which the caller
@@ -57,29 +76,46 @@ func decodeMessage(data []byte, id string) (*rpcMessage, error) {
 // member finds the value of a member of obj, valid JSON, as encoding/json
 // would (the key in any case, the last of several). It gives up (false) on
 // a key written with escapes.
-func member(obj []byte, key string) ([]byte, bool) {
-	i := skipSpace(obj, 0)
-	if i >= len(obj) || obj[i] != '{' {
+func member(obj []byte, key string) (found []byte, ok bool) {
+	plain := eachMember(obj, func(k []byte, s span) {
+		if bytes.EqualFold(k, []byte(key)) {
+			found = obj[s.value:s.end]
+		}
+	})
+	if !plain {
 		return nil, false
 	}
-	var found []byte
+	return found, found != nil
+}
+
+// span is where a member lies in an object: from its key's opening quote
+// at start, its value from value to end.
+type span struct{ start, value, end int }
+
+// eachMember calls fn with each member of obj (valid JSON) in turn, and
+// reports whether obj is an object whose keys are written without escapes
+// (it stops at the first that is not).
+func eachMember(obj []byte, fn func(key []byte, s span)) bool {
+	i := skipSpace(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return false
+	}
 	for i = skipSpace(obj, i+1); obj[i] != '}'; i = skipSpace(obj, i) {
 		if obj[i] == ',' {
 			i = skipSpace(obj, i+1)
 		}
+		start := i
 		end := skipValue(obj, i)
 		k := obj[i+1 : end-1]
 		if bytes.IndexByte(k, '\\') >= 0 {
-			return nil, false
+			return false
 		}
 		i = skipSpace(obj, skipSpace(obj, end)+1) // past ':'
 		end = skipValue(obj, i)
-		if bytes.EqualFold(k, []byte(key)) {
-			found = obj[i:end]
-		}
+		fn(k, span{start, i, end})
 		i = end
 	}
-	return found, found != nil
+	return true
 }
 
 func skipSpace(b []byte, i int) int {
