@@ -33,7 +33,7 @@ func withoutServerInfo(next mcp.MethodHandler) mcp.MethodHandler {
 // rawWithoutServerInfo is a tool result as the upstream sent it (raw, valid
 // JSON), without the upstream's name. Only _meta is rewritten; a result
 // whose keys the cut cannot read for certain (written with escapes, or
-// _meta twice, whose members encoding/json merges) is decoded and encoded
+// _meta twice, which decoders read differently) is decoded and encoded
 // again instead.
 func rawWithoutServerInfo(raw json.RawMessage) (json.RawMessage, error) {
 	var meta span

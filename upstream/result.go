@@ -21,8 +21,8 @@ func rawResult(raw json.RawMessage) (res *answer.Result, asks bool, err error) {
 	}
 	// Most results say neither isError nor that input is required (with
 	// questions, or without: "busy, call again"), and a 2025 upstream's
-	// name no server; reading the whole result again only to learn that
-	// would cost more than passing it on.
+	// results name no server; reading the whole result again only to learn
+	// that would cost more than passing it on.
 	if !answer.MayHold(raw, resultKeys...) {
 		return &answer.Result{Raw: raw}, false, nil
 	}
