@@ -78,6 +78,10 @@ func MayHold(raw []byte, keys ...string) bool {
 		}
 		if s := raw[start:end]; len(s) <= 6*longest { // \uXXXX: six bytes a letter
 			if bytes.IndexByte(s, '\\') >= 0 {
+				if !spellsLength(s, keys) {
+					i = end + 1
+					continue
+				}
 				var text string
 				if json.Unmarshal(raw[start-1:end+1], &text) != nil {
 					return true
@@ -92,4 +96,30 @@ func MayHold(raw []byte, keys ...string) bool {
 		}
 		i = end + 1
 	}
+}
+
+// spellsLength reports whether s, a JSON string's inside with escapes, may
+// spell as many letters as one of keys has (ASCII): a key's letter is one
+// rune of s, or one escape, whichever way it is written (a letter that
+// folds to it, such as the Kelvin sign for k, is one rune too). It spares
+// MayHold reading the escapes of strings that cannot be a key.
+func spellsLength(s []byte, keys []string) bool {
+	n := 0
+	for j := 0; j < len(s); j++ {
+		switch {
+		case s[j] == '\\' && j+1 < len(s) && s[j+1] == 'u':
+			j += 5
+		case s[j] == '\\':
+			j++
+		case s[j]&0xC0 == 0x80:
+			continue // inside a rune
+		}
+		n++
+	}
+	for _, k := range keys {
+		if len(k) == n {
+			return true
+		}
+	}
+	return false
 }

@@ -68,6 +68,9 @@ func TestMayHold(t *testing.T) {
 		`{"content":[{"type":"text","text":"\\"},{"x":"_meta"}]}`:                                       true, // the escape ends at \\
 		`{"content":[],"metadata":{},"result":1}`:                                                       false,
 		`{}`: false,
+		"{\"content\":[],\"re\u017fult\\u0054ype\":1}":                                    true, // ſ as it is, T escaped
+		`{"content":[],"\u0072\u0065\u0073\u0075\u006c\u0074\u0054\u0079\u0070\u0065":1}`: true,
+		`{"content":[{"type":"text","text":"line\nline\nline\nline\nline"}]}`:             false,
 	} {
 		if got := MayHold([]byte(raw), "_meta", "resultType"); got != want {
 			t.Errorf("%s: %v, want %v", raw, got, want)

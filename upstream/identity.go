@@ -3,7 +3,6 @@ package upstream
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -30,51 +29,42 @@ func withoutServerInfo(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
-// rawWithoutServerInfo is a tool result as the upstream sent it (raw, valid
-// JSON), without the upstream's name. Only _meta is rewritten; a result
-// whose keys the cut cannot read for certain (written with escapes, or
-// _meta twice, which decoders read differently) is decoded and encoded
-// again instead.
-func rawWithoutServerInfo(raw json.RawMessage) (json.RawMessage, error) {
-	var meta span
-	metas := 0
-	plain := eachMember(raw, func(k []byte, s span) {
-		if bytes.EqualFold(k, []byte("_meta")) {
-			meta = s
-			metas++
-		}
-	})
-	one := plain && metas <= 1 // else decoded
-	if one && (metas == 0 || raw[meta.value] != '{') {
-		return raw, nil
+// cutServerInfo cuts the upstream's name out of a tool result as the
+// upstream sent it (raw, valid JSON), from every member that encoding/json
+// would take for _meta (any case, any escapes). It writes over raw, which
+// its caller leaves to it: each _meta is written again no longer than it
+// was, and the rest is moved up, so a large answer is not held twice.
+func cutServerInfo(raw []byte) []byte {
+	type cut struct {
+		at, end int    // raw[at:end] is replaced
+		with    []byte // by this
 	}
-	var keep [][]byte
-	cut := false
-	if one {
-		m := raw[meta.value:meta.end]
-		one = eachMember(m, func(k []byte, s span) {
+	var cuts []cut
+	eachMember(raw, func(k []byte, s span) {
+		if !bytes.EqualFold(k, []byte("_meta")) || raw[s.value] != '{' {
+			return
+		}
+		m := raw[s.value:s.end]
+		var keep [][]byte
+		named := false
+		eachMember(m, func(k []byte, ms span) {
 			if string(k) == mcp.MetaKeyServerInfo {
-				cut = true
+				named = true
 			} else {
-				keep = append(keep, m[s.start:s.end])
+				keep = append(keep, m[ms.start:ms.end])
 			}
 		})
+		if named {
+			with := append([]byte{'{'}, bytes.Join(keep, []byte{','})...)
+			cuts = append(cuts, cut{s.value, s.end, append(with, '}')})
+		}
+	})
+	w, r := 0, 0 // written up to, read up to: w <= r throughout
+	for _, c := range cuts {
+		w += copy(raw[w:], raw[r:c.at])
+		w += copy(raw[w:], c.with)
+		r = c.end
 	}
-	switch {
-	case one && !cut:
-		return raw, nil
-	case one:
-		out := make([]byte, 0, len(raw))
-		out = append(out, raw[:meta.value]...)
-		out = append(out, '{')
-		out = append(out, bytes.Join(keep, []byte{','})...)
-		out = append(out, '}')
-		return append(out, raw[meta.end:]...), nil
-	}
-	var d mcp.CallToolResult
-	if err := json.Unmarshal(raw, &d); err != nil {
-		return nil, err
-	}
-	delete(d.Meta, mcp.MetaKeyServerInfo)
-	return json.Marshal(&d)
+	w += copy(raw[w:], raw[r:])
+	return raw[:w]
 }

@@ -12,8 +12,8 @@ import (
 )
 
 // rawResult wraps a result as the upstream sent it (raw is valid JSON: it
-// was decoded from the answer) but for the upstream's name (see
-// rawWithoutServerInfo), reading only isError and whether it asks for
+// was decoded from the answer) but for the upstream's name, cut out of raw
+// itself (see cutServerInfo), reading only isError and whether it asks for
 // input instead (see inputRequired).
 func rawResult(raw json.RawMessage) (res *answer.Result, asks bool, err error) {
 	if len(raw) == 0 || raw[0] != '{' {
@@ -27,9 +27,7 @@ func rawResult(raw json.RawMessage) (res *answer.Result, asks bool, err error) {
 		return &answer.Result{Raw: raw}, false, nil
 	}
 	if answer.MayHold(raw, mcp.MetaKeyServerInfo) {
-		if raw, err = rawWithoutServerInfo(raw); err != nil {
-			return nil, false, err
-		}
+		raw = cutServerInfo(raw)
 	}
 	if !answer.MayHold(raw, resultFlags...) {
 		return &answer.Result{Raw: raw}, false, nil
@@ -74,17 +72,13 @@ func decodeMessage(data []byte, id string) (*rpcMessage, error) {
 }
 
 // member finds the value of a member of obj, valid JSON, as encoding/json
-// would (the key in any case, the last of several). It gives up (false) on
-// a key written with escapes.
+// would (the key in any case, the last of several).
 func member(obj []byte, key string) (found []byte, ok bool) {
-	plain := eachMember(obj, func(k []byte, s span) {
+	eachMember(obj, func(k []byte, s span) {
 		if bytes.EqualFold(k, []byte(key)) {
 			found = obj[s.value:s.end]
 		}
 	})
-	if !plain {
-		return nil, false
-	}
 	return found, found != nil
 }
 
@@ -92,9 +86,8 @@ func member(obj []byte, key string) (found []byte, ok bool) {
 // at start, its value from value to end.
 type span struct{ start, value, end int }
 
-// eachMember calls fn with each member of obj (valid JSON) in turn, and
-// reports whether obj is an object whose keys are written without escapes
-// (it stops at the first that is not).
+// eachMember calls fn with each member of obj (valid JSON) in turn, its
+// key with escapes read, and reports whether obj is an object.
 func eachMember(obj []byte, fn func(key []byte, s span)) bool {
 	i := skipSpace(obj, 0)
 	if i >= len(obj) || obj[i] != '{' {
@@ -108,7 +101,9 @@ func eachMember(obj []byte, fn func(key []byte, s span)) bool {
 		end := skipValue(obj, i)
 		k := obj[i+1 : end-1]
 		if bytes.IndexByte(k, '\\') >= 0 {
-			return false
+			var text string
+			json.Unmarshal(obj[i:end], &text) // valid JSON: it cannot fail
+			k = []byte(text)
 		}
 		i = skipSpace(obj, skipSpace(obj, end)+1) // past ':'
 		end = skipValue(obj, i)
@@ -129,12 +124,17 @@ func skipSpace(b []byte, i int) int {
 func skipValue(b []byte, i int) int {
 	switch b[i] {
 	case '"':
-		for i++; b[i] != '"'; i++ {
-			if b[i] == '\\' {
-				i++
+		for j := i + 1; ; {
+			q := j + bytes.IndexByte(b[j:], '"')
+			n := 0 // backslashes before it
+			for p := q - 1; b[p] == '\\'; p-- {
+				n++
 			}
+			if n%2 == 0 {
+				return q + 1
+			}
+			j = q + 1
 		}
-		return i + 1
 	case '{', '[':
 		depth := 0
 		for ; ; i++ {

@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -32,41 +33,43 @@ func TestDecodeMessageResult(t *testing.T) {
 }
 
 // A result passed on is the upstream's but for the upstream's name in
-// _meta, which is taken out whatever way it is written: decoded, the
-// result is the upstream's less that one key, and its other _meta keys,
-// flags and content stay.
+// _meta, which is cut from the bytes whatever way it is written; decoded,
+// the result is the upstream's less that one key, and its other _meta
+// keys, flags and content stay.
 func TestRawResultWithoutServerInfo(t *testing.T) {
 	for _, c := range serverInfoCases {
 		res, asks, err := rawResult(json.RawMessage(c.in))
 		if err != nil {
 			t.Fatalf("%s: %v", c.in, err)
 		}
-		if strings.Contains(string(res.Raw), `"name":"up"`) {
-			t.Errorf("%s: passed on as %s", c.in, res.Raw)
-		}
 		checkPassedOn(t, []byte(c.in), res, asks)
-		if cut := strings.NewReplacer(upInfo+",", "", ","+upInfo, "", upInfo, "").Replace(c.in); c.spot && string(res.Raw) != cut {
-			t.Errorf("%s: passed on as %s, want %s", c.in, res.Raw, cut)
+		want := c.want
+		if want == "" {
+			want = strings.NewReplacer(upInfo+",", "", ","+upInfo, "", upInfo, "").Replace(c.in)
+		}
+		if string(res.Raw) != want {
+			t.Errorf("%s: passed on as %s, want %s", c.in, res.Raw, want)
 		}
 	}
 }
 
 const upInfo = `"io.modelcontextprotocol/serverInfo":{"name":"up","version":"1"}`
 
-var serverInfoCases = []struct {
-	in   string
-	spot bool // the name cut from the bytes, which are otherwise the upstream's
-}{
-	{`{"content":[{"type":"text","text":"hi"}]}`, true},
-	{`{"content":[],"_meta":{` + upInfo + `}}`, true},
-	{`{"_meta":{"a":1,` + upInfo + `,"b":{"c":[2]}} , "content":[{"type":"text","text":"x"}],"isError":true}`, true},
-	{`{"content":[],"_meta":{"a":"io.modelcontextprotocol/serverInfo"}}`, true},
-	{`{"content":[],"_META":{` + upInfo + `,"k":"v"}}`, true},
-	{`{"content":[],"_meta":null}`, true},
-	{`{"content":[],"\u005fmeta":{` + upInfo + `}}`, false},
-	{`{"content":[],"_meta":{"io.modelcontextprotocol\/serverInfo":{"name":"up"},"k":1}}`, false},
-	{`{"content":[],"_meta":{` + upInfo + `},"_meta":{"k":1}}`, false},
-	{`{"content":[],"resultType":"input_required","inputRequests":{"q":{"method":"elicitation/create","params":{"message":"m","requestedSchema":{"type":"object"}}}},"_meta":{` + upInfo + `}}`, true},
+// serverInfoCases are results and what is passed on of them ("": the
+// same less upInfo).
+var serverInfoCases = []struct{ in, want string }{
+	{`{"content":[{"type":"text","text":"hi"}]}`, ""},
+	{`{"content":[],"_meta":{` + upInfo + `}}`, ""},
+	{`{"_meta":{"a":1,` + upInfo + `,"b":{"c":[2]}} , "content":[{"type":"text","text":"x \\\" }"}],"isError":true}`, ""},
+	{`{"content":[],"_meta":{"a":"io.modelcontextprotocol/serverInfo"}}`, ""},
+	{`{"content":[],"_META":{` + upInfo + `,"k":"v"}}`, ""},
+	{`{"content":[],"_meta":null}`, ""},
+	{`{"content":[],"\u005fmeta":{` + upInfo + `}}`, ""},
+	{`{"content":[],"_meta":{` + upInfo + `},"_meta":{"k":1,` + upInfo + `}}`, ""},
+	{`{"content":[],"_meta":{"io.modelcontextprotocol\/serverInfo":{"name":"up"},"k":1}}`, `{"content":[],"_meta":{"k":1}}`},
+	{`{"_meta":{"io.modelcontextprotocol\/serverInfo":1},"ISERROR":true}`, `{"_meta":{},"ISERROR":true}`},
+	{"{ \"_meta\" : { \"a\" : 1 ,\n " + upInfo + " , \"b\":[ ] } , \"content\":[] }", "{ \"_meta\" : {\"a\" : 1,\"b\":[ ]} , \"content\":[] }"},
+	{`{"content":[],"resultType":"input_required","inputRequests":{"q":{"method":"elicitation/create","params":{"message":"m","requestedSchema":{"type":"object"}}}},"_meta":{` + upInfo + `}}`, ""},
 }
 
 // checkPassedOn fails unless res, decoded, is in (a tool result) decoded
@@ -109,7 +112,7 @@ func FuzzRawResult(f *testing.F) {
 		if len(in) == 0 || in[0] != '{' || !json.Valid(in) || json.Unmarshal(in, &d) != nil {
 			t.Skip("not a tool result")
 		}
-		res, asks, err := rawResult(in)
+		res, asks, err := rawResult(bytes.Clone(in)) // it writes over what it is given
 		if err != nil {
 			t.Fatalf("%s: %v", in, err)
 		}
