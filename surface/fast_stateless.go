@@ -91,19 +91,12 @@ func (v *view) serveStatelessFast(w http.ResponseWriter, r *http.Request, body [
 // statelessReply is the answer to id with res, as the SDK's server sends a
 // stateless-era client a result: saying its result type typ, and naming the
 // server in _meta unless it names one already (SEP-2575). A result as the
-// upstream sent it, which has no _meta or resultType of its own, gets them
-// written in after its members; another is decoded and encoded again (for
-// a plain call, that had been a fifth of Warden's CPU).
+// upstream sent it is passed on with both written in (see statelessPieces);
+// another is decoded and encoded again (for a plain call, that had been a
+// fifth of Warden's CPU).
 func (v *view) statelessReply(id json.RawMessage, res *answer.Result, typ string) (reply, error) {
-	raw := res.Raw // an object, from '{' to '}' (see answer.Result)
-	if len(raw) >= 2 && raw[0] == '{' && raw[len(raw)-1] == '}' && !answer.MayHold(raw, "_meta", "resultType") {
-		end := len(raw) - 1
-		sep := ","
-		if inner := bytes.TrimRight(raw[:end], " \t\r\n"); len(inner) == 1 {
-			sep = ""
-		}
-		tail := sep + `"_meta":{"` + mcp.MetaKeyServerInfo + `":` + string(v.info) + `},"resultType":"` + typ + `"}`
-		return resultReply(id, raw[:end], []byte(tail)), nil
+	if pieces, ok := v.statelessPieces(res.Raw, typ); ok {
+		return resultReply(id, pieces...), nil
 	}
 	d, err := res.Tool()
 	if err != nil {
@@ -122,6 +115,73 @@ func (v *view) statelessReply(id json.RawMessage, res *answer.Result, typ string
 	}
 	b, err := json.Marshal(d)
 	return resultReply(id, b), err
+}
+
+// statelessPieces is raw, a result as the upstream sent it, in pieces with
+// its result type typ and the server named in _meta: written over the
+// result's own resultType, into its _meta, or after its members where it
+// has none. ok is false for a result to decode instead: not an object, or
+// with _meta or resultType twice or in other capitals (which decoders read
+// differently), a _meta that is not an object or that names a server.
+func (v *view) statelessPieces(raw []byte, typ string) (pieces [][]byte, ok bool) {
+	if len(raw) < 2 || raw[len(raw)-1] != '}' {
+		return nil, false
+	}
+	var meta, rtype answer.Span
+	metas, rtypes, odd := 0, 0, false
+	if !answer.EachMember(raw, func(k []byte, s answer.Span) {
+		switch {
+		case bytes.EqualFold(k, []byte("_meta")):
+			meta, metas, odd = s, metas+1, odd || string(k) != "_meta"
+		case bytes.EqualFold(k, []byte("resultType")):
+			rtype, rtypes, odd = s, rtypes+1, odd || string(k) != "resultType"
+		}
+	}) || odd || metas > 1 || rtypes > 1 {
+		return nil, false
+	}
+	named := `"` + mcp.MetaKeyServerInfo + `":` + string(v.info)
+	typed := `"` + typ + `"`
+	type edit struct {
+		at, end int // raw[at:end] is replaced
+		with    string
+	}
+	var edits []edit
+	var after []string // members written after the result's own
+	if metas == 0 {
+		after = append(after, `"_meta":{`+named+`}`)
+	} else {
+		m := raw[meta.Value:meta.End]
+		members := 0
+		if !answer.EachMember(m, func(k []byte, _ answer.Span) {
+			members++
+			odd = odd || string(k) == mcp.MetaKeyServerInfo
+		}) || odd {
+			return nil, false
+		}
+		if members > 0 {
+			named += ","
+		}
+		edits = append(edits, edit{meta.Value + 1, meta.Value + 1, named})
+	}
+	if rtypes == 0 {
+		after = append(after, `"resultType":`+typed)
+	} else {
+		edits = append(edits, edit{rtype.Value, rtype.End, typed})
+	}
+	if len(edits) == 2 && edits[1].at < edits[0].at {
+		edits[0], edits[1] = edits[1], edits[0]
+	}
+	at := 0
+	for _, e := range edits {
+		pieces = append(pieces, raw[at:e.at], []byte(e.with))
+		at = e.end
+	}
+	end := len(raw) - 1
+	tail := strings.Join(after, ",") + "}"
+	if len(after) > 0 && len(bytes.TrimRight(raw[:end], " \t\r\n")) > 1 {
+		tail = "," + tail
+	}
+	return append(pieces, raw[at:end], []byte(tail)), true
 }
 
 // errorStatus is the HTTP status the stateless era gives an error answer:

@@ -1,6 +1,7 @@
 package surface
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -238,21 +239,33 @@ func TestWithResultType(t *testing.T) {
 func TestStatelessReply(t *testing.T) {
 	v := newView(nil, "", slog.New(slog.DiscardHandler), "test")
 	const info = `"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"warden","title":"Warden MCP gateway","version":"test"}},"resultType":"complete"`
-	cases := []struct{ raw, want, wantRaw string }{
-		{`{"content":[{"type":"text","text":"hi"}]}`, `{"content":[{"type":"text","text":"hi"}],` + info + `}`, ""},
-		{"{\"isError\":true,\"content\":[] \n}", `{"isError":true,"content":[],` + info + `}`, ""},
-		{`{}`, `{"content":[],` + info + `}`, `{` + info + `}`},
-		{"{ \n\t}", `{"content":[],` + info + `}`, `{` + info + `}`},
-		{`{"_meta":{"a":1},"content":[]}`, `{"content":[],"_meta":{"a":1,"io.modelcontextprotocol/serverInfo":{"name":"warden","title":"Warden MCP gateway","version":"test"}},"resultType":"complete"}`, ""},
-		{`{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"up","version":"1"}},"content":[]}`, `{"content":[],"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"up","version":"1"}},"resultType":"complete"}`, ""},
-		{`{"content":[],"resultType":"input_required"}`, `{"content":[],` + info + `}`, ""},
-		{`{"content":[],"ResultType":"input_required"}`, `{"content":[],` + info + `}`, ""},
-		{`{"content":[],"\u005fmeta":{"a":1}}`, `{"content":[],"_meta":{"a":1,"io.modelcontextprotocol/serverInfo":{"name":"warden","title":"Warden MCP gateway","version":"test"}},"resultType":"complete"}`, ""},
+	const named = `"io.modelcontextprotocol/serverInfo":{"name":"warden","title":"Warden MCP gateway","version":"test"}`
+	cases := []struct {
+		raw, want, wantRaw string
+		spliced            bool // passed on in pieces, not decoded
+	}{
+		{`{"content":[{"type":"text","text":"hi"}]}`, `{"content":[{"type":"text","text":"hi"}],` + info + `}`, "", true},
+		{"{\"isError\":true,\"content\":[] \n}", `{"isError":true,"content":[],` + info + `}`, "", true},
+		{`{}`, `{"content":[],` + info + `}`, `{` + info + `}`, true},
+		{"{ \n\t}", `{"content":[],` + info + `}`, `{` + info + `}`, true},
+		{`{"_meta":{"a":1},"content":[]}`, `{"content":[],"_meta":{"a":1,` + named + `},"resultType":"complete"}`, "", true},
+		{`{"_meta":{},"content":[],"resultType":"complete"}`, `{"content":[],` + info + `}`, "", true},
+		{"{\"resultType\" : \"input_required\",\"_meta\":{ \"k\":[1] } ,\"content\":[]}", `{"content":[],"_meta":{"k":[1],` + named + `},"resultType":"complete"}`, "", true},
+		{`{"content":[],"_meta":{ }}`, `{"content":[],` + info + `}`, "", true},
+		{`{"content":[],"\u005fmeta":{"a":1}}`, `{"content":[],"_meta":{"a":1,` + named + `},"resultType":"complete"}`, "", true},
+		{`{"content":[],"resultType":"input_required"}`, `{"content":[],` + info + `}`, "", true},
+		{`{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"up","version":"1"}},"content":[]}`, `{"content":[],"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"up","version":"1"}},"resultType":"complete"}`, "", false},
+		{`{"content":[],"ResultType":"input_required"}`, `{"content":[],` + info + `}`, "", false},
+		{`{"content":[],"_meta":null}`, `{"content":[],` + info + `}`, "", false},
+		{`{"content":[],"_meta":{"a":1},"_meta":{"b":2}}`, `{"content":[],"_meta":{"a":1,"b":2,` + named + `},"resultType":"complete"}`, "", false},
 	}
 	for _, c := range cases {
 		var d mcp.CallToolResult
 		if err := json.Unmarshal([]byte(c.raw), &d); err != nil {
 			t.Fatalf("%s: %v", c.raw, err)
+		}
+		if _, spliced := v.statelessPieces([]byte(c.raw), "complete"); spliced != c.spliced {
+			t.Errorf("%s: passed on in pieces %v, want %v", c.raw, spliced, c.spliced)
 		}
 		for _, res := range []*answer.Result{{Raw: json.RawMessage(c.raw)}, answer.Decoded(&d)} {
 			r, err := v.statelessReply(json.RawMessage("7"), res, "complete")
@@ -360,4 +373,45 @@ func TestRoundEndsWhileParked(t *testing.T) {
 	if got := res.(*mcp.CallToolResult).Content[0].(*mcp.TextContent).Text; !strings.HasPrefix(got, "gave up") {
 		t.Errorf("round 2's result %q", got)
 	}
+}
+
+// FuzzStatelessReply: whatever a result holds, a client reads the same
+// answer whether it was passed on in pieces or decoded and encoded again.
+func FuzzStatelessReply(f *testing.F) {
+	v := newView(nil, "", slog.New(slog.DiscardHandler), "test")
+	for _, seed := range []string{
+		`{"content":[]}`, `{}`, `{"_meta":{"a":1},"content":[],"resultType":"x"}`, `{"content":[],"\u005fmeta":{ }}`,
+		`{"resultType":"input_required","_meta":{"k":[1,{"_meta":2}]}}`, `{"_meta":{"a":1},"_META":{}}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	read := func(t *testing.T, r reply) string {
+		var got struct{ Result *mcp.CallToolResult }
+		if err := json.Unmarshal(r.bytes(), &got); err != nil {
+			t.Fatalf("the reply %s: %v", r.bytes(), err)
+		}
+		b, err := json.Marshal(got.Result)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		var d mcp.CallToolResult
+		raw = bytes.TrimSpace(raw)
+		if len(raw) == 0 || raw[0] != '{' || !json.Valid(raw) || json.Unmarshal(raw, &d) != nil {
+			t.Skip("not a tool result")
+		}
+		pieces, err := v.statelessReply(json.RawMessage("7"), &answer.Result{Raw: raw}, "complete")
+		if err != nil {
+			t.Fatal(err)
+		}
+		decoded, err := v.statelessReply(json.RawMessage("7"), answer.Decoded(&d), "complete")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p, dd := read(t, pieces), read(t, decoded); p != dd {
+			t.Errorf("%s: in pieces %s\ndecoded %s", raw, p, dd)
+		}
+	})
 }

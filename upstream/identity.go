@@ -5,6 +5,7 @@ import (
 	"context"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/wardenmcp/warden/answer"
 )
 
 // An upstream that speaks 2026-07-28 names itself in every result's _meta
@@ -40,23 +41,23 @@ func cutServerInfo(raw []byte) []byte {
 		with    []byte // by this
 	}
 	var cuts []cut
-	eachMember(raw, func(k []byte, s span) {
-		if !bytes.EqualFold(k, []byte("_meta")) || raw[s.value] != '{' {
+	answer.EachMember(raw, func(k []byte, s answer.Span) {
+		if !bytes.EqualFold(k, []byte("_meta")) || raw[s.Value] != '{' {
 			return
 		}
-		m := raw[s.value:s.end]
+		m := raw[s.Value:s.End]
 		var keep [][]byte
 		named := false
-		eachMember(m, func(k []byte, ms span) {
+		answer.EachMember(m, func(k []byte, ms answer.Span) {
 			if string(k) == mcp.MetaKeyServerInfo {
 				named = true
 			} else {
-				keep = append(keep, m[ms.start:ms.end])
+				keep = append(keep, m[ms.Start:ms.End])
 			}
 		})
 		if named {
 			with := append([]byte{'{'}, bytes.Join(keep, []byte{','})...)
-			cuts = append(cuts, cut{s.value, s.end, append(with, '}')})
+			cuts = append(cuts, cut{s.Value, s.End, append(with, '}')})
 		}
 	})
 	w, r := 0, 0 // written up to, read up to: w <= r throughout

@@ -74,84 +74,10 @@ func decodeMessage(data []byte, id string) (*rpcMessage, error) {
 // member finds the value of a member of obj, valid JSON, as encoding/json
 // would (the key in any case, the last of several).
 func member(obj []byte, key string) (found []byte, ok bool) {
-	eachMember(obj, func(k []byte, s span) {
+	answer.EachMember(obj, func(k []byte, s answer.Span) {
 		if bytes.EqualFold(k, []byte(key)) {
-			found = obj[s.value:s.end]
+			found = obj[s.Value:s.End]
 		}
 	})
 	return found, found != nil
-}
-
-// span is where a member lies in an object: from its key's opening quote
-// at start, its value from value to end.
-type span struct{ start, value, end int }
-
-// eachMember calls fn with each member of obj (valid JSON) in turn, its
-// key with escapes read, and reports whether obj is an object.
-func eachMember(obj []byte, fn func(key []byte, s span)) bool {
-	i := skipSpace(obj, 0)
-	if i >= len(obj) || obj[i] != '{' {
-		return false
-	}
-	for i = skipSpace(obj, i+1); obj[i] != '}'; i = skipSpace(obj, i) {
-		if obj[i] == ',' {
-			i = skipSpace(obj, i+1)
-		}
-		start := i
-		end := skipValue(obj, i)
-		k := obj[i+1 : end-1]
-		if bytes.IndexByte(k, '\\') >= 0 {
-			var text string
-			json.Unmarshal(obj[i:end], &text) // valid JSON: it cannot fail
-			k = []byte(text)
-		}
-		i = skipSpace(obj, skipSpace(obj, end)+1) // past ':'
-		end = skipValue(obj, i)
-		fn(k, span{start, i, end})
-		i = end
-	}
-	return true
-}
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n') {
-		i++
-	}
-	return i
-}
-
-// skipValue returns the end of the JSON value that starts at b[i].
-func skipValue(b []byte, i int) int {
-	switch b[i] {
-	case '"':
-		for j := i + 1; ; {
-			q := j + bytes.IndexByte(b[j:], '"')
-			n := 0 // backslashes before it
-			for p := q - 1; b[p] == '\\'; p-- {
-				n++
-			}
-			if n%2 == 0 {
-				return q + 1
-			}
-			j = q + 1
-		}
-	case '{', '[':
-		depth := 0
-		for ; ; i++ {
-			switch b[i] {
-			case '"':
-				i = skipValue(b, i) - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				if depth--; depth == 0 {
-					return i + 1
-				}
-			}
-		}
-	}
-	for i < len(b) && !bytes.ContainsRune([]byte(",}] \t\r\n"), rune(b[i])) {
-		i++
-	}
-	return i
 }
