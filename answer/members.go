@@ -13,7 +13,8 @@ import (
 type Span struct{ Start, Value, End int }
 
 // EachMember calls fn with each member of obj (valid JSON) in turn, its
-// key with escapes read, and reports whether obj is an object.
+// key with escapes read (bytes that are not UTF-8 are given as they are),
+// and reports whether obj is an object.
 func EachMember(obj []byte, fn func(key []byte, s Span)) bool {
 	i := skipSpace(obj, 0)
 	if i >= len(obj) || obj[i] != '{' {
