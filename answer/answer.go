@@ -60,22 +60,8 @@ func MayHold(raw []byte, keys ...string) bool {
 			return false
 		}
 		start := i + open + 1
-		end := start
-		for { // the closing quote: one after an even run of backslashes
-			q := bytes.IndexByte(raw[end:], '"')
-			if q < 0 {
-				return false
-			}
-			end += q
-			n := 0
-			for p := end - 1; p >= start && raw[p] == '\\'; p-- {
-				n++
-			}
-			if n%2 == 0 {
-				break
-			}
-			end++
-		}
+		// The closing quote (raw is valid JSON, so there is one).
+		end := skipValue(raw, start-1) - 1
 		if s := raw[start:end]; len(s) <= 6*longest { // \uXXXX: six bytes a letter
 			if bytes.IndexByte(s, '\\') >= 0 {
 				if !spellsLength(s, keys) {
