@@ -164,6 +164,9 @@ func (s *Surfaces) serve(v *view, h endpoint, stateless bool, w http.ResponseWri
 			offerFast(w, r, func(body []byte) bool { return v.serveStatelessFast(w, r, body) }) {
 			return
 		}
+		if r.Method == http.MethodPost && refuseID(w, r) {
+			return
+		}
 		h.stateless.ServeHTTP(w, r)
 		return
 	}
@@ -174,6 +177,9 @@ func (s *Surfaces) serve(v *view, h endpoint, stateless bool, w http.ResponseWri
 	}
 	if r.Method == http.MethodPost && l != nil && l.ss.Load() != nil && !s.noFast.Load() && sessionHeaders(r) && // initialized
 		offerFast(w, r, func(body []byte) bool { return v.serveFast(w, r, l, body) }) {
+		return
+	}
+	if r.Method == http.MethodPost && refuseID(w, r) {
 		return
 	}
 	h.sessions.ServeHTTP(w, r)

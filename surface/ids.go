@@ -1,0 +1,80 @@
+package surface
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"strconv"
+)
+
+// The SDK reads a request's numeric id into an int64 through a float64, and
+// answers under that: 1.5 as 1, 9007199254740993 as 9007199254740992. A
+// client could not tell its answer, or would take it for another request's.
+// Such a request is refused, saying why, before the SDK reads it.
+
+// maxExactID is the largest whole number a float64 holds exactly (2^53).
+const maxExactID = 1 << 53
+
+// refuseID answers a POST for the SDK whose body is a request, or a batch
+// holding one, with a numeric id the SDK would answer under another, and
+// reports whether it did. The body read is put back for the SDK. (The fast
+// paths echo an id as it was sent, and take only plain ones.)
+func refuseID(w http.ResponseWriter, r *http.Request) bool {
+	body, err := readBody(r)
+	r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), r.Body))
+	if err != nil || len(body) > maxBody {
+		return false // the SDK's to refuse
+	}
+	id, ok := inexactID(body)
+	if !ok {
+		return false
+	}
+	msg := fmt.Sprintf("Invalid Request: id %s is a number the gateway cannot answer under exactly; send a string id, or a whole number of at most 2^53 in size", id)
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": -32600, "message": msg}})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusBadRequest)
+	w.Write(b)
+	return true
+}
+
+// inexactID finds, in body, a request (with a method) whose numeric id is
+// not answerable. Keys are read as the SDK reads them, in their own case.
+func inexactID(body []byte) (json.RawMessage, bool) {
+	var batch []map[string]json.RawMessage
+	if b := bytes.TrimLeft(body, " \t\r\n"); len(b) > 0 && b[0] == '[' {
+		if json.Unmarshal(b, &batch) != nil {
+			return nil, false // the SDK's to refuse
+		}
+	} else {
+		var one map[string]json.RawMessage
+		if json.Unmarshal(body, &one) != nil {
+			return nil, false
+		}
+		batch = append(batch, one)
+	}
+	for _, m := range batch {
+		id := m["id"] // valid JSON: no spaces around it
+		if m["method"] == nil || len(id) == 0 || id[0] != '-' && (id[0] < '0' || id[0] > '9') {
+			continue // a string id, null, or none
+		}
+		if !answerable(string(id)) {
+			return id, true
+		}
+	}
+	return nil, false
+}
+
+// answerable reports whether the SDK answers a request of numeric id n (a
+// JSON number) under the same number: a whole number written as one, of
+// at most 2^53; in another form, one that reads as such a float64 (as most
+// JSON readers read any number).
+func answerable(n string) bool {
+	if i, err := strconv.ParseInt(n, 10, 64); err == nil {
+		return -maxExactID <= i && i <= maxExactID
+	}
+	v, err := strconv.ParseFloat(n, 64)
+	return err == nil && v == math.Trunc(v) && math.Abs(v) <= maxExactID
+}
