@@ -38,9 +38,11 @@ type Deps struct {
 	Auth      *oauth.Manager                       // upstream OAuth; nil: none
 	// SearchTokens is what the search view's tool list costs (ViewTokens).
 	SearchTokens int
-	// Caller, if set, refuses a request by what sent it (a process Warden
-	// spawned), whatever token it holds.
-	Caller func(*http.Request) error
+	// Caller, if set, says who sent a request: an error refuses it
+	// whatever token it holds (a process Warden spawned, or one that
+	// cannot be identified); socket admits it without the token (the CLI
+	// on the state dir's socket, identified by the kernel).
+	Caller func(*http.Request) (socket bool, err error)
 	// UILogin mints a one-time code that the review page (/ui/) exchanges
 	// for a browser session; nil: no review page.
 	UILogin func() (string, error)
@@ -120,20 +122,25 @@ type handler struct {
 	doc func() ([]byte, error) // the OpenAPI document
 }
 
-// auth requires the operator token: agents reach only the MCP surfaces, so
-// nothing they can send approves, unquarantines or clears anything.
+// auth requires the operator: the CLI on the state dir's socket, or the
+// operator token. Agents reach only the MCP surfaces, so nothing they can
+// send approves, unquarantines or clears anything.
 func (a *handler) auth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(a.Token)) != 1 {
-			fail(w, http.StatusUnauthorized, "unauthorized", "send Authorization: Bearer <token>, with the token from the file api-token in Warden's state dir (the warden CLI does this for you)")
-			return
-		}
+		socket, err := false, error(nil)
 		if a.Caller != nil {
-			if err := a.Caller(r); err != nil {
-				fail(w, http.StatusForbidden, "forbidden_caller", err.Error())
+			socket, err = a.Caller(r)
+		}
+		if !socket || err != nil {
+			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+			if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(a.Token)) != 1 {
+				fail(w, http.StatusUnauthorized, "unauthorized", "send Authorization: Bearer <token>, with the token from the file api-token in Warden's state dir (the warden CLI needs none: it uses the state dir's socket)")
 				return
 			}
+		}
+		if err != nil {
+			fail(w, http.StatusForbidden, "forbidden_caller", err.Error())
+			return
 		}
 		next.ServeHTTP(w, r)
 	})

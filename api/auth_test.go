@@ -51,11 +51,11 @@ func TestOperatorToken(t *testing.T) {
 // Caller's.
 func TestCallerRefused(t *testing.T) {
 	e := newEnv(t, `{}`, func(d *Deps) {
-		d.Caller = func(r *http.Request) error {
+		d.Caller = func(r *http.Request) (bool, error) {
 			if r.Header.Get("X-Spawned") != "" {
-				return errors.New("this request comes from a process Warden started")
+				return r.Header.Get("X-Socket") != "", errors.New("this request comes from a process Warden started")
 			}
-			return nil
+			return r.Header.Get("X-Socket") != "", nil
 		}
 	})
 	req := httptest.NewRequest("GET", "/v1/status", nil)
@@ -66,6 +66,18 @@ func TestCallerRefused(t *testing.T) {
 	expectError(t, rec, refusal{http.StatusForbidden, "forbidden_caller", []string{"process Warden started"}})
 	if rec := e.do("GET", "/v1/status", ""); rec.Code != http.StatusOK {
 		t.Fatalf("an operator's request: %d %s", rec.Code, rec.Body)
+	}
+	// On the socket no token is needed, but a spawned caller is refused
+	// there too.
+	for _, spawned := range []string{"", "1"} {
+		req := httptest.NewRequest("GET", "/v1/status", nil)
+		req.Header.Set("X-Socket", "1")
+		req.Header.Set("X-Spawned", spawned)
+		rec := httptest.NewRecorder()
+		e.h.ServeHTTP(rec, req)
+		if want := map[string]int{"": http.StatusOK, "1": http.StatusUnauthorized}[spawned]; rec.Code != want {
+			t.Errorf("socket request, spawned=%q: %d, want %d", spawned, rec.Code, want)
+		}
 	}
 }
 

@@ -2,12 +2,17 @@
 // (/v1/...), as served by "warden serve". The warden CLI uses it; scripts in
 // Go can too.
 //
-// Every method sends the operator token. An answer with an error status is
-// an *APIError carrying the API's code and message; a daemon that cannot be
-// reached is a *ConnError whose message says to start it.
+// A client made by New sends the operator token over TCP; one made by
+// NewLocal reaches the daemon on its state dir's socket and sends none. An
+// answer with an error status is an *APIError carrying the API's code and
+// message; a daemon that cannot be reached is a *ConnError whose message
+// says to start it.
 package client
 
 import (
+	"github.com/wardenmcp/warden/internal/state"
+	"path/filepath"
+
 	"bytes"
 	"context"
 	"encoding/json"
@@ -34,8 +39,9 @@ const maxAnswer = 64 << 20
 
 // Client talks to one Warden daemon. It is safe for concurrent use.
 type Client struct {
-	base  string
-	token string
+	base  string // the requests' base URL
+	where string // the daemon's address, as messages name it
+	token string // "" on the socket
 	// HTTPClient sends the requests. New sets one that never uses a proxy:
 	// the daemon is local and the token must not go anywhere else.
 	HTTPClient *http.Client
@@ -53,11 +59,23 @@ const DefaultTimeout = 30 * time.Second
 func New(baseURL, token string) *Client {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.Proxy = nil
-	return &Client{base: strings.TrimRight(baseURL, "/"), token: token, HTTPClient: &http.Client{Transport: tr}, Timeout: DefaultTimeout}
+	base := strings.TrimRight(baseURL, "/")
+	return &Client{base: base, where: base, token: token, HTTPClient: &http.Client{Transport: tr}, Timeout: DefaultTimeout}
 }
 
-// BaseURL is the daemon's address as given to New, without a trailing slash.
-func (c *Client) BaseURL() string { return c.base }
+// NewLocal returns a client for the daemon of stateDir, on the state dir's
+// socket (state.Dial): it reaches that daemon or none, and sends no token,
+// since the daemon knows the operator by the socket. It is how the warden
+// CLI talks to the daemon: nothing another process could have written
+// decides where it goes.
+func NewLocal(stateDir string) *Client {
+	tr := &http.Transport{
+		DialContext:         func(ctx context.Context, _, _ string) (net.Conn, error) { return state.Dial(ctx, stateDir) },
+		MaxIdleConnsPerHost: 4, IdleConnTimeout: 30 * time.Second,
+	}
+	return &Client{base: "http://localhost", where: filepath.Join(stateDir, state.SocketFile),
+		HTTPClient: &http.Client{Transport: tr}, Timeout: DefaultTimeout}
+}
 
 // APIError is an error answer of the API: {"error":{"code","message"}}.
 type APIError struct {
@@ -96,7 +114,7 @@ type ConnError struct {
 }
 
 func (e *ConnError) Error() string {
-	if errors.Is(e.Err, syscall.ECONNREFUSED) {
+	if errors.Is(e.Err, syscall.ECONNREFUSED) || errors.Is(e.Err, state.ErrNoDaemon) {
 		return fmt.Sprintf("cannot reach warden at %s (is the daemon running?)", e.URL)
 	}
 	return fmt.Sprintf("cannot reach warden at %s: %v", e.URL, e.Err)
@@ -279,7 +297,7 @@ func (c *Client) Logs(ctx context.Context, server string, lines int, follow bool
 	defer cancel()
 	defer resp.Body.Close()
 	if _, err := io.Copy(w, resp.Body); err != nil && ctx.Err() == nil {
-		return fmt.Errorf("warden at %s: reading %s: %w", c.base, p, err)
+		return fmt.Errorf("warden at %s: reading %s: %w", c.where, p, err)
 	}
 	return nil
 }
@@ -304,13 +322,13 @@ func (c *Client) exchange(ctx context.Context, limit time.Duration, method, path
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
 	if err != nil {
-		return fmt.Errorf("warden at %s: reading the answer to %s %s: %w", c.base, method, path, err)
+		return fmt.Errorf("warden at %s: reading the answer to %s %s: %w", c.where, method, path, err)
 	}
 	if out == nil {
 		return nil
 	}
 	if err := json.Unmarshal(data, out); err != nil {
-		return fmt.Errorf("warden at %s: the answer to %s %s is not what this CLI expects (%v); is the daemon the same version as the CLI?", c.base, method, path, err)
+		return fmt.Errorf("warden at %s: the answer to %s %s is not what this CLI expects (%v); is the daemon the same version as the CLI?", c.where, method, path, err)
 	}
 	return nil
 }
@@ -319,7 +337,7 @@ func (c *Client) exchange(ctx context.Context, limit time.Duration, method, path
 // are returned as they are.
 func connErr(base string, err error) error {
 	var op *net.OpError
-	if errors.As(err, &op) && op.Op == "dial" {
+	if (errors.As(err, &op) && op.Op == "dial") || errors.Is(err, state.ErrNoDaemon) {
 		return &ConnError{URL: base, Err: err}
 	}
 	return err
@@ -344,7 +362,7 @@ func (c *Client) send(ctx context.Context, limit time.Duration, method, path str
 		defer resp.Body.Close()
 		data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
 		if err != nil {
-			return nil, nil, fmt.Errorf("warden at %s: reading the answer to %s %s: %w", c.base, method, path, err)
+			return nil, nil, fmt.Errorf("warden at %s: reading the answer to %s %s: %w", c.where, method, path, err)
 		}
 		return nil, nil, apiError(resp.StatusCode, data)
 	}
@@ -362,9 +380,9 @@ func (c *Client) request(caller, ctx context.Context, limit time.Duration, metho
 	}
 	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
 	if err != nil {
-		return nil, fmt.Errorf("warden at %s: %w", c.base, err)
+		return nil, fmt.Errorf("warden at %s: %w", c.where, err)
 	}
-	req.Header.Set("Authorization", "Bearer "+c.token)
+	c.authorize(req)
 	req.Header.Set("Accept", "application/json")
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -374,15 +392,26 @@ func (c *Client) request(caller, ctx context.Context, limit time.Duration, metho
 		return resp, nil
 	}
 	if caller.Err() == nil && ctx.Err() != nil {
-		return nil, fmt.Errorf("no answer from warden at %s within %s: the daemon may be stuck, or another program listens at that address (see the daemon's log, or what listens there)", c.base, limit)
+		return nil, fmt.Errorf("no answer from warden at %s within %s: the daemon may be stuck, or another program listens at that address (see the daemon's log, or what listens there)", c.where, limit)
 	}
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return nil, ctxErr
 	}
-	if ce := connErr(c.base, err); ce != err {
+	if ce := connErr(c.where, err); ce != err {
 		return nil, ce
 	}
-	return nil, fmt.Errorf("warden at %s: %s %s: %w", c.base, method, path, err)
+	return nil, fmt.Errorf("warden at %s: %s %s: %w", c.where, method, path, err)
+}
+
+// Where is the daemon's address as the client reaches it: the base URL
+// given to New, or NewLocal's socket.
+func (c *Client) Where() string { return c.where }
+
+// authorize sends the operator token, where the client has one.
+func (c *Client) authorize(req *http.Request) {
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
 }
 
 func apiError(status int, data []byte) *APIError {

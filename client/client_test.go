@@ -89,7 +89,7 @@ func TestAPIErrors(t *testing.T) {
 		t.Errorf("502: %#v", err)
 	}
 
-	_, err = New(strings.TrimSuffix(c.BaseURL(), "/"), "wrong").Status(ctx)
+	_, err = New(c.Where(), "wrong").Status(ctx)
 	if !errors.As(err, &ae) || ae.Code != "unauthorized" {
 		t.Errorf("401: %#v", err)
 	}

@@ -26,11 +26,11 @@ func (c *Client) Events(ctx context.Context) (*EventStream, error) {
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("Authorization", "Bearer "+c.token)
+	c.authorize(req)
 	req.Header.Set("Accept", "text/event-stream")
 	resp, err := c.HTTPClient.Do(req)
 	if err != nil {
-		return nil, connErr(c.base, err)
+		return nil, connErr(c.where, err)
 	}
 	if resp.StatusCode != http.StatusOK {
 		defer resp.Body.Close()
@@ -42,7 +42,7 @@ func (c *Client) Events(ctx context.Context) (*EventStream, error) {
 	// The daemon subscribes before it writes its opening comment.
 	if !s.sc.Scan() {
 		resp.Body.Close()
-		return nil, fmt.Errorf("warden at %s: the event stream ended at once", c.base)
+		return nil, fmt.Errorf("warden at %s: the event stream ended at once", c.where)
 	}
 	return s, nil
 }

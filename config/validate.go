@@ -41,9 +41,9 @@ func nameProblem(name string) (problem, fix string) {
 
 // CheckListen checks a host:port listen address given on a command line
 // (serve --listen). Port 0 is allowed there: the daemon takes a free port
-// and the CLI finds it through the daemon's record. A config's listen
-// needs a fixed port: it is where the CLI looks when no daemon runs, and
-// the OAuth redirect URI registered with authorization servers.
+// and the CLI finds the daemon on its state dir's socket, and asks it. A
+// config's listen needs a fixed port: it is where MCP clients are pointed,
+// and the OAuth redirect URI registered with authorization servers.
 func CheckListen(addr string) error {
 	if p := listenProblem(addr, 0); p != "" {
 		return fmt.Errorf("%s; write host:port such as \"127.0.0.1:7373\"", p)

@@ -144,8 +144,8 @@ func TestErrors(t *testing.T) {
 	}
 }
 
-// serve --listen may take any free port (the CLI finds it through the
-// daemon's record); a config's listen may not.
+// serve --listen may take any free port (the CLI finds the daemon on its
+// state dir's socket); a config's listen may not.
 func TestCheckListen(t *testing.T) {
 	for addr, want := range map[string]string{
 		"127.0.0.1:0":     "",

@@ -134,11 +134,14 @@ func Run(ctx context.Context, opts Options) error {
 		}
 	}
 	d.Addr = ln.Addr().String()
-	if err := state.WriteRecord(cfg.Path, state.Record{Listen: d.Addr, StateDir: d.StateDir}); err != nil {
-		log.Warn("cannot record where this daemon listens; the CLI needs --state-dir and the config's listen to find it", "err", err)
-	} else {
-		defer state.RemoveRecord(cfg.Path)
+	// The CLI's way in: it finds the socket from the state dir, which this
+	// daemon holds (the store's lock), and so reaches no other process.
+	sock, err := state.Listen(d.StateDir)
+	if err != nil {
+		ln.Close()
+		return err
 	}
+	defer os.Remove(filepath.Join(d.StateDir, state.SocketFile))
 	conns := newConnLimit(ln, lim.MaxConns, log)
 	d.auth.SetCallbackURL("http://" + d.Addr + "/oauth/callback")
 
@@ -183,10 +186,11 @@ func Run(ctx context.Context, opts Options) error {
 	defer stopReload()
 	go d.watch(reloadCtx)
 
-	errc := make(chan error, 1)
+	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve(conns) }()
+	go func() { errc <- srv.Serve(sock) }()
 	listening = true
-	log.Info("warden listening", "addr", d.Addr, "config", cfg.Path, "state", d.StateDir, "servers", len(cfg.Servers), "max_conns", lim.MaxConns)
+	log.Info("warden listening", "addr", d.Addr, "socket", filepath.Join(d.StateDir, state.SocketFile), "config", cfg.Path, "state", d.StateDir, "servers", len(cfg.Servers), "max_conns", lim.MaxConns)
 	if opts.Ready != nil {
 		opts.Ready(d)
 	}
@@ -254,7 +258,7 @@ func (d *Daemon) routes(s *surface.Surfaces, m *metrics.Metrics) http.Handler {
 	review.API = api.Handler(api.Deps{
 		Version: d.opts.Version, Token: d.Token, Started: time.Now(), Gateway: d.gw,
 		Approvals: d.approvals, Writes: d.ledger, Activity: d.activity, Events: d.events,
-		Config: d.configInfo, Sessions: func() any { return d.sessions.List() }, Caller: d.refuseSpawned, Auth: d.auth,
+		Config: d.configInfo, Sessions: func() any { return d.sessions.List() }, Caller: d.checkCaller, Auth: d.auth,
 		Logs:         func(server string) (api.LogFile, error) { return d.logs.file(server) },
 		SearchTokens: surface.SearchViewTokens(),
 		UILogin:      review.NewCode,

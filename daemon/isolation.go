@@ -33,51 +33,50 @@ func (d *Daemon) newLauncher(cfg *config.Config) (*sandbox.Launcher, error) {
 	return l, nil
 }
 
-// callerCheck is one connection's verdict of refuseSpawned: who holds a
+// callerCheck is one connection's verdict of checkCaller: who holds a
 // connection's other end does not change, and finding out reads /proc.
 type callerCheck struct {
-	once sync.Once
-	err  error
+	conn   net.Conn
+	socket bool // on the state dir's socket
+	once   sync.Once
+	err    error
 }
 
 type callerCheckKey struct{}
 
 // withCallerCheck gives each connection's requests a place for its verdict
 // (http.Server.ConnContext).
-func withCallerCheck(ctx context.Context, _ net.Conn) context.Context {
-	return context.WithValue(ctx, callerCheckKey{}, &callerCheck{})
+func withCallerCheck(ctx context.Context, c net.Conn) context.Context {
+	_, socket := c.(*net.UnixConn)
+	return context.WithValue(ctx, callerCheckKey{}, &callerCheck{conn: c, socket: socket})
 }
 
-// refuseSpawned refuses operator API requests from any process Warden
-// started (a stdio server or its children), even with the token: no server
-// may approve itself. Other programs of the same user are outside this
-// boundary (README, "Isolation").
-func (d *Daemon) refuseSpawned(r *http.Request) error {
-	if !d.launcher.Mode.Confines() {
-		return nil
-	}
+// checkCaller says who sent an operator API request. On the state dir's
+// socket it is the operator (socket true) unless the kernel's record of the
+// connecting process says it is one Warden started; on TCP, the process
+// holding the other end must be found and not be one Warden started, nor a
+// server of any Warden. No server may approve itself, whatever token it
+// found; other programs of the same user are outside this boundary
+// (README, "Isolation").
+func (d *Daemon) checkCaller(r *http.Request) (socket bool, err error) {
 	c, ok := r.Context().Value(callerCheckKey{}).(*callerCheck)
 	if !ok {
-		return errors.New("the operator API could not tell who is calling")
+		return false, errors.New("the operator API could not tell who is calling")
 	}
-	c.once.Do(func() { c.err = spawnedCaller(r) })
-	return c.err
-}
-
-func spawnedCaller(r *http.Request) error {
-	local, _ := r.Context().Value(http.LocalAddrContextKey).(*net.TCPAddr)
-	remote, err := net.ResolveTCPAddr("tcp", r.RemoteAddr)
-	if local == nil || err != nil {
-		return errors.New("the operator API answers TCP clients only")
+	if !d.launcher.Mode.Confines() {
+		return c.socket, nil
 	}
-	spawned, err := sandbox.FromDescendant(local, remote)
-	switch {
-	case err != nil:
-		return err
-	case spawned:
-		return errors.New("the operator API refuses processes Warden started (MCP servers and their children); run the warden CLI from your own shell")
-	}
-	return nil
+	c.once.Do(func() {
+		switch conn := c.conn.(type) {
+		case *net.UnixConn:
+			c.err = sandbox.UnixCaller(conn)
+		case *net.TCPConn:
+			c.err = sandbox.TCPCaller(conn.LocalAddr().(*net.TCPAddr), conn.RemoteAddr().(*net.TCPAddr))
+		default:
+			c.err = errors.New("the operator API answers TCP and its socket only")
+		}
+	})
+	return c.socket, c.err
 }
 
 // warnInheritAll names the servers that get Warden's whole environment:

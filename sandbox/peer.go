@@ -1,64 +1,258 @@
 package sandbox
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
 	"os"
 	"strconv"
+	"strings"
 	"syscall"
 
-	"github.com/wardenmcp/warden/internal/launcher"
 	"golang.org/x/sys/unix"
 )
 
-// ErrPeerUnknown is returned when no process holds the caller's end of a
-// connection any more (it sent a request and closed): the caller can't be
-// told apart from a server Warden spawned.
-var ErrPeerUnknown = errors.New("the calling process could not be identified (its end of the connection is closed)")
+// The operator API admits a caller only when it can name the process that
+// holds the caller's end of the connection and that process is one Warden
+// did not start: not a descendant of Warden (a server, or anything a server
+// started), and in Warden's own user and PID namespaces (not a server of
+// this or another Warden, which run in namespaces of their own). A process
+// cannot shed its ancestry or its namespaces; it can shed a file
+// descriptor (pass it away, or close it with the request sent), so every
+// caller that cannot be found is refused, never admitted.
 
-// FromDescendant reports whether the loopback TCP connection from remote to
-// local (this process's end) is held by a process descending from this one,
-// such as a stdio server Warden started or anything that server started. A
-// server's descendants stay descendants: in namespaces, orphans are adopted
-// by the server itself; under a reaper, by the reaper.
-//
-// It asks the kernel for the connection's socket inode, then reads the open
-// files of this process's descendants in /proc.
-func FromDescendant(local, remote *net.TCPAddr) (bool, error) {
-	inode, err := socketInode(local, remote)
-	if err != nil {
-		return false, err
+// ErrPeerUnknown is returned when no process can be found holding the
+// caller's end: it was closed, passed to another process (in flight), or
+// is held by a process whose open files Warden may not read.
+var ErrPeerUnknown = errors.New("the calling process could not be identified (no process Warden may inspect holds its end of the connection); run the warden CLI from your own shell")
+
+// ErrSpawned is returned for a caller that is a process Warden started,
+// or any server's process.
+var ErrSpawned = errors.New("the operator API refuses processes Warden started (MCP servers and their children) and processes of any Warden's servers; run the warden CLI from your own shell")
+
+// TCPCaller checks the loopback TCP connection from remote to local (this
+// process's end). A connection from another host (an address that is not
+// this machine's) is not a local process: the token alone decides. A
+// connection made by a process of another user is admitted too: no server
+// Warden starts runs as anyone but Warden's own user.
+func TCPCaller(local, remote *net.TCPAddr) error {
+	sock, found, err := peerSocket(local, remote)
+	switch {
+	case err != nil:
+		return err
+	case !found && localAddress(remote.IP):
+		return ErrPeerUnknown
+	case !found:
+		return nil
+	case sock.inode == 0:
+		return ErrPeerUnknown
+	case sock.uid != uint32(os.Geteuid()):
+		return nil
 	}
-	if inode == "0" {
-		return false, ErrPeerUnknown
+	holders := socketHolders(sock.inode, sock.uid)
+	if len(holders) == 0 {
+		return ErrPeerUnknown
 	}
-	link := "socket:[" + inode + "]"
-	for _, pid := range descendants(os.Getpid()) {
-		dir := "/proc/" + strconv.Itoa(pid) + "/fd/"
-		entries, err := os.ReadDir(dir)
-		if err != nil {
-			continue // exited meanwhile
+	for _, pid := range holders {
+		if err := operatorProcess(pid, "socket:["+strconv.FormatUint(uint64(sock.inode), 10)+"]"); err != nil {
+			return err
 		}
-		for _, e := range entries {
-			if l, err := os.Readlink(dir + e.Name()); err == nil && l == link {
-				return true, nil
+	}
+	return nil
+}
+
+// UnixCaller checks a connection on a unix socket by the process the
+// kernel recorded when it connected (SO_PEERPIDFD: that process, not a
+// number another could take over).
+func UnixCaller(c *net.UnixConn) error {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var cred *unix.Ucred
+	pidfd := -1
+	var serr error
+	if err := raw.Control(func(fd uintptr) {
+		if cred, serr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED); serr == nil {
+			if v, err := unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_PEERPIDFD); err == nil {
+				pidfd = v // from Linux 6.5
 			}
 		}
+	}); err != nil {
+		return err
+	}
+	if serr != nil {
+		return fmt.Errorf("peer credentials: %w", serr)
+	}
+	if cred.Uid != uint32(os.Geteuid()) && cred.Uid != 0 {
+		return fmt.Errorf("the socket belongs to uid %d; uid %d may not use it", os.Geteuid(), cred.Uid)
+	}
+	pid := int(cred.Pid)
+	if pidfd >= 0 {
+		defer unix.Close(pidfd)
+		if pid = pidfdPID(pidfd); pid <= 0 {
+			return ErrPeerUnknown // it exited
+		}
+	}
+	return operatorProcess(pid, "")
+}
+
+// operatorProcess refuses pid unless it is outside Warden's descendants
+// and shares Warden's user and PID namespaces. With holds set, pid must
+// still hold that file once pinned, so that a process that exited meanwhile
+// is not confused with a new one given its number.
+func operatorProcess(pid int, holds string) error {
+	pidfd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return ErrPeerUnknown
+	}
+	defer unix.Close(pidfd)
+	if holds != "" && !holdsFile(pid, holds) {
+		return ErrPeerUnknown
+	}
+	for _, ns := range []string{"user", "pid"} {
+		mine, err1 := os.Readlink("/proc/self/ns/" + ns)
+		theirs, err2 := os.Readlink("/proc/" + strconv.Itoa(pid) + "/ns/" + ns)
+		if err1 != nil || err2 != nil {
+			return ErrPeerUnknown
+		}
+		if mine != theirs {
+			return ErrSpawned
+		}
+	}
+	spawned, err := descends(pid, os.Getpid())
+	if err != nil {
+		return ErrPeerUnknown
+	}
+	if spawned {
+		return ErrSpawned
+	}
+	if unix.PidfdSendSignal(pidfd, 0, nil, 0) != nil {
+		return ErrPeerUnknown // gone while it was looked at
+	}
+	return nil
+}
+
+// descends reports whether pid has ancestor among its parents.
+func descends(pid, ancestor int) (bool, error) {
+	for seen := 0; pid > 1 && seen < 4096; seen++ {
+		parent, err := parentOf(pid)
+		if err != nil {
+			return false, err
+		}
+		if parent == ancestor {
+			return true, nil
+		}
+		pid = parent
 	}
 	return false, nil
 }
 
-// socketInode finds the inode of the socket whose local address is remote
-// and whose peer is local, by asking the kernel's socket diagnostics
-// (NETLINK_SOCK_DIAG) for exactly that socket: reading /proc/net/tcp costs
-// milliseconds on a machine with thousands of sockets. "0" when the socket
-// is no longer held by any process.
-func socketInode(local, remote *net.TCPAddr) (string, error) {
+// parentOf reads pid's parent from /proc/PID/stat.
+func parentOf(pid int) (int, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, err
+	}
+	// pid (comm) state ppid ...; comm may hold spaces and parentheses.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, errors.New("bad stat")
+	}
+	f := bytes.Fields(b[i+1:])
+	if len(f) < 2 {
+		return 0, errors.New("bad stat")
+	}
+	return strconv.Atoi(string(f[1]))
+}
+
+// pidfdPID is the process a pidfd refers to, as this process's PID
+// namespace numbers it; 0 or less when it has exited.
+func pidfdPID(pidfd int) int {
+	b, err := os.ReadFile("/proc/self/fdinfo/" + strconv.Itoa(pidfd))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "Pid:"); ok {
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil {
+				return 0
+			}
+			return n
+		}
+	}
+	return 0
+}
+
+// socketHolders lists the processes of user uid whose open files include
+// the socket with inode. A process whose files Warden may not read (another
+// user's, or one that made itself non-dumpable) is not among them.
+func socketHolders(inode, uid uint32) []int {
+	link := "socket:[" + strconv.FormatUint(uint64(inode), 10) + "]"
+	entries, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if fi, err := os.Stat("/proc/" + e.Name()); err != nil || fi.Sys().(*syscall.Stat_t).Uid != uid {
+			continue
+		}
+		if holdsFile(pid, link) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// holdsFile reports whether pid has link (such as "socket:[123]") open.
+func holdsFile(pid int, link string) bool {
+	dir := "/proc/" + strconv.Itoa(pid) + "/fd/"
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return false
+	}
+	for _, e := range entries {
+		if l, err := os.Readlink(dir + e.Name()); err == nil && l == link {
+			return true
+		}
+	}
+	return false
+}
+
+// localAddress reports whether ip is one of this machine's.
+func localAddress(ip net.IP) bool {
+	if ip.IsLoopback() || ip.IsUnspecified() {
+		return true
+	}
+	addrs, _ := net.InterfaceAddrs()
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.Equal(ip) {
+			return true
+		}
+	}
+	return false
+}
+
+// diagSocket is what the kernel's socket diagnostics say of a socket.
+type diagSocket struct {
+	inode uint32 // 0 when no process holds it any more
+	uid   uint32 // the user whose process made it
+}
+
+// peerSocket finds the socket whose local address is remote and whose peer
+// is local, by asking the kernel's socket diagnostics (NETLINK_SOCK_DIAG)
+// for exactly that socket: reading /proc/net/tcp costs milliseconds on a
+// machine with thousands of sockets. found is false when this network
+// namespace holds no such socket.
+func peerSocket(local, remote *net.TCPAddr) (s diagSocket, found bool, err error) {
 	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, unix.NETLINK_SOCK_DIAG)
 	if err != nil {
-		return "", fmt.Errorf("socket diagnostics: %w", err)
+		return s, false, fmt.Errorf("socket diagnostics: %w", err)
 	}
 	defer unix.Close(fd)
 	tv := unix.Timeval{Sec: 2}
@@ -66,20 +260,16 @@ func socketInode(local, remote *net.TCPAddr) (string, error) {
 	// An IPv4 client's socket, or a dual-stack one holding an IPv4-mapped
 	// address.
 	for _, family := range []uint8{unix.AF_INET, unix.AF_INET6} {
-		inode, found, err := diagQuery(fd, family, remote, local)
-		if err != nil {
-			return "", err
-		}
-		if found {
-			return strconv.FormatUint(uint64(inode), 10), nil
+		if s, found, err = diagQuery(fd, family, remote, local); err != nil || found {
+			return s, found, err
 		}
 	}
-	return "", fmt.Errorf("no socket from %s to %s", remote, local)
+	return s, false, nil
 }
 
 // diagQuery asks for the TCP socket src→dst of family; found is false when
 // the kernel knows none.
-func diagQuery(fd int, family uint8, src, dst *net.TCPAddr) (inode uint32, found bool, err error) {
+func diagQuery(fd int, family uint8, src, dst *net.TCPAddr) (s diagSocket, found bool, err error) {
 	const hdr, req = 16, 56 // sizeof(struct nlmsghdr), sizeof(struct inet_diag_req_v2)
 	b := make([]byte, hdr+req)
 	binary.NativeEndian.PutUint32(b[0:], hdr+req)
@@ -92,35 +282,35 @@ func diagQuery(fd int, family uint8, src, dst *net.TCPAddr) (inode uint32, found
 	binary.BigEndian.PutUint16(id[0:], uint16(src.Port))
 	binary.BigEndian.PutUint16(id[2:], uint16(dst.Port))
 	if !diagAddr(id[4:20], src.IP, family) || !diagAddr(id[20:36], dst.IP, family) {
-		return 0, false, nil
+		return s, false, nil
 	}
 	binary.NativeEndian.PutUint32(id[40:], 0xffffffff) // no cookie
 	binary.NativeEndian.PutUint32(id[44:], 0xffffffff)
 	if err := unix.Sendto(fd, b, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
-		return 0, false, fmt.Errorf("socket diagnostics: %w", err)
+		return s, false, fmt.Errorf("socket diagnostics: %w", err)
 	}
 	buf := make([]byte, 8192)
 	n, _, err := unix.Recvfrom(fd, buf, 0)
 	if err != nil {
-		return 0, false, fmt.Errorf("socket diagnostics: %w", err)
+		return s, false, fmt.Errorf("socket diagnostics: %w", err)
 	}
 	msgs, err := syscall.ParseNetlinkMessage(buf[:n])
 	if err != nil || len(msgs) == 0 {
-		return 0, false, fmt.Errorf("socket diagnostics: bad answer: %v", err)
+		return s, false, fmt.Errorf("socket diagnostics: bad answer: %v", err)
 	}
 	m := msgs[0]
 	switch {
 	case m.Header.Type == unix.NLMSG_ERROR:
 		if len(m.Data) >= 4 {
 			if errno := -int32(binary.NativeEndian.Uint32(m.Data)); errno != 0 && syscall.Errno(errno) != syscall.ENOENT {
-				return 0, false, fmt.Errorf("socket diagnostics: %w", syscall.Errno(errno))
+				return s, false, fmt.Errorf("socket diagnostics: %w", syscall.Errno(errno))
 			}
 		}
-		return 0, false, nil
+		return s, false, nil
 	case len(m.Data) < 72: // sizeof(struct inet_diag_msg)
-		return 0, false, errors.New("socket diagnostics: short answer")
+		return s, false, errors.New("socket diagnostics: short answer")
 	}
-	return binary.NativeEndian.Uint32(m.Data[68:]), true, nil
+	return diagSocket{uid: binary.NativeEndian.Uint32(m.Data[64:]), inode: binary.NativeEndian.Uint32(m.Data[68:])}, true, nil
 }
 
 // diagAddr writes ip into a sockid's 16-byte address as family has it.
@@ -132,21 +322,4 @@ func diagAddr(into []byte, ip net.IP, family uint8) bool {
 	}
 	copy(into, ip.To16())
 	return true
-}
-
-// descendants lists the processes below root, children first.
-func descendants(root int) []int {
-	kids := map[int][]int{}
-	for pid, pp := range launcher.Parents() {
-		kids[pp] = append(kids[pp], pid)
-	}
-	var out []int
-	queue := kids[root]
-	for len(queue) > 0 {
-		pid := queue[0]
-		queue = queue[1:]
-		out = append(out, pid)
-		queue = append(queue, kids[pid]...)
-	}
-	return out
 }

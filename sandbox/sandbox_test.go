@@ -1,6 +1,8 @@
 package sandbox
 
 import (
+	"golang.org/x/sys/unix"
+
 	"net"
 	"os"
 	"os/exec"
@@ -64,9 +66,10 @@ func TestHidden(t *testing.T) {
 	}
 }
 
-// FromDescendant tells a connection held by a child process (or its child)
-// from one held by another process, here this test's own.
-func TestFromDescendant(t *testing.T) {
+// TCPCaller admits a connection held by this process (not one Warden
+// started) and refuses one held by a child process (or its child), one whose
+// sender closed its end, and one passed away in flight between processes.
+func TestTCPCaller(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -83,8 +86,8 @@ func TestFromDescendant(t *testing.T) {
 		t.Cleanup(func() { c.Close() })
 		return c
 	}
-	check := func(c net.Conn) (bool, error) {
-		return FromDescendant(c.LocalAddr().(*net.TCPAddr), c.RemoteAddr().(*net.TCPAddr))
+	check := func(c net.Conn) error {
+		return TCPCaller(c.LocalAddr().(*net.TCPAddr), c.RemoteAddr().(*net.TCPAddr))
 	}
 
 	// This process's own connection.
@@ -93,8 +96,8 @@ func TestFromDescendant(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer own.Close()
-	if spawned, err := check(accept()); spawned || err != nil {
-		t.Errorf("own connection: spawned=%v err=%v", spawned, err)
+	if err := check(accept()); err != nil {
+		t.Errorf("own connection: %v", err)
 	}
 
 	// A grandchild's (bash opens it, in a subshell that is its child).
@@ -103,8 +106,8 @@ func TestFromDescendant(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { child.Process.Kill(); child.Wait() }()
-	if spawned, err := check(accept()); !spawned || err != nil {
-		t.Errorf("grandchild's connection: spawned=%v err=%v", spawned, err)
+	if err := check(accept()); err != ErrSpawned {
+		t.Errorf("grandchild's connection: %v, want ErrSpawned", err)
 	}
 
 	// One whose sender closed its end: nobody can be asked.
@@ -114,8 +117,31 @@ func TestFromDescendant(t *testing.T) {
 	}
 	c := accept()
 	gone.Close()
-	if spawned, err := check(c); spawned || err != ErrPeerUnknown {
-		t.Errorf("closed connection: spawned=%v err=%v, want ErrPeerUnknown", spawned, err)
+	if err := check(c); err != ErrPeerUnknown {
+		t.Errorf("closed connection: %v, want ErrPeerUnknown", err)
+	}
+
+	// One in flight: sent over a socket pair and closed by its sender, so
+	// that no process holds it while it is looked at.
+	passed, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c = accept()
+	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(pair[0])
+	defer unix.Close(pair[1])
+	f, _ := passed.(*net.TCPConn).File()
+	if err := unix.Sendmsg(pair[0], []byte{0}, unix.UnixRights(int(f.Fd())), nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	passed.Close()
+	if err := check(c); err != ErrPeerUnknown {
+		t.Errorf("connection in flight: %v, want ErrPeerUnknown", err)
 	}
 }
 
@@ -150,9 +176,9 @@ func TestInContainer(t *testing.T) {
 	}
 }
 
-// BenchmarkFromDescendant is what the operator API's caller check costs per
+// BenchmarkTCPCaller is what the operator API's caller check costs per
 // request, with this machine's processes.
-func BenchmarkFromDescendant(b *testing.B) {
+func BenchmarkTCPCaller(b *testing.B) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
@@ -169,8 +195,8 @@ func BenchmarkFromDescendant(b *testing.B) {
 	}
 	defer s.Close()
 	for b.Loop() {
-		if spawned, err := FromDescendant(s.LocalAddr().(*net.TCPAddr), s.RemoteAddr().(*net.TCPAddr)); spawned || err != nil {
-			b.Fatal(spawned, err)
+		if err := TCPCaller(s.LocalAddr().(*net.TCPAddr), s.RemoteAddr().(*net.TCPAddr)); err != nil {
+			b.Fatal(err)
 		}
 	}
 }

@@ -28,7 +28,7 @@ file as the server "warden", after a copy of the file is kept beside it
 			}
 			path := h.file()
 			entry, text := g.hostEntry(h)
-			listen, _ := g.endpoint()
+			listen := g.listen()
 			if !write {
 				fmt.Fprintf(g.stdout, "%s keeps its MCP servers in %s. Add:\n\n%s\n", h.title, path, text)
 				if h.cli != nil {

@@ -141,7 +141,7 @@ func shellJoin(args []string) string {
 // hostEntry is the entry that points host h at Warden, as the text to add
 // to its file.
 func (g *globals) hostEntry(h *host) (entry any, text string) {
-	listen, _ := g.endpoint()
+	listen := g.listen()
 	stdio := g.stdioCommand()
 	if h.http != nil {
 		entry = h.http(baseURL(listen) + "/mcp")

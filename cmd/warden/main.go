@@ -49,7 +49,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	root.SetErr(stderr)
 	cmd, err := root.ExecuteContextC(ctx)
 	if ce := (*client.ConnError)(nil); errors.As(err, &ce) {
-		err = fmt.Errorf("%w; start it with: %s", err, g.serveCommand())
+		err = g.apiErr(err)
 	}
 	return report(cmd, err, stderr)
 }

@@ -6,12 +6,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -35,8 +35,10 @@ func runCLI(t *testing.T, stdin string, args ...string) (code int, stdout, stder
 	return code, out.String(), errOut.String()
 }
 
-// fakeAPI is an httptest server answering like Warden's REST API, with a
-// config file whose listen points at it and a state dir holding the token.
+// fakeAPI is an httptest server answering like Warden's REST API on a
+// state dir's socket, with a config file naming that state dir. It answers
+// GET /v1/status with that config unless a test says otherwise, and fails
+// the test if the CLI sends a token: on the socket it needs none.
 type fakeAPI struct {
 	t      *testing.T
 	srv    *httptest.Server
@@ -44,42 +46,50 @@ type fakeAPI struct {
 	config string
 	state  string
 
-	mu    sync.Mutex
-	calls []string          // "METHOD PATH" in order
-	body  map[string][]byte // last request body by "METHOD PATH"
+	mu     sync.Mutex
+	calls  []string          // "METHOD PATH" in order
+	body   map[string][]byte // last request body by "METHOD PATH"
+	status bool              // a test answers GET /v1/status
 }
 
 func newFakeAPI(t *testing.T) *fakeAPI {
 	t.Helper()
 	f := &fakeAPI{t: t, mux: http.NewServeMux(), body: map[string][]byte{}}
-	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	dir := t.TempDir()
+	f.state = filepath.Join(dir, "state")
+	if err := os.MkdirAll(f.state, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	f.config = filepath.Join(dir, "config.json")
+	if err := os.WriteFile(f.config, []byte(`{"listen": "127.0.0.1:7", "stateDir": "state"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := state.Listen(f.state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		r.Body = io.NopCloser(bytes.NewReader(b))
 		key := r.Method + " " + r.URL.Path
 		f.mu.Lock()
 		f.calls = append(f.calls, key)
 		f.body[key] = b
+		answerStatus := key == "GET /v1/status" && !f.status
 		f.mu.Unlock()
-		if r.Header.Get("Authorization") != "Bearer "+testToken {
-			reply(w, http.StatusUnauthorized, api.Error{Error: api.ErrorBody{Code: "unauthorized", Message: "send Authorization: Bearer <token>"}})
+		if a := r.Header.Get("Authorization"); a != "" {
+			t.Errorf("the CLI sent %s %s with Authorization %q: on the socket it sends no secret", r.Method, r.URL.Path, a)
+		}
+		if answerStatus {
+			reply(w, 200, api.Status{Version: "1", ConfigPath: f.config, Listen: "127.0.0.1:7"})
 			return
 		}
 		f.mux.ServeHTTP(w, r)
 	}))
+	f.srv.Listener.Close()
+	f.srv.Listener = ln
+	f.srv.Start()
 	t.Cleanup(f.srv.Close)
-	dir := t.TempDir()
-	f.state = filepath.Join(dir, "state")
-	if err := os.MkdirAll(f.state, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(f.state, "api-token"), []byte(testToken+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	f.config = filepath.Join(dir, "config.json")
-	listen := strings.TrimPrefix(f.srv.URL, "http://")
-	if err := os.WriteFile(f.config, []byte(`{"listen": "`+listen+`"}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	return f
 }
 
@@ -90,6 +100,11 @@ func (f *fakeAPI) run(stdin string, args ...string) (int, string, string) {
 }
 
 func (f *fakeAPI) handle(pattern string, status int, v any) {
+	if pattern == "GET /v1/status" {
+		f.mu.Lock()
+		f.status = true
+		f.mu.Unlock()
+	}
 	f.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) { reply(w, status, v) })
 }
 
@@ -219,7 +234,7 @@ func TestServersAddRemoveKeepComments(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("add: exit %d: %s", code, stderr)
 	}
-	if !strings.Contains(out, "not checked whether a running warden took the change: no operator token") || !strings.Contains(out, "warden review remote") {
+	if !strings.Contains(out, "no warden is running with state dir ") || !strings.Contains(out, "warden review remote") {
 		t.Errorf("add output:\n%s", out)
 	}
 	code, _, stderr = runCLI(t, "", "--config", path, "servers", "add", "fs", "--trusted", "--env", "ROOT=/tmp", "--", "mcp-fs", "--read-only", "/tmp")
@@ -642,43 +657,43 @@ func TestUnknownServerMessage(t *testing.T) {
 	}
 }
 
-func TestConnectionRefused(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+// With no daemon on the state dir's socket, the CLI says so, naming the
+// state dir and the command that starts its daemon.
+func TestNoDaemon(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "config.json")
-	os.WriteFile(cfg, []byte(`{"listen": "`+addr+`"}`), 0o600)
-	os.WriteFile(filepath.Join(dir, "api-token"), []byte("tok\n"), 0o600)
+	os.WriteFile(cfg, []byte(`{"listen": "127.0.0.1:1"}`), 0o600)
 	code, _, stderr := runCLI(t, "", "--config", cfg, "--state-dir", dir, "status")
-	want := fmt.Sprintf("warden: cannot reach warden at http://%s (is the daemon running?); start it with: warden serve --config %s --state-dir %s\n", addr, cfg, dir)
-	if code != 1 || stderr != want {
-		t.Errorf("exit %d, stderr %q, want %q", code, stderr, want)
+	for _, want := range []string{"no warden is running with state dir " + dir, "start it with: warden serve --config " + cfg + " --state-dir " + dir} {
+		if code != 1 || !strings.Contains(stderr, want) {
+			t.Errorf("exit %d, stderr %q, want %q in it", code, stderr, want)
+		}
 	}
 }
 
-func TestMissingTokenAndBadToken(t *testing.T) {
+// A command acts only on a daemon that reads the config it was given: the
+// daemon of the state dir reading another file is named, and nothing is
+// asked of it but its status.
+func TestRefusesDaemonOfAnotherConfig(t *testing.T) {
 	f := newFakeAPI(t)
-	empty := t.TempDir()
-	code, _, stderr := runCLI(t, "", "--config", f.config, "--state-dir", empty, "status")
-	if code != 1 || !strings.Contains(stderr, filepath.Join(empty, "api-token")) || !strings.Contains(stderr, "warden serve") {
-		t.Errorf("missing token: exit %d, stderr %s", code, stderr)
+	other := filepath.Join(t.TempDir(), "other.json")
+	os.WriteFile(other, []byte(`{}`), 0o600)
+	f.handle("POST /v1/servers/memory/approve", 200, approval.Answer{})
+	code, _, stderr := runCLI(t, "", "--config", other, "--state-dir", f.state, "servers", "approve", "memory", "--yes")
+	if code != 1 || !strings.Contains(stderr, "reads "+f.config+", not "+other) || !strings.Contains(stderr, "--config "+f.config) {
+		t.Errorf("exit %d, stderr %s", code, stderr)
 	}
-	os.WriteFile(filepath.Join(empty, "api-token"), []byte("wrong\n"), 0o600)
-	code, _, stderr = runCLI(t, "", "--config", f.config, "--state-dir", empty, "status")
-	if code != 1 || !strings.Contains(stderr, "refused the token") || !strings.Contains(stderr, "--state-dir") {
-		t.Errorf("bad token: exit %d, stderr %s", code, stderr)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !slices.Equal(f.calls, []string{"GET /v1/status"}) {
+		t.Errorf("asked the other config's daemon %v", f.calls)
 	}
 }
 
 // A config the CLI's environment cannot fully expand still locates the daemon.
 func TestConfigWithUnsetVariableStillFindsDaemon(t *testing.T) {
 	f := newFakeAPI(t)
-	listen := strings.TrimPrefix(f.srv.URL, "http://")
-	os.WriteFile(f.config, []byte(`{"listen": "`+listen+`", "mcpServers": {"r": {"url": "https://x.test/mcp",
+	os.WriteFile(f.config, []byte(`{"stateDir": "state", "mcpServers": {"r": {"url": "https://x.test/mcp",
 		"headers": {"Authorization": "Bearer ${env:WARDEN_TEST_SURELY_UNSET}"}}}}`), 0o600)
 	f.handle("GET /v1/writes", 200, []any{})
 	code, out, stderr := f.run("", "writes")
@@ -903,20 +918,21 @@ func TestCompletionFromDaemon(t *testing.T) {
 	}
 }
 
-// The CLI finds the daemon a config file names from that file alone,
-// through the record the daemon keeps beside it (serve --listen and
-// --state-dir included); while the file has a syntax error, status and
-// servers still reach it and show why the reload was refused.
-func TestFindsDaemonThroughItsRecord(t *testing.T) {
+// The CLI finds the daemon by its state dir ($WARDEN_STATE_DIR here);
+// while the config file has a syntax error, status and servers still reach
+// it and show why the reload was refused. A record beside the file
+// (as earlier versions kept, and a server could plant) decides nothing.
+func TestFindsDaemonThroughItsStateDir(t *testing.T) {
 	f := newFakeAPI(t)
-	t.Setenv("WARDEN_STATE_DIR", t.TempDir()) // not the daemon's
-	if err := state.WriteRecord(f.config, state.Record{Listen: strings.TrimPrefix(f.srv.URL, "http://"), StateDir: f.state}); err != nil {
+	t.Setenv("WARDEN_STATE_DIR", f.state) // the file can't say it while broken
+	planted := filepath.Join(filepath.Dir(f.config), ".config.json.daemon")
+	if err := os.WriteFile(planted, []byte(`{"pid": 1, "listen": "127.0.0.1:1", "stateDir": "/nonexistent"}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(f.config, []byte(`{"listen": "127.0.0.1:1", "mcpServers": {`), 0o600); err != nil {
+	if err := os.WriteFile(f.config, []byte(`{"stateDir": "state", "mcpServers": {`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	refused := "config " + f.config + ": line 1, column 42: invalid JSON: the file ends before the JSON does"
+	refused := "config " + f.config + ": line 1, column 38: invalid JSON: the file ends before the JSON does"
 	servers := []api.Server{{Name: "memory", Transport: "stdio", State: gateway.Connection{State: "ready"}},
 		{Name: "remote", ConfigError: "config " + f.config + ": mcpServers.remote.url: is not an http:// or https:// URL"}}
 	f.handle("GET /v1/status", 200, api.Status{Version: "1", ConfigPath: f.config, ReloadError: refused, Servers: servers})

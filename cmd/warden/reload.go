@@ -34,10 +34,14 @@ func (g *globals) afterReload(ctx context.Context, servers []string, edit func()
 		return err
 	}
 	if err != nil {
-		var ce *client.ConnError
-		if errors.As(err, &ce) {
-			fmt.Fprintf(g.stdout, "no warden is running at %s; it loads the change when started with: %s\n", ce.URL, g.serveCommand())
-		} else {
+		var nd *noDaemonError
+		var oc *otherConfigError
+		switch {
+		case errors.As(err, &nd):
+			fmt.Fprintf(g.stdout, "no warden is running with state dir %s; it loads the change when started with: %s\n", nd.stateDir, nd.serve)
+		case errors.As(err, &oc):
+			fmt.Fprintf(g.stdout, "the warden with state dir %s reads %s, not this file: it does not see the change\n", oc.stateDir, oc.theirs)
+		default:
 			fmt.Fprintf(g.stdout, "not checked whether a running warden took the change: %v\n", g.apiErr(err))
 		}
 		return nil
@@ -45,12 +49,7 @@ func (g *globals) afterReload(ctx context.Context, servers []string, edit func()
 	for {
 		ev, err := stream.Next()
 		if err != nil {
-			st, serr := c.Status(context.WithoutCancel(ctx))
-			if serr == nil && st.ConfigPath != g.configFile() {
-				fmt.Fprintf(g.stdout, "the warden at %s reads %s, not this file: it does not see the change\n", c.BaseURL(), st.ConfigPath)
-			} else {
-				fmt.Fprintf(g.stdout, "the warden at %s did not reload within %s; see its log, or send it SIGHUP\n", c.BaseURL(), reloadWait)
-			}
+			fmt.Fprintf(g.stdout, "the warden with state dir %s did not reload within %s; see its log, or send it SIGHUP\n", g.resolveStateDir(), reloadWait)
 			return nil
 		}
 		if ev.Type != "config" {

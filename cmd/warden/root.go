@@ -2,11 +2,11 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
@@ -29,13 +29,13 @@ type globals struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 
-	ep *endpoint // read by endpoint()
+	configured *configured    // read by configuredDaemon()
+	daemon     *client.Client // made by client()
 }
 
-// endpoint is where the daemon is.
-type endpoint struct {
+// configured is what the config file says of its daemon.
+type configured struct {
 	listen, stateDir string
-	recorded         bool // from the running daemon's record
 }
 
 func newRootCmd(g *globals) *cobra.Command {
@@ -126,31 +126,25 @@ func (g *globals) configFile() string {
 	return path
 }
 
-// endpoint returns where the daemon the config file names listens and the
-// state dir holding its token ("" when only the usual resolution knows).
-// It is read once, so that a warning is printed once.
-func (g *globals) endpoint() (listen, stateDir string) {
-	if g.ep == nil {
-		g.ep = g.readEndpoint()
+// configuredDaemon returns what the config file says of its daemon: its
+// listen and stateDir ("" when it says none). It is read once, so that a
+// warning is printed once. A file that cannot be read as a whole (a syntax
+// error mid-edit) does not stop the CLI: the running daemon keeps its
+// config and shows the error.
+func (g *globals) configuredDaemon() configured {
+	if g.configured == nil {
+		g.configured = g.readConfigured()
 	}
-	return g.ep.listen, g.ep.stateDir
+	return *g.configured
 }
 
-// readEndpoint asks first the record a running daemon keeps beside its
-// config file (it knows `serve --listen` and `--state-dir`), then the
-// file's listen and stateDir. A file that cannot be read as a whole (a
-// syntax error mid-edit) does not stop the CLI: the running daemon keeps
-// its config and shows the error, so the default address is tried.
-func (g *globals) readEndpoint() *endpoint {
+func (g *globals) readConfigured() *configured {
 	path := g.configFile()
-	if r, ok := state.ReadRecord(path); ok {
-		return &endpoint{listen: r.Listen, stateDir: r.StateDir, recorded: true}
-	}
 	cfg, err := config.LoadAll(path)
 	if err == nil {
-		return &endpoint{listen: cfg.Listen, stateDir: cfg.StateDir}
+		return &configured{listen: cfg.Listen, stateDir: cfg.StateDir}
 	}
-	ep := &endpoint{listen: config.DefaultListen}
+	c := &configured{listen: config.DefaultListen}
 	var min struct {
 		Listen   string `json:"listen"`
 		StateDir string `json:"stateDir"`
@@ -158,12 +152,12 @@ func (g *globals) readEndpoint() *endpoint {
 	data, _ := os.ReadFile(path)
 	std, serr := hujson.Standardize(data)
 	if serr != nil || json.Unmarshal(std, &min) != nil {
-		fmt.Fprintf(g.stderr, "warning: %v\nwarning: looking for the daemon at the default address %s\n", err, ep.listen)
-		return ep
+		fmt.Fprintf(g.stderr, "warning: %v\nwarning: looking for the daemon in the default state dir\n", err)
+		return c
 	}
 	fmt.Fprintf(g.stderr, "warning: %v\n", err)
 	if min.Listen != "" {
-		ep.listen = min.Listen
+		c.listen = min.Listen
 	}
 	if d := min.StateDir; d != "" {
 		if rest, ok := strings.CutPrefix(d, "~/"); ok {
@@ -172,9 +166,9 @@ func (g *globals) readEndpoint() *endpoint {
 		} else if !filepath.IsAbs(d) {
 			d = filepath.Join(filepath.Dir(path), d)
 		}
-		ep.stateDir = d
+		c.stateDir = d
 	}
-	return ep
+	return c
 }
 
 // same reports whether a and b name the same file.
@@ -184,45 +178,59 @@ func same(a, b string) bool {
 	return err1 == nil && err2 == nil && os.SameFile(fa, fb)
 }
 
-// resolveStateDir resolves the state dir: --state-dir, the running
-// daemon's, $WARDEN_STATE_DIR, the config's stateDir, the XDG default.
+// resolveStateDir resolves the state dir: --state-dir, $WARDEN_STATE_DIR,
+// the config's stateDir, the XDG default. Nothing a running process wrote
+// takes part: the daemon is found on the state dir's socket.
 func (g *globals) resolveStateDir() string {
 	if g.stateDir != "" {
 		return g.stateDir
 	}
-	_, dir := g.endpoint()
-	if g.ep.recorded {
-		return dir
-	}
-	return state.Dir("", dir)
+	return state.Dir("", g.configuredDaemon().stateDir)
 }
 
-// token reads the operator token from the state dir.
-func (g *globals) token() (string, error) {
-	dir := g.resolveStateDir()
-	tok, err := state.ReadToken(dir)
-	if err == nil {
-		return tok, nil
-	}
-	file := filepath.Join(dir, state.TokenFile)
-	if errors.Is(err, fs.ErrNotExist) {
-		return "", fmt.Errorf("no operator token at %s: start the daemon once with %q to create it (or point --state-dir or $WARDEN_STATE_DIR at the daemon's state dir)", file, g.serveCommand())
-	}
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return "", fmt.Errorf("cannot read the operator token %s: %v (it belongs to the user who runs \"warden serve\")", file, pe.Err)
-	}
-	return "", err
-}
-
-// client returns an API client for the daemon the config names.
+// client returns an API client for the daemon of the state dir, on its
+// socket (it sends no token), once that daemon is known to read the config
+// file this command was given: a command never acts on a daemon of another
+// config.
 func (g *globals) client() (*client.Client, error) {
-	listen, _ := g.endpoint()
-	tok, err := g.token()
-	if err != nil {
-		return nil, err
+	if g.daemon != nil {
+		return g.daemon, nil
 	}
-	return client.New(baseURL(listen), tok), nil
+	c := client.NewLocal(g.resolveStateDir())
+	st, err := c.Status(context.Background())
+	if err != nil {
+		return nil, g.apiErr(err)
+	}
+	if !sameConfig(st.ConfigPath, g.configFile()) {
+		return nil, &otherConfigError{stateDir: g.resolveStateDir(), theirs: st.ConfigPath, ours: g.configFile()}
+	}
+	g.daemon = c
+	return c, nil
+}
+
+// sameConfig reports whether the daemon's config path and this command's
+// name one file (or, for a file not written yet, one path).
+func sameConfig(theirs, ours string) bool {
+	return same(theirs, ours) || filepath.Clean(theirs) == filepath.Clean(ours)
+}
+
+// otherConfigError: the daemon of the state dir reads another config file.
+type otherConfigError struct{ stateDir, theirs, ours string }
+
+func (e *otherConfigError) Error() string {
+	return fmt.Sprintf("the warden with state dir %s reads %s, not %s: nothing done. Use --config %s to act on it, or give this config's daemon its own state dir (\"stateDir\" in the file, or --state-dir)",
+		e.stateDir, e.theirs, e.ours, shellQuote(e.theirs))
+}
+
+// listen is the address MCP clients reach the daemon at: the running
+// daemon's (which `serve --listen` may have changed), else the config's.
+func (g *globals) listen() string {
+	if c, err := g.client(); err == nil {
+		if st, err := c.Status(context.Background()); err == nil && st.Listen != "" {
+			return st.Listen
+		}
+	}
+	return g.configuredDaemon().listen
 }
 
 // ask sends one request to the daemon and prints its answer: as JSON with
@@ -272,12 +280,18 @@ func baseURL(listen string) string {
 
 // apiErr makes an error answer of the API actionable for a CLI user.
 func (g *globals) apiErr(err error) error {
-	var ae *client.APIError
-	if errors.As(err, &ae) && ae.Code == "unauthorized" {
-		dir := g.resolveStateDir()
-		return fmt.Errorf("the daemon refused the token in %s: is it running with another state dir? Use the same --state-dir or $WARDEN_STATE_DIR as \"warden serve\"", filepath.Join(dir, state.TokenFile))
+	var ce *client.ConnError
+	if errors.As(err, &ce) {
+		return &noDaemonError{stateDir: g.resolveStateDir(), serve: g.serveCommand(), detail: err.Error()}
 	}
 	return err
+}
+
+// noDaemonError: no daemon answers on the state dir's socket.
+type noDaemonError struct{ stateDir, serve, detail string }
+
+func (e *noDaemonError) Error() string {
+	return fmt.Sprintf("no warden is running with state dir %s (%s); start it with: %s (or point --state-dir or $WARDEN_STATE_DIR at the running daemon's state dir)", e.stateDir, e.detail, e.serve)
 }
 
 // serveCommand is the command that starts the daemon this one talks to.

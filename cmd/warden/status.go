@@ -25,7 +25,7 @@ func newStatusCmd(g *globals) *cobra.Command {
 				return g.printJSON(st)
 			}
 			up := time.Duration(st.UptimeSeconds * float64(time.Second))
-			fmt.Fprintf(g.stdout, "warden %s at %s, up %s\n", st.Version, c.BaseURL(), ago(up))
+			fmt.Fprintf(g.stdout, "warden %s at %s, up %s\n", st.Version, baseURL(st.Listen), ago(up))
 			fmt.Fprintf(g.stdout, "config %s\n", st.ConfigPath)
 			printReloadError(g, st.ReloadError)
 			if len(st.Servers) == 0 {

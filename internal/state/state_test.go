@@ -1,8 +1,11 @@
 package state
 
 import (
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -40,32 +43,45 @@ func TestDirPrecedence(t *testing.T) {
 	}
 }
 
-func TestRecord(t *testing.T) {
-	cfg := filepath.Join(t.TempDir(), "sub", "config.json")
-	if _, ok := ReadRecord(cfg); ok {
-		t.Fatal("a record before any was written")
-	}
-	if err := WriteRecord(cfg, Record{Listen: "127.0.0.1:9", StateDir: "/st"}); err != nil {
+// Listen and Dial meet on the state dir's socket however deep the dir is
+// (a socket's path is at most 108 bytes), Dial says when no daemon runs,
+// and a state dir others may write to is refused: another user could have
+// put a socket of their own there.
+func TestSocket(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), strings.Repeat("d", 100), strings.Repeat("e", 100))
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	r, ok := ReadRecord(cfg)
-	if !ok || r.Listen != "127.0.0.1:9" || r.StateDir != "/st" || r.PID != os.Getpid() {
-		t.Fatalf("ReadRecord = %+v, %v", r, ok)
+	if _, err := Dial(t.Context(), dir); !errors.Is(err, ErrNoDaemon) {
+		t.Fatalf("Dial with no daemon: %v, want ErrNoDaemon", err)
 	}
-	// A record left by a daemon that died is not taken.
-	if err := os.WriteFile(recordPath(cfg), []byte(`{"pid": 2147483647, "listen": "127.0.0.1:9"}`), 0o600); err != nil {
+	ln, err := Listen(dir)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := ReadRecord(cfg); ok {
-		t.Fatal("took the record of a process that is gone")
+	defer ln.Close()
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			c.Write([]byte("hi"))
+			c.Close()
+		}
+	}()
+	c, err := Dial(t.Context(), dir)
+	if err != nil {
+		t.Fatal(err)
 	}
-	RemoveRecord(cfg) // not ours: stays
-	if _, err := os.Stat(recordPath(cfg)); err != nil {
-		t.Fatal("removed another daemon's record")
+	b, _ := io.ReadAll(c)
+	c.Close()
+	if string(b) != "hi" {
+		t.Fatalf("read %q through the socket", b)
 	}
-	_ = WriteRecord(cfg, Record{Listen: "127.0.0.1:9"})
-	RemoveRecord(cfg)
-	if _, err := os.Stat(recordPath(cfg)); !os.IsNotExist(err) {
-		t.Fatalf("record left after RemoveRecord: %v", err)
+	if fi, err := os.Stat(filepath.Join(dir, SocketFile)); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("socket mode: %v %v", fi, err)
+	}
+	if err := os.Chmod(dir, 0o770); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Dial(t.Context(), dir); err == nil || !strings.Contains(err.Error(), "chmod 700") {
+		t.Fatalf("Dial into a group-writable state dir: %v", err)
 	}
 }
