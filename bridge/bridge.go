@@ -13,6 +13,7 @@ package bridge
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -32,6 +33,7 @@ import (
 type Bridge struct {
 	URL    string
 	Client *http.Client
+	Where  string // the daemon's address as messages name it; URL when ""
 
 	out   io.Writer
 	outMu sync.Mutex
@@ -378,7 +380,7 @@ func (b *Bridge) post(ctx context.Context, msg []byte, session, version string, 
 		retry := b.established && unreachable(err) && time.Now().Add(delay).Before(deadline)
 		b.mu.Unlock()
 		if !retry {
-			return "", fmt.Errorf("cannot reach warden at %s (is \"warden serve\" running?): %w", b.URL, err)
+			return "", fmt.Errorf("cannot reach warden at %s (is \"warden serve\" running?): %w", cmp.Or(b.Where, b.URL), err)
 		}
 		select {
 		case <-ctx.Done():

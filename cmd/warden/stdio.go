@@ -24,7 +24,7 @@ func newStdioCmd(g *globals) *cobra.Command {
 				url += "/" + server
 			}
 			c := client.NewLocal(g.resolveStateDir())
-			return (&bridge.Bridge{URL: url, Client: c.HTTPClient}).Run(cmd.Context(), os.Stdin, os.Stdout)
+			return (&bridge.Bridge{URL: url, Client: c.HTTPClient, Where: c.Where()}).Run(cmd.Context(), os.Stdin, os.Stdout)
 		},
 	}
 	cmd.Flags().StringVar(&server, "server", "", "bridge to one server's endpoint (/mcp/NAME, names unchanged) instead of the aggregated /mcp")

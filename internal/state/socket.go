@@ -61,7 +61,7 @@ func Dial(ctx context.Context, dir string) (net.Conn, error) {
 	c, err := dl.DialContext(ctx, "unix", viaFD(d, SocketFile))
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ECONNREFUSED) {
-			return nil, fmt.Errorf("%w (no one listens on %s)", ErrNoDaemon, filepath.Join(dir, SocketFile))
+			return nil, fmt.Errorf("%w (no one listens on %s): %w", ErrNoDaemon, filepath.Join(dir, SocketFile), err)
 		}
 		return nil, fmt.Errorf("socket %s: %w", filepath.Join(dir, SocketFile), err)
 	}
