@@ -71,7 +71,7 @@ type isoOutcome struct {
 var isoAttempts = []string{
 	"read_token", "read_store", "read_config", "read_other_log", "list_state_dir",
 	"read_warden_environ", "read_warden_memory", "env_has_other_secret", "env_has_warden_vars",
-	"api_with_found_token", "api_with_stolen_token", "approve_self",
+	"api_with_found_token", "api_with_stolen_token", "approve_self", "api_fd_in_flight", "api_nondumpable_child",
 	"see_other_process", "read_other_environ", "signal_other", "has_capabilities",
 }
 
@@ -166,8 +166,15 @@ const nobody = 65534
 // user when uid is -1; dir must then be the user's to write (worldDir).
 func isoStartAs(t *testing.T, dir, listen string, servers map[string]any, uid int, env ...string) *isoWarden {
 	t.Helper()
+	return isoStartConfig(t, dir, filepath.Join(dir, "config", "config.json"), listen, servers, uid, env...)
+}
+
+// isoStartConfig is isoStartAs with the config file at cfg (its directory
+// made 0700 when missing).
+func isoStartConfig(t *testing.T, dir, cfg, listen string, servers map[string]any, uid int, env ...string) *isoWarden {
+	t.Helper()
 	w := &isoWarden{t: t, bin: testenv.BuildBinary(t, "./cmd/warden"),
-		cfg: filepath.Join(dir, "config", "config.json"), state: filepath.Join(dir, "state"), listen: listen}
+		cfg: cfg, state: filepath.Join(dir, "state"), listen: listen}
 	w.tokenPath = filepath.Join(w.state, "api-token")
 	if err := os.MkdirAll(filepath.Dir(w.cfg), 0o700); err != nil {
 		t.Fatal(err)
