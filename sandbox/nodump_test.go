@@ -3,6 +3,7 @@ package sandbox
 import (
 	"bufio"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,14 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if path := os.Getenv("SANDBOX_TEST_DIAL"); path != "" {
+		// A child that connects to a unix socket and holds it.
+		if _, err := net.Dial("unix", path); err != nil {
+			os.Exit(3)
+		}
+		time.Sleep(time.Minute)
+		os.Exit(0)
+	}
 	if os.Getenv("SANDBOX_TEST_SLEEPER") != "" {
 		// A stand-in for Warden: protect itself or not, say so, and wait.
 		if os.Getenv("SANDBOX_TEST_SLEEPER") == "protect" {

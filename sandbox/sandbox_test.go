@@ -200,3 +200,41 @@ func BenchmarkTCPCaller(b *testing.B) {
 		}
 	}
 }
+
+// UnixCaller admits this process on a unix socket and refuses a child's
+// connection, by the process the kernel recorded when it connected.
+func TestUnixCaller(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.sock")
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accept := func() *net.UnixConn {
+		t.Helper()
+		ln.(*net.UnixListener).SetDeadline(time.Now().Add(10 * time.Second))
+		c, err := ln.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c.(*net.UnixConn)
+	}
+	own, err := net.Dial("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer own.Close()
+	if err := UnixCaller(accept()); err != nil {
+		t.Errorf("own connection: %v", err)
+	}
+	child := exec.Command(os.Args[0])
+	child.Env = append(os.Environ(), "SANDBOX_TEST_DIAL="+path)
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { child.Process.Kill(); child.Wait() }()
+	if err := UnixCaller(accept()); err != ErrSpawned {
+		t.Errorf("child's connection: %v, want ErrSpawned", err)
+	}
+}
