@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -61,9 +62,12 @@ func TestBadEntriesAffectOnlyThemselves(t *testing.T) {
 	testenv.StartProcess(t, serve)
 	testenv.WaitHTTP(t, "http://"+listen+"/healthz", 20*time.Second)
 
+	// The CLI finds the daemon by its state dir, as the person who started
+	// it with --state-dir says it in their shell.
+	cliEnv := append(slices.Clone(env), "WARDEN_STATE_DIR="+state)
 	cli := func(args ...string) (int, string, string) {
 		t.Helper()
-		return testenv.Run(t, bin, env, append([]string{"--config", cfg}, args...)...)
+		return testenv.Run(t, bin, cliEnv, append([]string{"--config", cfg}, args...)...)
 	}
 	var out string
 	wait := func(what string, args []string, want ...string) {
@@ -82,7 +86,7 @@ func TestBadEntriesAffectOnlyThemselves(t *testing.T) {
 			t.Fatalf("%s: warden %s: exit %d\nstdout:\n%s\nstderr:\n%s", what, strings.Join(args, " "), code, out, stderr)
 		}
 	}
-	wait("status without --state-dir, the good server ready", []string{"status"}, "good", "ready")
+	wait("status, the good server ready", []string{"status"}, "good", "ready")
 	for _, want := range []string{
 		"typo: config " + cfg + ": mcpServers.typo.comand: unknown field",
 		`timing: config ` + cfg + `: mcpServers.timing.callTimeout: "soon" is not a duration`,
@@ -161,6 +165,7 @@ func TestHostFilesWorkAsTheyAre(t *testing.T) {
 	var log wardentest.LogBuffer
 	serve := exec.Command(bin, "serve", "--config", cfg, "--state-dir", filepath.Join(dir, "state"), "--listen", listen)
 	serve.Env, serve.Stderr = env, &log
+	env = append(env, "WARDEN_STATE_DIR="+filepath.Join(dir, "state")) // the CLI's, as the person's shell says it
 	testenv.StartProcess(t, serve)
 	testenv.WaitHTTP(t, "http://"+listen+"/healthz", 20*time.Second)
 	if want := "note: config " + cfg + `: inputs (line 2): ignored: VS Code's prompts for ${input:...} values, which Warden cannot show`; !strings.Contains(log.String(), want) {
