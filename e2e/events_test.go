@@ -28,7 +28,7 @@ func TestEventsForOperators(t *testing.T) {
 	cs := w.Connect(t, "/mcp/s", nil)
 	wardentest.CallResult(t, cs, fixture.ToolWrite, map[string]any{"key": "k", "value": "v", "sleep_ms": 5000}) // times out
 	awaitEvent(t, events, "writes", "s latched", on("s", `"latched":true`))
-	if code, _, stderr := w.CLI(t, "writes", "clear", "s"); code != 0 {
+	if code, _, stderr := w.CLI(t, "writes", "clear", "s", "--yes"); code != 0 {
 		t.Fatalf("writes clear: exit %d: %s", code, stderr)
 	}
 	awaitEvent(t, events, "writes", "s's latch cleared", on("s", `"latched":false`))

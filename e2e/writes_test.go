@@ -399,7 +399,7 @@ func TestWriteLatchSurvivesKill9(t *testing.T) {
 				t.Fatalf("warden writes after kill -9:\n%s", out)
 			}
 
-			if out := d.cli("writes", "clear", "s"); !strings.Contains(out, "cleared s") {
+			if out := d.cli("writes", "clear", "s", "--yes"); !strings.Contains(out, "cleared s") {
 				t.Fatalf("warden writes clear s:\n%s", out)
 			}
 			wlMustWrite(t, cs, map[string]any{"key": "k", "value": marker + "-after-clear"})
@@ -1138,7 +1138,7 @@ func TestWriteLatchEveryConcurrentUnknownWrite(t *testing.T) {
 		Cleared bool      `json:"cleared"`
 		Latches []wlLatch `json:"latches"`
 	}
-	if err := json.Unmarshal([]byte(d.cli("writes", "clear", "s", "--json")), &cleared); err != nil || !cleared.Cleared {
+	if err := json.Unmarshal([]byte(d.cli("writes", "clear", "s", "--yes", "--json")), &cleared); err != nil || !cleared.Cleared {
 		t.Fatalf("warden writes clear s --json: %+v, %v", cleared, err)
 	}
 	check("the clear's answer", cleared.Latches)

@@ -723,11 +723,22 @@ func TestWritesAndActivity(t *testing.T) {
 	if code != exitHeld || !strings.Contains(out, "move_file") || !strings.Contains(out, "timeout") || !strings.Contains(out, "warden writes clear") {
 		t.Errorf("writes: exit %d\n%s", code, out)
 	}
-	code, out, _ = f.run("", "writes", "clear", "fs")
+	f.handle("GET /v1/servers/fs", 200, api.Server{Name: "fs"})
+	// Clearing asks, showing the calls in doubt; without a yes nothing is
+	// cleared.
+	code, _, stderr := f.run("", "writes", "clear", "fs")
+	if code != 1 || !strings.Contains(stderr, "move_file (timeout") || !strings.Contains(stderr, "[y/N]") ||
+		!strings.Contains(stderr, "the latch stays") || f.called("DELETE /v1/writes/fs") {
+		t.Errorf("writes clear, not confirmed: exit %d\n%s", code, stderr)
+	}
+	code, out, _ = f.run("y\n", "writes", "clear", "fs")
 	if code != 0 || !strings.Contains(out, "cleared fs") {
 		t.Errorf("writes clear: exit %d\n%s", code, out)
 	}
-	code, out, stderr := f.run("", "activity", "--server", "fs", "--limit", "5")
+	if code, _, stderr := f.run("", "writes", "clear", "fs", "--yes"); code != 0 || strings.Contains(stderr, "[y/N]") {
+		t.Errorf("writes clear --yes: exit %d\n%s", code, stderr)
+	}
+	code, out, stderr = f.run("", "activity", "--server", "fs", "--limit", "5")
 	if code != 0 || !strings.Contains(out, "refused TOOL_PENDING") || !strings.Contains(out, "42µs") {
 		t.Errorf("activity: exit %d\n%s\n%s", code, out, stderr)
 	}

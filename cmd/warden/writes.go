@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 	"github.com/wardenmcp/warden/client"
@@ -35,30 +37,78 @@ func newWritesCmd(g *globals) *cobra.Command {
 	}
 	cmd.AddCommand(
 		&cobra.Command{Use: "list", Short: "List latched servers (exit status 3 when any is)", Args: cobra.NoArgs, RunE: list},
-		&cobra.Command{
-			Use:               "clear SERVER",
-			ValidArgsFunction: g.completeArgs(0, nil),
-			Short:             "Allow writes to SERVER again (check upstream first whether the latched call happened)",
-			Args:              cobra.ExactArgs(1),
-			RunE: func(cmd *cobra.Command, args []string) error {
-				clear := func(c *client.Client) (*client.Cleared, error) { return c.ClearWrites(cmd.Context(), args[0]) }
-				return ask(g, clear, func(res *client.Cleared) error {
-					if !res.Cleared || res.Latch == nil {
-						fmt.Fprintf(g.stdout, "%s had no latched writes; nothing to clear\n", args[0])
-						return nil
-					}
-					ls := res.Latches
-					if len(ls) == 0 { // a daemon of an earlier version answers the first only
-						ls = []writes.Latch{*res.Latch}
-					}
-					fmt.Fprintf(g.stdout, "cleared %s: writes are allowed again; the latch of %d call(s) of unknown outcome is gone:\n", args[0], len(ls))
-					for _, l := range ls {
-						fmt.Fprintf(g.stdout, "  %s (%s, %s via %s, args %s)\n", l.Tool, l.Reason, stamp(l.At), l.Surface, shortHash(l.ArgsSHA256))
-					}
-					return nil
-				})
-			},
-		},
+		newWritesClearCmd(g),
 	)
 	return cmd
+}
+
+// newWritesClearCmd clears a server's latch after showing the calls in
+// doubt and asking, as approvals do: clearing says their outcome was
+// checked upstream.
+func newWritesClearCmd(g *globals) *cobra.Command {
+	var yes bool
+	cmd := &cobra.Command{
+		Use:               "clear SERVER [--yes]",
+		ValidArgsFunction: g.completeArgs(0, nil),
+		Short:             "Allow writes to SERVER again (check upstream first whether the latched calls happened)",
+		Args:              cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			server := args[0]
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			if _, err := c.Server(cmd.Context(), server); err != nil {
+				return g.apiErr(err)
+			}
+			all, err := c.Writes(cmd.Context())
+			if err != nil {
+				return g.apiErr(err)
+			}
+			var latched []writes.Latch
+			for _, l := range all {
+				if l.Server == server {
+					latched = append(latched, l)
+				}
+			}
+			if len(latched) == 0 {
+				fmt.Fprintf(g.stdout, "%s had no latched writes; nothing to clear\n", server)
+				return nil
+			}
+			if !yes {
+				fmt.Fprintf(g.stderr, "writes to %s are latched; the outcome of these calls is unknown:\n", server)
+				printLatches(g.stderr, latched)
+				ok, err := confirm(g.stdin, g.stderr, "checked upstream whether each happened? clear the latch [y/N] ")
+				if err != nil {
+					return err
+				}
+				if !ok {
+					return errors.New("not confirmed; the latch stays (to clear without the question, as in a script: add --yes)")
+				}
+			}
+			clear := func(c *client.Client) (*client.Cleared, error) { return c.ClearWrites(cmd.Context(), server) }
+			return ask(g, clear, func(res *client.Cleared) error {
+				if !res.Cleared || res.Latch == nil {
+					fmt.Fprintf(g.stdout, "%s had no latched writes; nothing to clear\n", server)
+					return nil
+				}
+				ls := res.Latches
+				if len(ls) == 0 { // a daemon of an earlier version answers the first only
+					ls = []writes.Latch{*res.Latch}
+				}
+				fmt.Fprintf(g.stdout, "cleared %s: writes are allowed again; the latch of %d call(s) of unknown outcome is gone:\n", server, len(ls))
+				printLatches(g.stdout, ls)
+				return nil
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&yes, "yes", false, "clear without asking (for scripts)")
+	return cmd
+}
+
+// printLatches lists calls in doubt, a line each.
+func printLatches(w io.Writer, ls []writes.Latch) {
+	for _, l := range ls {
+		fmt.Fprintf(w, "  %s (%s, %s via %s, args %s)\n", l.Tool, l.Reason, stamp(l.At), l.Surface, shortHash(l.ArgsSHA256))
+	}
 }
