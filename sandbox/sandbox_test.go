@@ -76,16 +76,7 @@ func TestTCPCaller(t *testing.T) {
 	}
 	defer ln.Close()
 	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-	accept := func() net.Conn {
-		t.Helper()
-		ln.(*net.TCPListener).SetDeadline(time.Now().Add(10 * time.Second))
-		c, err := ln.Accept()
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		return c
-	}
+	accept := func() net.Conn { return acceptOne(t, ln) }
 	check := func(c net.Conn) error {
 		return TCPCaller(c.LocalAddr().(*net.TCPAddr), c.RemoteAddr().(*net.TCPAddr))
 	}
@@ -210,16 +201,7 @@ func TestUnixCaller(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	accept := func() *net.UnixConn {
-		t.Helper()
-		ln.(*net.UnixListener).SetDeadline(time.Now().Add(10 * time.Second))
-		c, err := ln.Accept()
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		return c.(*net.UnixConn)
-	}
+	accept := func() *net.UnixConn { return acceptOne(t, ln).(*net.UnixConn) }
 	own, err := net.Dial("unix", path)
 	if err != nil {
 		t.Fatal(err)
@@ -237,4 +219,16 @@ func TestUnixCaller(t *testing.T) {
 	if err := UnixCaller(accept()); err != ErrSpawned {
 		t.Errorf("child's connection: %v, want ErrSpawned", err)
 	}
+}
+
+// acceptOne accepts one connection within 10 s, closed when the test ends.
+func acceptOne(t *testing.T, ln net.Listener) net.Conn {
+	t.Helper()
+	ln.(interface{ SetDeadline(time.Time) error }).SetDeadline(time.Now().Add(10 * time.Second))
+	c, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
 }
