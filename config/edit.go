@@ -458,6 +458,12 @@ func (e *editor) encodeServer(s *Server, ind string) string {
 	if s.CallTimeout != 0 && s.CallTimeout != DefaultCallTimeout {
 		add("callTimeout", quote(s.CallTimeout.String()))
 	}
+	if s.OnDemand {
+		add("start", quote(StartOnDemand))
+		if s.IdleTimeout != 0 && s.IdleTimeout != DefaultIdleTimeout {
+			add("idleTimeout", quote(s.IdleTimeout.String()))
+		}
+	}
 	if len(s.Tools) > 0 {
 		var ls []string
 		for _, k := range slices.Sorted(maps.Keys(s.Tools)) {

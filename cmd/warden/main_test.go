@@ -1086,3 +1086,29 @@ func mustRead(t *testing.T, path string) []byte {
 	}
 	return b
 }
+
+// servers add writes a stdio server's cwd and on-demand start, and says
+// when its command cannot be found instead of sending the person to review
+// a server that will never start.
+func TestServersAddStdioOptions(t *testing.T) {
+	t.Setenv("WARDEN_STATE_DIR", t.TempDir()) // no daemon has run there
+	path := filepath.Join(t.TempDir(), "config.json")
+	code, _, stderr := runCLI(t, "", "--config", path, "servers", "add", "od", "--cwd", "/tmp", "--on-demand", "--idle-timeout", "2m", "--", "sh", "-c", "exit 0")
+	if code != 0 || strings.Contains(stderr, "warning") {
+		t.Fatalf("add od: exit %d: %s", code, stderr)
+	}
+	cfg, err := config.LoadAll(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := cfg.Servers["od"]; s == nil || s.Cwd != "/tmp" || !s.OnDemand || s.IdleTimeout != 2*time.Minute {
+		t.Fatalf("od as written: %+v", cfg.Servers["od"])
+	}
+	code, out, stderr := runCLI(t, "", "--config", path, "servers", "add", "bad", "--", "nosuchcmd-xyz")
+	if code != 0 || !strings.Contains(stderr, "warning: nosuchcmd-xyz is not on PATH: bad will not start until it is") || strings.Contains(out, "review its tools") {
+		t.Errorf("add bad: exit %d\nstdout %s\nstderr %s", code, out, stderr)
+	}
+	if code, _, stderr := runCLI(t, "", "--config", path, "servers", "add", "x", "--idle-timeout", "1m", "--", "sh"); code != exitUsage || !strings.Contains(stderr, "add --on-demand") {
+		t.Errorf("--idle-timeout alone: exit %d: %s", code, stderr)
+	}
+}

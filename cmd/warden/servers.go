@@ -5,9 +5,12 @@ import (
 	"fmt"
 	neturl "net/url"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/wardenmcp/warden/api"
@@ -99,12 +102,13 @@ func printServers(g *globals, servers []api.Server) {
 
 func newServersAddCmd(g *globals) *cobra.Command {
 	var (
-		url, transport string
-		headers, env   []string
-		trusted        bool
+		url, transport, cwd string
+		headers, env        []string
+		trusted, onDemand   bool
+		idle                time.Duration
 	)
 	cmd := &cobra.Command{
-		Use:   "add NAME (--url URL [--header K=V]... [--transport sse] | -- COMMAND ARGS...) [--env K=V]... [--trusted]",
+		Use:   "add NAME (--url URL [--header K=V]... [--transport sse] | -- COMMAND ARGS...) [--env K=V]... [--cwd DIR] [--on-demand [--idle-timeout D]] [--trusted]",
 		Short: "Add a server to the config file (comments are kept)",
 		Example: `  warden servers add memory -- npx -y @modelcontextprotocol/server-memory
   warden servers add remote --url https://example.test/mcp --header 'Authorization=Bearer ${env:REMOTE_TOKEN}'`,
@@ -125,8 +129,8 @@ func newServersAddCmd(g *globals) *cobra.Command {
 			case url == "" && len(command) == 0:
 				return usageErrorf("say how to reach %s: --url URL for an HTTP server, or -- COMMAND ARGS... for a stdio one", name)
 			case url != "":
-				if len(env) > 0 {
-					return usageErrorf("--env is for stdio servers (started with a command), not --url ones")
+				if len(env) > 0 || cwd != "" || onDemand {
+					return usageErrorf("--env, --cwd and --on-demand are for stdio servers (started with a command), not --url ones")
 				}
 				if transport != "" && transport != config.TransportHTTP && transport != config.TransportSSE {
 					return usageErrorf("--transport is %q; use %q (streamable HTTP) or %q (legacy HTTP+SSE)", transport, config.TransportHTTP, config.TransportSSE)
@@ -136,7 +140,10 @@ func newServersAddCmd(g *globals) *cobra.Command {
 				if len(headers) > 0 || transport != "" {
 					return usageErrorf("--header and --transport are for --url servers, not stdio ones")
 				}
-				s.Command, s.Args = command[0], command[1:]
+				if idle != 0 && !onDemand {
+					return usageErrorf("--idle-timeout is how long an --on-demand server runs without a call; add --on-demand")
+				}
+				s.Command, s.Args, s.Cwd, s.OnDemand, s.IdleTimeout = command[0], command[1:], cwd, onDemand, idle
 			}
 			var err error
 			if s.Headers, err = keyValues("--header", headers); err != nil {
@@ -165,6 +172,12 @@ func newServersAddCmd(g *globals) *cobra.Command {
 			if loaded != nil {
 				return loaded
 			}
+			if s.Command != "" {
+				if err := findCommand(s.Command, s.Cwd); err != nil {
+					fmt.Fprintf(g.stderr, "warning: %v: %s will not start until it is (see: warden status)\n", err, name)
+					return nil
+				}
+			}
 			if !trusted {
 				fmt.Fprintf(g.stdout, "it starts quarantined: review its tools with \"warden review %s\", then admit it with \"warden servers approve %s\"\n", name, name)
 			}
@@ -177,7 +190,30 @@ func newServersAddCmd(g *globals) *cobra.Command {
 	f.StringVar(&transport, "transport", "", "http or sse (default: sse when the URL path ends in /sse, else http)")
 	f.StringArrayVar(&env, "env", nil, "environment variable `K=V` for a stdio server (repeatable)")
 	f.BoolVar(&trusted, "trusted", false, "approve the server's first tool inventory as its baseline instead of quarantining it")
+	f.StringVar(&cwd, "cwd", "", "working directory of a stdio server")
+	f.BoolVar(&onDemand, "on-demand", false, "start a stdio server only when it is called, and stop it when idle")
+	f.DurationVar(&idle, "idle-timeout", 0, "with --on-demand: stop the server after this long without a call (default 10m)")
 	return cmd
+}
+
+// findCommand says when command cannot be found as the daemon would look
+// for it: on PATH (this shell's, most often the daemon's too), or relative
+// to cwd.
+func findCommand(command, cwd string) error {
+	if strings.Contains(command, "/") {
+		path := command
+		if !filepath.IsAbs(path) && cwd != "" {
+			path = filepath.Join(cwd, path)
+		}
+		if fi, err := os.Stat(path); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
+			return fmt.Errorf("%s is not an executable file", path)
+		}
+		return nil
+	}
+	if _, err := exec.LookPath(command); err != nil {
+		return fmt.Errorf("%s is not on PATH", command)
+	}
+	return nil
 }
 
 // ownField reports whether field is server name's entry or in it.
