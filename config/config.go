@@ -239,11 +239,15 @@ func load(path string, all bool) (*Config, error) {
 	if abs, err := filepath.Abs(path); err == nil {
 		path = abs
 	}
-	data, err := os.ReadFile(path)
+	data, err := ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		cfg := defaults(path)
 		cfg.Missing = true
 		return cfg, nil
+	}
+	var ce *Error
+	if errors.As(err, &ce) {
+		return nil, err
 	}
 	if err != nil {
 		return nil, &Error{File: path, Problem: "cannot read the file: " + pathErr(err),
@@ -281,6 +285,9 @@ func parse(path string, data []byte, lookupEnv func(string) (string, bool), leni
 	cfg := defaults(path)
 	if len(bytes.TrimSpace(data)) == 0 {
 		return cfg, nil
+	}
+	if err := checkBounds(path, data); err != nil {
+		return nil, err
 	}
 	d := &decoder{file: path, data: data, lookupEnv: lookupEnv, lenient: lenient}
 	if all {

@@ -38,9 +38,10 @@ func parseTOML(src string) (map[string]any, error) {
 }
 
 type tomlParser struct {
-	src  string
-	pos  int
-	line int
+	src   string
+	pos   int
+	line  int
+	depth int // arrays and inline tables open around pos: value recurses into each
 }
 
 func (p *tomlParser) eof() bool  { return p.pos >= len(p.src) }
@@ -202,6 +203,13 @@ func (p *tomlParser) value() (any, error) {
 	switch p.peek() {
 	case '"', '\'':
 		return p.str()
+	case '[', '{':
+		if p.depth++; p.depth > MaxDepth {
+			return nil, p.errorf("arrays and inline tables are nested more than %d deep, Warden's limit for a config file", MaxDepth)
+		}
+		defer func() { p.depth-- }()
+	}
+	switch p.peek() {
 	case '[':
 		p.pos++
 		var list []any
