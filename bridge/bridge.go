@@ -128,6 +128,10 @@ func (b *Bridge) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 		if len(msg) == 0 {
 			continue
 		}
+		if r := check(msg); r != nil {
+			b.writeError(r.id, r.code, r.message)
+			continue
+		}
 		var m envelope
 		_ = json.Unmarshal(msg, &m) // a message that is not JSON is forwarded as it is
 		switch {
