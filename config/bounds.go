@@ -10,7 +10,7 @@ import (
 // recurse once per level of nesting: a file nested a million deep overflows
 // the goroutine stack, a fatal error no recover catches. So a file is
 // measured before any parser sees it, with limits far above any real
-// config (Warden's own nests five deep).
+// config (Warden's own nests six deep at most: sandbox.paths.read).
 const (
 	MaxFileSize = 4 << 20 // bytes
 	MaxDepth    = 64      // nested objects and arrays
