@@ -108,3 +108,38 @@ func TestReloadRefusesDeepConfig(t *testing.T) {
 		t.Fatalf("warden crashed:\n%.3000s", out)
 	}
 }
+
+// Break 8, for `warden import`: another host's file (JSON or Codex's TOML)
+// nested 1.5 million deep is refused with exit status 1 naming the file
+// and the limit, and Warden's own config is left as it was.
+func TestImportRefusesDeepFile(t *testing.T) {
+	bin := testenv.BuildBinary(t, "./cmd/warden")
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.json")
+	own := []byte(`{"mcpServers": {}}`)
+	if err := os.WriteFile(cfg, own, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	deep := strings.Repeat("[", 1_500_000) + strings.Repeat("]", 1_500_000)
+	for name, content := range map[string]string{
+		"mcp.json":    `{"mcpServers": {"x": {"command": "x", "args": ` + deep + `}}}`,
+		"config.toml": "[mcp_servers.x]\ncommand = \"x\"\nargs = " + deep + "\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			file := filepath.Join(dir, name)
+			if err := os.WriteFile(file, []byte(content), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			code, out, errOut := testenv.Run(t, bin, nil, "import", file, "--config", cfg, "--state-dir", filepath.Join(dir, "state"))
+			if code != 1 || !strings.Contains(errOut, file) || !strings.Contains(errOut, "nested more than 64 deep") {
+				t.Fatalf("warden import of a file nested 1.5M deep: exit %d\nstdout: %.2000s\nstderr: %.2000s", code, out, errOut)
+			}
+			if strings.Contains(errOut, "goroutine ") {
+				t.Fatalf("warden import crashed:\n%.2000s", errOut)
+			}
+			if got, _ := os.ReadFile(cfg); !bytes.Equal(got, own) {
+				t.Fatalf("Warden's config changed: %s", got)
+			}
+		})
+	}
+}
