@@ -55,3 +55,21 @@ func TestBounds(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkCheckBounds: what the measure before parsing costs a config as
+// large as the README's example and one at the size limit.
+func BenchmarkCheckBounds(b *testing.B) {
+	for name, data := range map[string][]byte{
+		"product-example": []byte(productExample),
+		"4MiB":            []byte(`{"mcpServers": {}, "x": "` + strings.Repeat(`a\"[{`, (MaxFileSize-40)/5) + `"}`),
+	} {
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			for b.Loop() {
+				if err := checkBounds("/c.json", data); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
