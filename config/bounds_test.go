@@ -38,6 +38,14 @@ func TestBounds(t *testing.T) {
 	if _, err := ParseCodex("/c.toml", []byte(toml)); err == nil || !strings.Contains(err.Error(), "nested more than 64 deep") {
 		t.Errorf("deep TOML: %v", err)
 	}
+	for _, dotted := range []string{
+		"[mcp_servers.x" + strings.Repeat(".a", 100_000) + "]\nk = 1\n",
+		"[mcp_servers.x]\ncommand = \"x\"\nenv" + strings.Repeat(".a", 100_000) + " = 1\n",
+	} {
+		if _, err := ParseCodex("/c.toml", []byte(dotted)); err == nil || !strings.Contains(err.Error(), "more than 64 parts") {
+			t.Errorf("a TOML key of 100,000 parts: %.200v", err)
+		}
+	}
 	if _, err := ParseCodex("/c.toml", []byte("[mcp_servers.a]\ncommand = \"x\"\nargs = "+strings.Repeat("[", 20)+strings.Repeat("]", 20))); err != nil && strings.Contains(err.Error(), "nested") {
 		t.Errorf("TOML 20 deep: %v", err)
 	}

@@ -180,7 +180,8 @@ func edit(path string, warden bool, change func(*editor) error) error {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case errors.As(err, &ce):
-		return err
+		ce.File = path // as the caller named it
+		return ce
 	case err != nil:
 		return &Error{File: path, Problem: "cannot read the file: " + pathErr(err), Fix: "check that it is a readable file", err: err}
 	default:

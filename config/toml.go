@@ -156,7 +156,9 @@ func (p *tomlParser) key() ([]string, error) {
 			}
 			k = p.src[start:p.pos]
 		}
-		keys = append(keys, k)
+		if keys = append(keys, k); len(keys) > MaxDepth {
+			return nil, p.errorf("a dotted key of more than %d parts, Warden's limit for a config file", MaxDepth)
+		}
 		p.skipSpace(false)
 		if p.eof() || p.peek() != '.' {
 			return keys, nil
