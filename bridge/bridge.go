@@ -128,8 +128,8 @@ func (b *Bridge) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 		if len(msg) == 0 {
 			continue
 		}
-		if r := check(msg); r != nil {
-			b.writeError(r.id, r.code, r.message)
+		if answers, batched := check(msg); answers != nil {
+			b.writeErrors(answers, batched)
 			continue
 		}
 		var m envelope
@@ -304,10 +304,7 @@ func (b *Bridge) batch(ctx context.Context, msg []byte) {
 			answers = append(answers, newErrorReply(m.ID, code, err.Error()))
 		}
 	}
-	if len(answers) > 0 {
-		out, _ := json.Marshal(answers)
-		b.write(out)
-	}
+	b.writeErrors(answers, true)
 }
 
 // isReplyTo reports whether msg is the response to the request with id key.
@@ -541,8 +538,22 @@ func newErrorReply(id json.RawMessage, code int, message string) errorReply {
 
 // writeError answers request id with a JSON-RPC error.
 func (b *Bridge) writeError(id json.RawMessage, code int, message string) {
-	resp, _ := json.Marshal(newErrorReply(id, code, message))
-	b.write(resp)
+	b.writeErrors([]errorReply{newErrorReply(id, code, message)}, false)
+}
+
+// writeErrors writes answers, each on its line or, batched, all in one
+// batch (none when there are none, as for a batch of notifications).
+func (b *Bridge) writeErrors(answers []errorReply, batched bool) {
+	switch {
+	case batched && len(answers) > 0:
+		out, _ := json.Marshal(answers)
+		b.write(out)
+	case !batched:
+		for _, r := range answers {
+			out, _ := json.Marshal(r)
+			b.write(out)
+		}
+	}
 }
 
 func (b *Bridge) end() {
