@@ -130,6 +130,10 @@ func (b *Bridge) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 		if len(msg) == 0 {
 			continue
 		}
+		if answers, batched := check(msg); answers != nil {
+			b.writeErrors(answers, batched)
+			continue
+		}
 		var m envelope
 		_ = json.Unmarshal(msg, &m) // a message that is not JSON is forwarded as it is
 		switch {
@@ -144,6 +148,8 @@ func (b *Bridge) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 			}
 		case m.Method != "" && hasID(m.ID):
 			b.call(ctx, msg, m.ID)
+		case msg[0] == '[':
+			b.batch(ctx, msg)
 		default:
 			// Notifications and answers to Warden's requests are quick: each
 			// is delivered before the next message leaves.
@@ -279,6 +285,30 @@ func (b *Bridge) call(ctx context.Context, msg []byte, id json.RawMessage) {
 	b.mu.Unlock()
 }
 
+// batch forwards a batch (of the 2025-03-26 revision; later ones have none)
+// and waits for its answer. When Warden refuses it, every request in it is
+// answered, in one batch, with why: else the client would wait for good.
+func (b *Bridge) batch(ctx context.Context, msg []byte) {
+	err := b.deliver(ctx, msg, b.write, nil)
+	if err == nil {
+		return
+	}
+	code := -32603 // Warden could not be reached, or failed
+	var re *refusedError
+	if errors.As(err, &re) && re.status < 500 {
+		code = codeInvalidRequest
+	}
+	var members []envelope
+	_ = json.Unmarshal(msg, &members) // check has seen to it
+	var answers []errorReply
+	for _, m := range members {
+		if m.Method != "" && hasID(m.ID) {
+			answers = append(answers, newErrorReply(m.ID, code, err.Error()))
+		}
+	}
+	b.writeErrors(answers, true)
+}
+
 // isReplyTo reports whether msg is the response to the request with id key.
 func isReplyTo(msg []byte, key string) bool {
 	var m envelope
@@ -407,7 +437,7 @@ func (b *Bridge) post(ctx context.Context, msg []byte, session, version string, 
 		if len(body) > 4096 {
 			body = body[:4096]
 		}
-		return "", fmt.Errorf("warden answered %s: %s", resp.Status, string(body))
+		return "", &refusedError{status: resp.StatusCode, text: fmt.Sprintf("warden answered %s: %s", resp.Status, body)}
 	case strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream"):
 		if _, err := readEvents(resp.Body, emit); err != nil {
 			return newSession, fmt.Errorf("%w: %v", errEnded, err)
@@ -424,6 +454,15 @@ func (b *Bridge) post(ctx context.Context, msg []byte, session, version string, 
 		return newSession, nil
 	}
 }
+
+// refusedError is Warden's HTTP refusal of a message, without a JSON-RPC
+// answer in it.
+type refusedError struct {
+	status int
+	text   string
+}
+
+func (e *refusedError) Error() string { return e.text }
 
 // unreachable reports whether err is a failure to connect, so nothing was sent.
 func unreachable(err error) bool {
@@ -483,11 +522,40 @@ func (b *Bridge) write(msg []byte) {
 	b.out.Write(append(msg, '\n'))
 }
 
+// errorReply is a JSON-RPC error response.
+type errorReply struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Error   struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+func newErrorReply(id json.RawMessage, code int, message string) errorReply {
+	r := errorReply{JSONRPC: "2.0", ID: id}
+	r.Error.Code, r.Error.Message = code, message
+	return r
+}
+
 // writeError answers request id with a JSON-RPC error.
 func (b *Bridge) writeError(id json.RawMessage, code int, message string) {
-	resp, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id,
-		"error": map[string]any{"code": code, "message": message}})
-	b.write(resp)
+	b.writeErrors([]errorReply{newErrorReply(id, code, message)}, false)
+}
+
+// writeErrors writes answers, each on its line or, batched, all in one
+// batch (none when there are none, as for a batch of notifications).
+func (b *Bridge) writeErrors(answers []errorReply, batched bool) {
+	switch {
+	case batched && len(answers) > 0:
+		out, _ := json.Marshal(answers)
+		b.write(out)
+	case !batched:
+		for _, r := range answers {
+			out, _ := json.Marshal(r)
+			b.write(out)
+		}
+	}
 }
 
 func (b *Bridge) end() {

@@ -39,9 +39,9 @@ func (b *Bridge) refuseLong(prefix []byte) {
 	if response {
 		return
 	}
-	code, text := -32600, fmt.Sprintf("message larger than %d MiB: warden stdio cannot forward it", maxLine>>20)
+	code, text := codeInvalidRequest, fmt.Sprintf("message larger than %d MiB: warden stdio cannot forward it", maxLine>>20)
 	if !hasID(id) {
-		code, id = -32700, json.RawMessage("null")
+		code, id = codeParseError, nullID
 	}
 	b.writeError(id, code, text)
 }

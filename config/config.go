@@ -12,6 +12,7 @@ package config
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -79,6 +80,13 @@ type Config struct {
 	// A caller reloading on change may prefer to keep its running config
 	// when a file it had read goes missing (editors briefly remove files).
 	Missing bool
+	// Empty is true when the file holds nothing but white space: the
+	// default config too. An editor saving over the file truncates it
+	// first, so a reloading caller may see it empty for a moment.
+	Empty bool
+	// Sum is the SHA-256 of the file's bytes as read (Load, Parse), so a
+	// caller can tell whether a second read saw the same file.
+	Sum [sha256.Size]byte
 
 	// Broken holds, by name, the server entries that cannot be loaded
 	// (LoadAll and ParseAll only; Load and Parse fail instead): the rest
@@ -239,11 +247,15 @@ func load(path string, all bool) (*Config, error) {
 	if abs, err := filepath.Abs(path); err == nil {
 		path = abs
 	}
-	data, err := os.ReadFile(path)
+	data, err := ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		cfg := defaults(path)
 		cfg.Missing = true
 		return cfg, nil
+	}
+	var ce *Error
+	if errors.As(err, &ce) {
+		return nil, err
 	}
 	if err != nil {
 		return nil, &Error{File: path, Problem: "cannot read the file: " + pathErr(err),
@@ -277,10 +289,15 @@ func ParseAll(path string, data []byte, lookupEnv func(string) (string, bool)) (
 // read the file may have an environment the editing CLI lacks. With all, a
 // server entry that cannot be loaded goes to Broken.
 func parse(path string, data []byte, lookupEnv func(string) (string, bool), lenient, all bool) (*Config, error) {
-	data = bytes.TrimPrefix(data, utf8BOM)
 	cfg := defaults(path)
+	cfg.Sum = sha256.Sum256(data)
+	data = bytes.TrimPrefix(data, utf8BOM)
 	if len(bytes.TrimSpace(data)) == 0 {
+		cfg.Empty = true
 		return cfg, nil
+	}
+	if err := checkBounds(path, data); err != nil {
+		return nil, err
 	}
 	d := &decoder{file: path, data: data, lookupEnv: lookupEnv, lenient: lenient}
 	if all {

@@ -203,3 +203,18 @@ func TestToolSearch(t *testing.T) {
 		t.Errorf("set: %q %d", cfg.ToolSearch, cfg.ToolSearchBudget)
 	}
 }
+
+// An empty file is the default config, marked Empty; Sum tells two reads
+// of different bytes apart, and the same bytes alike.
+func TestEmptyAndSum(t *testing.T) {
+	empty, err := Parse("/c.json", []byte(" \n"), nil)
+	if err != nil || !empty.Empty || len(empty.Servers) != 0 {
+		t.Fatalf("an empty file: %+v, %v", empty, err)
+	}
+	a, _ := Parse("/c.json", []byte(`{"mcpServers": {}}`), nil)
+	b, _ := Parse("/c.json", []byte(`{"mcpServers": {}}`), nil)
+	c, _ := Parse("/c.json", []byte(`{"mcpServers": {} }`), nil)
+	if a.Empty || a.Sum != b.Sum || a.Sum == c.Sum || a.Sum == empty.Sum {
+		t.Fatalf("Sum: same bytes %t, other bytes %t", a.Sum == b.Sum, a.Sum == c.Sum)
+	}
+}

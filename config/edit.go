@@ -175,9 +175,13 @@ func edit(path string, warden bool, change func(*editor) error) error {
 	}
 	defer unlock()
 	var old fs.FileInfo // nil when the file is new
-	data, err := os.ReadFile(target)
+	data, err := ReadFile(target)
+	var ce *Error
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
+	case errors.As(err, &ce):
+		ce.File = path // as the caller named it
+		return ce
 	case err != nil:
 		return &Error{File: path, Problem: "cannot read the file: " + pathErr(err), Fix: "check that it is a readable file", err: err}
 	default:
@@ -189,6 +193,9 @@ func edit(path string, warden bool, change func(*editor) error) error {
 	data = bytes.TrimPrefix(data, utf8BOM)
 	if len(bytes.TrimSpace(data)) == 0 {
 		data = []byte("{}\n")
+	}
+	if err := checkBounds(path, data); err != nil {
+		return err
 	}
 	root, err := hujson.Parse(data)
 	if err != nil {

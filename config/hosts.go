@@ -19,6 +19,14 @@ import (
 // why; fields the host keeps for itself are in Notes.
 func ParseHost(path string, data []byte) (*Config, error) {
 	data = bytes.TrimPrefix(data, utf8BOM)
+	if err := checkBounds(path, data); err != nil {
+		return nil, err
+	}
+	return parseHost(path, data)
+}
+
+// parseHost is ParseHost for data known to be within bounds.
+func parseHost(path string, data []byte) (*Config, error) {
 	cfg := defaults(path)
 	d := &decoder{file: path, data: data, lookupEnv: func(string) (string, bool) { return "", false },
 		lenient: true, broken: map[string]*Error{}}
@@ -65,6 +73,9 @@ var codexFields = map[string]string{
 // (~/.codex/config.toml), for import, like ParseHost. Field paths in
 // messages are Warden's, under "mcpServers".
 func ParseCodex(path string, data []byte) (*Config, error) {
+	if err := checkSize(path, data); err != nil {
+		return nil, err
+	}
 	doc, err := parseTOML(string(data))
 	if err != nil {
 		return nil, &Error{File: path, Problem: "invalid TOML: " + err.Error(), Fix: "fix the TOML syntax there"}
@@ -128,7 +139,7 @@ func ParseCodex(path string, data []byte) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := ParseHost(path, b)
+	cfg, err := parseHost(path, b) // as deep as the TOML, which parseTOML bounds
 	if err != nil {
 		return nil, err
 	}

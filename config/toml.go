@@ -38,9 +38,10 @@ func parseTOML(src string) (map[string]any, error) {
 }
 
 type tomlParser struct {
-	src  string
-	pos  int
-	line int
+	src   string
+	pos   int
+	line  int
+	depth int // arrays and inline tables open around pos: value recurses into each
 }
 
 func (p *tomlParser) eof() bool  { return p.pos >= len(p.src) }
@@ -155,7 +156,9 @@ func (p *tomlParser) key() ([]string, error) {
 			}
 			k = p.src[start:p.pos]
 		}
-		keys = append(keys, k)
+		if keys = append(keys, k); len(keys) > MaxDepth {
+			return nil, p.errorf("a dotted key of more than %d parts, Warden's limit for a config file", MaxDepth)
+		}
 		p.skipSpace(false)
 		if p.eof() || p.peek() != '.' {
 			return keys, nil
@@ -202,6 +205,13 @@ func (p *tomlParser) value() (any, error) {
 	switch p.peek() {
 	case '"', '\'':
 		return p.str()
+	case '[', '{':
+		if p.depth++; p.depth > MaxDepth {
+			return nil, p.errorf("arrays and inline tables are nested more than %d deep, Warden's limit for a config file", MaxDepth)
+		}
+		defer func() { p.depth-- }()
+	}
+	switch p.peek() {
 	case '[':
 		p.pos++
 		var list []any

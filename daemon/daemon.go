@@ -338,7 +338,7 @@ func (d *Daemon) watch(ctx context.Context) {
 		case <-hup:
 		case <-changed:
 		}
-		d.Reload()
+		d.Reload(ctx)
 	}
 }
 
@@ -346,13 +346,13 @@ func (d *Daemon) watch(ctx context.Context) {
 // whole is refused: the running config stays and the reason is reported.
 // A server entry that cannot be loaded affects only that server: it keeps
 // the entry it was running with, if any, and shows the problem.
-func (d *Daemon) Reload() {
+func (d *Daemon) Reload(ctx context.Context) {
 	d.mu.Lock()
-	path, running := d.cfg.Path, d.cfg.Servers
+	path, running, had := d.cfg.Path, d.cfg.Servers, !d.cfg.Missing && !d.cfg.Empty
 	d.mu.Unlock()
-	cfg, err := config.LoadAll(path)
-	if err == nil && cfg.Missing {
-		err = fmt.Errorf("config %s: the file is gone; keeping the running config (recreate the file, or remove servers with warden servers remove)", path)
+	cfg, err := d.load(ctx, path, running, had)
+	if ctx.Err() != nil {
+		return // stopping
 	}
 	d.mu.Lock()
 	if err != nil {
@@ -378,6 +378,55 @@ func (d *Daemon) Reload() {
 		data["error."+name] = e.Error()
 	}
 	d.events.Publish(events.Event{Type: "config", Data: data})
+}
+
+// settleFor is how long a config file that would stop every running
+// server must stay the same before it is applied. Saving over a file
+// truncates it, then writes it: read in between, it says less than it will.
+const settleFor = time.Second
+
+// load reads the config file for a reload. A file that is gone, or empty
+// while a config was loaded (had), is refused: a save in progress reads so.
+// One that would stop every running server is read again after settleFor,
+// and taken only when it is the same file; one that changed is judged
+// afresh.
+func (d *Daemon) load(ctx context.Context, path string, running map[string]*config.Server, had bool) (*config.Config, error) {
+	cfg, err := config.LoadAll(path)
+	for {
+		switch {
+		case err != nil:
+			return nil, err
+		case cfg.Missing:
+			return nil, fmt.Errorf("config %s: the file is gone; keeping the running config (recreate the file, or remove servers with warden servers remove)", path)
+		case cfg.Empty && had:
+			return nil, fmt.Errorf(`config %s: the file is empty (read while being saved?); keeping the running config (to remove every server, write {"mcpServers": {}} there, or use warden servers remove)`, path)
+		case !stopsEvery(running, cfg):
+			return cfg, nil
+		}
+		d.log.Warn("the config file would stop every server: applying it only if it stays the same for "+settleFor.String(), "servers", len(running))
+		d.events.Publish(events.Event{Type: "config", Data: map[string]string{"result": "settling"}})
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(settleFor):
+		}
+		again, againErr := config.LoadAll(path)
+		if againErr == nil && again.Sum == cfg.Sum && !again.Missing {
+			return cfg, nil
+		}
+		cfg, err = again, againErr
+	}
+}
+
+// stopsEvery reports whether cfg would stop every running server: it names
+// none of them (an entry that cannot be loaded keeps its server running).
+func stopsEvery(running map[string]*config.Server, cfg *config.Config) bool {
+	for name := range running {
+		if cfg.Servers[name] != nil || cfg.Broken[name] != nil {
+			return false
+		}
+	}
+	return len(running) > 0
 }
 
 // reportConfig logs what a loaded config leaves out or ignores.

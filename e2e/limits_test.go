@@ -144,9 +144,10 @@ func TestSlowAndIdleConnectionsAreClosed(t *testing.T) {
 	}
 }
 
-// Client sessions are capped: one over the cap is refused with an answer
-// that says why, the sessions open keep working, and a session that ends
-// makes room.
+// Client sessions are capped: with every session used, one over the cap is
+// refused with an answer that says why, the sessions open keep working, and
+// a session that ends makes room. (An unused session makes room for a new
+// one: TestSessionFloodLeavesRoom.)
 func TestSessionsOverTheCapAreRefused(t *testing.T) {
 	f := fixture.NewServer(fixture.Options{})
 	dir := t.TempDir()
@@ -155,6 +156,9 @@ func TestSessionsOverTheCapAreRefused(t *testing.T) {
 	w := wardentest.StartWith(t, cfg, filepath.Join(dir, "state"), func(o *daemon.Options) { o.Limits.MaxSessions = 3 })
 	w.WaitReady(t, "up")
 	open := []*mcp.ClientSession{w.Connect(t, "/mcp", nil), w.Connect(t, "/mcp/up", nil), w.Connect(t, "/mcp", nil)}
+	for _, cs := range open {
+		wardentest.ToolNames(t, cs)
+	}
 
 	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`
 	req, _ := http.NewRequest("POST", w.URL("/mcp/up"), strings.NewReader(initialize))

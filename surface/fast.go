@@ -73,6 +73,7 @@ func (v *view) serveFast(w http.ResponseWriter, r *http.Request, l *live, body [
 		w.WriteHeader(http.StatusAccepted)
 		return true
 	case m.Method == "tools/call" && validID(m.ID):
+		l.use(m.Method)
 		v.fastCall(w, r, l, m.ID, &m.Params.CallToolParamsRaw)
 		return true
 	case m.Method == "tools/list" && validID(m.ID) && m.Params.Cursor == nil:
@@ -80,6 +81,7 @@ func (v *view) serveFast(w http.ResponseWriter, r *http.Request, l *live, body [
 		if list == nil {
 			return false
 		}
+		l.use(m.Method)
 		// As an event, as the SDK answers it. Encoded by json.Marshal, the
 		// list holds no line breaks, nor does a valid id.
 		startEvents(w)

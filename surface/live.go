@@ -25,6 +25,14 @@ type live struct {
 	seen atomic.Int64                      // when a request of the session last began or ended (Unix ns)
 	busy atomic.Int32                      // its requests in progress (an open GET stream counts)
 
+	// A session that has done no real work (no request but initialize and
+	// ping) is what a flood of sessions is made of: it idles out sooner,
+	// and at the session limit a new session takes the place of the one
+	// born first (see evictUnused).
+	born    time.Time
+	used    atomic.Bool
+	evicted atomic.Bool // chosen to make room: closing
+
 	mu      sync.Mutex
 	level   mcp.LoggingLevel
 	calls   map[string]context.CancelFunc   // JSON-RPC id of a fast call → cancel
@@ -59,8 +67,17 @@ const (
 func newLive() *live {
 	l := &live{calls: map[string]context.CancelFunc{}, early: map[string]time.Time{}, pending: map[string]chan json.RawMessage{},
 		out: make(chan notice, maxQueued), gone: make(chan struct{})}
-	l.seen.Store(time.Now().UnixNano())
+	l.born = time.Now()
+	l.seen.Store(l.born.UnixNano())
 	return l
+}
+
+// use notes a message of method from the session's client: anything but
+// initialize, ping and notifications is real work.
+func (l *live) use(method string) {
+	if l != nil && method != "initialize" && method != "ping" && !strings.HasPrefix(method, "notifications/") && !l.used.Load() {
+		l.used.Store(true)
+	}
 }
 
 // newSessionID names a new session for the SDK (ServerOptions.GetSessionID)
@@ -130,10 +147,11 @@ func (l *live) leave() { l.seen.Store(time.Now().UnixNano()); l.busy.Add(-1) }
 // a new session, as the protocol has it.
 //
 // A session not initialized within uninitIdle (most often a request without
-// a session that the SDK named and ended at once) is forgotten then.
-func (v *view) closeIdle(idle, uninitIdle time.Duration) {
+// a session that the SDK named and ended at once) is forgotten then; one
+// that has done no real work is closed after unusedIdle.
+func (v *view) closeIdle(idle, uninitIdle, unusedIdle time.Duration) {
 	now := time.Now()
-	cutoff, uninitCutoff := now.Add(-idle).UnixNano(), now.Add(-uninitIdle).UnixNano()
+	cutoff, uninitCutoff, unusedCutoff := now.Add(-idle).UnixNano(), now.Add(-uninitIdle).UnixNano(), now.Add(-unusedIdle).UnixNano()
 	type candidate struct {
 		l      *live
 		cutoff int64
@@ -148,6 +166,8 @@ func (v *view) closeIdle(idle, uninitIdle time.Duration) {
 		case l.ss.Load() == nil && seen < uninitCutoff:
 			delete(v.sessions, id) // nothing else forgets it
 			stale[id] = candidate{l, uninitCutoff}
+		case !l.used.Load() && seen < unusedCutoff:
+			stale[id] = candidate{l, unusedCutoff}
 		case seen < cutoff:
 			stale[id] = candidate{l, cutoff}
 		}
@@ -164,6 +184,25 @@ func (v *view) closeIdle(idle, uninitIdle time.Duration) {
 		v.log.Info("closing an idle client session", "session", ss.ID(), "idle", idle)
 		go ss.Close() // it waits for requests in flight; an initialized one is forgotten once it ends (track)
 	}
+}
+
+// oldestUnused returns the view's session that has done no real work, born
+// first and not already chosen, with its live state; nil if none.
+func (v *view) oldestUnused() (*mcp.ServerSession, *live) {
+	var (
+		oldest *mcp.ServerSession
+		ol     *live
+	)
+	for ss := range v.srv.Sessions() {
+		l := v.live(ss.ID())
+		if l == nil || l.used.Load() || l.evicted.Load() {
+			continue
+		}
+		if ol == nil || l.born.Before(ol.born) {
+			oldest, ol = ss, l
+		}
+	}
+	return oldest, ol
 }
 
 // closeAll ends every session of the view (its server was removed).

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,13 +20,16 @@ import (
 
 const initialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`
 
-// At the session limit a new session is refused with 503 and Retry-After,
-// saying why; a session that ends makes room.
+// At the session limit, with every session used, a new session is refused
+// with 503 and Retry-After, saying why; a session that ends makes room.
 func TestSessionLimit(t *testing.T) {
 	fx := fixture.NewServer(fixture.Options{})
 	e := newEnv(t, fmt.Sprintf(`{"fx": {"url": %q, "trusted": true}}`, fx.Serve(t)), 0, 1)
 	e.WaitListed(t, "fx")
 	first := e.connect(t, "/mcp", nil, session2025)
+	if names := toolNames(t, first); !has(names, "fx__echo") {
+		t.Fatalf("the first session sees %v", names)
+	}
 
 	resp, body := rawPost(t, e.URL+"/mcp/fx", initialize, nil)
 	var refusal struct {
@@ -55,6 +60,113 @@ func TestSessionLimit(t *testing.T) {
 		cs.Close()
 		return true
 	})
+}
+
+// openUnused opens a session on url in raw HTTP and initializes it, and
+// does nothing more, as a flood of sessions does; it returns its id.
+func openUnused(t *testing.T, url string) string {
+	t.Helper()
+	resp, body := rawPost(t, url, initialize, nil)
+	id := resp.Header.Get("Mcp-Session-Id")
+	if resp.StatusCode != http.StatusOK || id == "" {
+		t.Fatalf("initialize: %d %s", resp.StatusCode, body)
+	}
+	if resp, _ := rawPost(t, url, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, map[string]string{"Mcp-Session-Id": id}); resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("initialized: %d", resp.StatusCode)
+	}
+	return id
+}
+
+// gone reports whether the session id on url has ended: its request is
+// answered 404.
+func gone(t *testing.T, url, id string) bool {
+	resp, _ := rawPost(t, url, `{"jsonrpc":"2.0","id":9,"method":"ping"}`, map[string]string{"Mcp-Session-Id": id, "Mcp-Protocol-Version": "2025-11-25"})
+	return resp.StatusCode == http.StatusNotFound
+}
+
+// At the session limit a new session takes the place of a session that
+// has done no real work (initialize and ping are none), born first; a
+// session that has done work is kept, and when every session has, the new
+// one is refused.
+func TestUnusedSessionsMakeRoom(t *testing.T) {
+	fx := fixture.NewServer(fixture.Options{})
+	e := newEnv(t, fmt.Sprintf(`{"fx": {"url": %q, "trusted": true}}`, fx.Serve(t)), 0, 3)
+	e.WaitListed(t, "fx")
+	worked := e.connect(t, "/mcp", nil, session2025)
+	toolNames(t, worked)
+	older, newer := openUnused(t, e.URL+"/mcp/fx"), openUnused(t, e.URL+"/mcp")
+	if gone(t, e.URL+"/mcp/fx", older) { // a ping is no work, and keeps it
+		t.Fatal("a session at the limit, but not over it, ended")
+	}
+
+	fresh := e.connect(t, "/mcp", nil, session2025)
+	if names := toolNames(t, fresh); !has(names, "fx__echo") {
+		t.Fatalf("the new session sees %v", names)
+	}
+	parts.WaitFor(t, 10*time.Second, "the unused session born first to end", func() bool { return gone(t, e.URL+"/mcp/fx", older) })
+	if gone(t, e.URL+"/mcp", newer) {
+		t.Fatal("the unused session born later ended too: one new session made room for itself only")
+	}
+	if names := toolNames(t, worked); !has(names, "fx__echo") {
+		t.Fatalf("the session that worked sees %v", names)
+	}
+
+	// The unused one makes room once more; then every session has worked.
+	third := e.connect(t, "/mcp", nil, session2025)
+	toolNames(t, third)
+	parts.WaitFor(t, 10*time.Second, "the other unused session to end", func() bool { return gone(t, e.URL+"/mcp", newer) })
+	if resp, body := rawPost(t, e.URL+"/mcp", initialize, nil); resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(body, "each has been used") {
+		t.Fatalf("a new session with every session used: %d %s, want 503 saying why", resp.StatusCode, body)
+	}
+}
+
+// New sessions arriving at once at the limit each take the place of a
+// different unused session: as many make room as there are unused ones,
+// never two the same one.
+func TestEvictUnusedConcurrently(t *testing.T) {
+	fx := fixture.NewServer(fixture.Options{})
+	e := newEnv(t, fmt.Sprintf(`{"fx": {"url": %q, "trusted": true}}`, fx.Serve(t)), 0, 0)
+	e.WaitListed(t, "fx")
+	const n = 200 // enough that, without the claim in evictUnused, two take the same one (seen under -race)
+	for range n {
+		openUnused(t, e.URL+"/mcp")
+	}
+	var (
+		start = make(chan struct{})
+		made  atomic.Int32
+		wg    sync.WaitGroup
+	)
+	for range 3 * n {
+		wg.Go(func() {
+			<-start
+			if e.S.EvictUnused() {
+				made.Add(1)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	if got := made.Load(); got != n {
+		t.Fatalf("%d evictions made room over %d unused sessions, want %d: one session was taken twice", got, n, n)
+	}
+}
+
+// A session that has done no real work is closed after the shorter idle
+// time for such sessions; one that has worked, as quiet, is kept.
+func TestUnusedSessionIdlesOutSooner(t *testing.T) {
+	fx := fixture.NewServer(fixture.Options{})
+	e := newEnv(t, fmt.Sprintf(`{"fx": {"url": %q, "trusted": true}}`, fx.Serve(t)), 0, 0)
+	e.WaitListed(t, "fx")
+	unused, worked := openUnused(t, e.URL+"/mcp"), openUnused(t, e.URL+"/mcp")
+	if resp, _ := rawPost(t, e.URL+"/mcp", `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, map[string]string{"Mcp-Session-Id": worked, "Mcp-Protocol-Version": "2025-11-25"}); resp.StatusCode != http.StatusOK {
+		t.Fatalf("tools/list: %d", resp.StatusCode)
+	}
+	time.Sleep(10 * time.Millisecond) // both quiet for longer than the unused limit below
+	e.S.CloseIdleNow(time.Hour, time.Millisecond)
+	parts.WaitFor(t, 10*time.Second, "the unused session to be closed", func() bool { return gone(t, e.URL+"/mcp", unused) })
+	if gone(t, e.URL+"/mcp", worked) {
+		t.Fatal("a session that had worked was closed as unused")
+	}
 }
 
 // A session without a request for its idle time is closed: its next

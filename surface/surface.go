@@ -29,6 +29,7 @@ type Surfaces struct {
 	maxSessions int
 	idle        time.Duration
 	refusedAt   atomic.Int64 // when a refused session was last logged (Unix ns)
+	evictedAt   atomic.Int64 // when an evicted session was last logged (Unix ns)
 	agg         *view
 	aggH        endpoint
 	search      *view // /mcp?view=search
@@ -52,8 +53,10 @@ type Surfaces struct {
 // New builds the surfaces and registers them with the gateway.
 //
 // A client session with no request in progress for sessionIdle is closed
-// (0 means DefaultSessionIdle); beyond maxSessions client sessions at once
-// (0 means DefaultMaxSessions) a new one is refused.
+// (0 means DefaultSessionIdle), one that has done no real work after
+// unusedIdle; beyond maxSessions client sessions at once (0 means
+// DefaultMaxSessions) a new one takes the place of an unused one, or is
+// refused.
 func New(g *gateway.Gateway, log *slog.Logger, version string, sessionIdle time.Duration, maxSessions int) *Surfaces {
 	if sessionIdle <= 0 {
 		sessionIdle = DefaultSessionIdle
@@ -83,8 +86,9 @@ const DefaultSessionIdle = time.Hour
 
 // DefaultMaxSessions bounds the client sessions open at once over all
 // endpoints: each holds goroutines and memory until it ends or idles out.
-// Over it a new session is refused, not an idle one closed, so that no
-// client can push out another's session.
+// Over it a new session takes the place of one that has done no real work
+// (evictUnused), else it is refused: no client can push out a session that
+// has been used.
 const DefaultMaxSessions = 1000
 
 // allViews returns the aggregated view and each server's.
@@ -112,13 +116,14 @@ func (s *Surfaces) sessionCount() int {
 }
 
 // refuseSession answers a request that would start a session (a POST
-// without one) when the sessions are at their limit. Requests racing in at
-// once can each pass: the limit is exact to within those in flight.
+// without one) when the sessions are at their limit and none can make
+// room (evictUnused). Requests racing in at once can each pass: the limit
+// is exact to within those in flight.
 func (s *Surfaces) refuseSession(w http.ResponseWriter, r *http.Request) bool {
-	if r.Method != http.MethodPost || r.Header.Get("Mcp-Session-Id") != "" || s.sessionCount() < s.maxSessions {
+	if r.Method != http.MethodPost || r.Header.Get("Mcp-Session-Id") != "" || s.sessionCount() < s.maxSessions || s.evictUnused() {
 		return false
 	}
-	msg := fmt.Sprintf("Warden has %d client sessions open, its limit: no new session now. Close sessions that are no longer used (a session without a request for %s is closed by itself), then retry.", s.maxSessions, s.idle)
+	msg := fmt.Sprintf("Warden has %d client sessions open, its limit, and each has been used: no new session now. Close sessions that are no longer used (a session without a request for %s is closed by itself), then retry.", s.maxSessions, s.idle)
 	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": -32000, "message": msg}})
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Retry-After", "10")
@@ -129,6 +134,40 @@ func (s *Surfaces) refuseSession(w http.ResponseWriter, r *http.Request) bool {
 	}
 	return true
 }
+
+// evictUnused closes, to make room for a new session, the session born
+// first of those that have done no real work, and reports whether there
+// was one. Every local process shares 127.0.0.1, so no peer can be told
+// from another; what sets a session apart is whether it has been used. So
+// a flood of sessions that only initialize pushes out only its own kind,
+// and a session that has done work is never pushed out.
+func (s *Surfaces) evictUnused() bool {
+	for {
+		var (
+			victim *mcp.ServerSession
+			vl     *live
+		)
+		for _, v := range s.allViews() {
+			if ss, l := v.oldestUnused(); l != nil && (vl == nil || l.born.Before(vl.born)) {
+				victim, vl = ss, l
+			}
+		}
+		if vl == nil {
+			return false
+		}
+		if vl.evicted.CompareAndSwap(false, true) { // else another new session took it: look again
+			if now, last := time.Now().UnixNano(), s.evictedAt.Load(); now-last > int64(time.Minute) && s.evictedAt.CompareAndSwap(last, now) {
+				s.log.Warn("at the session limit: closing sessions that have done no work, born first, to make room for new ones (logged once a minute)", "session", victim.ID(), "limit", s.maxSessions)
+			}
+			go victim.Close()
+			return true
+		}
+	}
+}
+
+// unusedIdle is how long a session that has done no real work may idle
+// (sessionIdle if that is shorter).
+const unusedIdle = time.Minute
 
 // closeIdle closes idle client sessions until Close.
 func (s *Surfaces) closeIdle(idle time.Duration) {
@@ -141,7 +180,7 @@ func (s *Surfaces) closeIdle(idle time.Duration) {
 			return
 		}
 		for _, v := range s.allViews() {
-			v.closeIdle(idle, min(idle, 30*time.Second))
+			v.closeIdle(idle, min(idle, 30*time.Second), min(idle, unusedIdle))
 		}
 	}
 }

@@ -121,6 +121,9 @@ func (v *view) servers() []string {
 // upstreams.
 func (v *view) intercept(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if ss, ok := req.GetSession().(*mcp.ServerSession); ok {
+			v.liveFor(ss).use(method)
+		}
 		switch r := req.(type) {
 		case *mcp.CallToolRequest:
 			return v.callTool(ctx, r)

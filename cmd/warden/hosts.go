@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -105,7 +106,11 @@ func (h *host) file() string {
 
 // readServers reads the servers of a host's config file.
 func readServers(path string) (*config.Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := config.ReadFile(path)
+	var ce *config.Error
+	if errors.As(err, &ce) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, fmt.Errorf("cannot read %s: %w", path, err)
 	}

@@ -56,6 +56,10 @@ func (g *globals) afterReload(ctx context.Context, servers []string, edit func()
 			continue
 		}
 		data, _ := ev.Data.(map[string]any)
+		if data["result"] == "settling" {
+			fmt.Fprintln(g.stdout, "the change stops every server: the running warden applies it once the file has stayed the same for a second")
+			continue
+		}
 		if data["result"] == "refused" {
 			refused(fmt.Errorf("the running warden refused the file and keeps its previous config: %v", data["error"]))
 			return nil

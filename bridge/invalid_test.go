@@ -1,0 +1,55 @@
+package bridge
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+// check answers what JSON-RPC 2.0 says a server answers a line that is not
+// a message, and lets every message through.
+func TestCheck(t *testing.T) {
+	bad := []struct {
+		line, id string
+		code     int
+	}{
+		{`garbage{`, `null`, codeParseError},
+		{`{"jsonrpc":"2.0","id":1,"method":"ping"`, `null`, codeParseError},
+		{`[]`, `null`, codeInvalidRequest},
+		{`7`, `null`, codeInvalidRequest},
+		{`null`, `null`, codeInvalidRequest},
+		{`{"id":7}`, `7`, codeInvalidRequest},
+		{`{"jsonrpc":"2.0","id":"a"}`, `"a"`, codeInvalidRequest},
+		{`{"jsonrpc":"1.0","id":7,"method":"ping"}`, `7`, codeInvalidRequest},
+		{`{"jsonrpc":"2.0","id":7,"method":3}`, `7`, codeInvalidRequest},
+		{`{"jsonrpc":"2.0","id":{"x":1},"method":"ping"}`, `null`, codeInvalidRequest},
+		{`{"jsonrpc":"2.0","result":{}}`, `null`, codeInvalidRequest},
+	}
+	for _, c := range bad {
+		answers, batched := check([]byte(c.line))
+		if len(answers) != 1 || batched || answers[0].Error.Code != c.code || string(answers[0].ID) != c.id || answers[0].Error.Message == "" {
+			t.Errorf("check(%s) = %+v (batched %t), want one error %d with id %s", c.line, answers, batched, c.code, c.id)
+		}
+	}
+	for _, good := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"ping"}`,
+		`{"jsonrpc": "2\u002e0", "id": null, "method": "ping"}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":"warden-fp-1","result":{}}`,
+		`{"jsonrpc":"2.0","id":2,"error":{"code":-1,"message":"no"}}`,
+		`[{"jsonrpc":"2.0","id":1,"method":"ping"}]`,
+	} {
+		if answers, _ := check([]byte(good)); answers != nil {
+			t.Errorf("check(%s) refused it: %+v", good, answers)
+		}
+	}
+
+	// A batch with an invalid message: that one is refused and each request
+	// is answered as not sent, in one batch; its notifications get nothing.
+	answers, batched := check([]byte(`[{"jsonrpc":"2.0","id":1,"method":"ping"},{"id":2},{"jsonrpc":"2.0","method":"notifications/x"}]`))
+	if !batched || len(answers) != 2 {
+		t.Fatalf("a batch with an invalid message: %+v (batched %t)", answers, batched)
+	}
+	if ids, _ := json.Marshal([]json.RawMessage{answers[0].ID, answers[1].ID}); string(ids) != `[1,2]` || answers[0].Error.Code != codeInvalidRequest {
+		t.Errorf("a batch with an invalid message: %+v", answers)
+	}
+}

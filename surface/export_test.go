@@ -1,0 +1,17 @@
+package surface
+
+import "time"
+
+// Hooks for the tests of package surface_test, which run the surfaces over
+// a real gateway.
+
+// EvictUnused is evictUnused: what a new session at the limit does.
+func (s *Surfaces) EvictUnused() bool { return s.evictUnused() }
+
+// CloseIdleNow runs one round of closing idle sessions with these limits,
+// as the round every quarter of the idle time does.
+func (s *Surfaces) CloseIdleNow(idle, unusedIdle time.Duration) {
+	for _, v := range s.allViews() {
+		v.closeIdle(idle, min(idle, 30*time.Second), unusedIdle)
+	}
+}
