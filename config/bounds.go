@@ -44,11 +44,11 @@ func checkSize(path string, data []byte) error {
 	return e
 }
 
-// checkBounds refuses JSONC data larger than MaxFileSize or with objects and
+// CheckBounds refuses JSONC data larger than MaxFileSize or with objects and
 // arrays nested deeper than MaxDepth. It counts brackets outside strings
 // and comments in one pass, without recursion; what is malformed otherwise
 // is left to the parser to name.
-func checkBounds(path string, data []byte) error {
+func CheckBounds(path string, data []byte) error {
 	if err := checkSize(path, data); err != nil {
 		return err
 	}

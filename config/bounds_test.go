@@ -74,7 +74,7 @@ func BenchmarkCheckBounds(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			b.SetBytes(int64(len(data)))
 			for b.Loop() {
-				if err := checkBounds("/c.json", data); err != nil {
+				if err := CheckBounds("/c.json", data); err != nil {
 					b.Fatal(err)
 				}
 			}

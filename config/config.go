@@ -296,7 +296,7 @@ func parse(path string, data []byte, lookupEnv func(string) (string, bool), leni
 		cfg.Empty = true
 		return cfg, nil
 	}
-	if err := checkBounds(path, data); err != nil {
+	if err := CheckBounds(path, data); err != nil {
 		return nil, err
 	}
 	d := &decoder{file: path, data: data, lookupEnv: lookupEnv, lenient: lenient}

@@ -194,7 +194,7 @@ func edit(path string, warden bool, change func(*editor) error) error {
 	if len(bytes.TrimSpace(data)) == 0 {
 		data = []byte("{}\n")
 	}
-	if err := checkBounds(path, data); err != nil {
+	if err := CheckBounds(path, data); err != nil {
 		return err
 	}
 	root, err := hujson.Parse(data)

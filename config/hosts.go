@@ -19,7 +19,7 @@ import (
 // why; fields the host keeps for itself are in Notes.
 func ParseHost(path string, data []byte) (*Config, error) {
 	data = bytes.TrimPrefix(data, utf8BOM)
-	if err := checkBounds(path, data); err != nil {
+	if err := CheckBounds(path, data); err != nil {
 		return nil, err
 	}
 	return parseHost(path, data)

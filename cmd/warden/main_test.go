@@ -1112,3 +1112,16 @@ func TestServersAddStdioOptions(t *testing.T) {
 		t.Errorf("--idle-timeout alone: exit %d: %s", code, stderr)
 	}
 }
+
+// A config nested far too deep for a parser is refused by the CLI too,
+// with the daemon still found by its state dir: no stack overflow.
+func TestCLIReadsNoDeepConfig(t *testing.T) {
+	f := newFakeAPI(t)
+	deep := filepath.Join(t.TempDir(), "deep.json")
+	os.WriteFile(deep, []byte(`{"x":`+strings.Repeat("[", 1_500_000)), 0o600)
+	t.Setenv("WARDEN_STATE_DIR", f.state)
+	code, _, stderr := runCLI(t, "", "--config", deep, "status")
+	if code != 1 || !strings.Contains(stderr, "nested") || !strings.Contains(stderr, "reads "+f.config+", not "+deep) {
+		t.Errorf("exit %d: %s", code, stderr)
+	}
+}

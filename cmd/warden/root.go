@@ -149,9 +149,15 @@ func (g *globals) readConfigured() *configured {
 		Listen   string `json:"listen"`
 		StateDir string `json:"stateDir"`
 	}
-	data, _ := os.ReadFile(path)
-	std, serr := hujson.Standardize(data)
-	if serr != nil || json.Unmarshal(std, &min) != nil {
+	data, rerr := config.ReadFile(path)
+	if rerr == nil {
+		rerr = config.CheckBounds(path, data) // before the parser: see config.MaxDepth
+	}
+	var std []byte
+	if rerr == nil {
+		std, rerr = hujson.Standardize(data)
+	}
+	if rerr != nil || json.Unmarshal(std, &min) != nil {
 		fmt.Fprintf(g.stderr, "warning: %v\nwarning: looking for the daemon in the default state dir\n", err)
 		return c
 	}
