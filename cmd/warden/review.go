@@ -15,6 +15,7 @@ import (
 	"github.com/wardenmcp/warden/api"
 	"github.com/wardenmcp/warden/approval"
 	"github.com/wardenmcp/warden/client"
+	"github.com/wardenmcp/warden/internal/display"
 )
 
 func newReviewCmd(g *globals) *cobra.Command {
@@ -64,7 +65,7 @@ func (g *globals) review(ctx context.Context, c *client.Client, args []string, d
 		}
 		names, quarantined[s.Name] = []string{s.Name}, s.Quarantined
 		if s.ConfigError != "" && !g.jsonOut {
-			fmt.Fprintf(g.stdout, "%s: %s\n", s.Name, s.ConfigError)
+			fmt.Fprintf(g.stdout, "%s: %s\n", s.Name, display.Text(s.ConfigError))
 		}
 	} else {
 		servers, err := c.Servers(ctx)
@@ -155,7 +156,7 @@ func (g *globals) writeServerSummary(server string, tools []api.Tool) error {
 	for _, t := range tools {
 		what, err := changeSummary(t.Approved, t.Current)
 		if err != nil {
-			return fmt.Errorf("%s/%s: %w", server, t.Name, err)
+			return fmt.Errorf("%s/%s: %w", server, display.Escape(t.Name), err)
 		}
 		if t.HeldBack {
 			what += "; held back earlier"
@@ -182,7 +183,7 @@ func (g *globals) writeServerDiff(server string, tools []api.Tool) error {
 
 // writeToolReview writes one held tool's header and definition diff.
 func writeToolReview(w io.Writer, server string, t api.Tool) error {
-	fmt.Fprintf(w, "%s  %s/%s  class %s\n", t.Status, server, t.Name, classLabel(t))
+	fmt.Fprintf(w, "%s  %s/%s  class %s\n", t.Status, server, display.Escape(t.Name), classLabel(t))
 	if t.Status == approval.StatusChanged && len(t.Approved) > 0 {
 		by := t.ApprovedBy
 		if !t.ApprovedAt.IsZero() {
@@ -195,7 +196,7 @@ func writeToolReview(w io.Writer, server string, t api.Tool) error {
 	}
 	n, err := writeDefinitionDiff(w, t.Approved, t.Current)
 	if err != nil {
-		return fmt.Errorf("%s/%s: %w", server, t.Name, err)
+		return fmt.Errorf("%s/%s: %w", server, display.Escape(t.Name), err)
 	}
 	if n == 0 {
 		fmt.Fprintln(w, "(the daemon sent no definition to compare)")
@@ -290,9 +291,9 @@ when tools of SERVER are still pending or changed.`,
 				switch len(left) {
 				case 0:
 				case 1:
-					fmt.Fprintf(g.stdout, " (%s stays held)", left[0].Name)
+					fmt.Fprintf(g.stdout, " (%s stays held)", display.Escape(left[0].Name))
 				default:
-					fmt.Fprintf(g.stdout, " (%s stay held)", strings.Join(names(left), ", "))
+					fmt.Fprintf(g.stdout, " (%s stay held)", shownNames(names(left)))
 				}
 				fmt.Fprintln(g.stdout)
 			}
@@ -345,11 +346,11 @@ func writeLeft(w io.Writer, server string, left []api.Tool) {
 		}
 	}
 	if len(now) > 0 {
-		fmt.Fprintf(w, "left held: %s\n", strings.Join(now, ", "))
+		fmt.Fprintf(w, "left held: %s\n", shownNames(now))
 	}
 	if len(earlier) > 0 {
 		fmt.Fprintf(w, "left held, as held back earlier: %s (to approve one, name it: warden review approve %s TOOL)\n",
-			strings.Join(earlier, ", "), server)
+			shownNames(earlier), server)
 	}
 }
 
@@ -399,6 +400,7 @@ func (g *globals) mismatchErr(server string, err error) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "tool definitions of %s changed after they were shown; nothing was approved", server)
 	for _, m := range ae.Mismatches() {
+		m.Tool = display.Escape(m.Tool)
 		switch {
 		case m.Current == "":
 			fmt.Fprintf(&b, "\n  %s: gone", m.Tool)

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/wardenmcp/warden/client"
+	"github.com/wardenmcp/warden/internal/display"
 	"github.com/wardenmcp/warden/writes"
 )
 
@@ -53,7 +54,7 @@ func newWritesCmd(g *globals) *cobra.Command {
 					}
 					fmt.Fprintf(g.stdout, "cleared %s: writes are allowed again; the latch of %d call(s) of unknown outcome is gone:\n", args[0], len(ls))
 					for _, l := range ls {
-						fmt.Fprintf(g.stdout, "  %s (%s, %s via %s, args %s)\n", l.Tool, l.Reason, stamp(l.At), l.Surface, shortHash(l.ArgsSHA256))
+						fmt.Fprintf(g.stdout, "  %s (%s, %s via %s, args %s)\n", display.Escape(l.Tool), l.Reason, stamp(l.At), l.Surface, shortHash(l.ArgsSHA256))
 					}
 					return nil
 				})

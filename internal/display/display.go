@@ -22,9 +22,15 @@ import (
 // characters such as bidi controls and zero-width ones (\u202e, \u200b),
 // line and paragraph separators, private-use and unassigned code points,
 // blank letters (Hangul fillers), and bytes that are not UTF-8 (\xff).
-func Escape(s string) string {
-	i := strings.IndexFunc(s, hidden)
-	if i < 0 && utf8.ValidString(s) {
+func Escape(s string) string { return escape(s, false) }
+
+// Text is Escape for text of several lines (a description, a log, a
+// tool's answer): line breaks and tabs are kept as they are.
+func Text(s string) string { return escape(s, true) }
+
+func escape(s string, text bool) string {
+	shown := func(r rune) bool { return !hidden(r) || (text && (r == '\n' || r == '\t')) }
+	if strings.IndexFunc(s, func(r rune) bool { return !shown(r) }) < 0 && utf8.ValidString(s) {
 		return s // the common case: nothing to do, no allocation
 	}
 	var b strings.Builder
@@ -34,7 +40,7 @@ func Escape(s string) string {
 		switch {
 		case r == utf8.RuneError && size == 1:
 			fmt.Fprintf(&b, `\x%02x`, s[0])
-		case !hidden(r):
+		case shown(r):
 			b.WriteString(s[:size])
 		default:
 			writeEscape(&b, r)
@@ -42,19 +48,6 @@ func Escape(s string) string {
 		s = s[size:]
 	}
 	return b.String()
-}
-
-// Lines is Escape for text of several lines: each line is escaped, the
-// line breaks ("\n") between them are kept.
-func Lines(s string) string {
-	if !strings.Contains(s, "\n") {
-		return Escape(s)
-	}
-	lines := strings.Split(s, "\n")
-	for i, l := range lines {
-		lines[i] = Escape(l)
-	}
-	return strings.Join(lines, "\n")
 }
 
 func writeEscape(b *strings.Builder, r rune) {
@@ -88,7 +81,7 @@ func hidden(r rune) bool {
 }
 
 // Writer returns a writer that writes what it is given to w, escaped as by
-// Lines: for a stream of lines (a server's log), so a sequence split
+// Text: for a stream of lines (a server's log), so a sequence split
 // between two writes is escaped all the same.
 func Writer(w io.Writer) io.Writer { return &writer{w: w} }
 
@@ -110,7 +103,7 @@ func (e *writer) Write(p []byte) (int, error) {
 		}
 	}
 	e.tail = append(e.tail[:0:0], buf[cut:]...)
-	if _, err := io.WriteString(e.w, Lines(string(buf[:cut]))); err != nil {
+	if _, err := io.WriteString(e.w, Text(string(buf[:cut]))); err != nil {
 		return 0, err
 	}
 	return len(p), nil

@@ -27,9 +27,9 @@ func TestEscape(t *testing.T) {
 	}
 }
 
-func TestLines(t *testing.T) {
-	if got, want := Lines("one\x1b[2K\ntwo\u202e\n"), "one\\x1b[2K\ntwo\\u202e\n"; got != want {
-		t.Errorf("Lines = %q, want %q", got, want)
+func TestText(t *testing.T) {
+	if got, want := Text("one\x1b[2K\ntwo\t\u202e\r\n"), "one\\x1b[2K\ntwo\t\\u202e\\r\n"; got != want {
+		t.Errorf("Text = %q, want %q", got, want)
 	}
 }
 
