@@ -140,7 +140,7 @@ func TestHashSameDefinitionSameHash(t *testing.T) {
 		"tags":{"items":{"type":"string"},"type":"array"},
 		"limit":{"maximum":1000,"minimum":1,"type":"integer"},
 		"path":{"description":"file path, relative to the root","type":"string"}}}`)
-	b.Meta = mcp.Meta{}   // empty: not sent, as absent
+	b.Meta = mcp.Meta{}    // empty: not sent, as absent
 	b.Icons = []mcp.Icon{} // likewise
 	if ha, hb := must[string](t)(Hash(a)), must[string](t)(Hash(b)); ha != hb {
 		t.Fatalf("map and raw schema hash differently: %s %s", ha, hb)
