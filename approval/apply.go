@@ -213,7 +213,7 @@ func nextRecord(server string, old *ToolRecord, e *entry, baseline bool, now tim
 	if old == nil {
 		rec := &ToolRecord{Server: server, Name: e.name, Status: StatusPending, Present: true,
 			CurrentHash: e.hash, Current: e.def, Annotations: e.ann, FirstSeen: now, LastSeen: now}
-		if baseline {
+		if !holdInvalid(rec) && baseline {
 			approve(rec, ApprovedByBaseline, now)
 		}
 		return rec
@@ -235,6 +235,7 @@ func nextRecord(server string, old *ToolRecord, e *entry, baseline bool, now tim
 			approve(&rec, ApprovedByBaseline, now)
 		}
 	case StatusBlocked: // stays blocked
+	case StatusInvalid: // stays invalid: the name cannot change
 	}
 	if sameState(old, &rec) {
 		return nil

@@ -73,7 +73,7 @@ func toolCounts(c approval.Counts) string {
 	for _, p := range []struct {
 		n    int
 		name string
-	}{{c.Approved, "approved"}, {c.Pending, "pending"}, {c.Changed, "changed"}, {c.Blocked, "blocked"}} {
+	}{{c.Approved, "approved"}, {c.Pending, "pending"}, {c.Changed, "changed"}, {c.Blocked, "blocked"}, {c.Invalid, "invalid"}} {
 		if p.n > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", p.n, p.name))
 		}

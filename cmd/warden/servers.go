@@ -316,6 +316,7 @@ the list. Exits 3 when tools are still pending or changed.`,
 				fmt.Fprintf(plan, "to block: %s\n", strings.Join(dedupe(block), ", "))
 			}
 			writeLeft(plan, name, left)
+			writeInvalid(plan, name, invalidTools(tools))
 			if len(changed) > 0 {
 				fmt.Fprintf(plan, "left held, changed since approved: %s (see what changed: warden review %s)\n", shownNames(names(changed)), name)
 			}
