@@ -4,8 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"html"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
 	"os"
 	"os/exec"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -94,6 +100,22 @@ func TestReviewEscapesServerStrings(t *testing.T) {
 			t.Errorf("review approve m <bidi name>: exit %d, want 1 saying it cannot be approved:\n%s", code, out)
 		}
 
+		// The review page shows them escaped as well, and says why they are held.
+		_, out = cli("", "ui", "--no-browser")
+		link := out[strings.Index(out, "http://"):]
+		link = strings.Fields(link)[0]
+		jar, _ := cookiejar.New(nil)
+		hc := &http.Client{Jar: jar}
+		for _, page := range []string{link, "http://" + listen + "/ui/servers/m", "http://" + listen + "/ui/servers/m/tools/" + url.PathEscape(fixture.MasqFakePrompt)} {
+			text := pageText(t, hc, page)
+			if bad := rawControls(text); len(bad) > 0 {
+				t.Errorf("%s shows raw %s:\n%s", page, strings.Join(bad, ", "), text)
+			}
+			if strings.HasSuffix(page, "/ui/servers/m") && (!strings.Contains(text, `zz\x1b[2J\x1b[H`) || !strings.Contains(text, "never listed or callable")) {
+				t.Errorf("the server page does not show the invalid names escaped, with why:\n%s", text)
+			}
+		}
+
 		// Agents see and run only the two approved tools.
 		for _, path := range []string{"/mcp/m", "/mcp"} {
 			cs := wardentest.ConnectURL(t, "http://"+listen+path, nil, nil)
@@ -116,6 +138,22 @@ func TestReviewEscapesServerStrings(t *testing.T) {
 			t.Errorf("calling safe_read: %q", got)
 		}
 	})
+}
+
+// pageText gets a page and returns its text: what is between its tags
+// (attributes, which are not shown, left out).
+func pageText(t *testing.T, hc *http.Client, page string) string {
+	t.Helper()
+	resp, err := hc.Get(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %d %s", page, resp.StatusCode, b)
+	}
+	return html.UnescapeString(regexp.MustCompile(`<[^>]*>`).ReplaceAllString(string(b), " "))
 }
 
 // cliAs runs the warden binary of w as user uid (-1: the test's) with the
