@@ -30,7 +30,7 @@ func Text(s string) string { return escape(s, true) }
 
 func escape(s string, text bool) string {
 	shown := func(r rune) bool { return !hidden(r) || (text && (r == '\n' || r == '\t')) }
-	if strings.IndexFunc(s, func(r rune) bool { return !shown(r) }) < 0 && utf8.ValidString(s) {
+	if plain(s, text) || strings.IndexFunc(s, func(r rune) bool { return !shown(r) }) < 0 && utf8.ValidString(s) {
 		return s // the common case: nothing to do, no allocation
 	}
 	var b strings.Builder
@@ -48,6 +48,17 @@ func escape(s string, text bool) string {
 		s = s[size:]
 	}
 	return b.String()
+}
+
+// plain reports whether s is printable ASCII only (with text, line breaks
+// and tabs too): most of what servers say, checked a byte at a time.
+func plain(s string, text bool) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < 0x20 || c > 0x7E) && !(text && (c == '\n' || c == '\t')) {
+			return false
+		}
+	}
+	return true
 }
 
 func writeEscape(b *strings.Builder, r rune) {
@@ -81,8 +92,10 @@ func hidden(r rune) bool {
 }
 
 // Writer returns a writer that writes what it is given to w, escaped as by
-// Text: for a stream of lines (a server's log), so a sequence split
-// between two writes is escaped all the same.
+// Text: for a stream of lines (a server's log), so a character split
+// between two writes is escaped all the same. It keeps back the start of a
+// character until the rest comes; a stream that ends inside one (not UTF-8
+// anyway) loses those few bytes.
 func Writer(w io.Writer) io.Writer { return &writer{w: w} }
 
 type writer struct {
