@@ -106,13 +106,16 @@ func TestReviewEscapesServerStrings(t *testing.T) {
 		link = strings.Fields(link)[0]
 		jar, _ := cookiejar.New(nil)
 		hc := &http.Client{Jar: jar}
-		for _, page := range []string{link, "http://" + listen + "/ui/servers/m", "http://" + listen + "/ui/servers/m/tools/" + url.PathEscape(fixture.MasqFakePrompt)} {
+		for _, page := range []string{link, "http://" + listen + "/ui/", "http://" + listen + "/ui/servers/m", "http://" + listen + "/ui/servers/m/tools/" + url.PathEscape(fixture.MasqFakePrompt)} {
 			text := pageText(t, hc, page)
 			if bad := rawControls(text); len(bad) > 0 {
 				t.Errorf("%s shows raw %s:\n%s", page, strings.Join(bad, ", "), text)
 			}
 			if strings.HasSuffix(page, "/ui/servers/m") && (!strings.Contains(text, `zz\x1b[2J\x1b[H`) || !strings.Contains(text, "never listed or callable")) {
 				t.Errorf("the server page does not show the invalid names escaped, with why:\n%s", text)
+			}
+			if strings.HasSuffix(page, "/ui/") && !strings.Contains(text, "3 invalid") {
+				t.Errorf("the overview does not count the invalid tools:\n%s", text)
 			}
 		}
 
