@@ -47,8 +47,10 @@ type entry struct {
 // approved by "baseline", the decision stored even for no tools); otherwise
 // new tools are pending. An approved tool whose hash differs becomes changed
 // and is approved again when the hash returns; pending and blocked tools keep
-// their status. Tools missing from the inventory keep their record, marked
-// not present. Records that did not change are not rewritten.
+// their status. A tool whose name is outside the MCP character set is held
+// as invalid (NameProblem), baseline or not. Tools missing from the
+// inventory keep their record, marked not present. Records that did not
+// change are not rewritten.
 func (r *Registry) Apply(server string, trusted bool, seq uint64, tools []*mcp.Tool) (ApplyResult, error) {
 	if server == "" {
 		return ApplyResult{}, invalid("empty server name")
