@@ -51,6 +51,7 @@ type Tool struct {
 	Present      bool                 `json:"present"`
 	Hidden       bool                 `json:"hidden"`
 	HeldBack     bool                 `json:"held_back,omitempty"` // left out of an approval of all tools; approved only by name
+	Invalid      string               `json:"invalid,omitempty"`   // status invalid: why the name is outside the MCP character set
 	ApprovedHash string               `json:"approved_hash,omitempty"`
 	CurrentHash  string               `json:"current_hash"`
 	Annotations  *mcp.ToolAnnotations `json:"annotations,omitempty"`

@@ -47,8 +47,10 @@ type entry struct {
 // approved by "baseline", the decision stored even for no tools); otherwise
 // new tools are pending. An approved tool whose hash differs becomes changed
 // and is approved again when the hash returns; pending and blocked tools keep
-// their status. Tools missing from the inventory keep their record, marked
-// not present. Records that did not change are not rewritten.
+// their status. A tool whose name is outside the MCP character set is held
+// as invalid (NameProblem), baseline or not. Tools missing from the
+// inventory keep their record, marked not present. Records that did not
+// change are not rewritten.
 func (r *Registry) Apply(server string, trusted bool, seq uint64, tools []*mcp.Tool) (ApplyResult, error) {
 	if server == "" {
 		return ApplyResult{}, invalid("empty server name")
@@ -213,7 +215,7 @@ func nextRecord(server string, old *ToolRecord, e *entry, baseline bool, now tim
 	if old == nil {
 		rec := &ToolRecord{Server: server, Name: e.name, Status: StatusPending, Present: true,
 			CurrentHash: e.hash, Current: e.def, Annotations: e.ann, FirstSeen: now, LastSeen: now}
-		if baseline {
+		if !holdInvalid(rec) && baseline {
 			approve(rec, ApprovedByBaseline, now)
 		}
 		return rec
@@ -235,6 +237,7 @@ func nextRecord(server string, old *ToolRecord, e *entry, baseline bool, now tim
 			approve(&rec, ApprovedByBaseline, now)
 		}
 	case StatusBlocked: // stays blocked
+	case StatusInvalid: // stays invalid: the name cannot change
 	}
 	if sameState(old, &rec) {
 		return nil

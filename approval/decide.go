@@ -110,6 +110,12 @@ func (r *Registry) approveServerLocked(s *server, req ServerApproval) (Answer, *
 	if err := s.known(req.Block); err != nil {
 		return Answer{}, nil, err
 	}
+	if err := s.refuseInvalid("blocked", req.Block); err != nil {
+		return Answer{}, nil, err
+	}
+	if err := s.refuseInvalid("approved", slices.Collect(maps.Keys(req.ExpectedHashes))); err != nil {
+		return Answer{}, nil, err
+	}
 	if err := s.checkHashes(req.ExpectedHashes, nil); err != nil {
 		return Answer{}, nil, err
 	}
@@ -180,6 +186,9 @@ func (r *Registry) approveToolsLocked(s *server, req ToolApproval) (Answer, *Cha
 	if err := s.known(append(slices.Clone(req.Tools), req.Except...)); err != nil {
 		return Answer{}, nil, err
 	}
+	if err := s.refuseInvalid("approved", req.Tools); err != nil {
+		return Answer{}, nil, err
+	}
 	var targets, holdBack []string
 	if req.All {
 		except := set(req.Except)
@@ -243,7 +252,11 @@ func (r *Registry) Block(server string, tools []string) (Answer, error) {
 	if err != nil {
 		return Answer{}, err
 	}
-	if err := s.known(tools); err != nil {
+	err = s.known(tools)
+	if err == nil {
+		err = s.refuseInvalid("blocked", tools)
+	}
+	if err != nil {
 		s.unlock()
 		return Answer{}, err
 	}

@@ -19,15 +19,19 @@ import (
 )
 
 // Hash returns a tool's pin, "sha256:<hex>" over the canonical JSON
-// (canon.JSON) of its name, title, description, inputSchema, outputSchema and
-// annotations.
+// (canon.JSON) of its name, title, description, inputSchema, outputSchema,
+// annotations, _meta and icons: every field of mcp.Tool, so everything a
+// client is passed of a tool is pinned (a changed _meta["ui/resourceUri"] or
+// icon URL is a change to review like a changed description).
 //
 // Absent fields are omitted, never written as null: an empty title or
 // description, a nil or JSON-null schema, nil annotations. Within annotations
 // readOnlyHint and idempotentHint appear only when true (a client cannot tell
 // false from absent), the pointer hints whenever set, and annotations with
-// nothing set are omitted. So the pin depends only on what the server said,
-// not on the SDK's marshalling options.
+// nothing set are omitted; so are an empty _meta and empty icons, which the
+// SDK does not send either. So the pin depends only on what the server said,
+// not on the SDK's marshalling options, and a tool without _meta and icons
+// keeps the pin it had before they were covered.
 func Hash(t *mcp.Tool) (string, error) {
 	h, _, err := hashTool(t)
 	return h, err
@@ -67,6 +71,13 @@ var encoders = sync.Pool{New: func() any { return new(encoder) }}
 // definition writes the hashed object; its keys are written in sorted order.
 func (e *encoder) definition(t *mcp.Tool) error {
 	e.buf = append(e.buf, '{')
+	if len(t.Meta) > 0 {
+		e.buf = append(e.buf, `"_meta":`...)
+		if err := e.value(map[string]any(t.Meta)); err != nil {
+			return fmt.Errorf("_meta: %w", err)
+		}
+		e.buf = append(e.buf, ',')
+	}
 	if a := t.Annotations; a != nil && (a.DestructiveHint != nil || a.IdempotentHint ||
 		a.OpenWorldHint != nil || a.ReadOnlyHint || a.Title != "") {
 		e.buf = append(e.buf, `"annotations":{`...)
@@ -100,6 +111,13 @@ func (e *encoder) definition(t *mcp.Tool) error {
 	}
 	if t.Description != "" {
 		e.buf = append(appendString(append(e.buf, `"description":`...), t.Description), ',')
+	}
+	if len(t.Icons) > 0 {
+		e.buf = append(e.buf, `"icons":`...)
+		if err := e.value(t.Icons); err != nil {
+			return fmt.Errorf("icons: %w", err)
+		}
+		e.buf = append(e.buf, ',')
 	}
 	if !absent(t.InputSchema) {
 		e.buf = append(e.buf, `"inputSchema":`...)

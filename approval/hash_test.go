@@ -47,6 +47,10 @@ func TestDefinitionIsCanonical(t *testing.T) {
 		tl := &mcp.Tool{Name: fmt.Sprintf("t%d", i), Title: "T & <x>", Description: "d\u2029",
 			InputSchema: gen(0), OutputSchema: gen(0),
 			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: i%2 == 0, Title: "a"}}
+		if m, ok := gen(1).(map[string]any); ok && i%3 == 0 {
+			tl.Meta = m
+			tl.Icons = []mcp.Icon{{Source: "https://x.test/i.png?a<b>", MIMEType: "image/png", Sizes: []string{"48x48"}, Theme: "dark"}}
+		}
 		_, got, err := hashTool(tl)
 		if err != nil {
 			t.Fatal(err)
@@ -70,6 +74,12 @@ func referenceDefinition(tl *mcp.Tool) map[string]any {
 	}
 	if tl.Description != "" {
 		m["description"] = tl.Description
+	}
+	if len(tl.Meta) > 0 {
+		m["_meta"] = map[string]any(tl.Meta)
+	}
+	if len(tl.Icons) > 0 {
+		m["icons"] = tl.Icons
 	}
 	if !absent(tl.InputSchema) {
 		m["inputSchema"] = tl.InputSchema
@@ -130,8 +140,8 @@ func TestHashSameDefinitionSameHash(t *testing.T) {
 		"tags":{"items":{"type":"string"},"type":"array"},
 		"limit":{"maximum":1000,"minimum":1,"type":"integer"},
 		"path":{"description":"file path, relative to the root","type":"string"}}}`)
-	b.Meta = mcp.Meta{"x": 1}           // not part of the definition
-	b.Icons = []mcp.Icon{{Source: "i"}} // not part of the definition
+	b.Meta = mcp.Meta{}    // empty: not sent, as absent
+	b.Icons = []mcp.Icon{} // likewise
 	if ha, hb := must[string](t)(Hash(a)), must[string](t)(Hash(b)); ha != hb {
 		t.Fatalf("map and raw schema hash differently: %s %s", ha, hb)
 	}
@@ -159,11 +169,36 @@ func TestHashCoversEveryField(t *testing.T) {
 		"idempotent":  func(t *mcp.Tool) { t.Annotations.IdempotentHint = true },
 		"annTitle":    func(t *mcp.Tool) { t.Annotations.Title = "T" },
 		"noAnn":       func(t *mcp.Tool) { t.Annotations = nil },
+		"meta":        func(t *mcp.Tool) { t.Meta = mcp.Meta{"ui/resourceUri": "ui://x/app.html"} },
+		"icon":        func(t *mcp.Tool) { t.Icons = []mcp.Icon{{Source: "https://x.test/i.png"}} },
 	} {
 		tl := tool("x", "d")
 		mut(tl)
 		if must[string](t)(Hash(tl)) == base {
 			t.Errorf("%s: change not covered by the hash", name)
+		}
+	}
+}
+
+// A tool without _meta and icons keeps the pin it had before they were
+// covered, so an upgrade does not flip approved tools to changed. The
+// expected values were computed by the formula before _meta and icons
+// were added (commit 21104d4).
+func TestHashStableWithoutMetaAndIcons(t *testing.T) {
+	f := false
+	for _, c := range []struct {
+		tool *mcp.Tool
+		want string
+	}{
+		{&mcp.Tool{Name: "echo"}, "sha256:f7817751a90d6baf078dd0e2d98b278faa025d83ccee00eb9b60100ad65bdcb9"},
+		{&mcp.Tool{Name: "read_file", Title: "Read a file", Description: "Reads a file.\nSafe.",
+			InputSchema:  map[string]any{"type": "object", "properties": map[string]any{"path": map[string]any{"type": "string"}}, "required": []any{"path"}},
+			OutputSchema: map[string]any{"type": "object"},
+			Annotations:  &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: &f, Title: "Read"}},
+			"sha256:3c72805ea042d6f37ca0e8fccd3de65e8c9f8ec83a9dc1298d3c7837b24c7d9d"},
+	} {
+		if got := must[string](t)(Hash(c.tool)); got != c.want {
+			t.Errorf("%s: hash %s, want %s (as before _meta and icons were pinned)", c.tool.Name, got, c.want)
 		}
 	}
 }

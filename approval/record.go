@@ -21,11 +21,16 @@ const (
 	StatusChanged Status = "changed"
 	// StatusBlocked: refused by an operator, whatever its definition.
 	StatusBlocked Status = "blocked"
+	// StatusInvalid: the name is outside the MCP character set (NameProblem,
+	// the record's Invalid says how). Never listed or callable, and neither
+	// approval nor block changes that; only a rename by the server (a new
+	// tool) does.
+	StatusInvalid Status = "invalid"
 )
 
 func (s Status) valid() bool {
 	switch s {
-	case StatusPending, StatusApproved, StatusChanged, StatusBlocked:
+	case StatusPending, StatusApproved, StatusChanged, StatusBlocked, StatusInvalid:
 		return true
 	}
 	return false
@@ -63,6 +68,10 @@ type ToolRecord struct {
 	// reports the latest pass of this process for present tools.
 	LastSeen    time.Time            `json:"last_seen,omitzero"`
 	Annotations *mcp.ToolAnnotations `json:"annotations,omitempty"` // current
+	// Invalid says why an invalid tool's name is outside the MCP character
+	// set; "" for every other status. It follows from the name, so it is
+	// not stored but set again on load.
+	Invalid string `json:"invalid,omitempty"`
 }
 
 // visible reports whether the tool may be listed and called.
@@ -127,6 +136,7 @@ type Counts struct {
 	Approved int `json:"approved"`
 	Changed  int `json:"changed"`
 	Blocked  int `json:"blocked"`
+	Invalid  int `json:"invalid"`
 	Absent   int `json:"absent"`
 }
 

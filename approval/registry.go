@@ -86,6 +86,8 @@ func (s *server) publish() {
 			v.counts.Changed++
 		case StatusBlocked:
 			v.counts.Blocked++
+		case StatusInvalid:
+			v.counts.Invalid++
 		}
 	}
 	slices.SortFunc(v.records, func(a, b *ToolRecord) int { return strings.Compare(a.Name, b.Name) })
@@ -106,6 +108,9 @@ func Open(db *bbolt.DB) (*Registry, error) {
 	for name, recs := range tools {
 		s := newServer(name)
 		s.tools = recs
+		for _, rec := range recs {
+			holdInvalid(rec) // in memory; written with the record's next change
+		}
 		// Records without a server record cannot have been admitted: fail closed.
 		s.meta, s.hasMeta = serverMeta{Quarantined: true, QuarantinedBy: QuarantinedUntrusted}, true
 		m[name] = s

@@ -196,6 +196,11 @@ func (g *Gateway) admitTool(c *upstream.Conn, call Call) (Tool, error) {
 		return Tool{}, refuse(CodeChanged, "Tool %q of server %q changed since it was approved and is held until a person looks again. See what changed with: warden review %s; approve the new definition with: warden review approve %s %s", call.Tool, call.Server, call.Server, call.Server, call.Tool)
 	case st == approval.StatusBlocked:
 		return Tool{}, refuse(CodeBlocked, "Tool %q of server %q is blocked by an operator. To allow it again: warden review approve %s %s", call.Tool, call.Server, call.Server, call.Tool)
+	case st != approval.StatusApproved:
+		// Invalid (a name outside the MCP character set): never listed, so
+		// no tool an agent may know of; and any status not known here fails
+		// closed.
+		return Tool{}, &UnknownToolError{Server: call.Server, Tool: call.Tool}
 	}
 	return Tool{Tool: def, Status: st, Class: writes.Classify(o.Class, def.Annotations), Visible: true}, nil
 }

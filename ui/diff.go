@@ -3,6 +3,8 @@ package ui
 import (
 	"encoding/json"
 	"strings"
+
+	"github.com/wardenmcp/warden/internal/display"
 )
 
 // fieldDiff is one part of a tool's definition, approved beside current,
@@ -24,7 +26,7 @@ type diffRow struct {
 }
 
 // toolFields are the parts of a definition shown, in order.
-var toolFields = []string{"title", "description", "inputSchema", "outputSchema", "annotations"}
+var toolFields = []string{"title", "description", "inputSchema", "outputSchema", "annotations", "_meta", "icons"}
 
 // compareTool lays the approved and current definitions side by side.
 func compareTool(approved, current json.RawMessage) []fieldDiff {
@@ -47,9 +49,17 @@ func compareTool(approved, current json.RawMessage) []fieldDiff {
 	return out
 }
 
-// fieldLines is a field's value as lines: a description as its text,
-// anything else as indented JSON.
+// fieldLines is a field's value as lines, each escaped (display.Text): a
+// description as its text, anything else as indented JSON.
 func fieldLines(name string, v json.RawMessage) []string {
+	lines := rawLines(name, v)
+	for i, l := range lines {
+		lines[i] = display.Text(l)
+	}
+	return lines
+}
+
+func rawLines(name string, v json.RawMessage) []string {
 	if len(v) == 0 || string(v) == "null" {
 		return nil
 	}

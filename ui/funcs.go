@@ -9,6 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/wardenmcp/warden/api"
+	"github.com/wardenmcp/warden/internal/display"
 )
 
 var funcs = template.FuncMap{
@@ -26,6 +27,7 @@ var funcs = template.FuncMap{
 		return t.UTC().Format("2006-01-02 15:04:05 UTC")
 	},
 	"esc":     url.PathEscape,
+	"shown":   display.Escape, // a server's string as text: see package display
 	"ms":      func(us int64) string { return strconv.FormatFloat(float64(us)/1000, 'f', 1, 64) },
 	"waiting": api.Waiting,
 	// hints are a tool's annotations in words.

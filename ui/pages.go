@@ -13,6 +13,7 @@ import (
 	"github.com/wardenmcp/warden/activity"
 	"github.com/wardenmcp/warden/api"
 	"github.com/wardenmcp/warden/approval"
+	"github.com/wardenmcp/warden/internal/display"
 	"github.com/wardenmcp/warden/sessions"
 	"github.com/wardenmcp/warden/writes"
 )
@@ -117,10 +118,15 @@ func render(w http.ResponseWriter, status int, name string, p page) {
 
 // show renders a page for a session, or what kept it from its data.
 func (u *UI) show(w http.ResponseWriter, s *session, name, title string, data any, err error) {
-	p := page{Title: title, CSRF: s.csrf, Flash: u.takeFlash(s), Data: data}
+	// The title can name a tool, the problem and the flash quote the
+	// daemon, which quotes servers: shown escaped (package display).
+	p := page{Title: display.Escape(title), CSRF: s.csrf, Flash: u.takeFlash(s), Data: data}
+	if p.Flash != nil {
+		p.Flash.Message = display.Text(p.Flash.Message)
+	}
 	status := http.StatusOK
 	if err != nil {
-		p.Problem, p.Data = err.Error(), nil
+		p.Problem, p.Data = display.Text(err.Error()), nil
 		status = http.StatusBadGateway
 		if e, ok := err.(*apiError); ok {
 			status = e.Status

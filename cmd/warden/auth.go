@@ -13,6 +13,7 @@ import (
 	"github.com/wardenmcp/warden/api"
 	"github.com/wardenmcp/warden/client"
 	"github.com/wardenmcp/warden/config"
+	"github.com/wardenmcp/warden/internal/display"
 	"github.com/wardenmcp/warden/oauth"
 )
 
@@ -70,7 +71,7 @@ func authLogin(ctx context.Context, g *globals, server string, noBrowser bool) e
 		return g.apiErr(err)
 	}
 	fmt.Fprintf(g.stderr, "Open this URL in a browser to authorize Warden to %s:\n", server)
-	fmt.Fprintln(g.stdout, started.AuthorizationURL)
+	fmt.Fprintln(g.stdout, display.Escape(started.AuthorizationURL)) // built from the server's metadata
 	if !noBrowser {
 		if err := openBrowser(started.AuthorizationURL); err != nil {
 			fmt.Fprintf(g.stderr, "(could not open a browser: %v; open the URL yourself)\n", err)
@@ -92,7 +93,7 @@ func authLogin(ctx context.Context, g *globals, server string, noBrowser bool) e
 		case l.State == oauth.LoginFailed:
 			return errors.New(l.Error)
 		case l.State == oauth.LoginDone:
-			fmt.Fprintf(g.stdout, "authorized: Warden can reach %s (scopes: %s)\n", server, orNone(info.Scopes))
+			fmt.Fprintf(g.stdout, "authorized: Warden can reach %s (scopes: %s)\n", server, display.Escape(orNone(info.Scopes)))
 			return nil
 		}
 		select {

@@ -9,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 	"github.com/wardenmcp/warden/client"
+	"github.com/wardenmcp/warden/internal/display"
 )
 
 func newCallCmd(g *globals) *cobra.Command {
@@ -67,9 +68,11 @@ latched...) prints why and the command that resolves it, and exits 1.`,
 	return cmd
 }
 
-// writeResult prints a result's content: text as is, other content as a
-// short description; the structured content when there is nothing else.
-func writeResult(w io.Writer, res *mcp.CallToolResult) {
+// writeResult prints a result's content: text as is (escaped: the server
+// wrote it), other content as a short description; the structured content
+// when there is nothing else.
+func writeResult(out io.Writer, res *mcp.CallToolResult) {
+	w := display.Writer(out)
 	for _, c := range res.Content {
 		switch x := c.(type) {
 		case *mcp.TextContent:

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/wardenmcp/warden/api"
+	"github.com/wardenmcp/warden/approval"
 	"github.com/wardenmcp/warden/client"
 )
 
@@ -19,7 +20,8 @@ const completionTimeout = 2 * time.Second
 // toolFilter picks the tools a command's completion offers.
 type toolFilter func(api.Tool) bool
 
-func presentTool(t api.Tool) bool { return t.Present }
+// presentTool: a tool the daemon has now, by a name a shell can take.
+func presentTool(t api.Tool) bool { return t.Present && t.Status != approval.StatusInvalid }
 
 // completeArgs completes a command whose first argument is a server and
 // whose further ones (up to maxTools of them) are tools of that server.

@@ -7,7 +7,8 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"unicode"
+
+	"github.com/wardenmcp/warden/internal/display"
 )
 
 // fieldOrder is the order fields of a tool definition are shown in; any
@@ -20,8 +21,8 @@ const diffContext = 3
 // definitionFields splits a tool definition (the JSON object the approval
 // records keep) into its fields, each rendered as lines: a string field as
 // its text, anything else as indented JSON with sorted keys. Characters
-// that do not print (zero-width, bidi controls...) are shown escaped, so a
-// hidden change is visible.
+// that do not print (controls, zero-width, bidi controls...) are shown
+// escaped (display.Text), so a hidden change is visible.
 func definitionFields(def json.RawMessage) (map[string][]string, error) {
 	out := map[string][]string{}
 	if len(bytes.TrimSpace(def)) == 0 || string(bytes.TrimSpace(def)) == "null" {
@@ -53,27 +54,12 @@ func definitionFields(def json.RawMessage) (map[string][]string, error) {
 	return out, nil
 }
 
-// visibleLines escapes runes that would not show on a terminal.
+// visibleLines escapes what would not show on a terminal, line by line.
 func visibleLines(lines []string) []string {
 	for i, l := range lines {
-		if strings.IndexFunc(l, hiddenRune) < 0 {
-			continue
-		}
-		var b strings.Builder
-		for _, r := range l {
-			if hiddenRune(r) {
-				fmt.Fprintf(&b, `\u{%04X}`, r)
-			} else {
-				b.WriteRune(r)
-			}
-		}
-		lines[i] = b.String()
+		lines[i] = display.Text(l)
 	}
 	return lines
-}
-
-func hiddenRune(r rune) bool {
-	return r != '\t' && (!unicode.IsGraphic(r) || unicode.Is(unicode.Cf, r))
 }
 
 // writeDefinitionDiff writes a unified-style diff of two tool definitions,

@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 	"github.com/wardenmcp/warden/api"
+	"github.com/wardenmcp/warden/internal/display"
 )
 
 func newLogsCmd(g *globals) *cobra.Command {
@@ -23,8 +24,9 @@ func newLogsCmd(g *globals) *cobra.Command {
 				return err
 			}
 			// Through the daemon, which masks secrets and knows where the
-			// log is: the CLI needs no access to the state dir's logs.
-			if err := c.Logs(cmd.Context(), args[0], lines, follow, g.stdout); err != nil {
+			// log is: the CLI needs no access to the state dir's logs. The
+			// server wrote it: escaped, it cannot drive the terminal.
+			if err := c.Logs(cmd.Context(), args[0], lines, follow, display.Writer(g.stdout)); err != nil {
 				return g.apiErr(err)
 			}
 			return nil

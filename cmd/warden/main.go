@@ -18,6 +18,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/wardenmcp/warden/client"
+	"github.com/wardenmcp/warden/internal/display"
 )
 
 // Exit statuses.
@@ -105,7 +106,7 @@ func report(cmd *cobra.Command, err error, stderr io.Writer) int {
 	if err == nil {
 		return code
 	}
-	fmt.Fprintf(stderr, "warden: %v\n", err)
+	fmt.Fprintf(stderr, "warden: %s\n", display.Text(err.Error())) // it may quote a server
 	if code == exitUsage && cmd != nil {
 		fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", cmd.CommandPath())
 	}

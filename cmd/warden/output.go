@@ -10,6 +10,7 @@ import (
 
 	"github.com/wardenmcp/warden/api"
 	"github.com/wardenmcp/warden/approval"
+	"github.com/wardenmcp/warden/internal/display"
 	"github.com/wardenmcp/warden/writes"
 )
 
@@ -30,12 +31,12 @@ func newTable(w io.Writer, header ...string) *table {
 	return t
 }
 
-// cellSpace keeps a cell on its row and in its column.
-var cellSpace = strings.NewReplacer("\t", " ", "\n", " ")
-
+// row writes one row. Every cell is escaped (display.Escape): cells show
+// server strings, and an escaped cell also stays on its row and in its
+// column.
 func (t *table) row(cells ...string) {
 	for i, c := range cells {
-		cells[i] = cellSpace.Replace(c)
+		cells[i] = display.Escape(c)
 	}
 	fmt.Fprintln(t.tw, strings.Join(cells, "\t"))
 }
@@ -43,6 +44,15 @@ func (t *table) row(cells ...string) {
 func (t *table) flush() {
 	_ = t.tw.Flush()
 	_ = t.buf.Flush()
+}
+
+// shownNames lists names a server chose, escaped for the terminal.
+func shownNames(names []string) string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = display.Escape(n)
+	}
+	return strings.Join(out, ", ")
 }
 
 // shortHash is the first 12 hex digits of a "sha256:<hex>" pin.
@@ -63,7 +73,7 @@ func toolCounts(c approval.Counts) string {
 	for _, p := range []struct {
 		n    int
 		name string
-	}{{c.Approved, "approved"}, {c.Pending, "pending"}, {c.Changed, "changed"}, {c.Blocked, "blocked"}} {
+	}{{c.Approved, "approved"}, {c.Pending, "pending"}, {c.Changed, "changed"}, {c.Blocked, "blocked"}, {c.Invalid, "invalid"}} {
 		if p.n > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", p.n, p.name))
 		}
@@ -130,7 +140,7 @@ func (g *globals) reportAnswer(server string, a *approval.Answer) error {
 		fmt.Fprintf(g.stdout, "%s: approved %d, blocked %d; still pending %d, still changed %d\n",
 			server, a.ApprovedCount, a.BlockedCount, a.StillPending, a.StillChanged)
 		if len(a.NotApproved) > 0 {
-			fmt.Fprintf(g.stdout, "not approved: %s\n", strings.Join(a.NotApproved, ", "))
+			fmt.Fprintf(g.stdout, "not approved: %s\n", shownNames(a.NotApproved))
 		}
 	}
 	return g.warnHeld(server, a)
@@ -142,7 +152,7 @@ func (g *globals) warnHeld(server string, a *approval.Answer) error {
 	if held == 0 {
 		return nil
 	}
-	names := strings.Join(a.HeldTools, ", ")
+	names := shownNames(a.HeldTools)
 	if more := held - len(a.HeldTools); more > 0 {
 		names += fmt.Sprintf(" and %d more", more)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/wardenmcp/warden/api"
 	"github.com/wardenmcp/warden/approval"
 	"github.com/wardenmcp/warden/client"
+	"github.com/wardenmcp/warden/internal/display"
 )
 
 func newReviewCmd(g *globals) *cobra.Command {
@@ -44,14 +45,38 @@ there is something to review.`,
 }
 
 func heldTools(tools []api.Tool) []api.Tool {
+	return pick(tools, api.Waiting)
+}
+
+// invalidTools are the present tools held as invalid: their names are
+// outside the MCP character set, so no approval lists them.
+func invalidTools(tools []api.Tool) []api.Tool {
+	return pick(tools, func(t api.Tool) bool { return t.Present && t.Status == approval.StatusInvalid })
+}
+
+func pick(tools []api.Tool, keep func(api.Tool) bool) []api.Tool {
 	var out []api.Tool
 	for _, t := range tools {
-		if api.Waiting(t) {
+		if keep(t) {
 			out = append(out, t)
 		}
 	}
 	sortTools(out)
 	return out
+}
+
+// writeInvalid says which tools are held as invalid, and why; these are
+// never listed or callable, and no approval changes that.
+func writeInvalid(w io.Writer, server string, tools []api.Tool) {
+	if len(tools) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "%s: %d tool(s) held as invalid: never listed or callable, and no approval changes that; the server's author must rename them (or remove the server: warden servers remove %s)\n", server, len(tools), server)
+	tab := newTable(w)
+	for _, t := range tools {
+		tab.row("   invalid", t.Name, t.Invalid)
+	}
+	tab.flush()
 }
 
 func (g *globals) review(ctx context.Context, c *client.Client, args []string, diff bool) error {
@@ -64,7 +89,7 @@ func (g *globals) review(ctx context.Context, c *client.Client, args []string, d
 		}
 		names, quarantined[s.Name] = []string{s.Name}, s.Quarantined
 		if s.ConfigError != "" && !g.jsonOut {
-			fmt.Fprintf(g.stdout, "%s: %s\n", s.Name, s.ConfigError)
+			fmt.Fprintf(g.stdout, "%s: %s\n", s.Name, display.Text(s.ConfigError))
 		}
 	} else {
 		servers, err := c.Servers(ctx)
@@ -72,13 +97,13 @@ func (g *globals) review(ctx context.Context, c *client.Client, args []string, d
 			return g.apiErr(err)
 		}
 		for _, s := range servers {
-			if s.Tools.Pending+s.Tools.Changed > 0 {
+			if s.Tools.Pending+s.Tools.Changed+s.Tools.Invalid > 0 {
 				names = append(names, s.Name)
 				quarantined[s.Name] = s.Quarantined
 			}
 		}
 	}
-	all := map[string][]api.Tool{}
+	all, invalid := map[string][]api.Tool{}, map[string][]api.Tool{}
 	for _, name := range names {
 		tools, err := c.Tools(ctx, name)
 		if err != nil {
@@ -87,19 +112,31 @@ func (g *globals) review(ctx context.Context, c *client.Client, args []string, d
 		if h := heldTools(tools); len(h) > 0 {
 			all[name] = h
 		}
+		if bad := invalidTools(tools); len(bad) > 0 {
+			invalid[name] = bad
+		}
 	}
 	var held error
 	if len(all) > 0 {
 		held = errHeld
 	}
 	if g.jsonOut {
+		shown := map[string][]api.Tool{}
+		for _, name := range names {
+			if t := append(all[name], invalid[name]...); len(t) > 0 {
+				shown[name] = t
+			}
+		}
 		var err error
 		if len(args) == 1 {
-			err = g.printJSON(append([]api.Tool{}, all[args[0]]...))
+			err = g.printJSON(append([]api.Tool{}, shown[args[0]]...))
 		} else {
-			err = g.printJSON(all)
+			err = g.printJSON(shown)
 		}
 		return cmp.Or(err, held)
+	}
+	for _, name := range names {
+		writeInvalid(g.stdout, name, invalid[name])
 	}
 	if len(all) == 0 {
 		if len(args) == 1 {
@@ -155,7 +192,7 @@ func (g *globals) writeServerSummary(server string, tools []api.Tool) error {
 	for _, t := range tools {
 		what, err := changeSummary(t.Approved, t.Current)
 		if err != nil {
-			return fmt.Errorf("%s/%s: %w", server, t.Name, err)
+			return fmt.Errorf("%s/%s: %w", server, display.Escape(t.Name), err)
 		}
 		if t.HeldBack {
 			what += "; held back earlier"
@@ -182,7 +219,7 @@ func (g *globals) writeServerDiff(server string, tools []api.Tool) error {
 
 // writeToolReview writes one held tool's header and definition diff.
 func writeToolReview(w io.Writer, server string, t api.Tool) error {
-	fmt.Fprintf(w, "%s  %s/%s  class %s\n", t.Status, server, t.Name, classLabel(t))
+	fmt.Fprintf(w, "%s  %s/%s  class %s\n", t.Status, server, display.Escape(t.Name), classLabel(t))
 	if t.Status == approval.StatusChanged && len(t.Approved) > 0 {
 		by := t.ApprovedBy
 		if !t.ApprovedAt.IsZero() {
@@ -195,7 +232,7 @@ func writeToolReview(w io.Writer, server string, t api.Tool) error {
 	}
 	n, err := writeDefinitionDiff(w, t.Approved, t.Current)
 	if err != nil {
-		return fmt.Errorf("%s/%s: %w", server, t.Name, err)
+		return fmt.Errorf("%s/%s: %w", server, display.Escape(t.Name), err)
 	}
 	if n == 0 {
 		fmt.Fprintln(w, "(the daemon sent no definition to compare)")
@@ -263,10 +300,12 @@ when tools of SERVER are still pending or changed.`,
 			}
 			if len(sel) == 0 {
 				fmt.Fprintf(plan, "%s: nothing to approve\n", server)
+				writeInvalid(plan, server, invalidTools(tools))
 				return g.warnHeld(server, &approval.Answer{StillPending: len(left), HeldTools: names(left)})
 			}
 			writePlan(plan, fmt.Sprintf("about to approve %d tool(s) of %s:", len(sel), server), sel)
 			writeLeft(plan, server, left)
+			writeInvalid(plan, server, invalidTools(tools))
 			if err := g.confirmPlan(yes, fmt.Sprintf("Approve %d tool(s) of %s as shown?", len(sel), server)); err != nil {
 				return err
 			}
@@ -290,9 +329,9 @@ when tools of SERVER are still pending or changed.`,
 				switch len(left) {
 				case 0:
 				case 1:
-					fmt.Fprintf(g.stdout, " (%s stays held)", left[0].Name)
+					fmt.Fprintf(g.stdout, " (%s stays held)", display.Escape(left[0].Name))
 				default:
-					fmt.Fprintf(g.stdout, " (%s stay held)", strings.Join(names(left), ", "))
+					fmt.Fprintf(g.stdout, " (%s stay held)", shownNames(names(left)))
 				}
 				fmt.Fprintln(g.stdout)
 			}
@@ -345,11 +384,11 @@ func writeLeft(w io.Writer, server string, left []api.Tool) {
 		}
 	}
 	if len(now) > 0 {
-		fmt.Fprintf(w, "left held: %s\n", strings.Join(now, ", "))
+		fmt.Fprintf(w, "left held: %s\n", shownNames(now))
 	}
 	if len(earlier) > 0 {
 		fmt.Fprintf(w, "left held, as held back earlier: %s (to approve one, name it: warden review approve %s TOOL)\n",
-			strings.Join(earlier, ", "), server)
+			shownNames(earlier), server)
 	}
 }
 
@@ -399,6 +438,7 @@ func (g *globals) mismatchErr(server string, err error) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "tool definitions of %s changed after they were shown; nothing was approved", server)
 	for _, m := range ae.Mismatches() {
+		m.Tool = display.Escape(m.Tool)
 		switch {
 		case m.Current == "":
 			fmt.Fprintf(&b, "\n  %s: gone", m.Tool)

@@ -17,6 +17,7 @@ import (
 	"github.com/wardenmcp/warden/approval"
 	"github.com/wardenmcp/warden/client"
 	"github.com/wardenmcp/warden/config"
+	"github.com/wardenmcp/warden/internal/display"
 )
 
 func newServersCmd(g *globals) *cobra.Command {
@@ -58,7 +59,7 @@ func newServersCmd(g *globals) *cobra.Command {
 // printReloadError says that the daemon refused the file as it is now.
 func printReloadError(g *globals, reloadErr string) {
 	if reloadErr != "" {
-		fmt.Fprintf(g.stdout, "last reload refused, still running the previous config: %s\n\n", reloadErr)
+		fmt.Fprintf(g.stdout, "last reload refused, still running the previous config: %s\n\n", display.Text(reloadErr))
 	}
 }
 
@@ -83,18 +84,18 @@ func printServers(g *globals, servers []api.Server) {
 	t.flush()
 	for _, s := range servers {
 		if s.ConfigError != "" {
-			fmt.Fprintf(g.stdout, "%s: %s\n", s.Name, s.ConfigError)
+			fmt.Fprintf(g.stdout, "%s: %s\n", s.Name, display.Text(s.ConfigError))
 		}
 		if s.State.Error == "" {
 			continue
 		}
 		if len(s.State.Stderr) == 0 {
-			fmt.Fprintf(g.stdout, "%s: %s\n", s.Name, s.State.Error)
+			fmt.Fprintf(g.stdout, "%s: %s\n", s.Name, display.Text(s.State.Error))
 			continue
 		}
-		fmt.Fprintf(g.stdout, "%s: %s; the last lines of its stderr:\n", s.Name, s.State.Error)
+		fmt.Fprintf(g.stdout, "%s: %s; the last lines of its stderr:\n", s.Name, display.Text(s.State.Error))
 		for _, line := range s.State.Stderr {
-			fmt.Fprintf(g.stdout, "  %s\n", line)
+			fmt.Fprintf(g.stdout, "  %s\n", display.Escape(line))
 		}
 		fmt.Fprintf(g.stdout, "  (its whole log: warden logs %s)\n", s.Name)
 	}
@@ -351,8 +352,9 @@ the list. Exits 3 when tools are still pending or changed.`,
 				fmt.Fprintf(plan, "to block: %s\n", strings.Join(dedupe(block), ", "))
 			}
 			writeLeft(plan, name, left)
+			writeInvalid(plan, name, invalidTools(tools))
 			if len(changed) > 0 {
-				fmt.Fprintf(plan, "left held, changed since approved: %s (see what changed: warden review %s)\n", strings.Join(names(changed), ", "), name)
+				fmt.Fprintf(plan, "left held, changed since approved: %s (see what changed: warden review %s)\n", shownNames(names(changed)), name)
 			}
 			if err := g.confirmPlan(yes, fmt.Sprintf("Admit %s and approve %d tool(s) as shown?", name, len(sel))); err != nil {
 				return err

@@ -42,6 +42,9 @@ tools are pending or changed (held until reviewed).`,
 					if tool.Hidden {
 						notes = append(notes, "hidden by config")
 					}
+					if tool.Invalid != "" {
+						notes = append(notes, "never listed or callable: "+tool.Invalid)
+					}
 					t.row(tool.Name, classLabel(tool), string(tool.Status), shortHash(tool.CurrentHash), strings.Join(notes, ", "))
 				}
 				t.flush()

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/wardenmcp/warden/client"
+	"github.com/wardenmcp/warden/internal/display"
 	"github.com/wardenmcp/warden/writes"
 )
 
@@ -109,6 +110,6 @@ func newWritesClearCmd(g *globals) *cobra.Command {
 // printLatches lists calls in doubt, a line each.
 func printLatches(w io.Writer, ls []writes.Latch) {
 	for _, l := range ls {
-		fmt.Fprintf(w, "  %s (%s, %s via %s, args %s)\n", l.Tool, l.Reason, stamp(l.At), l.Surface, shortHash(l.ArgsSHA256))
+		fmt.Fprintf(w, "  %s (%s, %s via %s, args %s)\n", display.Escape(l.Tool), l.Reason, stamp(l.At), l.Surface, shortHash(l.ArgsSHA256))
 	}
 }
