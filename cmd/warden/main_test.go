@@ -1125,3 +1125,14 @@ func TestCLIReadsNoDeepConfig(t *testing.T) {
 		t.Errorf("exit %d: %s", code, stderr)
 	}
 }
+
+// --json hides nothing either: a bidi override in a server's string is
+// written as \u202e, the same JSON to a program.
+func TestJSONShowsHiddenCharacters(t *testing.T) {
+	f := newFakeAPI(t)
+	f.handle("GET /v1/servers/s/tools", 200, []api.Tool{pendingTool("safe\u202eexe")})
+	code, out, stderr := f.run("", "tools", "s", "--json")
+	if code != exitHeld || strings.Contains(out, "\u202e") || !strings.Contains(out, `safe\u202eexe`) {
+		t.Errorf("exit %d\nstdout %s\nstderr %s", code, out, stderr)
+	}
+}

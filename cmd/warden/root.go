@@ -16,6 +16,7 @@ import (
 	"github.com/tailscale/hujson"
 	"github.com/wardenmcp/warden/client"
 	"github.com/wardenmcp/warden/config"
+	"github.com/wardenmcp/warden/internal/display"
 	"github.com/wardenmcp/warden/internal/state"
 )
 
@@ -322,17 +323,20 @@ func shellQuote(s string) string {
 
 // printJSON writes v as indented JSON: what --json prints.
 func (g *globals) printJSON(v any) error {
+	var buf bytes.Buffer
 	if raw, ok := v.(json.RawMessage); ok {
-		var buf bytes.Buffer
 		if err := json.Indent(&buf, raw, "", "  "); err != nil {
 			return err
 		}
 		buf.WriteByte('\n')
-		_, err := g.stdout.Write(buf.Bytes())
-		return err
+	} else {
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(v); err != nil {
+			return err
+		}
 	}
-	enc := json.NewEncoder(g.stdout)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	_, err := g.stdout.Write(display.JSON(buf.Bytes())) // server strings: nothing hidden
+	return err
 }

@@ -2,6 +2,7 @@ package display
 
 import (
 	"bytes"
+	"encoding/json"
 	"testing"
 )
 
@@ -52,5 +53,22 @@ func BenchmarkEscapePlain(b *testing.B) {
 	s := "Read a file from the project directory and answer its text."
 	for b.Loop() {
 		_ = Escape(s)
+	}
+}
+
+// JSON hides nothing from a person and changes nothing for a program.
+func TestJSON(t *testing.T) {
+	in := map[string]string{"name": "safe\u202eexe.\u200bx 😀 é", "plain": "ok"}
+	b, _ := json.Marshal(in)
+	got := JSON(b)
+	if want := `{"name":"safe\u202eexe.\u200bx 😀 é","plain":"ok"}`; string(got) != want {
+		t.Fatalf("JSON = %s, want %s", got, want)
+	}
+	var back map[string]string
+	if err := json.Unmarshal(got, &back); err != nil || back["name"] != in["name"] {
+		t.Fatalf("read back %q, %v", back, err)
+	}
+	if plain := []byte(`{"a": 1}`); &JSON(plain)[0] != &plain[0] {
+		t.Error("plain JSON was copied")
 	}
 }
