@@ -139,7 +139,9 @@ func (m *Manager) Transport(cfg *config.Server, next http.RoundTripper) http.Rou
 // before it expires and once when the server answers 401; and fails the
 // request with upstream.ErrAuthRequired when no valid token is left, which
 // marks the server needs_login. A 403 insufficient_scope (step-up) marks it
-// too: more scope needs a person's consent.
+// too: more scope needs a person's consent. The probe of a resumed session
+// is the exception: its 401 or 403 goes back as it came (see
+// upstream.ResumeProbe).
 type transport struct {
 	m    *Manager
 	name string
@@ -154,8 +156,8 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	resp, err := t.send(req, tok)
-	if err != nil {
-		return nil, err
+	if err != nil || upstream.ResumeProbe(req) {
+		return resp, err // a resumed session's refusal is the session's, not the token's
 	}
 	if resp.StatusCode == http.StatusUnauthorized && tok != "" && replayable(req) {
 		fresh, ferr := t.m.refreshAfter(req.Context(), t.name, t.fp, tok)
