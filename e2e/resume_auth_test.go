@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.etcd.io/bbolt"
 
 	"github.com/wardenmcp/warden/internal/fixture"
 	"github.com/wardenmcp/warden/internal/testenv"
@@ -226,4 +227,71 @@ func TestResumedSessionFreshInitializeRefusedNeedsLogin(t *testing.T) {
 			awaitEcho(t, cs)
 		})
 	}
+}
+
+// storedAuth reports whether the store in stateDir (of a Warden that is not
+// running) holds OAuth tokens for server.
+func storedAuth(t *testing.T, stateDir, server string) bool {
+	t.Helper()
+	db, err := bbolt.Open(filepath.Join(stateDir, "warden.db"), 0o600, &bbolt.Options{ReadOnly: true, Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	held := false
+	err = db.View(func(tx *bbolt.Tx) error {
+		if b := tx.Bucket([]byte("upstream_auth")); b != nil {
+			held = b.Get([]byte(server)) != nil
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return held
+}
+
+// awaitReloads waits until the running Warden has applied n config reloads.
+func (w *binWarden) awaitReloads(n int) {
+	w.t.Helper()
+	wardentest.WaitFor(w.t, 30*time.Second, fmt.Sprintf("%d config reloads", n), func() bool {
+		return strings.Count(w.output(), `msg="config reloaded"`) >= n
+	})
+}
+
+// A server's OAuth tokens live as long as the server is in the config: a
+// disabled server keeps them (enabled again, it needs no login), a server
+// removed from the config has them revoked at the authorization server and
+// dropped from the store at the reload, and added back it needs a login.
+func TestOAuthTokensGoWithTheServer(t *testing.T) {
+	u, entry, _ := newResumedUpstream(t, true)
+	other := fixture.NewServer(fixture.Options{}).Serve(t) // the config never empties
+	servers := map[string]any{"hosted": entry, "other": map[string]any{"url": other, "trusted": true}}
+	w := newBinWarden(t, servers)
+	w.start()
+	w.login("hosted")
+	awaitEcho(t, w.connect("hosted"))
+
+	disabled := map[string]any{"url": u.url, "trusted": true, "disabled": true}
+	w.writeConfig(map[string]any{"hosted": disabled, "other": servers["other"]})
+	w.awaitReloads(1)
+	w.writeConfig(servers)
+	w.awaitReloads(2)
+	awaitEcho(t, w.connect("hosted"))
+	if n := u.as.Revokes(); n != 0 {
+		t.Fatalf("%d revocations after disabling and enabling the server; want 0", n)
+	}
+
+	w.writeConfig(map[string]any{"other": servers["other"]})
+	w.awaitReloads(3)
+	wardentest.WaitFor(t, 30*time.Second, "the removed server's two tokens revoked", func() bool { return u.as.Revokes() == 2 })
+	w.stop()
+	if storedAuth(t, w.stateDir, "hosted") {
+		t.Fatal("the store still holds the OAuth tokens of a server removed from the config")
+	}
+
+	w.writeConfig(servers)
+	w.start()
+	wardentest.WantRefusal(t, wardentest.CallResult(t, w.connect("hosted"), fixture.ToolEcho, map[string]any{"text": "hi"}),
+		"AUTH_REQUIRED", "warden auth login hosted")
 }
