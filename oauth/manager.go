@@ -241,7 +241,13 @@ func (m *Manager) refreshAfter(ctx context.Context, name, fp, used string) (stri
 	tok, err := rec.config().TokenSource(ctx, &oauth2.Token{RefreshToken: rec.Token.RefreshToken}).Token()
 	if err != nil {
 		var re *oauth2.RetrieveError
-		if errors.As(err, &re) { // the authorization server said no: the grant is gone
+		if errors.As(err, &re) && re.ErrorCode == "invalid_grant" { // the grant is gone
+			m.log.Warn("the authorization server refused the stored refresh token: the login is lost (revoked, expired, or rotated by a refresh whose answer never reached the store); run warden auth login "+name,
+				"server", name, "status", re.Response.StatusCode, "error_code", re.ErrorCode)
+			m.dropRefresh(s, rec)
+			return "", nil
+		}
+		if re != nil { // the authorization server said no
 			m.log.Warn("refreshing the upstream's token was refused", "server", name, "status", re.Response.StatusCode, "error_code", re.ErrorCode)
 			return "", nil
 		}
@@ -262,6 +268,24 @@ func (m *Manager) refreshAfter(ctx context.Context, name, fp, used string) (stri
 	m.mu.Unlock()
 	m.event(name, map[string]string{"state": StateAuthorized, "event": "refreshed"})
 	return tok.AccessToken, nil
+}
+
+// dropRefresh forgets rec's refresh token, which the authorization server
+// refused, in the store too: neither this process nor the next start asks
+// again with it, and the next refusal of the server marks it needs_login
+// (one refused refresh, not one per request).
+func (m *Manager) dropRefresh(s *server, rec *Record) {
+	next, tok := *rec, *rec.Token
+	tok.RefreshToken = ""
+	next.Token = &tok
+	if err := m.store.put(&next); err != nil {
+		m.log.Error("storing the lost login failed", "server", rec.Server, "err", err)
+	}
+	m.mu.Lock()
+	if s.rec == rec {
+		s.rec = &next
+	}
+	m.mu.Unlock()
 }
 
 // redact removes rec's secrets from err's text.
