@@ -323,4 +323,9 @@ func TestOAuthLoginLostInRotation(t *testing.T) {
 	if !strings.Contains(w.output(), "run warden auth login hosted") {
 		t.Fatalf("the log does not say what to run:\n%s", w.output())
 	}
+	w.login("hosted") // what it says to run works, with the client registered before
+	awaitEcho(t, w.connect("hosted"))
+	if n := u.as.Registrations(); n != 1 {
+		t.Fatalf("%d client registrations; want 1 (the second login offers the first one's client again)", n)
+	}
 }

@@ -541,6 +541,35 @@ func (m *Manager) revoke(ctx context.Context, rec *Record, tok, hint string) err
 	return nil
 }
 
+// publicClient moves a token request's client id from Basic credentials
+// with no secret into the form, as RFC 6749 has a public client send it.
+// The SDK hands a client registered before (a public one: "none") to
+// oauth2's auto-detection, whose first try is Basic; an authorization
+// server that spends the code on that try would fail every login after the
+// first one.
+func publicClient(req *http.Request, escapedID string) (*http.Request, error) {
+	id, err := url.QueryUnescape(escapedID) // oauth2 escapes Basic credentials
+	if err != nil || req.Body == nil {
+		return req, nil
+	}
+	body, err := io.ReadAll(io.LimitReader(req.Body, 1<<20))
+	closeBody(req)
+	if err != nil {
+		return nil, err
+	}
+	form, err := url.ParseQuery(string(body))
+	if err != nil {
+		return nil, err
+	}
+	form.Set("client_id", id)
+	body = []byte(form.Encode())
+	r := req.Clone(req.Context())
+	r.Header.Del("Authorization")
+	r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	return r, nil
+}
+
 // observer notes the authorization server metadata and client
 // registrations a login's discovery fetches (the SDK handler keeps them to
 // itself): the issuer and revocation endpoint are needed later.
@@ -550,6 +579,12 @@ type observer struct {
 }
 
 func (o *observer) RoundTrip(req *http.Request) (*http.Response, error) {
+	if id, secret, ok := req.BasicAuth(); ok && secret == "" && req.Method == http.MethodPost {
+		var err error
+		if req, err = publicClient(req, id); err != nil {
+			return nil, err
+		}
+	}
 	resp, err := o.next.RoundTrip(req)
 	if err != nil || resp.StatusCode/100 != 2 {
 		return resp, err
