@@ -155,6 +155,7 @@ func Run(ctx context.Context, opts Options) error {
 			}},
 	})
 	d.pruneSessions(cfg)
+	d.pruneAuth(cfg)
 	surfaces := surface.New(d.gw, log, opts.Version, opts.SessionIdle, lim.MaxSessions)
 	defer surfaces.Close()
 	d.surfaces = surfaces
@@ -372,6 +373,7 @@ func (d *Daemon) Reload(ctx context.Context) {
 	d.reportConfig(cfg)
 	d.setToolSearch(cfg)
 	d.gw.Reconcile(cfg.Servers)
+	d.pruneAuth(cfg)
 	d.log.Info("config reloaded", "servers", len(cfg.Servers))
 	data := map[string]string{"result": "applied"}
 	for name, e := range cfg.Broken {
@@ -445,6 +447,16 @@ func (d *Daemon) Gateway() *gateway.Gateway { return d.gw }
 
 // Surfaces are the running MCP endpoints (for tests and embedding).
 func (d *Daemon) Surfaces() *surface.Surfaces { return d.surfaces }
+
+// pruneAuth forgets the OAuth tokens of servers gone from cfg (see
+// oauth.Manager.Prune). A config file that is not there yet names no
+// servers, and forgets nothing.
+func (d *Daemon) pruneAuth(cfg *config.Config) {
+	if cfg.Missing {
+		return
+	}
+	d.auth.Prune(func(name string) bool { return cfg.Servers[name] != nil || cfg.Broken[name] != nil })
+}
 
 // pruneSessions drops stored sessions of servers that are gone from the
 // config (nothing is known to end them with: they are left to expire) and

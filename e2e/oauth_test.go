@@ -239,3 +239,93 @@ func expectRefusal(t *testing.T, cs *mcp.ClientSession, code, text string) {
 	t.Helper()
 	wardentest.WantRefusal(t, wardentest.CallResult(t, cs, fixture.ToolEcho, map[string]any{"text": "hi"}), code, text)
 }
+
+// Killed with -9 just after the authorization server rotated the refresh
+// token and a call carried the new access token upstream (killed inside
+// the upstream, before it answered), Warden starts again still authorized:
+// the rotated tokens were stored before the call used them, so no login and
+// no refresh are needed.
+func TestOAuthKill9AfterRotation(t *testing.T) {
+	u, entry, _ := newResumedUpstream(t, true)
+	w := newBinWarden(t, map[string]any{"hosted": entry})
+	w.start()
+	w.login("hosted")
+	cs := w.connect("hosted")
+	awaitEcho(t, cs)
+
+	killed := make(chan struct{})
+	var once sync.Once
+	u.as.OnUse(func(tok string) {
+		for _, r := range u.as.Rotations() {
+			if r.Access == tok {
+				once.Do(func() { w.p.Signal(syscall.SIGKILL); close(killed) })
+			}
+		}
+	})
+	u.as.ExpireAccess()
+	go wardentest.TryCall(cs, fixture.ToolEcho, map[string]any{"text": "x"})
+	select {
+	case <-killed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no call carried the rotated access token")
+	}
+	if err := w.p.Wait(10 * time.Second); err == nil {
+		t.Fatal("warden exited cleanly after SIGKILL")
+	}
+	u.as.OnUse(nil)
+
+	w.start()
+	expectEcho(t, w.connect("hosted"))
+	if n := u.as.Refreshes(); n != 1 {
+		t.Fatalf("%d refreshes; want 1 (the rotation before the kill)", n)
+	}
+	if code, out, _ := w.cli("auth", "status", "hosted"); code != 0 || !strings.Contains(out, "authorized") || strings.Contains(out, "needs_login") {
+		t.Fatalf("auth status after the restart: exit %d\n%s", code, out)
+	}
+}
+
+// A login lost to a crash in the window no store can close (the
+// authorization server rotated the refresh token, and Warden died before
+// its answer arrived) ends in one refused refresh and AUTH_REQUIRED naming
+// `warden auth login hosted`: the refused refresh token is not tried again,
+// whatever the calls that follow.
+func TestOAuthLoginLostInRotation(t *testing.T) {
+	u, entry, _ := newResumedUpstream(t, true)
+	w := newBinWarden(t, map[string]any{"hosted": entry})
+	w.start()
+	w.login("hosted")
+	cs := w.connect("hosted")
+	awaitEcho(t, cs)
+
+	held := make(chan struct{}, 2)
+	release := u.as.HoldRotatedAnswer(held)
+	u.as.ExpireAccess()
+	go wardentest.TryCall(cs, fixture.ToolEcho, map[string]any{"text": "x"})
+	<-held // rotated; the answer waits
+	w.kill9()
+	<-held // the answer was never delivered
+	release()
+
+	w.start()
+	cs = w.connect("hosted")
+	for range 3 {
+		expectRefusal(t, cs, "AUTH_REQUIRED", "warden auth login hosted")
+	}
+	if code, out, _ := w.cli("auth", "status", "hosted"); code != 0 || !strings.Contains(out, "needs_login") {
+		t.Fatalf("auth status: exit %d\n%s", code, out)
+	}
+	w.stop()
+	w.start() // the next start does not try the refused token either
+	expectRefusal(t, w.connect("hosted"), "AUTH_REQUIRED", "warden auth login hosted")
+	if n := u.as.RefusedRefreshes(); n != 1 {
+		t.Fatalf("the authorization server refused %d refreshes; want 1 (the spent token tried once, then a login asked for)", n)
+	}
+	if !strings.Contains(w.output(), "run warden auth login hosted") {
+		t.Fatalf("the log does not say what to run:\n%s", w.output())
+	}
+	w.login("hosted") // what it says to run works, with the client registered before
+	awaitEcho(t, w.connect("hosted"))
+	if n := u.as.Registrations(); n != 1 {
+		t.Fatalf("%d client registrations; want 1 (the second login offers the first one's client again)", n)
+	}
+}

@@ -447,15 +447,7 @@ func (m *Manager) Logout(ctx context.Context, cfg *config.Server) (revoked bool,
 	}
 	m.mu.Unlock()
 	if rec != nil && rec.RevokeURL != "" {
-		revoked = true
-		for _, t := range []struct{ tok, hint string }{{rec.Token.RefreshToken, "refresh_token"}, {rec.Token.AccessToken, "access_token"}} {
-			if t.tok != "" {
-				if rerr := m.revoke(ctx, rec, t.tok, t.hint); rerr != nil {
-					revoked = false
-					m.log.Warn("revoking the upstream's token failed; forgetting it anyway", "server", cfg.Name, "err", redact(rerr, rec))
-				}
-			}
-		}
+		revoked = m.revokeAll(ctx, rec)
 	}
 	if err := m.store.delete(cfg.Name); err != nil {
 		return revoked, fmt.Errorf("forgetting the token of server %q failed: %w", cfg.Name, err)
@@ -466,6 +458,59 @@ func (m *Manager) Logout(ctx context.Context, cfg *config.Server) (revoked bool,
 	m.mu.Unlock()
 	m.event(cfg.Name, map[string]string{"state": StateNeedsLogin, "event": "logout"})
 	return revoked, nil
+}
+
+// Prune forgets the authorization of every server not in configured (the
+// servers of the config, broken entries included): its tokens and client
+// registration leave the store, and are revoked at the authorization server
+// where it offers revocation (best effort, in the background: nothing Warden
+// no longer knows should stay usable at the provider). A disabled server is
+// still configured and keeps its tokens: enabling it again needs no login.
+func (m *Manager) Prune(configured func(server string) bool) {
+	m.mu.Lock()
+	var gone []*Record
+	for name, s := range m.servers {
+		if configured(name) {
+			continue
+		}
+		if s.login != nil {
+			s.login.cancel()
+		}
+		if s.rec != nil {
+			gone = append(gone, s.rec)
+		}
+		delete(m.servers, name)
+	}
+	m.mu.Unlock()
+	for _, rec := range gone {
+		if err := m.store.delete(rec.Server); err != nil {
+			m.log.Error("forgetting the tokens of a server no longer configured failed", "server", rec.Server, "err", err)
+			continue
+		}
+		m.log.Info("server no longer configured: its OAuth tokens are forgotten", "server", rec.Server, "revoked", rec.RevokeURL != "")
+		if rec.RevokeURL != "" {
+			go func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				m.revokeAll(ctx, rec)
+			}()
+		}
+	}
+}
+
+// revokeAll revokes rec's tokens, and reports whether every revocation was
+// accepted.
+func (m *Manager) revokeAll(ctx context.Context, rec *Record) bool {
+	revoked := true
+	for _, t := range []struct{ tok, hint string }{{rec.Token.RefreshToken, "refresh_token"}, {rec.Token.AccessToken, "access_token"}} {
+		if t.tok != "" {
+			if err := m.revoke(ctx, rec, t.tok, t.hint); err != nil {
+				revoked = false
+				m.log.Warn("revoking the upstream's token failed; forgetting it anyway", "server", rec.Server, "err", redact(err, rec))
+			}
+		}
+	}
+	return revoked
 }
 
 func (m *Manager) revoke(ctx context.Context, rec *Record, tok, hint string) error {
@@ -496,6 +541,35 @@ func (m *Manager) revoke(ctx context.Context, rec *Record, tok, hint string) err
 	return nil
 }
 
+// publicClient moves a token request's client id from Basic credentials
+// with no secret into the form, as RFC 6749 has a public client send it.
+// The SDK hands a client registered before (a public one: "none") to
+// oauth2's auto-detection, whose first try is Basic; an authorization
+// server that spends the code on that try would fail every login after the
+// first one.
+func publicClient(req *http.Request, escapedID string) (*http.Request, error) {
+	id, err := url.QueryUnescape(escapedID) // oauth2 escapes Basic credentials
+	if err != nil || req.Body == nil {
+		return req, nil
+	}
+	body, err := io.ReadAll(io.LimitReader(req.Body, 1<<20))
+	closeBody(req)
+	if err != nil {
+		return nil, err
+	}
+	form, err := url.ParseQuery(string(body))
+	if err != nil {
+		return nil, err
+	}
+	form.Set("client_id", id)
+	body = []byte(form.Encode())
+	r := req.Clone(req.Context())
+	r.Header.Del("Authorization")
+	r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	return r, nil
+}
+
 // observer notes the authorization server metadata and client
 // registrations a login's discovery fetches (the SDK handler keeps them to
 // itself): the issuer and revocation endpoint are needed later.
@@ -505,6 +579,12 @@ type observer struct {
 }
 
 func (o *observer) RoundTrip(req *http.Request) (*http.Response, error) {
+	if id, secret, ok := req.BasicAuth(); ok && secret == "" && req.Method == http.MethodPost {
+		var err error
+		if req, err = publicClient(req, id); err != nil {
+			return nil, err
+		}
+	}
 	resp, err := o.next.RoundTrip(req)
 	if err != nil || resp.StatusCode/100 != 2 {
 		return resp, err

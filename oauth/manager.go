@@ -139,7 +139,9 @@ func (m *Manager) Transport(cfg *config.Server, next http.RoundTripper) http.Rou
 // before it expires and once when the server answers 401; and fails the
 // request with upstream.ErrAuthRequired when no valid token is left, which
 // marks the server needs_login. A 403 insufficient_scope (step-up) marks it
-// too: more scope needs a person's consent.
+// too: more scope needs a person's consent. The probe of a resumed session
+// is the exception: its 401 or 403 goes back as it came (see
+// upstream.ResumeProbe).
 type transport struct {
 	m    *Manager
 	name string
@@ -154,8 +156,8 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	resp, err := t.send(req, tok)
-	if err != nil {
-		return nil, err
+	if err != nil || upstream.ResumeProbe(req) {
+		return resp, err // a resumed session's refusal is the session's, not the token's
 	}
 	if resp.StatusCode == http.StatusUnauthorized && tok != "" && replayable(req) {
 		fresh, ferr := t.m.refreshAfter(req.Context(), t.name, t.fp, tok)
@@ -239,7 +241,13 @@ func (m *Manager) refreshAfter(ctx context.Context, name, fp, used string) (stri
 	tok, err := rec.config().TokenSource(ctx, &oauth2.Token{RefreshToken: rec.Token.RefreshToken}).Token()
 	if err != nil {
 		var re *oauth2.RetrieveError
-		if errors.As(err, &re) { // the authorization server said no: the grant is gone
+		if errors.As(err, &re) && re.ErrorCode == "invalid_grant" { // the grant is gone
+			m.log.Warn("the authorization server refused the stored refresh token: the login is lost (revoked, expired, or rotated by a refresh whose answer never reached the store); run warden auth login "+name,
+				"server", name, "status", re.Response.StatusCode, "error_code", re.ErrorCode)
+			m.dropRefresh(s, rec)
+			return "", nil
+		}
+		if re != nil { // the authorization server said no
 			m.log.Warn("refreshing the upstream's token was refused", "server", name, "status", re.Response.StatusCode, "error_code", re.ErrorCode)
 			return "", nil
 		}
@@ -260,6 +268,24 @@ func (m *Manager) refreshAfter(ctx context.Context, name, fp, used string) (stri
 	m.mu.Unlock()
 	m.event(name, map[string]string{"state": StateAuthorized, "event": "refreshed"})
 	return tok.AccessToken, nil
+}
+
+// dropRefresh forgets rec's refresh token, which the authorization server
+// refused, in the store too: neither this process nor the next start asks
+// again with it, and the next refusal of the server marks it needs_login
+// (one refused refresh, not one per request).
+func (m *Manager) dropRefresh(s *server, rec *Record) {
+	next, tok := *rec, *rec.Token
+	tok.RefreshToken = ""
+	next.Token = &tok
+	if err := m.store.put(&next); err != nil {
+		m.log.Error("storing the lost login failed", "server", rec.Server, "err", err)
+	}
+	m.mu.Lock()
+	if s.rec == rec {
+		s.rec = &next
+	}
+	m.mu.Unlock()
 }
 
 // redact removes rec's secrets from err's text.

@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strings"
@@ -19,11 +20,25 @@ var ErrAuthRequired = errors.New("authorization required")
 // (package oauth).
 type Authorizer interface {
 	// Transport wraps next: it adds server's token, refreshes it, and fails
-	// requests with ErrAuthRequired when no valid token is left.
+	// requests with ErrAuthRequired when no valid token is left. The probe
+	// of a resumed session (see ResumeProbe) gets its answer as it came.
 	Transport(cfg *config.Server, next http.RoundTripper) http.RoundTripper
 	// NeedsLogin reports whether server waits for a login, and a channel
 	// closed when its authorization changes.
 	NeedsLogin(server string) (bool, <-chan struct{})
+}
+
+type resumeProbeKey struct{}
+
+// ResumeProbe reports whether req is the first request on a session resumed
+// from the store. A 401 or 403 to it says the upstream no longer knows the
+// session (many servers answer a forgotten session so), not that the token
+// is bad: the session is replaced by one fresh initialize, and only a
+// refusal of that means a person must log in.
+func ResumeProbe(req *http.Request) bool { return req.Context().Value(resumeProbeKey{}) != nil }
+
+func withResumeProbe(ctx context.Context) context.Context {
+	return context.WithValue(ctx, resumeProbeKey{}, true)
 }
 
 // usesAuth reports whether cfg's requests go through the Authorizer: HTTP

@@ -116,7 +116,7 @@ func (c *Conn) callToolHTTP(ctx context.Context, cs *mcp.ClientSession, call *Ca
 	} else {
 		var data []byte
 		if data, err = readAnswer(ans); err == nil {
-			reply, err = decodeMessage(data, id)
+			reply, err = decodeMessage(data)
 		}
 	}
 	var tooLarge *AnswerTooLargeError
@@ -214,8 +214,7 @@ func rpcRefusal(resp *http.Response) *jsonrpc.Error {
 }
 
 func rpcError(body []byte) *jsonrpc.Error {
-	var m rpcMessage
-	if json.Unmarshal(body, &m) == nil && m.Error != nil {
+	if m, err := decodeMessage(body); err == nil && m.Error != nil {
 		return m.Error
 	}
 	return nil
@@ -321,7 +320,7 @@ func (c *Conn) readStream(ctx context.Context, cs *mcp.ClientSession, r *answerR
 	var answer *rpcMessage
 	err := scanEvents(r, retry, func(eventID string, data []byte) bool {
 		*lastID = eventID
-		m, err := decodeMessage(data, id)
+		m, err := decodeMessage(data)
 		if len(data) == 0 || err != nil {
 			r.eventDone()
 			return false

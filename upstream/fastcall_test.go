@@ -43,6 +43,7 @@ func TestRawResultReadsAsks(t *testing.T) {
 		`{"content":[],"inputRequests":{}}`:                                               false,
 		`{"content":[{"type":"text","text":"\"inputRequests\":{\"a\":1}"}]}`:              false,
 		`{"content":[], "\u0069nputRequests": {"a": {}}}`:                                 true,
+		`{"content":[], "InputRequests": {"a": {}}, "RESULTTYPE": "input_required"}`:      false,
 	} {
 		if _, asks, err := rawResult(json.RawMessage(raw)); err != nil || asks != want {
 			t.Errorf("%s: asks %v (%v), want %v", raw, asks, err, want)
@@ -58,7 +59,9 @@ func TestRawResultReadsIsError(t *testing.T) {
 		`{"content":[],"isError":false}`:                                    false,
 		`{"content":[{"type":"text","text":"\"isError\":true"}]}`:           false,
 		`{"content":[], "\u0069sError": true}`:                              true,
-		`{"content":[], "IsError": true}`:                                   true,
+		`{"content":[], "IsError": true}`:                                   false, // keys are case-sensitive, as the SDK reads them
+		`{"content":[], "ISERROR": true}`:                                   false,
+		`{"content":[], "ISERROR": false, "isError": true}`:                 true,
 		`{"structuredContent":{"isError":true},"content":[]}`:               false,
 		`{"content":[{"type":"text","text":"x"}],"_meta":{"isError":true}}`: false,
 	} {

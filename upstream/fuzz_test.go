@@ -91,9 +91,9 @@ func (nopPeer) Log(context.Context, string, *mcp.LoggingMessageParams)         {
 func (nopPeer) Progress(string, *mcp.ProgressNotificationParams)               {}
 func (nopPeer) ResourceUpdated(string, *mcp.ResourceUpdatedNotificationParams) {}
 
-// startHostile connects a Conn to a hostile upstream, once per fuzzing
-// process.
-func startHostile(f *testing.F) (*hostile, *Conn) {
+// startHostile connects a Conn to a hostile upstream (once per fuzzing
+// process).
+func startHostile(f testing.TB) (*hostile, *Conn) {
 	h := &hostile{}
 	srv := httptest.NewServer(h)
 	f.Cleanup(srv.Close)
@@ -121,7 +121,8 @@ func call(t *testing.T, c *Conn) (*answer.Result, error) {
 }
 
 // checkResult asserts what a result passed on to the client must be: one
-// JSON object, whose isError is what decoding it says.
+// JSON object, whose isError is what the SDK's client decodes (keys are
+// case-sensitive: "ISERROR" is not isError).
 func checkResult(t *testing.T, res *answer.Result) {
 	t.Helper()
 	if res == nil || len(res.Raw) == 0 || res.Raw[0] != '{' || !json.Valid(res.Raw) {
@@ -130,7 +131,7 @@ func checkResult(t *testing.T, res *answer.Result) {
 	var head struct {
 		IsError bool `json:"isError"`
 	}
-	if err := json.Unmarshal(res.Raw, &head); err != nil {
+	if err := sdkUnmarshal(res.Raw, &head); err != nil {
 		t.Fatalf("result %s: %v", res.Raw, err)
 	}
 	if head.IsError != res.IsError {

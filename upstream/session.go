@@ -208,7 +208,7 @@ func (t *sessionTransport) ensureProbed(req *http.Request) error {
 	// The probe is Warden's own request: it must not mark the call whose
 	// request triggered it as sent.
 	post := postRequest(req.WithContext(withCall(req.Context(), nil)))
-	resp, err := t.send(post, probeBody)
+	resp, err := t.send(post.WithContext(withResumeProbe(post.Context())), probeBody)
 	if err != nil {
 		return err
 	}
@@ -222,7 +222,18 @@ func (t *sessionTransport) ensureProbed(req *http.Request) error {
 	t.log.Info("resumed upstream session is gone; initializing a fresh one", "status", resp.StatusCode)
 	t.event(SessionExpired)
 	t.forgetRecord()
-	return t.reinitialize(post)
+	if err := t.reinitialize(post); err != nil {
+		// No session is left to carry requests (the fresh initialize was
+		// refused for want of a login, or did not get through): the next
+		// ones are answered as on a gone session, which ends the SDK's
+		// connection, and the supervisor starts over (waiting for the
+		// login when one is needed).
+		t.mu.Lock()
+		t.failed = &failure{status: http.StatusNotFound, header: http.Header{}}
+		t.mu.Unlock()
+		return err
+	}
+	return nil
 }
 
 // send posts body on the live session.
