@@ -124,7 +124,7 @@ func NewLauncher(self, stateDir, configPath string, mode Mode) (*Launcher, error
 	var err error
 	if l.helper, err = startHelper(self, l.Mode == Namespaces); err == nil {
 		if launcher.LandlockABI() < 1 && l.Mode == Namespaces {
-			return l, errors.New("this kernel offers no Landlock: stdio servers can see each other's processes and read their environment; enable the landlock LSM to keep them apart")
+			return l, errors.New("this kernel offers no Landlock: stdio servers can write all your files, see each other's processes and read their environment; enable the landlock LSM to confine them")
 		}
 		return l, nil
 	}
