@@ -152,3 +152,16 @@ func readRoots(deny []string) []string {
 	walk("/")
 	return out
 }
+
+// withReal is paths and, for those reached through a link (a home under
+// a linked /home, say), where they really are: the walk must go around
+// both.
+func withReal(paths []string) []string {
+	out := slices.Clone(paths)
+	for _, p := range paths {
+		if real, err := filepath.EvalSymlinks(p); err == nil && real != p {
+			out = append(out, real)
+		}
+	}
+	return out
+}

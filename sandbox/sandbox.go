@@ -273,7 +273,7 @@ func (l *Launcher) confinement(spec Spec, env []string) (launcher.Start, error) 
 		if l.config != "" {
 			deny = append(deny, filepath.Clean(l.config))
 		}
-		s.BaseRead = readRoots(deny)
+		s.BaseRead = readRoots(withReal(deny))
 	}
 	return s, nil
 }
