@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -134,6 +135,11 @@ func TestSandboxPathsNeverFollowLinks(t *testing.T) {
 		}
 		if !strings.Contains(srv.Connection.Error, cache) {
 			t.Errorf("the start failure does not name the path: %q", srv.Connection.Error)
+		}
+		status := exec.Command(w.bin, "status")
+		status.Env = append(os.Environ(), "WARDEN_CONFIG="+w.cfg, "WARDEN_STATE_DIR="+w.state)
+		if out, _ := status.CombinedOutput(); !strings.Contains(string(out), "symbolic link") {
+			t.Errorf("warden status does not say why the server does not start:\n%s", out)
 		}
 		if fi, err := os.Lstat(cache); err != nil || fi.Mode()&os.ModeSymlink == 0 {
 			t.Fatalf("the server did not make its link (%v): the attack did not happen", err)
