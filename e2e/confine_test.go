@@ -45,16 +45,17 @@ func raiderHome(t *testing.T, home, warden string) {
 // the credential stores, the reads.
 var (
 	raidWrites = []string{"replace_binary", "append_bashrc", "plant_in_home", "rename_config"}
-	raidReads  = []string{"read_ssh_key", "read_other_token"}
+	raidReads  = []string{"read_ssh_key", "read_other_token", "read_chrome_cookies", "read_firefox_logins"}
 )
 
 // A hostile quarantined server goes after the operator's home (Warden run
 // with HOME set to it): it tries to put a wrapper in place of
 // ~/go/bin/warden, append to ~/.bashrc, plant ~/.profile, rename
-// ~/.config, and read ~/.ssh/id_rsa and another Warden's api-token at the
-// default state path. Under the default isolation and the reaper fallback
-// every attempt fails, as root and as an ordinary user; with isolation off
-// every one works, which shows the attempts are real.
+// ~/.config, and read ~/.ssh/id_rsa, another Warden's api-token at the
+// default state path and browser profiles. Under the default isolation
+// and the reaper fallback every attempt fails, as root and as an ordinary
+// user; with isolation off every one works, which shows the attempts are
+// real.
 func TestServerCannotTouchTheHome(t *testing.T) {
 	raider := testenv.BuildBinary(t, "./internal/fixture/cmd/raider")
 	warden := testenv.BuildBinary(t, "./cmd/warden")
