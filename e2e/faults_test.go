@@ -141,7 +141,7 @@ func TestNoOrphansAfterKill9(t *testing.T) {
 		"listen": "127.0.0.1:" + itoa(port),
 		"mcpServers": map[string]any{
 			// sh stays the direct child and the fixture is its child, like npx → node.
-			"launched": map[string]any{"command": "sh", "args": []string{"-c", fixtureBin + " -stats " + stats + "; exit 0"}},
+			"launched": map[string]any{"command": "sh", "args": []string{"-c", fixtureBin + " -stats " + stats + "; exit 0"}, "cwd": filepath.Dir(stats)},
 		},
 	})
 	if err := os.WriteFile(cfg, b, 0o600); err != nil {

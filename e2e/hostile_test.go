@@ -87,13 +87,17 @@ func hsStart(t *testing.T) *hsDaemon {
 	n, url := hsNewNormal(t)
 	dir := t.TempDir()
 	d := &hsDaemon{t: t, bin: testenv.BuildBinary(t, "./cmd/warden"), cfg: filepath.Join(dir, "config.json"),
-		state: filepath.Join(dir, "state"), report: filepath.Join(dir, "hostile.json"),
+		state: filepath.Join(dir, "state"), report: filepath.Join(dir, "out", "hostile.json"),
 		addr: "127.0.0.1:" + itoa(testenv.FreePort(t)), n: n}
 	b, _ := json.Marshal(map[string]any{"listen": d.addr, "mcpServers": map[string]any{
 		"normal": map[string]any{"url": url, "trusted": true},
 		"hostile": map[string]any{"command": testenv.BuildBinary(t, fixturePkg),
-			"args": []string{"-hostile", "-hostile-uri", hsURI, "-hostile-report", d.report}},
+			"args": []string{"-hostile", "-hostile-uri", hsURI, "-hostile-report", d.report},
+			"cwd":  filepath.Dir(d.report)}, // a server writes its cwd, not any path
 	}})
+	if err := os.Mkdir(filepath.Dir(d.report), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(d.cfg, b, 0o600); err != nil {
 		t.Fatal(err)
 	}

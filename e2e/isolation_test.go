@@ -100,8 +100,9 @@ func TestIsolationHostileServer(t *testing.T) {
 				"-other-log", "victim", "-secret", secret, "-token-file", stolen, "-warden-pid-file", pidFile, "-api", "http://" + listen}
 		}
 		servers := map[string]any{
-			"victim":   map[string]any{"command": intruder, "args": args("victim"), "trusted": true, "env": map[string]any{"API_KEY": "${env:VICTIM_KEY}"}},
-			"intruder": map[string]any{"command": intruder, "args": append(args("intruder"), "-report", report)},
+			"victim": map[string]any{"command": intruder, "args": args("victim"), "trusted": true, "env": map[string]any{"API_KEY": "${env:VICTIM_KEY}"}},
+			// Its cwd is where it writes its report: a server may write there.
+			"intruder": map[string]any{"command": intruder, "args": append(args("intruder"), "-report", report), "cwd": work},
 		}
 		env := []string{"VICTIM_KEY=" + secret}
 		if mode == "off" {
@@ -304,6 +305,12 @@ func TestReferenceServersUnderIsolation(t *testing.T) {
 		wardentest.WriteFileAtomic(t, filepath.Join(d, "note.txt"), []byte("hello from "+filepath.Base(d)), 0o644)
 	}
 	node, nodeDir := testenv.Node22(t), testenv.NodeDir(t)
+	// Where the packages really are (a worktree links node_modules): rights
+	// are never granted through a link.
+	modules, err := filepath.EvalSymlinks(filepath.Join(nodeDir, "node_modules"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	fs := func(sandbox map[string]any) map[string]any {
 		s := map[string]any{"command": node, "args": []string{testenv.NPMBin(t, "server-filesystem"), allowed, other}, "trusted": true}
 		if sandbox != nil {
@@ -312,10 +319,13 @@ func TestReferenceServersUnderIsolation(t *testing.T) {
 		return s
 	}
 	listen := "127.0.0.1:" + strconv.Itoa(testenv.FreePort(t))
+	// A server writes its cwd, not any path its env names.
+	memory := memoryServer(t)
+	memory["cwd"] = filepath.Dir(memory["env"].(map[string]string)["MEMORY_FILE_PATH"])
 	isoStartAt(t, dir, listen, map[string]any{
-		"memory":     memoryServer(t),
+		"memory":     memory,
 		"everything": map[string]any{"command": node, "args": []string{testenv.NPMBin(t, "server-everything")}, "trusted": true},
-		"fs":         fs(map[string]any{"paths": map[string]any{"read": []string{nodeDir}, "write": []string{allowed}}}),
+		"fs":         fs(map[string]any{"paths": map[string]any{"read": []string{nodeDir, modules}, "write": []string{allowed}}}),
 		"fsopen":     fs(nil),
 		"offline": map[string]any{"command": testenv.BuildBinary(t, "./internal/fixture/cmd/intruder"), "trusted": true,
 			"args": []string{"-api", "http://" + listen}, "sandbox": map[string]any{"network": false}},

@@ -65,7 +65,7 @@ func BenchmarkStart(b *testing.B) {
 			if l.PID() != 0 {
 				before = cpuTicks(b, l.PID(), true)
 			}
-			p, err := l.Start(context.Background(), sandbox.Spec{Command: "/bin/true"}, devNull, devNull, devNull)
+			p, err := l.Start(context.Background(), sandbox.Spec{Name: "true", Command: "/bin/true"}, devNull, devNull, devNull)
 			if err != nil {
 				b.Fatal(err)
 			}

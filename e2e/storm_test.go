@@ -154,10 +154,13 @@ func TestKill9Storm(t *testing.T) {
 	// fixture, as npx stays before node.
 	var trees []testenv.Proc
 	start := func(n int) (stats string, wardenPID int) {
-		stats = filepath.Join(dir, fmt.Sprintf("stats-%d.json", n))
+		stats = filepath.Join(dir, "out", fmt.Sprintf("stats-%d.json", n))
+		if err := os.MkdirAll(filepath.Dir(stats), 0o755); err != nil {
+			t.Fatal(err)
+		}
 		b, _ := json.Marshal(map[string]any{"listen": d.listen, "mcpServers": map[string]any{"s": map[string]any{
 			"command": "sh", "args": []string{"-c", "sleep 3600 & " + fixtureBin + " -tools 6 -stats " + stats + "; exit 0"},
-			"trusted": true, "callTimeout": "60s"}}})
+			"cwd": filepath.Dir(stats), "trusted": true, "callTimeout": "60s"}}})
 		if err := os.WriteFile(d.cfg, b, 0o600); err != nil {
 			t.Fatal(err)
 		}

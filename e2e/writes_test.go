@@ -53,7 +53,9 @@ func wlNewUpstream(t *testing.T, kind string, extra map[string]any) *wlUpstream 
 	switch kind {
 	case "stdio":
 		u.stats = filepath.Join(t.TempDir(), "stats.json")
-		u.cfg = map[string]any{"command": testenv.BuildBinary(t, fixturePkg), "args": []string{"-stats", u.stats}, "trusted": true}
+		// Its cwd, where its stats are: a server writes its cwd, not any path.
+		u.cfg = map[string]any{"command": testenv.BuildBinary(t, fixturePkg), "args": []string{"-stats", u.stats}, "trusted": true,
+			"cwd": filepath.Dir(u.stats)}
 	case "http":
 		u.f = fixture.NewServer(fixture.Options{})
 		u.cfg = map[string]any{"url": u.f.Serve(t), "trusted": true}

@@ -7,11 +7,13 @@
 // run from that package's init) in new user, mount and PID namespaces, and
 // asks it over a socket pair to start each server. For each, the launcher
 //
-//  1. mounts an empty read-only tmpfs over the state dir and over the config
-//     file's directory (or /dev/null over the file itself when that directory
-//     holds what the server needs), in a mount namespace of the server's own;
+//  1. mounts a read-only tmpfs over the state dir (showing the server's
+//     own places in it), the config file's directory (showing its other
+//     entries when the server needs them) and the credential stores of the
+//     home, in a mount namespace of the server's own;
 //  2. drops every capability, sets no_new_privs and puts the server in a
-//     Landlock domain of its own (with the rules of its "sandbox", if any);
+//     Landlock domain of its own, where it writes only its own places, its
+//     cwd and what its "sandbox" adds;
 //  3. starts it as PID 1 of a new PID namespace, under a /proc that shows
 //     each process only to those allowed to trace it.
 //
@@ -21,8 +23,9 @@
 //
 // Where the kernel offers no user namespaces the launcher runs without them,
 // as every server's subreaper, and kills each server's session when it exits
-// and everything when Warden goes; servers then can read Warden's files, and
-// NewLauncher says so.
+// and everything when Warden goes; Landlock then keeps servers from reading
+// Warden's files and the credential stores by read rules that go around
+// them, and NewLauncher says what that costs.
 package sandbox
 
 import (
@@ -71,10 +74,11 @@ func (m Mode) Confines() bool { return m == Namespaces || m == Reaper }
 
 // Spec is one stdio server to start.
 type Spec struct {
+	Name    string // the server's, for its own places
 	Command string
 	Args    []string
 	Env     map[string]string // the server's configured env
-	Dir     string            // working directory; "" for Warden's
+	Dir     string            // working directory, which it may write; "" for Warden's, which it may not
 
 	InheritEnv    []string // names passed on from Warden's environment (see Env)
 	InheritAllEnv bool
@@ -90,6 +94,7 @@ type Spec struct {
 type Launcher struct {
 	Mode   Mode
 	self   string   // a binary that imports this package
+	state  string   // Warden's state dir, where servers' own places are
 	hide   []string // Warden's private directories: the state dir
 	config string   // Warden's config file
 	cwd    string   // a server's working directory unless it names one
@@ -105,7 +110,7 @@ type Launcher struct {
 // not available it falls back to Reaper mode and returns why, for Warden to
 // log as a warning. With mode Off it starts servers directly.
 func NewLauncher(self, stateDir, configPath string, mode Mode) (*Launcher, error) {
-	l := &Launcher{Mode: mode, self: self, config: configPath}
+	l := &Launcher{Mode: mode, self: self, state: stateDir, config: configPath}
 	l.cwd, _ = os.Getwd()
 	if stateDir != "" {
 		l.hide = []string{stateDir}
@@ -119,7 +124,7 @@ func NewLauncher(self, stateDir, configPath string, mode Mode) (*Launcher, error
 	var err error
 	if l.helper, err = startHelper(self, l.Mode == Namespaces); err == nil {
 		if launcher.LandlockABI() < 1 && l.Mode == Namespaces {
-			return l, errors.New("this kernel offers no Landlock: stdio servers can see each other's processes and read their environment; enable the landlock LSM to keep them apart")
+			return l, errors.New("this kernel offers no Landlock: stdio servers can write all your files, see each other's processes and read their environment; enable the landlock LSM to confine them")
 		}
 		return l, nil
 	}
@@ -130,8 +135,12 @@ func NewLauncher(self, stateDir, configPath string, mode Mode) (*Launcher, error
 	if l.helper, err = startHelper(self, false); err != nil {
 		return nil, err
 	}
-	return l, fmt.Errorf("stdio servers run without namespaces (%v): they can read Warden's state dir and config; "+
-		"enable unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1 or user.max_user_namespaces>0) to confine them", err)
+	const fix = "enable unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1 or user.max_user_namespaces>0) to confine them"
+	if launcher.LandlockABI() < 1 {
+		return l, fmt.Errorf("stdio servers run without namespaces (%v) and without Landlock: they can read Warden's state dir, config and your credential stores, and write all your files; "+fix, err)
+	}
+	return l, fmt.Errorf("stdio servers run without namespaces (%v): Landlock keeps them from writing outside their own places and from reading Warden's files and your credential stores, "+
+		"but they cannot list the directories on the way there (your home) nor read what is made there after they start; "+fix, err)
 }
 
 // Close stops the resident launcher, and with it any server still running;
@@ -204,13 +213,9 @@ func (l *Launcher) Start(ctx context.Context, spec Spec, stdin, stdout, stderr *
 			}
 		}
 	}
-	// Without a cwd of its own, a server starts in Warden's, entered
-	// through its mounts: inside a hidden directory, an empty one.
-	spec.Dir = cmp.Or(spec.Dir, l.cwd)
-	s := launcher.Start{Argv: append([]string{spec.Command}, spec.Args...), Env: env, Dir: spec.Dir,
-		NoNetwork: spec.NoNetwork, Paths: spec.Paths, Read: spec.Read, Write: spec.Write}
-	if ns {
-		s.Hide, s.HideFiles = l.hidden(spec, env)
+	s, err := l.confinement(spec, env)
+	if err != nil {
+		return nil, err
 	}
 	h, err := l.running()
 	if err != nil {
@@ -237,41 +242,153 @@ func startDirect(spec Spec, env []string, stdin, stdout, stderr *os.File) (*Proc
 	return p, nil
 }
 
-// hidden picks what to hide from a server: the state dir, and the config
-// file's directory unless that directory holds what the server needs (its
-// cwd, HOME, TMPDIR, its sandbox paths, a path its command or args name),
-// in which case only the file. A file is hidden by a mount on its name, which an edit that
-// replaces the file (rename) undoes for servers started before it; a
-// directory stays hidden.
-func (l *Launcher) hidden(spec Spec, env []string) (dirs, files []string) {
+// confinement is how the launcher confines spec: by default the server
+// writes only beneath its configured cwd, its own places (see ownPlaces:
+// its data, config, cache and temp dir) and /dev, and, in namespaces,
+// reads no credential store and nothing of Warden's. Without a configured
+// cwd it starts in Warden's, which it may read (npx finds packages
+// installed there) but not write: Warden's cwd is often the home.
+func (l *Launcher) confinement(spec Spec, env []string) (launcher.Start, error) {
+	if l.state == "" {
+		return launcher.Start{}, errors.New("no state dir to keep the server's own places in")
+	}
+	own, err := ownPlaces(l.state, spec.Name)
+	if err != nil {
+		return launcher.Start{}, err
+	}
+	env = withOwnPlaces(env, own, spec.Env)
+	s := launcher.Start{Argv: append([]string{spec.Command}, spec.Args...), Env: env, Dir: cmp.Or(spec.Dir, l.cwd),
+		NoNetwork: spec.NoNetwork, Paths: spec.Paths, BaseRead: []string{"/"}, Own: []string{own},
+		Read: spec.Read, Write: spec.Write}
+	if spec.Dir != "" {
+		s.Own = append(s.Own, spec.Dir)
+	}
+	if l.Mode == Namespaces {
+		s.Hide, s.Expose, s.HideFiles = l.hidden(spec, env, own)
+	} else {
+		// No mounts without namespaces: Landlock reads only around what
+		// would be covered.
+		dirs, files := credentialStores([]string{homeDir(), launcher.EnvValue(env, "HOME")}, os.Getenv)
+		deny := append(append(dirs, files...), l.hide...)
+		if l.config != "" {
+			deny = append(deny, filepath.Clean(l.config))
+		}
+		s.BaseRead = readRoots(withReal(deny))
+	}
+	return s, nil
+}
+
+// hidden picks what to cover from a server, and what to show again under
+// a cover: the state dir, showing the server's own places; the config
+// file's directory, showing its other entries when the server needs that
+// directory (its cwd, HOME, TMPDIR, its sandbox paths, a path its command
+// or args name) but never the config, not even one saved later by rename;
+// and the credential stores (credentialStores), showing what the config
+// names for the server inside them (its cwd, sandbox paths, args).
+func (l *Launcher) hidden(spec Spec, env []string, own string) (dirs, expose, files []string) {
+	given := append([]string{spec.Dir}, spec.Read...)
+	given = append(given, spec.Write...)
+	given = append(given, argPaths(spec)...)
 	dirs = slices.Clone(l.hide)
+	expose = []string{own}
+	if cdir, show := l.configDir(spec, env); cdir != "" {
+		dirs = append(dirs, cdir)
+		expose = append(expose, show...)
+	} else if show != nil {
+		files = show // the config is at the root: only the file
+	}
+	cdirs, cfiles := credentialStores([]string{homeDir(), launcher.EnvValue(env, "HOME")}, os.Getenv)
+	dirs = append(dirs, existing(cdirs)...)
+	files = append(files, existing(cfiles)...)
+	for _, g := range given {
+		if g != "" && filepath.IsAbs(g) && !l.warden(g) {
+			expose = append(expose, filepath.Clean(g))
+		}
+	}
+	// Outermost first: a cover inside another's shown entry goes on top.
+	slices.SortFunc(dirs, func(a, b string) int {
+		return cmp.Or(cmp.Compare(strings.Count(a, "/"), strings.Count(b, "/")), strings.Compare(a, b))
+	})
+	slices.Sort(expose)
+	return slices.Compact(dirs), slices.Compact(expose), files
+}
+
+// warden reports whether path is Warden's: its config, or in its state dir.
+func (l *Launcher) warden(path string) bool {
+	if l.config != "" && filepath.Clean(path) == filepath.Clean(l.config) {
+		return true
+	}
+	return slices.ContainsFunc(l.hide, func(d string) bool { return within(path, d) })
+}
+
+// configDir is the config file's directory to cover and what to show in
+// it: nothing when the server needs none of it, else its other entries.
+// A config at / is covered as a file (show holds it, cdir is "").
+func (l *Launcher) configDir(spec Spec, env []string) (cdir string, show []string) {
 	if l.config == "" {
-		return dirs, nil
+		return "", nil
 	}
 	if _, err := os.Stat(l.config); err != nil {
-		return dirs, nil
+		return "", nil
 	}
-	cdir := filepath.Dir(l.config)
+	cdir = filepath.Dir(l.config)
+	if l.warden(cdir) {
+		return "", nil // hidden with the state dir
+	}
+	if !needsDir(spec, env, cdir) {
+		return cdir, nil
+	}
+	if cdir == "/" {
+		return "", []string{l.config}
+	}
+	entries, _ := os.ReadDir(cdir)
+	show = []string{}
+	for _, e := range entries {
+		if p := filepath.Join(cdir, e.Name()); p != filepath.Clean(l.config) {
+			show = append(show, p)
+		}
+	}
+	return cdir, show
+}
+
+// needsDir reports whether spec needs what is in dir: its cwd, HOME or
+// TMPDIR or its sandbox paths are there, or its command or args name a
+// path there ("/d/x", "--data=/d/x", "sh -c '... /d/x'").
+func needsDir(spec Spec, env []string, dir string) bool {
 	needed := []string{spec.Dir, launcher.EnvValue(env, "HOME"), launcher.EnvValue(env, "TMPDIR"), os.TempDir()}
 	needed = append(needed, spec.Read...)
 	needed = append(needed, spec.Write...)
 	for _, n := range needed {
-		if n != "" && within(n, cdir) {
-			return dirs, []string{l.config}
+		if n != "" && within(n, dir) {
+			return true
 		}
 	}
-	// An arg that names a path there ("/d/x", "--data=/d/x", "sh -c '... /d/x'").
 	for _, a := range append([]string{spec.Command}, spec.Args...) {
-		if strings.Contains(a, cdir+"/") || strings.HasSuffix(a, cdir) {
-			return dirs, []string{l.config}
+		if strings.Contains(a, dir+"/") || strings.HasSuffix(a, dir) {
+			return true
 		}
 	}
-	for _, d := range dirs {
-		if within(cdir, d) {
-			return dirs, nil // already hidden with the state dir
+	return false
+}
+
+// argPaths are the absolute paths spec's args name ("/d", "--data=/d").
+func argPaths(spec Spec) []string {
+	var out []string
+	for _, a := range spec.Args {
+		if _, v, ok := strings.Cut(a, "="); ok && strings.HasPrefix(a, "-") {
+			a = v
+		}
+		if strings.HasPrefix(a, "/") {
+			out = append(out, a)
 		}
 	}
-	return append(dirs, cdir), nil
+	return out
+}
+
+// homeDir is Warden's home ("" when unknown).
+func homeDir() string {
+	h, _ := os.UserHomeDir()
+	return h
 }
 
 // within reports whether path is dir or below it.

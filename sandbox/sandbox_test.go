@@ -31,37 +31,54 @@ func TestEnv(t *testing.T) {
 
 func TestHidden(t *testing.T) {
 	dir := t.TempDir()
-	state, cfgDir := filepath.Join(dir, "state"), filepath.Join(dir, "cfg")
-	for _, d := range []string{state, cfgDir} {
-		if err := os.Mkdir(d, 0o700); err != nil {
+	state, cfgDir, home := filepath.Join(dir, "state"), filepath.Join(dir, "cfg"), filepath.Join(dir, "home")
+	for _, d := range []string{state, cfgDir, home + "/.ssh", home + "/.config/app", home + "/.config/chromium"} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
 			t.Fatal(err)
 		}
 	}
-	cfg := filepath.Join(cfgDir, "config.json")
-	if err := os.WriteFile(cfg, []byte("{}"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	l := &Launcher{hide: []string{state}, config: cfg}
-	env := []string{"HOME=" + filepath.Join(dir, "home")}
-	for _, tc := range []struct {
-		name      string
-		spec      Spec
-		env       []string
-		dirs, fls []string
-	}{
-		{"a dedicated config dir is hidden whole", Spec{Command: "srv"}, env, []string{state, cfgDir}, nil},
-		{"a config dir that is the cwd: only the file", Spec{Command: "srv", Dir: cfgDir}, env, []string{state}, []string{cfg}},
-		{"a config dir holding HOME: only the file", Spec{Command: "srv"}, []string{"HOME=" + cfgDir + "/home"}, []string{state}, []string{cfg}},
-		{"a path in the args under the config dir: only the file", Spec{Command: "srv", Args: []string{"--data=" + cfgDir + "/d"}}, env, []string{state}, []string{cfg}},
-		{"a script naming a path there: only the file", Spec{Command: "sh", Args: []string{"-c", "srv " + cfgDir + "/d; exit 0"}}, env, []string{state}, []string{cfg}},
-		{"a sibling dir with the same prefix is not it", Spec{Command: "srv", Args: []string{cfgDir + "x/d"}}, env, []string{state, cfgDir}, nil},
-	} {
-		dirs, files := l.hidden(tc.spec, tc.env)
-		if !slices.Equal(dirs, tc.dirs) || !slices.Equal(files, tc.fls) {
-			t.Errorf("%s: hidden = %q %q, want %q %q", tc.name, dirs, files, tc.dirs, tc.fls)
+	cfg, sibling := filepath.Join(cfgDir, "config.json"), filepath.Join(cfgDir, "notes.txt")
+	for _, f := range []string{cfg, sibling, home + "/.netrc"} {
+		if err := os.WriteFile(f, []byte("{}"), 0o600); err != nil {
+			t.Fatal(err)
 		}
 	}
-	if _, err := l.Start(t.Context(), Spec{Command: "srv", Dir: filepath.Join(state, "x")}, nil, nil, nil); err == nil {
+	l := &Launcher{hide: []string{state}, config: cfg}
+	own := filepath.Join(state, "servers", "s")
+	env := []string{"HOME=" + home}
+	creds := []string{home + "/.config", home + "/.ssh"}
+	for _, tc := range []struct {
+		name                string
+		spec                Spec
+		env                 []string
+		dirs, expose, files []string
+	}{
+		{"a dedicated config dir is hidden whole", Spec{Command: "srv"}, env,
+			append([]string{state, cfgDir}, creds...), []string{own}, []string{home + "/.netrc"}},
+		{"a config dir that is the cwd: its other entries shown", Spec{Command: "srv", Dir: cfgDir}, env,
+			append([]string{state, cfgDir}, creds...), []string{cfgDir, sibling, own}, []string{home + "/.netrc"}},
+		{"a config dir holding HOME: its other entries shown", Spec{Command: "srv"}, []string{"HOME=" + cfgDir + "/home"},
+			[]string{state, cfgDir}, []string{sibling, own}, nil},
+		{"a path in the args under the config dir", Spec{Command: "srv", Args: []string{"--data=" + cfgDir + "/d"}}, env,
+			append([]string{state, cfgDir}, creds...), []string{cfgDir + "/d", sibling, own}, []string{home + "/.netrc"}},
+		{"a script naming a path there", Spec{Command: "sh", Args: []string{"-c", "srv " + cfgDir + "/d; exit 0"}}, env,
+			append([]string{state, cfgDir}, creds...), []string{sibling, own}, []string{home + "/.netrc"}},
+		{"a sibling dir with the same prefix is not it", Spec{Command: "srv", Args: []string{cfgDir + "x/d"}}, env,
+			append([]string{state, cfgDir}, creds...), []string{cfgDir + "x/d", own}, []string{home + "/.netrc"}},
+		{"a config dir given to the server is shown in ~/.config", Spec{Command: "srv", Read: []string{home + "/.config/app"}}, env,
+			append([]string{state, cfgDir}, creds...), []string{home + "/.config/app", own}, []string{home + "/.netrc"}},
+	} {
+		dirs, expose, files := l.hidden(tc.spec, tc.env, own)
+		// Only this test's: the machine's own home has credentials too.
+		notMine := func(p string) bool { return !within(p, dir) }
+		dirs, expose, files = slices.DeleteFunc(dirs, notMine), slices.DeleteFunc(expose, notMine), slices.DeleteFunc(files, notMine)
+		slices.Sort(dirs)
+		want := slices.Sorted(slices.Values(tc.dirs))
+		if !slices.Equal(dirs, want) || !slices.Equal(expose, tc.expose) || !slices.Equal(files, tc.files) {
+			t.Errorf("%s: hidden = %q %q %q\nwant %q %q %q", tc.name, dirs, expose, files, want, tc.expose, tc.files)
+		}
+	}
+	if _, err := l.Start(t.Context(), Spec{Name: "s", Command: "srv", Dir: filepath.Join(state, "x")}, nil, nil, nil); err == nil {
 		t.Error("a cwd inside the state dir was accepted")
 	}
 }

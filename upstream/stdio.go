@@ -37,7 +37,7 @@ const (
 )
 
 func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
-	spec := sandbox.Spec{Command: t.cfg.Command, Args: t.cfg.Args, Env: t.cfg.Env, Dir: t.cfg.Cwd,
+	spec := sandbox.Spec{Name: t.cfg.Name, Command: t.cfg.Command, Args: t.cfg.Args, Env: t.cfg.Env, Dir: t.cfg.Cwd,
 		InheritEnv: t.cfg.InheritEnv, InheritAllEnv: t.cfg.InheritAllEnv,
 		NoNetwork: t.cfg.Sandbox.NoNetwork, Paths: t.cfg.Sandbox.Paths, Read: t.cfg.Sandbox.Read, Write: t.cfg.Sandbox.Write}
 	if t.cfg.Sandbox.Image != "" {

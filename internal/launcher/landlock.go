@@ -75,10 +75,11 @@ func fsRights(abi int) uint64 {
 // restrict puts this thread (and what it starts) in a Landlock domain of
 // its own: a server can then neither trace nor see in /proc (hidepid) a
 // process outside it, the launcher's or another server's, and from ABI 6
-// not signal one either. With s.Paths, files only under Read (read,
-// execute), Write (everything) and the system directories; with
-// s.NoNetwork, no TCP bind or connect. Without Landlock only a server
-// that needs it is refused (Warden warns at start).
+// not signal one either. Its files: it reads beneath BaseRead (or, with
+// s.Paths, only the system directories, Read, Write and Own) and writes
+// only beneath /dev, Own and Write. With s.NoNetwork, no TCP bind or
+// connect. Without Landlock only a server that needs it is refused
+// (Warden warns at start).
 func restrict(s Start, abi int, namespaces bool) error {
 	if abi < 1 {
 		if s.Paths || (s.NoNetwork && !namespaces) {
@@ -86,41 +87,45 @@ func restrict(s Start, abi int, namespaces bool) error {
 		}
 		return nil
 	}
-	var attr rulesetAttr
 	all := fsRights(abi)
-	if s.Paths {
-		attr.accessFS = all
-	}
+	attr := rulesetAttr{accessFS: all}
 	if s.NoNetwork && abi >= 4 {
 		attr.accessNet = llBindTCP | llConnectTCP
 	}
 	if abi >= 6 {
 		attr.scoped = llScopeSignal
 	}
-	if attr == (rulesetAttr{}) {
-		// A domain needs a right it handles: making block devices, which
-		// a server can't do anyway.
-		attr.accessFS = llMakeBlock
-	}
 	fd, _, errno := syscall.Syscall(sysLandlockCreateRuleset, uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr), 0)
 	if errno != 0 {
 		return errors.New("create ruleset: " + errno.Error())
 	}
 	defer syscall.Close(int(fd))
+	read := s.BaseRead
 	if s.Paths {
-		rules := []struct {
-			paths  []string
-			access uint64
-			must   bool // a configured path that is missing is an error
-		}{
-			{systemRead, llRead, false}, {systemWrite, all, false},
-			{s.Read, llRead, true}, {s.Write, all, true},
-		}
-		for _, r := range rules {
-			for _, path := range r.paths {
-				if err := allow(int(fd), path, r.access&all); err != nil && (r.must || !os.IsNotExist(err)) {
+		read = systemRead
+	}
+	// Warden's choices follow links (/lib is one on most systems) and may
+	// be missing; the config's are checked link by link and must exist.
+	for _, r := range []struct {
+		paths  []string
+		access uint64
+		strict bool
+	}{
+		{read, llRead, false}, {systemWrite, all, false}, {s.Own, all, false},
+		{s.Read, llRead, true}, {s.Write, all, true},
+	} {
+		for _, path := range r.paths {
+			f, err := openRule(path, r.strict)
+			if err != nil {
+				if r.strict || !os.IsNotExist(err) {
 					return err
 				}
+				continue
+			}
+			err = allow(int(fd), f, r.access&all)
+			f.Close()
+			if err != nil {
+				return err
 			}
 		}
 	}
@@ -131,13 +136,42 @@ func restrict(s Start, abi int, namespaces bool) error {
 	return nil
 }
 
-// allow adds a rule granting access beneath path.
-func allow(ruleset int, path string, access uint64) error {
-	f, err := os.OpenFile(path, oPath|syscall.O_CLOEXEC, 0)
-	if err != nil {
-		return err
+// openRule opens path for a rule (O_PATH). A strict path is resolved
+// without following any link, in any of its components: a server that
+// may write a configured directory could otherwise replace a directory
+// below it by a link, and gain rights wherever the link points once
+// Landlock followed it at its next start.
+func openRule(path string, strict bool) (*os.File, error) {
+	if !strict {
+		return os.OpenFile(path, oPath|syscall.O_CLOEXEC, 0)
 	}
-	defer f.Close()
+	how := openHow{flags: oPath | syscall.O_CLOEXEC, resolve: resolveNoSymlinks}
+	for {
+		fd, _, errno := syscall.Syscall6(sysOpenat2, atFdcwd, uintptr(unsafe.Pointer(bytePtr(path))),
+			uintptr(unsafe.Pointer(&how)), unsafe.Sizeof(how), 0, 0)
+		switch errno {
+		case 0:
+			return os.NewFile(fd, path), nil
+		case syscall.EINTR, syscall.EAGAIN:
+			continue
+		case syscall.ELOOP:
+			return nil, errors.New("sandbox path " + path + " is a symbolic link or lies under one, and rights are never granted through a link: " +
+				"put the real directory in \"sandbox\": {\"paths\": ...}, or remove the link if the server made it")
+		case syscall.ENOENT:
+			return nil, errors.New("sandbox path " + path + " does not exist: create it or remove it from \"sandbox\": {\"paths\": ...}")
+		}
+		return nil, errors.New("sandbox path " + path + ": " + errno.Error())
+	}
+}
+
+// bytePtr is path as a NUL-terminated string for a system call.
+func bytePtr(path string) *byte {
+	b := append([]byte(path), 0)
+	return &b[0]
+}
+
+// allow adds a rule granting access beneath f.
+func allow(ruleset int, f *os.File, access uint64) error {
 	if fi, err := f.Stat(); err == nil && !fi.IsDir() {
 		access &= llFileOnly
 	}
@@ -145,7 +179,7 @@ func allow(ruleset int, path string, access uint64) error {
 	_, _, errno := syscall.Syscall6(sysLandlockAddRule, uintptr(ruleset), llRulePathBeneath,
 		uintptr(unsafe.Pointer(&rule)), 0, 0, 0)
 	if errno != 0 {
-		return errors.New("allow " + path + ": " + errno.Error())
+		return errors.New("allow " + f.Name() + ": " + errno.Error())
 	}
 	return nil
 }

@@ -115,7 +115,7 @@ func (l *launcher) confine(s Start) error {
 		if _, err := os.Stat(dir); err != nil {
 			continue
 		}
-		if err := syscall.Mount("warden-hidden", dir, "tmpfs", syscall.MS_RDONLY|syscall.MS_NOSUID|syscall.MS_NODEV|syscall.MS_NOEXEC, "size=4k,mode=0"); err != nil {
+		if err := cover(dir, s.Expose); err != nil {
 			return errors.New("hide " + dir + ": " + err.Error())
 		}
 	}
@@ -130,6 +130,103 @@ func (l *launcher) confine(s Start) error {
 		}
 	}
 	return nil
+}
+
+// hiddenFlags are a cover's: read-only, nothing to run or open as a device.
+const hiddenFlags = syscall.MS_RDONLY | syscall.MS_NOSUID | syscall.MS_NODEV | syscall.MS_NOEXEC
+
+// cover mounts an empty tmpfs over dir, read-only, and shows again those
+// of expose that lie beneath it: each bound at its place (a link made
+// again), opened before the cover hides it. A new file renamed into dir
+// later (an editor saving the config there) stays out of sight, where a
+// mount on the file's own name would go with the name. The server, of
+// the tmpfs's owner but without capabilities, can't change it: it is
+// read-only by the time the server runs.
+func cover(dir string, expose []string) error {
+	type shown struct {
+		path, link string
+		f          *os.File
+		dir        bool
+	}
+	var show []shown
+	defer func() {
+		for _, s := range show {
+			if s.f != nil {
+				s.f.Close()
+			}
+		}
+	}()
+	for _, p := range expose {
+		if p == dir || !under(p, dir) {
+			continue
+		}
+		f, err := os.OpenFile(p, oPath|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+		if err != nil {
+			continue // gone: nothing to show
+		}
+		fi, err := f.Stat()
+		if err != nil {
+			f.Close()
+			continue
+		}
+		s := shown{path: p, f: f, dir: fi.IsDir()}
+		if fi.Mode()&os.ModeSymlink != 0 {
+			f.Close()
+			s.f = nil
+			if s.link, err = os.Readlink(p); err != nil {
+				continue
+			}
+		}
+		show = append(show, s)
+	}
+	if len(show) == 0 {
+		return syscall.Mount("warden-hidden", dir, "tmpfs", hiddenFlags, "size=4k,mode=0")
+	}
+	if err := syscall.Mount("warden-hidden", dir, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV|syscall.MS_NOEXEC, "size=64k,mode=0711"); err != nil {
+		return err
+	}
+	for _, s := range show {
+		if err := os.MkdirAll(parentDir(s.path), 0o711); err != nil {
+			return err
+		}
+		var err error
+		switch {
+		case s.f == nil:
+			err = os.Symlink(s.link, s.path)
+		case s.dir:
+			err = os.Mkdir(s.path, 0)
+		default:
+			var f *os.File
+			if f, err = os.OpenFile(s.path, os.O_CREATE|os.O_EXCL|syscall.O_CLOEXEC, 0); err == nil {
+				f.Close()
+			}
+		}
+		if err == nil && s.f != nil {
+			err = syscall.Mount("/proc/self/fd/"+strconv.Itoa(int(s.f.Fd())), s.path, "", syscall.MS_BIND|syscall.MS_REC, "")
+		}
+		if err != nil && !os.IsExist(err) {
+			return errors.New("show " + s.path + ": " + err.Error())
+		}
+	}
+	return syscall.Mount("", dir, "", syscall.MS_REMOUNT|hiddenFlags, "")
+}
+
+// under reports whether path lies strictly beneath dir (both clean).
+func under(path, dir string) bool {
+	if dir == "/" {
+		return len(path) > 1 && path[0] == '/'
+	}
+	return len(path) > len(dir) && path[:len(dir)] == dir && path[len(dir)] == '/'
+}
+
+// parentDir is filepath.Dir for a clean absolute path (see the package's doc).
+func parentDir(path string) string {
+	for i := len(path) - 1; i > 0; i-- {
+		if path[i] == '/' {
+			return path[:i]
+		}
+	}
+	return "/"
 }
 
 // readLastCap is the highest capability this kernel knows.

@@ -25,12 +25,19 @@ type Msg struct {
 type Start struct {
 	Argv, Env []string
 	Dir       string   // working directory, entered through the new mounts
-	Hide      []string // directories to cover with an empty read-only tmpfs
+	Hide      []string // directories to cover with a read-only tmpfs, outermost first
+	Expose    []string // paths under a Hide directory shown again in it (bind mounts)
 	HideFiles []string // files to cover with /dev/null
 	NoNetwork bool
-	Paths     bool
-	Read      []string
-	Write     []string
+
+	// What Landlock lets the server touch. BaseRead and Own are Warden's
+	// choice (links followed, missing ones skipped); Read and Write are
+	// the config's "sandbox.paths", resolved without following any link.
+	Paths    bool     // reads only under the system dirs, Read, Write and Own, not BaseRead
+	BaseRead []string // read and execute beneath, without Paths
+	Own      []string // write beneath: the server's own places
+	Read     []string
+	Write    []string
 }
 
 // Plan is how the launcher sets itself up, read from its environment.
@@ -70,9 +77,12 @@ func (m Msg) Encode() []byte {
 		w.field("dir", s.Dir)
 	}
 	w.field("hide", s.Hide...)
+	w.field("expose", s.Expose...)
 	w.field("hideFile", s.HideFiles...)
 	w.flag(s.NoNetwork, "noNetwork")
 	w.flag(s.Paths, "paths")
+	w.field("baseRead", s.BaseRead...)
+	w.field("own", s.Own...)
 	w.field("read", s.Read...)
 	w.field("write", s.Write...)
 	if m.Signal != 0 {
@@ -98,7 +108,8 @@ func DecodeMsg(b []byte) (Msg, error) {
 		return m, errors.New("unknown message " + strconv.Quote(kind))
 	}
 	s := &m.Start
-	lists := map[string]*[]string{"argv": &s.Argv, "env": &s.Env, "hide": &s.Hide, "hideFile": &s.HideFiles, "read": &s.Read, "write": &s.Write}
+	lists := map[string]*[]string{"argv": &s.Argv, "env": &s.Env, "hide": &s.Hide, "expose": &s.Expose, "hideFile": &s.HideFiles,
+		"baseRead": &s.BaseRead, "own": &s.Own, "read": &s.Read, "write": &s.Write}
 	err := decodeWords(rest, func(name string, v *string) error {
 		if l := lists[name]; l != nil && v != nil {
 			*l = append(*l, *v)

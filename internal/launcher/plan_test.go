@@ -9,8 +9,8 @@ func TestMsgRoundTrip(t *testing.T) {
 	for _, m := range []Msg{
 		{Kind: "ready"},
 		{Kind: "start", ID: 7, Start: Start{Argv: []string{"npx", "-y", ""}, Env: []string{"A=1", `B="q" \n`},
-			Dir: "/work\n dir", Hide: []string{"/state dir"}, HideFiles: []string{"/cfg/config.json"},
-			NoNetwork: true, Paths: true, Read: []string{"/r1", "/ré\x00\xff"}, Write: []string{""}}},
+			Dir: "/work\n dir", Hide: []string{"/state dir"}, Expose: []string{"/state dir/servers/a"}, HideFiles: []string{"/cfg/config.json"},
+			NoNetwork: true, Paths: true, BaseRead: []string{"/"}, Own: []string{"/own"}, Read: []string{"/r1", "/ré\x00\xff"}, Write: []string{""}}},
 		{Kind: "signal", ID: 1<<64 - 1, Signal: 15},
 		{Kind: "started", ID: 3},
 		{Kind: "failed", ID: 3, Error: `exec "x": not found`},

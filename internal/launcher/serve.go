@@ -24,8 +24,9 @@ type launcher struct {
 	// from fork to answer, and the reaper holds it from reaping a PID to
 	// forgetting it, so that a new server given the same PID is not taken
 	// for the old one.
-	mu      sync.Mutex
-	servers map[int]*child // by PID (in the launcher's namespace)
+	mu       sync.Mutex
+	servers  map[int]*child // by PID (in the launcher's namespace)
+	stopping bool           // Warden has gone: no server starts now
 }
 
 // child is a server the launcher started.
@@ -129,6 +130,11 @@ func (l *launcher) spawn(id uint64, s Start, files []int) (*child, error) {
 	fds := []uintptr{uintptr(files[0]), uintptr(files[1]), uintptr(files[2])}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	// A start Warden asked for just before it died would otherwise fork
+	// after stop has looked for servers to kill.
+	if l.stopping {
+		return nil, errors.New("Warden has gone")
+	}
 	pid, err := syscall.ForkExec(path, s.Argv, &syscall.ProcAttr{Env: s.Env, Files: fds, Sys: sys})
 	if err != nil {
 		return nil, errors.New("exec " + strconv.Quote(s.Argv[0]) + ": " + err.Error())
@@ -182,12 +188,13 @@ func (l *launcher) reap(chld <-chan os.Signal) {
 // launcher's exit does it; without, the servers' sessions get SIGTERM, a
 // moment, then SIGKILL, and so does every process left to the launcher.
 func (l *launcher) stop() {
+	l.mu.Lock()
+	l.stopping = true
+	servers := maps.Clone(l.servers)
+	l.mu.Unlock()
 	if l.plan.Namespaces {
 		return
 	}
-	l.mu.Lock()
-	servers := maps.Clone(l.servers)
-	l.mu.Unlock()
 	for pid := range servers {
 		killSession(pid, syscall.SIGTERM)
 	}

@@ -18,7 +18,10 @@ const (
 	prCapAmbientClearAll = 4  // PR_CAP_AMBIENT_CLEAR_ALL
 	capLastCap           = 40 // CAP_LAST_CAP, when /proc does not say
 
-	oPath = 0x200000 // O_PATH
+	oPath             = 0x200000     // O_PATH
+	atFdcwd           = ^uintptr(99) // AT_FDCWD (-100)
+	sysOpenat2        = 437          // openat2(2)
+	resolveNoSymlinks = 0x04         // RESOLVE_NO_SYMLINKS
 
 	sysCloseRange     = 436 // close_range(2)
 	closeRangeCloexec = 0x4 // CLOSE_RANGE_CLOEXEC
@@ -27,6 +30,9 @@ const (
 	sysLandlockAddRule       = 445
 	sysLandlockRestrictSelf  = 446
 )
+
+// openHow is struct open_how, openat2(2)'s.
+type openHow struct{ flags, mode, resolve uint64 }
 
 // prctl is prctl(2) with one argument.
 func prctl(option, arg uintptr) error {
