@@ -465,6 +465,23 @@ func (e *editor) encodeServer(s *Server, ind string) string {
 	if s.CallTimeout != 0 && s.CallTimeout != DefaultCallTimeout {
 		add("callTimeout", quote(s.CallTimeout.String()))
 	}
+	if sb := s.Sandbox; sb.Paths || sb.NoNetwork {
+		var fs []string
+		if sb.NoNetwork {
+			fs = append(fs, `"network": false`)
+		}
+		if sb.Paths {
+			var ps []string
+			if len(sb.Read) > 0 {
+				ps = append(ps, `"read": `+quoteList(sb.Read))
+			}
+			if len(sb.Write) > 0 {
+				ps = append(ps, `"write": `+quoteList(sb.Write))
+			}
+			fs = append(fs, `"paths": {`+strings.Join(ps, ", ")+"}")
+		}
+		add("sandbox", "{"+strings.Join(fs, ", ")+"}")
+	}
 	if s.OnDemand {
 		add("start", quote(StartOnDemand))
 		if s.IdleTimeout != 0 && s.IdleTimeout != DefaultIdleTimeout {

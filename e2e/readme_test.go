@@ -196,7 +196,8 @@ func TestReadmeFirstHour(t *testing.T) {
 		{"warden servers approve memory", 0, []string{"about to admit memory", "read_graph"}},
 		{"warden review approve everything --all --except get-env", 3, []string{"get-env"}},
 		{"warden servers approve everything", 3, []string{"get-env"}},
-		{"warden call memory read_graph", 0, []string{"entities"}},
+		{"warden call memory create_entities", 0, []string{"Warden"}},
+		{"warden call memory read_graph", 0, []string{"guards my MCP servers"}},
 		{"warden call everything get-env", 1, []string{"TOOL_PENDING", "warden review"}},
 		{"warden tools files", 3, []string{"read_text_file"}},
 		{"warden logs files", 0, []string{"Secure MCP Filesystem Server"}},
@@ -227,6 +228,10 @@ func TestReadmeFirstHour(t *testing.T) {
 		}
 	}
 
+	// memory wrote your notes, as --write ~/notes let it.
+	if b, err := os.ReadFile(filepath.Join(home, "notes", "memory.json")); err != nil || !strings.Contains(string(b), "guards my MCP servers") {
+		t.Errorf("memory's file in ~/notes: %q, %v", b, err)
+	}
 	cs := wardentest.ConnectURL(t, "http://"+listen+"/mcp", nil, nil)
 	names := wardentest.ToolNames(t, cs)
 	for _, n := range []string{"memory__read_graph", "everything__echo"} {

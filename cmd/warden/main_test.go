@@ -1093,7 +1093,7 @@ func mustRead(t *testing.T, path string) []byte {
 func TestServersAddStdioOptions(t *testing.T) {
 	t.Setenv("WARDEN_STATE_DIR", t.TempDir()) // no daemon has run there
 	path := filepath.Join(t.TempDir(), "config.json")
-	code, _, stderr := runCLI(t, "", "--config", path, "servers", "add", "od", "--cwd", "/tmp", "--on-demand", "--idle-timeout", "2m", "--", "sh", "-c", "exit 0")
+	code, _, stderr := runCLI(t, "", "--config", path, "servers", "add", "od", "--cwd", "/tmp", "--on-demand", "--idle-timeout", "2m", "--write", "/srv/notes", "--", "sh", "-c", "exit 0")
 	if code != 0 || strings.Contains(stderr, "warning") {
 		t.Fatalf("add od: exit %d: %s", code, stderr)
 	}
@@ -1101,7 +1101,8 @@ func TestServersAddStdioOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := cfg.Servers["od"]; s == nil || s.Cwd != "/tmp" || !s.OnDemand || s.IdleTimeout != 2*time.Minute {
+	if s := cfg.Servers["od"]; s == nil || s.Cwd != "/tmp" || !s.OnDemand || s.IdleTimeout != 2*time.Minute ||
+		!s.Sandbox.Paths || !slices.Equal(s.Sandbox.Write, []string{"/srv/notes"}) || len(s.Sandbox.Read) != 0 {
 		t.Fatalf("od as written: %+v", cfg.Servers["od"])
 	}
 	code, out, stderr := runCLI(t, "", "--config", path, "servers", "add", "bad", "--", "nosuchcmd-xyz")

@@ -105,11 +105,12 @@ func newServersAddCmd(g *globals) *cobra.Command {
 	var (
 		url, transport, cwd string
 		headers, env        []string
+		read, write         []string
 		trusted, onDemand   bool
 		idle                time.Duration
 	)
 	cmd := &cobra.Command{
-		Use:   "add NAME (--url URL [--header K=V]... [--transport sse] | -- COMMAND ARGS...) [--env K=V]... [--cwd DIR] [--on-demand [--idle-timeout D]] [--trusted]",
+		Use:   "add NAME (--url URL [--header K=V]... [--transport sse] | -- COMMAND ARGS...) [--env K=V]... [--cwd DIR] [--write DIR]... [--read DIR]... [--on-demand [--idle-timeout D]] [--trusted]",
 		Short: "Add a server to the config file (comments are kept)",
 		Example: `  warden servers add memory -- npx -y @modelcontextprotocol/server-memory
   warden servers add remote --url https://example.test/mcp --header 'Authorization=Bearer ${env:REMOTE_TOKEN}'`,
@@ -130,8 +131,8 @@ func newServersAddCmd(g *globals) *cobra.Command {
 			case url == "" && len(command) == 0:
 				return usageErrorf("say how to reach %s: --url URL for an HTTP server, or -- COMMAND ARGS... for a stdio one", name)
 			case url != "":
-				if len(env) > 0 || cwd != "" || onDemand {
-					return usageErrorf("--env, --cwd and --on-demand are for stdio servers (started with a command), not --url ones")
+				if len(env) > 0 || cwd != "" || onDemand || len(read)+len(write) > 0 {
+					return usageErrorf("--env, --cwd, --read, --write and --on-demand are for stdio servers (started with a command), not --url ones")
 				}
 				if transport != "" && transport != config.TransportHTTP && transport != config.TransportSSE {
 					return usageErrorf("--transport is %q; use %q (streamable HTTP) or %q (legacy HTTP+SSE)", transport, config.TransportHTTP, config.TransportSSE)
@@ -145,6 +146,9 @@ func newServersAddCmd(g *globals) *cobra.Command {
 					return usageErrorf("--idle-timeout is how long an --on-demand server runs without a call; add --on-demand")
 				}
 				s.Command, s.Args, s.Cwd, s.OnDemand, s.IdleTimeout = command[0], command[1:], cwd, onDemand, idle
+				if len(read)+len(write) > 0 {
+					s.Sandbox = config.Sandbox{Paths: true, Read: absPaths(read), Write: absPaths(write)}
+				}
 			}
 			var err error
 			if s.Headers, err = keyValues("--header", headers); err != nil {
@@ -191,10 +195,24 @@ func newServersAddCmd(g *globals) *cobra.Command {
 	f.StringVar(&transport, "transport", "", "http or sse (default: sse when the URL path ends in /sse, else http)")
 	f.StringArrayVar(&env, "env", nil, "environment variable `K=V` for a stdio server (repeatable)")
 	f.BoolVar(&trusted, "trusted", false, "approve the server's first tool inventory as its baseline instead of quarantining it")
-	f.StringVar(&cwd, "cwd", "", "working directory of a stdio server")
+	f.StringVar(&cwd, "cwd", "", "working directory of a stdio server (it may write there)")
+	f.StringArrayVar(&write, "write", nil, "a directory the stdio server may write, beyond its own places (repeatable; sandbox.paths.write)")
+	f.StringArrayVar(&read, "read", nil, "a directory the stdio server may read; with --read or --write it reads only these, its own places, its cwd and the system's (repeatable; sandbox.paths.read)")
 	f.BoolVar(&onDemand, "on-demand", false, "start a stdio server only when it is called, and stop it when idle")
 	f.DurationVar(&idle, "idle-timeout", 0, "with --on-demand: stop the server after this long without a call (default 10m)")
 	return cmd
+}
+
+// absPaths makes paths given on the command line absolute.
+func absPaths(paths []string) []string {
+	out := make([]string, len(paths))
+	for i, p := range paths {
+		if abs, err := filepath.Abs(p); err == nil {
+			p = abs
+		}
+		out[i] = p
+	}
+	return out
 }
 
 // findCommand says when command cannot be found as the daemon would look
