@@ -38,11 +38,14 @@ type Deps struct {
 	Auth      *oauth.Manager                       // upstream OAuth; nil: none
 	// SearchTokens is what the search view's tool list costs (ViewTokens).
 	SearchTokens int
-	// Caller, if set, says who sent a request: an error refuses it
-	// whatever token it holds (a process Warden spawned, or one that
-	// cannot be identified); socket admits it without the token (the CLI
-	// on the state dir's socket, identified by the kernel).
-	Caller func(*http.Request) (socket bool, err error)
+	// Socket, if set, says a request came on the state dir's socket: it
+	// needs no token (Caller identifies the CLI there by the kernel's
+	// record of the connecting process).
+	Socket func(*http.Request) bool
+	// Caller, if set, refuses a request by what sent it, whatever token it
+	// holds: a process Warden spawned, or one that cannot be identified.
+	// It runs after the token is checked: finding out reads /proc.
+	Caller func(*http.Request) error
 	// UILogin mints a one-time code that the review page (/ui/) exchanges
 	// for a browser session; nil: no review page.
 	UILogin func() (string, error)
@@ -127,20 +130,18 @@ type handler struct {
 // send approves, unquarantines or clears anything.
 func (a *handler) auth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		socket, err := false, error(nil)
-		if a.Caller != nil {
-			socket, err = a.Caller(r)
-		}
-		if !socket || err != nil {
+		if a.Socket == nil || !a.Socket(r) {
 			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 			if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(a.Token)) != 1 {
 				fail(w, http.StatusUnauthorized, "unauthorized", "send Authorization: Bearer <token>, with the token from the file api-token in Warden's state dir (the warden CLI needs none: it uses the state dir's socket)")
 				return
 			}
 		}
-		if err != nil {
-			fail(w, http.StatusForbidden, "forbidden_caller", err.Error())
-			return
+		if a.Caller != nil {
+			if err := a.Caller(r); err != nil {
+				fail(w, http.StatusForbidden, "forbidden_caller", err.Error())
+				return
+			}
 		}
 		next.ServeHTTP(w, r)
 	})

@@ -51,12 +51,13 @@ func TestOperatorToken(t *testing.T) {
 // Caller's.
 func TestCallerRefused(t *testing.T) {
 	e := newEnv(t, `{}`, func(d *Deps) {
-		d.Caller = func(r *http.Request) (bool, error) {
+		d.Caller = func(r *http.Request) error {
 			if r.Header.Get("X-Spawned") != "" {
-				return r.Header.Get("X-Socket") != "", errors.New("this request comes from a process Warden started")
+				return errors.New("this request comes from a process Warden started")
 			}
-			return r.Header.Get("X-Socket") != "", nil
+			return nil
 		}
+		d.Socket = func(r *http.Request) bool { return r.Header.Get("X-Socket") != "" }
 	})
 	req := httptest.NewRequest("GET", "/v1/status", nil)
 	req.Header.Set("Authorization", "Bearer "+testToken)
@@ -75,7 +76,7 @@ func TestCallerRefused(t *testing.T) {
 		req.Header.Set("X-Spawned", spawned)
 		rec := httptest.NewRecorder()
 		e.h.ServeHTTP(rec, req)
-		if want := map[string]int{"": http.StatusOK, "1": http.StatusUnauthorized}[spawned]; rec.Code != want {
+		if want := map[string]int{"": http.StatusOK, "1": http.StatusForbidden}[spawned]; rec.Code != want {
 			t.Errorf("socket request, spawned=%q: %d, want %d", spawned, rec.Code, want)
 		}
 	}

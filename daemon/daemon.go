@@ -259,7 +259,7 @@ func (d *Daemon) routes(s *surface.Surfaces, m *metrics.Metrics) http.Handler {
 	review.API = api.Handler(api.Deps{
 		Version: d.opts.Version, Token: d.Token, Started: time.Now(), Gateway: d.gw,
 		Approvals: d.approvals, Writes: d.ledger, Activity: d.activity, Events: d.events,
-		Config: d.configInfo, Sessions: func() any { return d.sessions.List() }, Caller: d.checkCaller, Auth: d.auth,
+		Config: d.configInfo, Sessions: func() any { return d.sessions.List() }, Caller: d.checkCaller, Socket: viaSocket, Auth: d.auth,
 		Logs:         func(server string) (api.LogFile, error) { return d.logs.file(server) },
 		SearchTokens: surface.SearchViewTokens(),
 		UILogin:      review.NewCode,

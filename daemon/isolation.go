@@ -51,20 +51,26 @@ func withCallerCheck(ctx context.Context, c net.Conn) context.Context {
 	return context.WithValue(ctx, callerCheckKey{}, &callerCheck{conn: c, socket: socket})
 }
 
-// checkCaller says who sent an operator API request. On the state dir's
-// socket it is the operator (socket true) unless the kernel's record of the
-// connecting process says it is one Warden started; on TCP, the process
-// holding the other end must be found and not be one Warden started, nor a
-// server of any Warden. No server may approve itself, whatever token it
-// found; other programs of the same user are outside this boundary
+// viaSocket reports whether r came on the state dir's socket.
+func viaSocket(r *http.Request) bool {
+	c, ok := r.Context().Value(callerCheckKey{}).(*callerCheck)
+	return ok && c.socket
+}
+
+// checkCaller refuses an operator API request from a process Warden
+// started, or from one it cannot identify. On the state dir's socket it
+// asks the kernel's record of the connecting process; on TCP, the process
+// holding the other end must be found and be neither one Warden started
+// nor a server of any Warden. No server may approve itself, whatever token
+// it found; other programs of the same user are outside this boundary
 // (README, "Isolation").
-func (d *Daemon) checkCaller(r *http.Request) (socket bool, err error) {
+func (d *Daemon) checkCaller(r *http.Request) error {
 	c, ok := r.Context().Value(callerCheckKey{}).(*callerCheck)
 	if !ok {
-		return false, errors.New("the operator API could not tell who is calling")
+		return errors.New("the operator API could not tell who is calling")
 	}
 	if !d.launcher.Mode.Confines() {
-		return c.socket, nil
+		return nil
 	}
 	c.once.Do(func() {
 		switch conn := c.conn.(type) {
@@ -76,7 +82,7 @@ func (d *Daemon) checkCaller(r *http.Request) (socket bool, err error) {
 			c.err = errors.New("the operator API answers TCP and its socket only")
 		}
 	})
-	return c.socket, c.err
+	return c.err
 }
 
 // warnInheritAll names the servers that get Warden's whole environment:

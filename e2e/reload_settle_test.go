@@ -25,10 +25,11 @@ import (
 func TestSaveByTruncateStopsNothing(t *testing.T) {
 	fx := testenv.BuildBinary(t, fixturePkg)
 	web := fixture.NewServer(fixture.Options{})
-	stats := filepath.Join(t.TempDir(), "local.json")
+	work := t.TempDir() // the stdio server's cwd: it writes only its own places
+	stats := filepath.Join(work, "local.json")
 	p := wardentest.ServeProcess(t, "", map[string]any{
 		"web":   map[string]any{"url": web.Serve(t), "trusted": true},
-		"local": map[string]any{"command": fx, "args": []string{"-stats", stats}, "trusted": true},
+		"local": map[string]any{"command": fx, "args": []string{"-stats", stats}, "cwd": work, "trusted": true},
 	})
 	wardentest.WaitFor(t, 20*time.Second, "both servers ready", func() bool {
 		st := statusOf(t, p)

@@ -86,12 +86,17 @@ func UnixCaller(c *net.UnixConn) error {
 	if serr != nil {
 		return fmt.Errorf("peer credentials: %w", serr)
 	}
-	if cred.Uid != uint32(os.Geteuid()) && cred.Uid != 0 {
+	if pidfd >= 0 {
+		defer unix.Close(pidfd)
+	}
+	switch {
+	case cred.Uid == 0 && os.Geteuid() != 0:
+		return nil // root, which no server of this Warden runs as
+	case cred.Uid != uint32(os.Geteuid()):
 		return fmt.Errorf("the socket belongs to uid %d; uid %d may not use it", os.Geteuid(), cred.Uid)
 	}
 	pid := int(cred.Pid)
 	if pidfd >= 0 {
-		defer unix.Close(pidfd)
 		if pid = pidfdPID(pidfd); pid <= 0 {
 			return ErrPeerUnknown // it exited
 		}
@@ -137,7 +142,10 @@ func operatorProcess(pid int, holds string) error {
 
 // descends reports whether pid has ancestor among its parents.
 func descends(pid, ancestor int) (bool, error) {
-	for seen := 0; pid > 1 && seen < 4096; seen++ {
+	for seen := 0; pid > 1; seen++ {
+		if seen == 4096 {
+			return false, errors.New("no end to its parents") // unknown: refused
+		}
 		parent, err := parentOf(pid)
 		if err != nil {
 			return false, err

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -77,7 +78,7 @@ func withOwnPlaces(env []string, own string, configured map[string]string) []str
 var (
 	credentialDirs = []string{".ssh", ".gnupg", ".aws", ".azure", ".kube", ".docker", ".password-store",
 		".mozilla", ".pki", ".config", ".local/state/warden"}
-	credentialFiles = []string{".netrc", ".git-credentials", ".pgpass"}
+	credentialFiles = []string{".netrc", ".git-credentials", ".pgpass", ".Xauthority"}
 )
 
 // credentialStores are the credential directories and files under each
@@ -96,6 +97,14 @@ func credentialStores(homes []string, getenv func(string) string) (dirs, files [
 			files = append(files, filepath.Join(h, f))
 		}
 	}
+	// The sockets of programs that would act for a server outside its
+	// sandbox: the user's session bus and systemd (systemd-run --user),
+	// agents, tmux and the X server.
+	runtime := getenv("XDG_RUNTIME_DIR")
+	if !filepath.IsAbs(runtime) {
+		runtime = "/run/user/" + strconv.Itoa(os.Getuid())
+	}
+	dirs = append(dirs, filepath.Clean(runtime), "/tmp/.X11-unix", "/tmp/tmux-"+strconv.Itoa(os.Getuid()))
 	if c := getenv("XDG_CONFIG_HOME"); filepath.IsAbs(c) {
 		dirs = append(dirs, filepath.Clean(c))
 	}

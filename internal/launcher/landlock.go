@@ -27,7 +27,8 @@ const (
 	llBindTCP    = 0x1
 	llConnectTCP = 0x2
 
-	llScopeSignal = 0x2
+	llScopeAbstractUnix = 0x1
+	llScopeSignal       = 0x2
 
 	llCreateRulesetVersion = 0x1
 	llRulePathBeneath      = 0x1
@@ -93,7 +94,9 @@ func restrict(s Start, abi int, namespaces bool) error {
 		attr.accessNet = llBindTCP | llConnectTCP
 	}
 	if abi >= 6 {
-		attr.scoped = llScopeSignal
+		// Nor connect to an abstract unix socket outside its domain (the
+		// user's X server, a session bus): programs that would act for it.
+		attr.scoped = llScopeSignal | llScopeAbstractUnix
 	}
 	fd, _, errno := syscall.Syscall(sysLandlockCreateRuleset, uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr), 0)
 	if errno != 0 {

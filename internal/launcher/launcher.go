@@ -34,6 +34,7 @@ import (
 	"bytes"
 	"errors"
 	"os"
+	"slices"
 	"strconv"
 	"syscall"
 )
@@ -179,10 +180,12 @@ func cover(dir string, expose []string) error {
 		}
 		show = append(show, s)
 	}
-	if len(show) == 0 {
+	if len(show) == 0 && !slices.Contains(expose, dir) {
 		return syscall.Mount("warden-hidden", dir, "tmpfs", hiddenFlags, "size=4k,mode=0")
 	}
-	if err := syscall.Mount("warden-hidden", dir, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV|syscall.MS_NOEXEC, "size=64k,mode=0711"); err != nil {
+	// A cover the server works in (its cwd, say) can be entered and listed:
+	// it holds only what is shown again.
+	if err := syscall.Mount("warden-hidden", dir, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV|syscall.MS_NOEXEC, "size=64k,mode=0755"); err != nil {
 		return err
 	}
 	for _, s := range show {
