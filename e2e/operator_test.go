@@ -94,10 +94,14 @@ func TestServerCannotUseAnotherWardensAPI(t *testing.T) {
 			fx = copyBinary(t, fixture, filepath.Join(dir, "fixture"))
 		}
 		b := isoStartAs(t, dirB, "127.0.0.1:"+strconv.Itoa(testenv.FreePort(t)), map[string]any{"s": map[string]any{"command": fx}}, uid)
-		report := filepath.Join(dirA, "report.json")
-		pidFile := filepath.Join(dirA, "go")
+		workA := filepath.Join(dirA, "work") // the intruder's cwd, beside A's state dir
+		if err := os.Mkdir(workA, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		report := filepath.Join(workA, "report.json")
+		pidFile := filepath.Join(workA, "go")
 		isoStartAs(t, dirA, "127.0.0.1:"+strconv.Itoa(testenv.FreePort(t)), map[string]any{
-			"intruder": map[string]any{"command": intruder, "cwd": dirA, "args": []string{"-name", "intruder", "-report", report,
+			"intruder": map[string]any{"command": intruder, "cwd": workA, "args": []string{"-name", "intruder", "-report", report,
 				"-warden-pid-file", pidFile, "-other-api", "http://" + b.listen, "-other-state", b.state, "-other-server", "s"}},
 		}, uid)
 		wardentest.WriteFileAtomic(t, pidFile, []byte("0"), 0o644)

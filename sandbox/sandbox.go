@@ -252,6 +252,11 @@ func (l *Launcher) confinement(spec Spec, env []string) (launcher.Start, error) 
 	if l.state == "" {
 		return launcher.Start{}, errors.New("no state dir to keep the server's own places in")
 	}
+	for _, w := range append([]string{spec.Dir}, spec.Write...) {
+		if err := l.holdsWarden(w); err != nil {
+			return launcher.Start{}, err
+		}
+	}
 	own, err := ownPlaces(l.state, spec.Name)
 	if err != nil {
 		return launcher.Start{}, err
@@ -392,6 +397,28 @@ func homeDir() string {
 }
 
 // within reports whether path is dir or below it.
+// holdsWarden refuses a directory a server may write (its cwd, a write
+// path) that holds Warden's state dir, or holds the config file's
+// directory beneath it: the server could move that aside and put its own
+// in its place, for the next warden to read. (The config's directory
+// itself is covered read-only.)
+func (l *Launcher) holdsWarden(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	for _, d := range l.hide {
+		if within(d, dir) {
+			return fmt.Errorf("%s holds Warden's state dir %s: a server that may write there could move it aside and put its own in its place; give it a directory that does not hold it", dir, d)
+		}
+	}
+	if l.config != "" {
+		if c := filepath.Dir(l.config); within(c, dir) && filepath.Clean(c) != filepath.Clean(dir) {
+			return fmt.Errorf("%s holds the directory of Warden's config %s: a server that may write there could move it aside and put its own in its place; give it a directory that does not hold it", dir, l.config)
+		}
+	}
+	return nil
+}
+
 func within(path, dir string) bool {
 	rel, err := filepath.Rel(filepath.Clean(dir), filepath.Clean(path))
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")

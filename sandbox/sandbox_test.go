@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -248,4 +249,23 @@ func acceptOne(t *testing.T, ln net.Listener) net.Conn {
 	}
 	t.Cleanup(func() { c.Close() })
 	return c
+}
+
+// A directory a server may write (its cwd, a write path) must not hold
+// Warden's state dir, or the config's directory beneath it: the server
+// could move either aside and put its own in its place. The config's
+// directory itself may be its cwd (it is covered read-only).
+func TestHoldsWarden(t *testing.T) {
+	l := &Launcher{state: "/home/u/.local/state/warden", hide: []string{"/home/u/.local/state/warden"}, config: "/home/u/.config/warden/config.json"}
+	for dir, refused := range map[string]bool{
+		"/home/u": true, "/home/u/.local": true, "/home/u/.local/state/warden": true, "/home/u/.config": true,
+		"/home/u/.config/warden": false, "/home/u/notes": false, "": false, "/home/u2": false,
+	} {
+		if err := l.holdsWarden(dir); (err != nil) != refused {
+			t.Errorf("holdsWarden(%q) = %v, want refused %v", dir, err, refused)
+		}
+	}
+	if _, err := l.confinement(Spec{Name: "s", Command: "srv", Write: []string{"/home/u"}}, nil); err == nil || !strings.Contains(err.Error(), "holds Warden's state dir") {
+		t.Errorf("a write path holding the state dir: %v", err)
+	}
 }

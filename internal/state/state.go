@@ -1,6 +1,6 @@
-// Package state finds Warden's state dir and the operator token in it. The
-// daemon and the CLI resolve both the same way, so the CLI finds the daemon
-// it talks to.
+// Package state finds Warden's state dir, and the operator token and the
+// daemon's socket in it. The daemon and the CLI resolve the dir the same
+// way, so the CLI finds the daemon it talks to.
 package state
 
 import (
