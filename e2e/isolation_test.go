@@ -118,11 +118,7 @@ func TestIsolationHostileServer(t *testing.T) {
 		wardentest.WriteFileAtomic(t, stolen, []byte(w.token()), 0o644)
 		wardentest.WriteFileAtomic(t, pidFile, []byte(strconv.Itoa(w.proc.PID())), 0o644)
 
-		var got map[string]isoOutcome
-		wardentest.WaitFor(t, 30*time.Second, "the intruder's report", func() bool {
-			b, err := os.ReadFile(report)
-			return err == nil && json.Unmarshal(b, &got) == nil
-		})
+		got := isoReport(t, report)
 		isoCheck(t, "while quarantined", got, mode == "off")
 
 		var srv struct{ Quarantined bool }
@@ -224,6 +220,17 @@ func copyBinary(t *testing.T, from, to string) string {
 		t.Fatal(err)
 	}
 	return to
+}
+
+// isoReport waits for the intruder's report of its attempts at start.
+func isoReport(t *testing.T, path string) map[string]isoOutcome {
+	t.Helper()
+	var got map[string]isoOutcome
+	wardentest.WaitFor(t, 30*time.Second, "the intruder's report", func() bool {
+		b, err := os.ReadFile(path)
+		return err == nil && json.Unmarshal(b, &got) == nil
+	})
+	return got
 }
 
 // isoCheck wants every attempt to have failed, or with wantOK every one to

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"cmp"
-	"encoding/json"
 	"net"
 	"os"
 	"os/exec"
@@ -108,11 +107,7 @@ func TestServerCannotUseAnotherWardensAPI(t *testing.T) {
 		if uid >= 0 {
 			os.Chown(pidFile, uid, uid)
 		}
-		var got map[string]isoOutcome
-		wardentest.WaitFor(t, 30*time.Second, "the intruder's report", func() bool {
-			b, err := os.ReadFile(report)
-			return err == nil && json.Unmarshal(b, &got) == nil
-		})
+		got := isoReport(t, report)
 		o, ok := got["other_warden_api"]
 		if !ok || o.OK {
 			t.Fatalf("the server of one Warden used another's API: %+v (report %v)", o, got)
@@ -162,11 +157,7 @@ func TestServerCannotReachUserServices(t *testing.T) {
 				"args": []string{"-report", report, "-warden-pid-file", pidFile, "-runtime-socket", "$BUS", "-abstract-socket", abstract}},
 		}, uid, env...)
 		wardentest.WriteFileAtomic(t, pidFile, []byte("0"), 0o644)
-		var got map[string]isoOutcome
-		wardentest.WaitFor(t, 30*time.Second, "the intruder's report", func() bool {
-			b, err := os.ReadFile(report)
-			return err == nil && json.Unmarshal(b, &got) == nil
-		})
+		got := isoReport(t, report)
 		for _, a := range []string{"user_runtime_socket", "user_abstract_socket"} {
 			if o, ok := got[a]; !ok || o.OK != (mode == "off") {
 				t.Errorf("%s: %+v (present %v), want worked=%v", a, o, ok, mode == "off")
