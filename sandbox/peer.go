@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -11,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/wardenmcp/warden/internal/launcher"
 	"golang.org/x/sys/unix"
 )
 
@@ -146,7 +146,7 @@ func descends(pid, ancestor int) (bool, error) {
 		if seen == 4096 {
 			return false, errors.New("no end to its parents") // unknown: refused
 		}
-		parent, err := parentOf(pid)
+		parent, _, err := launcher.Stat(pid)
 		if err != nil {
 			return false, err
 		}
@@ -156,24 +156,6 @@ func descends(pid, ancestor int) (bool, error) {
 		pid = parent
 	}
 	return false, nil
-}
-
-// parentOf reads pid's parent from /proc/PID/stat.
-func parentOf(pid int) (int, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, err
-	}
-	// pid (comm) state ppid ...; comm may hold spaces and parentheses.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, errors.New("bad stat")
-	}
-	f := bytes.Fields(b[i+1:])
-	if len(f) < 2 {
-		return 0, errors.New("bad stat")
-	}
-	return strconv.Atoi(string(f[1]))
 }
 
 // pidfdPID is the process a pidfd refers to, as this process's PID

@@ -2,6 +2,7 @@ package launcher
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"strconv"
 	"syscall"
@@ -42,15 +43,6 @@ func killOrphans() {
 	}
 }
 
-// Parents maps every process's PID to its parent's.
-func Parents() map[int]int {
-	out := map[int]int{}
-	for pid, st := range processes() {
-		out[pid] = st.parent
-	}
-	return out
-}
-
 type procStat struct{ parent, session int }
 
 // processes reads every visible process's parent and session.
@@ -62,24 +54,31 @@ func processes() map[int]procStat {
 		if err != nil {
 			continue
 		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid pgrp session ...; comm may hold spaces
-		// and parentheses.
-		i := bytes.LastIndexByte(b, ')')
-		if i < 0 {
-			continue
-		}
-		f := bytes.Fields(b[i+1:])
-		if len(f) > 3 {
-			pp, err1 := strconv.Atoi(string(f[1]))
-			sid, err2 := strconv.Atoi(string(f[3]))
-			if err1 == nil && err2 == nil {
-				out[pid] = procStat{parent: pp, session: sid}
-			}
+		if pp, sid, err := Stat(pid); err == nil {
+			out[pid] = procStat{parent: pp, session: sid}
 		}
 	}
 	return out
+}
+
+// Stat reads pid's parent and session from /proc/PID/stat.
+func Stat(pid int) (parent, session int, err error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, 0, err
+	}
+	// pid (comm) state ppid pgrp session ...; comm may hold spaces and
+	// parentheses.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, 0, errors.New("bad /proc/PID/stat")
+	}
+	f := bytes.Fields(b[i+1:])
+	if len(f) <= 3 {
+		return 0, 0, errors.New("bad /proc/PID/stat")
+	}
+	if parent, err = strconv.Atoi(string(f[1])); err == nil {
+		session, err = strconv.Atoi(string(f[3]))
+	}
+	return parent, session, err
 }
