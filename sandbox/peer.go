@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/wardenmcp/warden/internal/launcher"
+	"github.com/wardenmcp/warden/internal/state"
 	"golang.org/x/sys/unix"
 )
 
@@ -51,12 +52,13 @@ func TCPCaller(local, remote *net.TCPAddr) error {
 	case sock.uid != uint32(os.Geteuid()):
 		return nil
 	}
-	holders := socketHolders(sock.inode, sock.uid)
+	link := "socket:[" + strconv.FormatUint(uint64(sock.inode), 10) + "]"
+	holders := socketHolders(link, sock.uid)
 	if len(holders) == 0 {
 		return ErrPeerUnknown
 	}
 	for _, pid := range holders {
-		if err := operatorProcess(pid, "socket:["+strconv.FormatUint(uint64(sock.inode), 10)+"]"); err != nil {
+		if err := operatorProcess(pid, link); err != nil {
 			return err
 		}
 	}
@@ -67,37 +69,22 @@ func TCPCaller(local, remote *net.TCPAddr) error {
 // kernel recorded when it connected (SO_PEERPIDFD: that process, not a
 // number another could take over).
 func UnixCaller(c *net.UnixConn) error {
-	raw, err := c.SyscallConn()
+	peer, err := state.PeerOf(c, true)
 	if err != nil {
 		return err
 	}
-	var cred *unix.Ucred
-	pidfd := -1
-	var serr error
-	if err := raw.Control(func(fd uintptr) {
-		if cred, serr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED); serr == nil {
-			if v, err := unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_PEERPIDFD); err == nil {
-				pidfd = v // from Linux 6.5
-			}
-		}
-	}); err != nil {
-		return err
-	}
-	if serr != nil {
-		return fmt.Errorf("peer credentials: %w", serr)
-	}
-	if pidfd >= 0 {
-		defer unix.Close(pidfd)
+	if peer.PIDFD >= 0 {
+		defer unix.Close(peer.PIDFD)
 	}
 	switch {
-	case cred.Uid == 0 && os.Geteuid() != 0:
+	case peer.UID == 0 && os.Geteuid() != 0:
 		return nil // root, which no server of this Warden runs as
-	case cred.Uid != uint32(os.Geteuid()):
-		return fmt.Errorf("the socket belongs to uid %d; uid %d may not use it", os.Geteuid(), cred.Uid)
+	case peer.UID != uint32(os.Geteuid()):
+		return fmt.Errorf("the socket belongs to uid %d; uid %d may not use it", os.Geteuid(), peer.UID)
 	}
-	pid := int(cred.Pid)
-	if pidfd >= 0 {
-		if pid = pidfdPID(pidfd); pid <= 0 {
+	pid := peer.PID
+	if peer.PIDFD >= 0 {
+		if pid = pidfdPID(peer.PIDFD); pid <= 0 {
 			return ErrPeerUnknown // it exited
 		}
 	}
@@ -178,10 +165,10 @@ func pidfdPID(pidfd int) int {
 }
 
 // socketHolders lists the processes of user uid whose open files include
-// the socket with inode. A process whose files Warden may not read (another
-// user's, or one that made itself non-dumpable) is not among them.
-func socketHolders(inode, uid uint32) []int {
-	link := "socket:[" + strconv.FormatUint(uint64(inode), 10) + "]"
+// link (the socket's "socket:[inode]"). A process whose files Warden may
+// not read (another user's, or one that made itself non-dumpable) is not
+// among them.
+func socketHolders(link string, uid uint32) []int {
 	entries, _ := os.ReadDir("/proc")
 	var out []int
 	for _, e := range entries {

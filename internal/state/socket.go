@@ -112,20 +112,46 @@ func viaFD(d *os.File, file string) string {
 // checkPeer wants the process at the other end to run as the state dir's
 // owner (or root).
 func checkPeer(c *net.UnixConn, owner int) error {
-	raw, err := c.SyscallConn()
+	p, err := PeerOf(c, false)
 	if err != nil {
 		return err
 	}
-	var cred *unix.Ucred
-	var cerr error
-	if err := raw.Control(func(fd uintptr) { cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED) }); err != nil {
-		return err
-	}
-	if cerr != nil {
-		return fmt.Errorf("peer credentials: %w", cerr)
-	}
-	if int(cred.Uid) != owner && cred.Uid != 0 {
-		return fmt.Errorf("the process listening runs as uid %d, not as the state dir's owner (uid %d): it is not that state dir's warden", cred.Uid, owner)
+	if int(p.UID) != owner && p.UID != 0 {
+		return fmt.Errorf("the process listening runs as uid %d, not as the state dir's owner (uid %d): it is not that state dir's warden", p.UID, owner)
 	}
 	return nil
+}
+
+// Peer is the process at the other end of a unix socket, as the kernel
+// recorded it when the connection was made.
+type Peer struct {
+	UID   uint32
+	PID   int // as this process's PID namespace numbers it
+	PIDFD int // with withPIDFD, from Linux 6.5: that process itself (the caller closes it); else -1
+}
+
+// PeerOf reads c's peer credentials (SO_PEERCRED and, with withPIDFD,
+// SO_PEERPIDFD).
+func PeerOf(c *net.UnixConn, withPIDFD bool) (Peer, error) {
+	p := Peer{PIDFD: -1}
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return p, err
+	}
+	var cred *unix.Ucred
+	var cerr error
+	if err := raw.Control(func(fd uintptr) {
+		if cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED); cerr == nil && withPIDFD {
+			if v, err := unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_PEERPIDFD); err == nil {
+				p.PIDFD = v
+			}
+		}
+	}); err != nil {
+		return p, err
+	}
+	if cerr != nil {
+		return p, fmt.Errorf("peer credentials: %w", cerr)
+	}
+	p.UID, p.PID = cred.Uid, int(cred.Pid)
+	return p, nil
 }
