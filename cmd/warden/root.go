@@ -32,6 +32,7 @@ type globals struct {
 
 	configured *configured    // read by configuredDaemon()
 	daemon     *client.Client // made by client()
+	listenAt   string         // where that daemon listens, from its status
 }
 
 // configured is what the config file says of its daemon.
@@ -211,7 +212,7 @@ func (g *globals) client() (*client.Client, error) {
 	if !sameConfig(st.ConfigPath, g.configFile()) {
 		return nil, &otherConfigError{stateDir: g.resolveStateDir(), theirs: st.ConfigPath, ours: g.configFile()}
 	}
-	g.daemon = c
+	g.daemon, g.listenAt = c, st.Listen
 	return c, nil
 }
 
@@ -232,10 +233,8 @@ func (e *otherConfigError) Error() string {
 // listen is the address MCP clients reach the daemon at: the running
 // daemon's (which `serve --listen` may have changed), else the config's.
 func (g *globals) listen() string {
-	if c, err := g.client(); err == nil {
-		if st, err := c.Status(context.Background()); err == nil && st.Listen != "" {
-			return st.Listen
-		}
+	if _, err := g.client(); err == nil && g.listenAt != "" {
+		return g.listenAt
 	}
 	return g.configuredDaemon().listen
 }

@@ -23,11 +23,7 @@ once, within five minutes, and open it in the browser unless --no-browser.`,
 			if err != nil {
 				return g.apiErr(err)
 			}
-			st, err := c.Status(cmd.Context())
-			if err != nil {
-				return g.apiErr(err)
-			}
-			link := baseURL(st.Listen) + l.Path
+			link := baseURL(g.listen()) + l.Path
 			fmt.Fprintln(g.stderr, "Open this link in a browser on this machine; it logs one browser in, once:")
 			fmt.Fprintln(g.stdout, link)
 			if !noBrowser {
