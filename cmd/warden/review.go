@@ -306,7 +306,7 @@ when tools of SERVER are still pending or changed.`,
 			writePlan(plan, fmt.Sprintf("about to approve %d tool(s) of %s:", len(sel), server), sel)
 			writeLeft(plan, server, left)
 			writeInvalid(plan, server, invalidTools(tools))
-			if err := g.confirmPlan(yes, fmt.Sprintf("Approve %d tool(s) of %s as shown?", len(sel), server)); err != nil {
+			if err := g.confirmPlan(yes, fmt.Sprintf("Approve %d tool(s) of %s as shown?", len(sel), server), "nothing was approved"); err != nil {
 				return err
 			}
 			req := approval.ToolApproval{All: all, Except: except}
@@ -393,8 +393,8 @@ func writeLeft(w io.Writer, server string, left []api.Tool) {
 }
 
 // confirmPlan asks whether to go ahead with the plan just shown, unless
-// yes (--yes).
-func (g *globals) confirmPlan(yes bool, question string) error {
+// yes (--yes); a no ends the command saying what was not done.
+func (g *globals) confirmPlan(yes bool, question, notDone string) error {
 	if yes {
 		return nil
 	}
@@ -403,7 +403,7 @@ func (g *globals) confirmPlan(yes bool, question string) error {
 		return err
 	}
 	if !ok {
-		return errors.New("not confirmed; nothing was approved (to approve without the question, as in a script: add --yes)")
+		return fmt.Errorf("not confirmed; %s (to go ahead without the question, as in a script: add --yes)", notDone)
 	}
 	return nil
 }

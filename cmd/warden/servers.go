@@ -374,7 +374,7 @@ the list. Exits 3 when tools are still pending or changed.`,
 			if len(changed) > 0 {
 				fmt.Fprintf(plan, "left held, changed since approved: %s (see what changed: warden review %s)\n", shownNames(names(changed)), name)
 			}
-			if err := g.confirmPlan(yes, fmt.Sprintf("Admit %s and approve %d tool(s) as shown?", name, len(sel))); err != nil {
+			if err := g.confirmPlan(yes, fmt.Sprintf("Admit %s and approve %d tool(s) as shown?", name, len(sel)), "nothing was approved"); err != nil {
 				return err
 			}
 			expected := map[string]string{}

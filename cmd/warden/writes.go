@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 
@@ -79,12 +78,8 @@ func newWritesClearCmd(g *globals) *cobra.Command {
 			if !yes {
 				fmt.Fprintf(g.stderr, "writes to %s are latched; the outcome of these calls is unknown:\n", server)
 				printLatches(g.stderr, latched)
-				ok, err := confirm(g.stdin, g.stderr, "checked upstream whether each happened? clear the latch [y/N] ")
-				if err != nil {
+				if err := g.confirmPlan(false, "checked upstream whether each happened? clear the latch", "the latch stays"); err != nil {
 					return err
-				}
-				if !ok {
-					return errors.New("not confirmed; the latch stays (to clear without the question, as in a script: add --yes)")
 				}
 			}
 			clear := func(c *client.Client) (*client.Cleared, error) { return c.ClearWrites(cmd.Context(), server) }
