@@ -10,9 +10,6 @@
 package client
 
 import (
-	"github.com/wardenmcp/warden/internal/state"
-	"path/filepath"
-
 	"bytes"
 	"context"
 	"encoding/json"
@@ -22,6 +19,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -31,6 +29,7 @@ import (
 	"github.com/wardenmcp/warden/activity"
 	"github.com/wardenmcp/warden/api"
 	"github.com/wardenmcp/warden/approval"
+	"github.com/wardenmcp/warden/internal/state"
 	"github.com/wardenmcp/warden/writes"
 )
 
