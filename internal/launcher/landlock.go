@@ -148,9 +148,13 @@ func openRule(path string, strict bool) (*os.File, error) {
 	if !strict {
 		return os.OpenFile(path, oPath|syscall.O_CLOEXEC, 0)
 	}
+	name, err := syscall.BytePtrFromString(path)
+	if err != nil {
+		return nil, errors.New("sandbox path " + path + ": " + err.Error())
+	}
 	how := openHow{flags: oPath | syscall.O_CLOEXEC, resolve: resolveNoSymlinks}
 	for {
-		fd, _, errno := syscall.Syscall6(sysOpenat2, atFdcwd, uintptr(unsafe.Pointer(bytePtr(path))),
+		fd, _, errno := syscall.Syscall6(sysOpenat2, atFdcwd, uintptr(unsafe.Pointer(name)),
 			uintptr(unsafe.Pointer(&how)), unsafe.Sizeof(how), 0, 0)
 		switch errno {
 		case 0:
@@ -165,12 +169,6 @@ func openRule(path string, strict bool) (*os.File, error) {
 		}
 		return nil, errors.New("sandbox path " + path + ": " + errno.Error())
 	}
-}
-
-// bytePtr is path as a NUL-terminated string for a system call.
-func bytePtr(path string) *byte {
-	b := append([]byte(path), 0)
-	return &b[0]
 }
 
 // allow adds a rule granting access beneath f.
