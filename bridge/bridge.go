@@ -26,6 +26,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/wardenmcp/warden/protocol"
 )
 
@@ -296,7 +297,7 @@ func (b *Bridge) batch(ctx context.Context, msg []byte) {
 	code := -32603 // Warden could not be reached, or failed
 	var re *refusedError
 	if errors.As(err, &re) && re.status < 500 {
-		code = codeInvalidRequest
+		code = jsonrpc.CodeInvalidRequest
 	}
 	var members []envelope
 	_ = json.Unmarshal(msg, &members) // check has seen to it

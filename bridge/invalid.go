@@ -3,13 +3,8 @@ package bridge
 import (
 	"bytes"
 	"encoding/json"
-)
 
-// JSON-RPC 2.0's codes for a message that is not JSON, and for JSON that is
-// not a message.
-const (
-	codeParseError     = -32700
-	codeInvalidRequest = -32600
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
 var nullID = json.RawMessage("null")
@@ -22,7 +17,7 @@ var nullID = json.RawMessage("null")
 // SDK matches them.
 func check(line []byte) (answers []errorReply, batched bool) {
 	if !json.Valid(line) {
-		return []errorReply{newErrorReply(nullID, codeParseError, "Parse error: the line is not JSON; warden stdio reads one JSON-RPC message per line")}, false
+		return []errorReply{newErrorReply(nullID, jsonrpc.CodeParseError, "Parse error: the line is not JSON; warden stdio reads one JSON-RPC message per line")}, false
 	}
 	if line[0] != '[' {
 		if r := checkMessage(line); r != nil {
@@ -33,7 +28,7 @@ func check(line []byte) (answers []errorReply, batched bool) {
 	var batch []json.RawMessage
 	_ = json.Unmarshal(line, &batch) // valid JSON starting with [
 	if len(batch) == 0 {
-		return []errorReply{newErrorReply(nullID, codeInvalidRequest, "Invalid Request: an empty batch")}, false
+		return []errorReply{newErrorReply(nullID, jsonrpc.CodeInvalidRequest, "Invalid Request: an empty batch")}, false
 	}
 	// A batch with an invalid message is not sent: each of its requests is
 	// answered, so that none waits for good.
@@ -46,7 +41,7 @@ func check(line []byte) (answers []errorReply, batched bool) {
 		}
 		var e envelope
 		if json.Unmarshal(m, &e) == nil && e.Method != "" && hasID(e.ID) {
-			answers = append(answers, newErrorReply(e.ID, codeInvalidRequest, "Invalid Request: not sent, since another message of its batch is invalid"))
+			answers = append(answers, newErrorReply(e.ID, jsonrpc.CodeInvalidRequest, "Invalid Request: not sent, since another message of its batch is invalid"))
 		}
 	}
 	if !invalid {
@@ -60,19 +55,19 @@ func check(line []byte) (answers []errorReply, batched bool) {
 func checkMessage(msg []byte) *errorReply {
 	var m map[string]json.RawMessage
 	if json.Unmarshal(msg, &m) != nil || m == nil {
-		r := newErrorReply(nullID, codeInvalidRequest, "Invalid Request: a message is a JSON object")
+		r := newErrorReply(nullID, jsonrpc.CodeInvalidRequest, "Invalid Request: a message is a JSON object")
 		return &r
 	}
 	id, hasID := m["id"]
 	if hasID && !usableID(id) {
-		r := newErrorReply(nullID, codeInvalidRequest, "Invalid Request: the id is not a string, a number or null")
+		r := newErrorReply(nullID, jsonrpc.CodeInvalidRequest, "Invalid Request: the id is not a string, a number or null")
 		return &r
 	}
 	if !hasID {
 		id = nullID
 	}
 	invalid := func(why string) *errorReply {
-		r := newErrorReply(id, codeInvalidRequest, "Invalid Request: "+why)
+		r := newErrorReply(id, jsonrpc.CodeInvalidRequest, "Invalid Request: "+why)
 		return &r
 	}
 	if stringOf(m["jsonrpc"]) != "2.0" {

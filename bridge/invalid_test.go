@@ -3,6 +3,8 @@ package bridge
 import (
 	"encoding/json"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
 // check answers what JSON-RPC 2.0 says a server answers a line that is not
@@ -12,17 +14,17 @@ func TestCheck(t *testing.T) {
 		line, id string
 		code     int
 	}{
-		{`garbage{`, `null`, codeParseError},
-		{`{"jsonrpc":"2.0","id":1,"method":"ping"`, `null`, codeParseError},
-		{`[]`, `null`, codeInvalidRequest},
-		{`7`, `null`, codeInvalidRequest},
-		{`null`, `null`, codeInvalidRequest},
-		{`{"id":7}`, `7`, codeInvalidRequest},
-		{`{"jsonrpc":"2.0","id":"a"}`, `"a"`, codeInvalidRequest},
-		{`{"jsonrpc":"1.0","id":7,"method":"ping"}`, `7`, codeInvalidRequest},
-		{`{"jsonrpc":"2.0","id":7,"method":3}`, `7`, codeInvalidRequest},
-		{`{"jsonrpc":"2.0","id":{"x":1},"method":"ping"}`, `null`, codeInvalidRequest},
-		{`{"jsonrpc":"2.0","result":{}}`, `null`, codeInvalidRequest},
+		{`garbage{`, `null`, jsonrpc.CodeParseError},
+		{`{"jsonrpc":"2.0","id":1,"method":"ping"`, `null`, jsonrpc.CodeParseError},
+		{`[]`, `null`, jsonrpc.CodeInvalidRequest},
+		{`7`, `null`, jsonrpc.CodeInvalidRequest},
+		{`null`, `null`, jsonrpc.CodeInvalidRequest},
+		{`{"id":7}`, `7`, jsonrpc.CodeInvalidRequest},
+		{`{"jsonrpc":"2.0","id":"a"}`, `"a"`, jsonrpc.CodeInvalidRequest},
+		{`{"jsonrpc":"1.0","id":7,"method":"ping"}`, `7`, jsonrpc.CodeInvalidRequest},
+		{`{"jsonrpc":"2.0","id":7,"method":3}`, `7`, jsonrpc.CodeInvalidRequest},
+		{`{"jsonrpc":"2.0","id":{"x":1},"method":"ping"}`, `null`, jsonrpc.CodeInvalidRequest},
+		{`{"jsonrpc":"2.0","result":{}}`, `null`, jsonrpc.CodeInvalidRequest},
 	}
 	for _, c := range bad {
 		answers, batched := check([]byte(c.line))
@@ -49,7 +51,7 @@ func TestCheck(t *testing.T) {
 	if !batched || len(answers) != 2 {
 		t.Fatalf("a batch with an invalid message: %+v (batched %t)", answers, batched)
 	}
-	if ids, _ := json.Marshal([]json.RawMessage{answers[0].ID, answers[1].ID}); string(ids) != `[1,2]` || answers[0].Error.Code != codeInvalidRequest {
+	if ids, _ := json.Marshal([]json.RawMessage{answers[0].ID, answers[1].ID}); string(ids) != `[1,2]` || answers[0].Error.Code != jsonrpc.CodeInvalidRequest {
 		t.Errorf("a batch with an invalid message: %+v", answers)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
 // readLine reads one line. A line longer than maxLine is read to its end but
@@ -39,9 +41,9 @@ func (b *Bridge) refuseLong(prefix []byte) {
 	if response {
 		return
 	}
-	code, text := codeInvalidRequest, fmt.Sprintf("message larger than %d MiB: warden stdio cannot forward it", maxLine>>20)
+	code, text := jsonrpc.CodeInvalidRequest, fmt.Sprintf("message larger than %d MiB: warden stdio cannot forward it", maxLine>>20)
 	if !hasID(id) {
-		code, id = codeParseError, nullID
+		code, id = jsonrpc.CodeParseError, nullID
 	}
 	b.writeError(id, code, text)
 }
