@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -244,4 +245,68 @@ func TestReadmeFirstHour(t *testing.T) {
 			t.Errorf("the client sees %s, which was not admitted", n)
 		}
 	}
+}
+
+// Every go test command in docs/performance.md and the README names
+// benchmarks and tests that exist in the package it runs, so no figure
+// points at a command that measures nothing.
+func TestPerformanceCommandsExist(t *testing.T) {
+	root := testenv.RepoRoot(t)
+	var cmds [][]string
+	for _, doc := range []string{"docs/performance.md", "README.md"} {
+		b, err := os.ReadFile(filepath.Join(root, doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := regexp.MustCompile("`go test ([^`]*)`").FindAllStringSubmatch(string(b), -1)
+		if doc == "docs/performance.md" && len(found) < 10 {
+			t.Fatalf("%s has %d go test commands; want one per figure", doc, len(found))
+		}
+		cmds = append(cmds, found...)
+	}
+	for _, m := range cmds {
+		args := strings.Fields(m[1])
+		pkg := args[len(args)-1]
+		var pattern string
+		for i, a := range args[:len(args)-1] {
+			if (a == "-bench" || a == "-run") && strings.Trim(args[i+1], "'") != "^$" {
+				pattern = strings.Trim(args[i+1], "'")
+			}
+		}
+		if pattern == "" {
+			continue // runs everything it names
+		}
+		if !strings.HasPrefix(pkg, "./") {
+			t.Errorf("%q: want the ./package last", m[1])
+			continue
+		}
+		names := testFuncs(t, filepath.Join(root, pkg))
+		for _, alt := range strings.Split(pattern, "|") {
+			top, _, _ := strings.Cut(alt, "/")
+			re := regexp.MustCompile(top)
+			if !slices.ContainsFunc(names, re.MatchString) {
+				t.Errorf("%q: nothing in %s matches %q", m[1], pkg, top)
+			}
+		}
+	}
+}
+
+// testFuncs are the names of the Test and Benchmark functions in dir.
+func testFuncs(t *testing.T, dir string) []string {
+	files, err := filepath.Glob(filepath.Join(dir, "*_test.go"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no tests in %s: %v", dir, err)
+	}
+	var names []string
+	fn := regexp.MustCompile(`(?m)^func ((?:Test|Benchmark)\w+)\(`)
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range fn.FindAllStringSubmatch(string(b), -1) {
+			names = append(names, m[1])
+		}
+	}
+	return names
 }
