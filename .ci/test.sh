@@ -67,7 +67,7 @@ fi
 # run with "context deadline exceeded" and no input (go.dev/issue/75804, fixed
 # in Go 1.27). WARDEN_FUZZSCALE multiplies every count.
 scale="${WARDEN_FUZZSCALE:-1}"
-for target in ./config/:FuzzParse:20000 ./upstream/:FuzzCallAnswer:20000 \
+for target in ./config/:FuzzParse:20000 ./config/:FuzzParseCodex:10000 ./upstream/:FuzzCallAnswer:20000 \
 	./upstream/:FuzzCallAnswerAfterNoise:20000 ./upstream/:FuzzWireResponse:60 \
 	./surface/:FuzzMCPRequest:8000 ./surface/:FuzzStatelessCall:20000 ./api/:FuzzBodies:4000; do
 	IFS=: read -r pkg name count <<<"$target"

@@ -6,7 +6,7 @@ import (
 	"os"
 )
 
-// The parsers of config files (hujson, and parseTOML for Codex's files)
+// The parsers of config files (hujson; for Codex's TOML see decodeTOML)
 // recurse once per level of nesting: a file nested a million deep overflows
 // the goroutine stack, a fatal error no recover catches. So a file is
 // measured before any parser sees it, with limits far above any real

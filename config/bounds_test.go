@@ -34,17 +34,18 @@ func TestBounds(t *testing.T) {
 		}
 	}
 
-	toml := "[mcp_servers.a]\ncommand = \"x\"\nargs = " + strings.Repeat("[", 1_000_000)
-	if _, err := ParseCodex("/c.toml", []byte(toml)); err == nil || !strings.Contains(err.Error(), "nested more than 64 deep") {
-		t.Errorf("deep TOML: %v", err)
-	}
-	for _, dotted := range []string{
+	for _, toml := range []string{
+		"[mcp_servers.a]\ncommand = \"x\"\nargs = " + strings.Repeat("[", MaxDepth) + strings.Repeat("]", MaxDepth),
 		"[mcp_servers.x" + strings.Repeat(".a", 100_000) + "]\nk = 1\n",
 		"[mcp_servers.x]\ncommand = \"x\"\nenv" + strings.Repeat(".a", 100_000) + " = 1\n",
+		"[mcp_servers.x]\nenv = " + strings.Repeat("{a=", 100) + "1" + strings.Repeat("}", 100),
 	} {
-		if _, err := ParseCodex("/c.toml", []byte(dotted)); err == nil || !strings.Contains(err.Error(), "more than 64 parts") {
-			t.Errorf("a TOML key of 100,000 parts: %.200v", err)
+		if _, err := ParseCodex("/c.toml", []byte(toml)); err == nil || !strings.Contains(err.Error(), "nested more than 64 deep") {
+			t.Errorf("deep TOML %.60s...: %.200v", toml, err)
 		}
+	}
+	if _, err := ParseCodex("/c.toml", []byte("a = "+strings.Repeat("[", 1_000_000))); err == nil || !strings.Contains(err.Error(), "larger than 256 KiB") {
+		t.Errorf("a TOML file of 1 MB: %.200v", err)
 	}
 	if _, err := ParseCodex("/c.toml", []byte("[mcp_servers.a]\ncommand = \"x\"\nargs = "+strings.Repeat("[", 20)+strings.Repeat("]", 20))); err != nil && strings.Contains(err.Error(), "nested") {
 		t.Errorf("TOML 20 deep: %v", err)

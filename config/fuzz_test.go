@@ -85,3 +85,19 @@ func checkParseError(t *testing.T, data []byte, err error) {
 		}
 	}
 }
+
+// FuzzParseCodex: a Codex config.toml either loads or is refused with an
+// *Error, never a panic, a hang or a stack overflow.
+func FuzzParseCodex(f *testing.F) {
+	f.Add([]byte(codexConfig))
+	f.Add([]byte("[mcp_servers.a]\ncommand = \"x\"\nargs = [[[1]]]\nenv = {A = {B = 1}}\n"))
+	f.Add([]byte("[mcp_servers.a.b.c]\nx.y.z = 1\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if _, err := ParseCodex("/c.toml", data); err != nil {
+			var ce *Error
+			if !errors.As(err, &ce) {
+				t.Fatalf("%T %v, want an *Error", err, err)
+			}
+		}
+	})
+}

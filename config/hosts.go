@@ -73,12 +73,9 @@ var codexFields = map[string]string{
 // (~/.codex/config.toml), for import, like ParseHost. Field paths in
 // messages are Warden's, under "mcpServers".
 func ParseCodex(path string, data []byte) (*Config, error) {
-	if err := checkSize(path, data); err != nil {
-		return nil, err
-	}
-	doc, err := parseTOML(string(data))
+	doc, err := decodeTOML(path, data)
 	if err != nil {
-		return nil, &Error{File: path, Problem: "invalid TOML: " + err.Error(), Fix: "fix the TOML syntax there"}
+		return nil, err
 	}
 	servers, ok := doc["mcp_servers"].(map[string]any)
 	if !ok {
@@ -139,7 +136,7 @@ func ParseCodex(path string, data []byte) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := parseHost(path, b) // as deep as the TOML, which parseTOML bounds
+	cfg, err := parseHost(path, b) // as deep as the TOML, which decodeTOML bounds
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -220,8 +221,10 @@ func TestParseCodex(t *testing.T) {
 	wantNotes(t, cfg, "mcp_servers.docs.startup_timeout_sec: ignored: Codex's own setting")
 
 	for _, bad := range []string{"[mcp_servers.x\ncommand = 1", "a = \"open", "a = [1, 2", "a = nope", "a = 1\na = 2"} {
-		if _, err := ParseCodex("/c.toml", []byte(bad)); err == nil || !strings.Contains(err.Error(), "invalid TOML: line ") {
-			t.Errorf("%q: %v", bad, err)
+		_, err := ParseCodex("/c.toml", []byte(bad))
+		var ce *Error
+		if !errors.As(err, &ce) || ce.Line == 0 || !strings.Contains(err.Error(), "invalid TOML: ") {
+			t.Errorf("%q: %v, want an *Error saying where the TOML is invalid", bad, err)
 		}
 	}
 }
