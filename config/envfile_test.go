@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -29,7 +30,7 @@ func writeFiles(t *testing.T, dir string, files map[string]string) {
 func TestVSCodeWorkspaceFile(t *testing.T) {
 	proj := filepath.Join(t.TempDir(), "proj")
 	writeFiles(t, proj, map[string]string{
-		".env": "# the project's secrets\nexport API_KEY=" + marker + "\nMODE='from-file'\nEMPTY=\n",
+		".env": "# the project's secrets\nexport API_KEY=" + marker + "\nPIN=7f3a9\nMODE='from-file'\nEMPTY=\n",
 		".vscode/mcp.json": `{
   "servers": {
     "db": {"type": "stdio", "command": "${workspaceFolder}/bin/db-mcp",
@@ -48,11 +49,13 @@ func TestVSCodeWorkspaceFile(t *testing.T) {
 	if s.Command != proj+"/bin/db-mcp" || !slices.Equal(s.Args, wantArgs) || s.Cwd != proj || s.EnvFile != filepath.Join(proj, ".env") {
 		t.Fatalf("db: command %q, args %q, cwd %q, envFile %q", s.Command, s.Args, s.Cwd, s.EnvFile)
 	}
-	if want := map[string]string{"API_KEY": marker, "MODE": "from-env", "EMPTY": ""}; !maps.Equal(s.Env, want) {
+	if want := map[string]string{"API_KEY": marker, "PIN": "7f3a9", "MODE": "from-env", "EMPTY": ""}; !maps.Equal(s.Env, want) {
 		t.Errorf("env %v, want %v", s.Env, want)
 	}
-	if !slices.Contains(s.Secrets(), marker) {
-		t.Error("the envFile's value is not among the server's secrets")
+	// Masked like an ${env:} expansion: even a value too short to mask as
+	// an env value.
+	if !slices.Contains(s.Secrets(), marker) || !slices.Contains(s.Secrets(), "7f3a9") {
+		t.Errorf("the envFile's values are not among the server's secrets %q", s.Secrets())
 	}
 	if _, _, env, _ := s.written(); len(env) != 1 || env["MODE"] != "from-env" {
 		t.Errorf("written env %v: the envFile's values would be copied into another file", env)
@@ -129,7 +132,7 @@ func TestParseDotenv(t *testing.T) {
 		"A=1\nB=\"open": "line 2 has a quote that does not end on its line",
 	} {
 		_, line, problem := parseDotenv([]byte(text))
-		if got := "line " + string(rune('0'+line)) + " " + problem; !strings.HasPrefix(got, want) {
+		if got := fmt.Sprintf("line %d %s", line, problem); !strings.HasPrefix(got, want) {
 			t.Errorf("%q: %s, want %s", text, got, want)
 		}
 	}
