@@ -46,17 +46,18 @@ func (d *decoder) loadEnvFile(s *Server, v *hujson.Value, path string) error {
 	if strings.TrimSpace(s.EnvFile) == "" {
 		return d.errAt(v, path, "is empty", `write the path of a file of NAME=VALUE lines, such as "${workspaceFolder}/.env"`)
 	}
+	fix := "create the file, or correct the path"
 	if !filepath.IsAbs(s.EnvFile) {
 		if d.workspace == "" {
 			return d.errAt(v, path, "is a relative path, and the config was not read from a file", "write an absolute path")
 		}
 		s.EnvFile = filepath.Join(d.workspace, s.EnvFile)
+		fix += " (a relative one is read from " + d.workspace + ")"
 	}
 	s.EnvFile = filepath.Clean(s.EnvFile)
 	data, err := ReadFile(s.EnvFile)
 	if err != nil {
-		return d.errAt(v, path, "cannot read "+s.EnvFile+": "+envFileErr(err),
-			"create the file, or correct the path (a relative one is read from "+d.workspace+")")
+		return d.errAt(v, path, "cannot read "+s.EnvFile+": "+envFileErr(err), fix)
 	}
 	vars, line, problem := parseDotenv(data)
 	if problem != "" {
