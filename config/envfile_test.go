@@ -3,33 +3,20 @@ package config
 import (
 	"fmt"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-)
 
-// writeFiles writes each file (a path relative to dir) with its text.
-func writeFiles(t *testing.T, dir string, files map[string]string) {
-	t.Helper()
-	for rel, text := range files {
-		p := filepath.Join(dir, rel)
-		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
+	"github.com/wardenmcp/warden/internal/testenv"
+)
 
 // A VS Code workspace file as VS Code documents it: ${workspaceFolder} is
 // the folder above .vscode/, envFile is read from there, the server's own
 // env wins over the file's, and the file's values are secrets.
 func TestVSCodeWorkspaceFile(t *testing.T) {
 	proj := filepath.Join(t.TempDir(), "proj")
-	writeFiles(t, proj, map[string]string{
+	testenv.WriteFiles(t, proj, map[string]string{
 		".env": "# the project's secrets\nexport API_KEY=" + marker + "\nPIN=7f3a9\nMODE='from-file'\nEMPTY=\n",
 		".vscode/mcp.json": `{
   "servers": {
@@ -66,7 +53,7 @@ func TestVSCodeWorkspaceFile(t *testing.T) {
 // .vscode/ or .cursor/, else the config file's own folder.
 func TestEnvFileRelativeToWorkspace(t *testing.T) {
 	dir := t.TempDir()
-	writeFiles(t, dir, map[string]string{"p/.env": "K=p\n", "p/.cursor/.env": "K=cursor-dir\n", "w/.env": "K=w\n"})
+	testenv.WriteFiles(t, dir, map[string]string{"p/.env": "K=p\n", "p/.cursor/.env": "K=cursor-dir\n", "w/.env": "K=w\n"})
 	for file, want := range map[string]string{"p/.vscode/mcp.json": "p", "p/.cursor/mcp.json": "p", "w/config.json": "w"} {
 		cfg, err := Parse(filepath.Join(dir, file), []byte(`{"mcpServers": {"s": {"command": "x", "envFile": ".env"}}}`), env())
 		if err != nil {
@@ -82,7 +69,7 @@ func TestEnvFileRelativeToWorkspace(t *testing.T) {
 // message naming the file, the line and the fix, and never the file's text.
 func TestEnvFileProblems(t *testing.T) {
 	dir := t.TempDir()
-	writeFiles(t, dir, map[string]string{
+	testenv.WriteFiles(t, dir, map[string]string{
 		"noeq.env":     "OK=1\n" + marker + "\n",
 		"badname.env":  "1" + marker + "=x\n",
 		"open.env":     "K=\"" + marker + "\n",

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/wardenmcp/warden/internal/testenv"
 )
 
 // Files as other MCP hosts write them load as they are; fields those hosts
@@ -278,7 +280,7 @@ func TestDisabledToolsHidden(t *testing.T) {
 // absolute envFile and no value of it.
 func TestParseHostResolvesWorkspace(t *testing.T) {
 	proj := filepath.Join(t.TempDir(), "proj")
-	writeFiles(t, proj, map[string]string{".env": "TOKEN=" + marker + "\n"})
+	testenv.WriteFiles(t, proj, map[string]string{".env": "TOKEN=" + marker + "\n"})
 	cfg, err := ParseHost(filepath.Join(proj, ".vscode", "mcp.json"), []byte(`{"servers": {
 		"s": {"type": "stdio", "command": "node", "args": ["${workspaceFolder}/server.js"], "env": {"K": "${env:K}"}, "envFile": ".env"}}}`))
 	if err != nil {

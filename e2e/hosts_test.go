@@ -260,12 +260,7 @@ func TestHostFilesOfFourHostsServe(t *testing.T) {
 	mark := fmt.Sprintf("hostfiles-%d", time.Now().UnixNano())
 	write := func(path, text string) string {
 		t.Helper()
-		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
-			t.Fatal(err)
-		}
+		testenv.WriteFiles(t, "", map[string]string{path: text})
 		return path
 	}
 

@@ -23,6 +23,7 @@ import (
 	"github.com/wardenmcp/warden/config"
 	"github.com/wardenmcp/warden/gateway"
 	"github.com/wardenmcp/warden/internal/state"
+	"github.com/wardenmcp/warden/internal/testenv"
 )
 
 const testToken = "test-token-0123456789"
@@ -992,15 +993,7 @@ func hostHome(t *testing.T, files map[string]string) string {
 	t.Setenv("CODEX_HOME", "")
 	t.Setenv("WARDEN_CONFIG", "")
 	t.Setenv("WARDEN_STATE_DIR", filepath.Join(home, "state")) // no daemon has run there
-	for rel, text := range files {
-		path := filepath.Join(home, rel)
-		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	testenv.WriteFiles(t, home, files)
 	return home
 }
 
