@@ -153,7 +153,7 @@ type Server struct {
 	rawArgs    []string
 	rawEnv     map[string]string
 	rawHeaders map[string]string
-	expanded   []string // values of its ${env:} references
+	expanded   []string // values of its ${env:} references and its envFile: secrets
 }
 
 // Sandbox is a stdio server's "sandbox": confinement beyond the default.

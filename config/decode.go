@@ -49,7 +49,7 @@ type decoder struct {
 	workspace string // what ${workspaceFolder} means, see workspaceOf
 	lookupEnv func(string) (string, bool)
 	lenient   bool     // leave unset ${env:} references unexpanded (editing)
-	expanded  []string // values of the ${env:} references expanded so far
+	expanded  []string // secrets read so far: ${env:} values and envFile values
 	// broken, when set, collects a server entry that cannot be loaded
 	// instead of failing the whole file (ParseAll).
 	broken map[string]*Error

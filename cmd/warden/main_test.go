@@ -1048,6 +1048,31 @@ func TestImport(t *testing.T) {
 	}
 }
 
+// import reads a VS Code workspace file as serve does: what it writes into
+// Warden's file loads there as the same server, with the workspace's
+// folders and its envFile's variables, and without the envFile's values.
+func TestImportVSCodeWorkspace(t *testing.T) {
+	home := hostHome(t, map[string]string{
+		"proj/.env":             "API_KEY=import-S3CRET\n",
+		"proj/.vscode/mcp.json": `{"servers": {"db": {"type": "stdio", "command": "${userHome}/bin/db", "args": ["${workspaceFolder}/data"], "envFile": "${workspaceFolder}/.env"}}}`,
+	})
+	warden := filepath.Join(home, ".config", "warden", "config.json")
+	code, out, stderr := runCLI(t, "", "import", filepath.Join(home, "proj", ".vscode", "mcp.json"))
+	if code != 0 || !strings.Contains(out, "imported db") {
+		t.Fatalf("import: exit %d\n%s\n%s", code, out, stderr)
+	}
+	data := mustRead(t, warden)
+	cfg, err := config.Load(warden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := cfg.Servers["db"]
+	if s == nil || s.Command != filepath.Join(home, "bin", "db") || s.Args[0] != filepath.Join(home, "proj", "data") ||
+		s.Env["API_KEY"] != "import-S3CRET" || strings.Contains(string(data), "import-S3CRET") {
+		t.Fatalf("db in Warden's file (%v):\n%s", s, data)
+	}
+}
+
 func TestConnect(t *testing.T) {
 	cline := ".config/Code/User/globalStorage/saoudrizwan.claude-dev/settings/cline_mcp_settings.json"
 	clineText := "{\n  \"mcpServers\": {\n    // mine\n    \"x\": {\"command\": \"y\", \"autoApprove\": []}\n  }\n}\n"
