@@ -146,8 +146,9 @@ type Server struct {
 	CallTimeout        time.Duration
 	Tools              map[string]ToolOverride // keyed by upstream tool name
 
-	// As written in the file, before ${env:} expansion. Set by Parse only;
-	// for a Server built in code the exported fields are what was written.
+	// As written in the file, with ${env:} references unexpanded (the path
+	// variables are expanded: see expansion). Set by Parse only; for a
+	// Server built in code the exported fields are what was written.
 	parsed     bool
 	rawURL     string
 	rawArgs    []string

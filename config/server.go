@@ -122,7 +122,7 @@ func (s *Server) writtenURL() string {
 }
 
 // written returns the fields as they should be written back to a file:
-// unexpanded for a Server that came from Parse.
+// with ${env:} references unexpanded for a Server that came from Parse.
 func (s *Server) written() (url string, args []string, env, headers map[string]string) {
 	if s.parsed {
 		return s.rawURL, s.rawArgs, s.rawEnv, s.rawHeaders
