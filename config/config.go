@@ -5,9 +5,13 @@
 // Parse is strict: an unknown field, a wrong type or a bad value is an *Error
 // naming the file, the field and the fix, because a typo silently ignored in a
 // security gateway is a policy silently not applied. ${env:NAME} references
-// in args, env, url and headers are expanded at parse time; the expanded
-// values are treated as secrets and never appear in errors, String() or
-// DisplayURL.
+// in args, env, url, headers and oauth are expanded at parse time, as are
+// the variables of a stdio server's envFile; these values are treated as
+// secrets and never appear in errors, String() or DisplayURL. The path
+// variables other hosts document (${workspaceFolder}, ${userHome}, ...)
+// expand there too and in command, cwd and envFile. Files written for other
+// MCP hosts load as they are: fields those hosts keep for themselves are
+// ignored with a note, while a field no host uses is an error.
 package config
 
 import (
@@ -115,8 +119,11 @@ type Server struct {
 	// stdio
 	Command string
 	Args    []string
-	Env     map[string]string
+	Env     map[string]string // with the variables of EnvFile that "env" does not set
 	Cwd     string
+	// EnvFile ("envFile") is a file of NAME=VALUE lines whose variables
+	// the server gets too; absolute once parsed.
+	EnvFile string
 	// A stdio server gets a minimal environment (package sandbox), plus
 	// these names from Warden's, or all of Warden's with InheritAllEnv.
 	InheritEnv    []string
@@ -139,14 +146,15 @@ type Server struct {
 	CallTimeout        time.Duration
 	Tools              map[string]ToolOverride // keyed by upstream tool name
 
-	// As written in the file, before ${env:} expansion. Set by Parse only;
-	// for a Server built in code the exported fields are what was written.
+	// As written in the file, with ${env:} references unexpanded (the path
+	// variables are expanded: see expansion). Set by Parse only; for a
+	// Server built in code the exported fields are what was written.
 	parsed     bool
 	rawURL     string
 	rawArgs    []string
 	rawEnv     map[string]string
 	rawHeaders map[string]string
-	expanded   []string // values of its ${env:} references
+	expanded   []string // values of its ${env:} references and its envFile: secrets
 }
 
 // Sandbox is a stdio server's "sandbox": confinement beyond the default.
@@ -299,7 +307,7 @@ func parse(path string, data []byte, lookupEnv func(string) (string, bool), leni
 	if err := CheckBounds(path, data); err != nil {
 		return nil, err
 	}
-	d := &decoder{file: path, data: data, lookupEnv: lookupEnv, lenient: lenient}
+	d := newDecoder(path, data, lookupEnv, lenient)
 	if all {
 		d.broken = map[string]*Error{}
 	}

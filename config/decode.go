@@ -21,26 +21,17 @@ var (
 	topFields      = []string{"listen", "stateDir", "activity", "toolSearch", "toolSearchBudget", "mcpServers"}
 	activityFields = []string{"maxEntries", "maxAge"}
 	serverFields   = []string{"command", "args", "env", "cwd", "url", "headers", "transport", "type",
-		"trusted", "disabled", "callTimeout", "confirmDestructive", "tools", "inheritEnv", "sandbox", "start", "idleTimeout", "oauth"}
-	// Fields other MCP hosts write, read or ignored (foreignFields) but
-	// not offered in messages.
-	hostTopFields    = []string{"servers", "inputs"}
-	hostServerFields = []string{"serverUrl", "transportType", "timeout", "autoApprove", "alwaysAllow", "dev"}
+		"trusted", "disabled", "callTimeout", "confirmDestructive", "tools", "inheritEnv", "sandbox", "start", "idleTimeout", "oauth", "envFile"}
+	// Fields other MCP hosts write that Warden reads but does not offer
+	// in messages (those it ignores are in foreignTop and foreignServer).
+	hostTopFields    = []string{"servers"}
+	hostServerFields = []string{"serverUrl", "transportType", "timeout", "disabledTools"}
 	toolFields       = []string{"class", "hidden"}
 	sandboxFields    = []string{"network", "paths", "container"}
 	pathsFields      = []string{"read", "write"}
 	containerFields  = []string{"image", "engine"}
 	oauthFields      = []string{"clientId", "clientSecret", "clientMetadataUrl", "scopes"}
 )
-
-// foreignFields are fields other MCP hosts use for their own purposes:
-// Warden ignores them, with a note saying so and what does the job here.
-var foreignFields = map[string]string{
-	"inputs":      "VS Code's prompts for ${input:...} values, which Warden cannot show; use ${env:NAME}",
-	"autoApprove": "Cline's list of tools it calls without asking; Warden approves tools with warden review",
-	"alwaysAllow": "Roo Code's list of tools it calls without asking; Warden approves tools with warden review",
-	"dev":         "VS Code's settings for debugging a server it develops",
-}
 
 // transportNames maps the ways other MCP hosts spell a transport to
 // Warden's names.
@@ -55,19 +46,25 @@ var transportNames = map[string]string{
 type decoder struct {
 	file      string
 	data      []byte
+	workspace string // what ${workspaceFolder} means, see workspaceOf
 	lookupEnv func(string) (string, bool)
 	lenient   bool     // leave unset ${env:} references unexpanded (editing)
-	expanded  []string // values of the ${env:} references expanded so far
+	expanded  []string // secrets read so far: ${env:} values and envFile values
 	// broken, when set, collects a server entry that cannot be loaded
 	// instead of failing the whole file (ParseAll).
 	broken map[string]*Error
-	notes  []string // fields ignored, see foreignFields
+	notes  []string // fields ignored, see foreignTop and foreignServer
+}
+
+// newDecoder is the decoder of file's data.
+func newDecoder(file string, data []byte, lookupEnv func(string) (string, bool), lenient bool) *decoder {
+	return &decoder{file: file, data: data, workspace: workspaceOf(file), lookupEnv: lookupEnv, lenient: lenient}
 }
 
 // ignore notes that the field at v is another host's and ignored.
-func (d *decoder) ignore(v *hujson.Value, path, field string) {
+func (d *decoder) ignore(v *hujson.Value, path, note string) {
 	line, _ := lineCol(d.data, v.StartOffset)
-	d.notes = append(d.notes, fmt.Sprintf("config %s: %s (line %d): ignored: %s", d.file, path, line, foreignFields[field]))
+	d.notes = append(d.notes, fmt.Sprintf("config %s: %s (line %d): ignored: %s", d.file, path, line, note))
 }
 
 // serverFailed records the problem of one server entry: in ParseAll mode
@@ -106,7 +103,7 @@ func (d *decoder) decode(cfg *Config) error {
 		return d.errAt(&root, "", "the file holds "+kindName(&root)+", not an object",
 			`write an object such as {"mcpServers": {}}`)
 	}
-	return d.hostFields(obj, "", topFields, hostTopFields, func(name string, v *hujson.Value, path string) error {
+	return d.hostFields(obj, "", topFields, hostTopFields, foreignTop, func(name string, v *hujson.Value, path string) error {
 		switch name {
 		case "listen":
 			s, err := d.str(v, path)
@@ -145,8 +142,6 @@ func (d *decoder) decode(cfg *Config) error {
 				return d.errAt(v, path, `the file has both "mcpServers" and "servers"`, `keep one, "mcpServers"`)
 			}
 			return d.servers(v, path, cfg.Servers)
-		case "inputs":
-			d.ignore(v, path, name)
 		}
 		return nil
 	})
@@ -176,13 +171,18 @@ func (d *decoder) syntaxError(err error) error {
 // fields calls fn for each non-null member of obj, rejecting duplicate and
 // unknown names.
 func (d *decoder) fields(obj *hujson.Object, path string, known []string, fn func(name string, v *hujson.Value, path string) error) error {
-	return d.hostFields(obj, path, known, nil, fn)
+	return d.hostFields(obj, path, known, nil, nil, fn)
 }
 
 // hostFields is fields that also takes the names in host, without naming
-// them in messages.
-func (d *decoder) hostFields(obj *hujson.Object, path string, known, host []string, fn func(name string, v *hujson.Value, path string) error) error {
+// them in messages, and ignores those in foreign with their notes.
+func (d *decoder) hostFields(obj *hujson.Object, path string, known, host []string, foreign map[string]string,
+	fn func(name string, v *hujson.Value, path string) error) error {
 	return d.each(obj, path, func(name string, m *hujson.ObjectMember, fp string) error {
+		if note, ok := foreign[name]; ok {
+			d.ignore(&m.Value, fp, note)
+			return nil
+		}
 		if !slices.Contains(known, name) && !slices.Contains(host, name) {
 			fix := "known fields are " + strings.Join(known, ", ")
 			if s := suggest(name, known); s != "" {
@@ -293,8 +293,9 @@ func (d *decoder) seconds(v *hujson.Value, path string) (time.Duration, error) {
 	return time.Duration(n * float64(time.Second)), nil
 }
 
-// strList reads a list of strings, expanding ${env:} references in each.
-func (d *decoder) strList(v *hujson.Value, path string) (raw, expanded []string, err error) {
+// strList reads a list of strings, expanding references in each (see
+// expand); written is the list as an edit writes it back.
+func (d *decoder) strList(v *hujson.Value, path string) (written, expanded []string, err error) {
 	arr, ok := v.Value.(*hujson.Array)
 	if !ok {
 		return nil, nil, d.typeErr(v, path, "a list of strings", `write a list such as ["-y", "some-package"]`)
@@ -306,24 +307,36 @@ func (d *decoder) strList(v *hujson.Value, path string) (raw, expanded []string,
 		if err != nil {
 			return nil, nil, err
 		}
-		x, _, err := d.expand(s, e, p)
+		x, err := d.expand(s, e, p, true)
 		if err != nil {
 			return nil, nil, err
 		}
-		raw = append(raw, s)
-		expanded = append(expanded, x)
+		written = append(written, x.written)
+		expanded = append(expanded, x.value)
 	}
-	return raw, expanded, nil
+	return written, expanded, nil
 }
 
-// strMap reads an object of strings, expanding ${env:} references in the
-// values. checkKey and checkValue return a problem or "".
-func (d *decoder) strMap(v *hujson.Value, path string, checkKey func(string) (problem, fix string), checkValue func(string) string) (raw, expanded map[string]string, err error) {
+// pathStr reads a string in which the path variables expand but ${env:}
+// references do not (a command, a directory, a file name).
+func (d *decoder) pathStr(v *hujson.Value, path string) (string, error) {
+	s, err := d.str(v, path)
+	if err != nil {
+		return "", err
+	}
+	x, err := d.expand(s, v, path, false)
+	return x.value, err
+}
+
+// strMap reads an object of strings, expanding references in the values
+// (see expand); written is the object as an edit writes it back.
+// checkKey and checkValue return a problem or "".
+func (d *decoder) strMap(v *hujson.Value, path string, checkKey func(string) (problem, fix string), checkValue func(string) string) (written, expanded map[string]string, err error) {
 	obj, err := d.object(v, path, `write an object of strings such as {"NAME": "value"}`)
 	if err != nil {
 		return nil, nil, err
 	}
-	raw, expanded = map[string]string{}, map[string]string{}
+	written, expanded = map[string]string{}, map[string]string{}
 	err = d.each(obj, path, func(key string, m *hujson.ObjectMember, p string) error {
 		if problem, fix := checkKey(key); problem != "" {
 			return d.errAt(&m.Name, p, problem, fix)
@@ -332,18 +345,18 @@ func (d *decoder) strMap(v *hujson.Value, path string, checkKey func(string) (pr
 		if err != nil {
 			return err
 		}
-		x, _, err := d.expand(s, &m.Value, p)
+		x, err := d.expand(s, &m.Value, p, true)
 		if err != nil {
 			return err
 		}
-		if problem := checkValue(x); problem != "" {
+		if problem := checkValue(x.value); problem != "" {
 			// Never quote the value: it may be an expanded secret.
 			return d.errAt(&m.Value, p, problem, "remove it from the value")
 		}
-		raw[key], expanded[key] = s, x
+		written[key], expanded[key] = x.written, x.value
 		return nil
 	})
-	return raw, expanded, err
+	return written, expanded, err
 }
 
 // count reads a whole number from 1 to 2^31.
@@ -411,11 +424,12 @@ func (d *decoder) server(name string, v *hujson.Value, path string) (*Server, er
 	defer func() { s.expanded = slices.Clone(d.expanded[first:]) }()
 	at := map[string]*hujson.Value{} // where each field was, for cross-field errors
 	urlUnresolved := false
-	err = d.hostFields(obj, path, serverFields, hostServerFields, func(f string, v *hujson.Value, p string) (err error) {
+	var hidden []string // "disabledTools", applied once "tools" is read
+	err = d.hostFields(obj, path, serverFields, hostServerFields, foreignServer, func(f string, v *hujson.Value, p string) (err error) {
 		at[f] = v
 		switch f {
 		case "command":
-			if s.Command, err = d.str(v, p); err == nil && strings.TrimSpace(s.Command) == "" {
+			if s.Command, err = d.pathStr(v, p); err == nil && strings.TrimSpace(s.Command) == "" {
 				err = d.errAt(v, p, "is empty", "write the program to run, such as \"npx\"")
 			}
 		case "args":
@@ -423,14 +437,19 @@ func (d *decoder) server(name string, v *hujson.Value, path string) (*Server, er
 		case "env":
 			s.rawEnv, s.Env, err = d.strMap(v, p, envKeyProblem, envValueProblem)
 		case "cwd":
-			s.Cwd, err = d.str(v, p)
+			s.Cwd, err = d.pathStr(v, p)
+		case "envFile": // as VS Code and Cursor write it
+			s.EnvFile, err = d.pathStr(v, p)
 		case "url", "serverUrl": // "serverUrl" as Windsurf writes it
 			if at["url"] != nil && at["serverUrl"] != nil {
 				return d.errAt(v, p, `the server has both "url" and "serverUrl"`, `keep one, "url"`)
 			}
 			at["url"] = v
-			if s.rawURL, err = d.str(v, p); err == nil {
-				s.URL, urlUnresolved, err = d.expand(s.rawURL, v, p)
+			var raw string
+			if raw, err = d.str(v, p); err == nil {
+				var x expansion
+				x, err = d.expand(raw, v, p, true)
+				s.rawURL, s.URL, urlUnresolved = x.written, x.value, x.unresolved
 			}
 		case "headers":
 			s.rawHeaders, s.Headers, err = d.strMap(v, p, headerKeyProblem, headerValueProblem)
@@ -466,8 +485,8 @@ func (d *decoder) server(name string, v *hujson.Value, path string) (*Server, er
 				return d.errAt(v, p, `the server has both "callTimeout" and "timeout"`, `keep one, "callTimeout"`)
 			}
 			s.CallTimeout, err = d.seconds(v, p)
-		case "autoApprove", "alwaysAllow", "dev":
-			d.ignore(v, p, f)
+		case "disabledTools": // as Windsurf, Roo Code and Kiro write it
+			_, hidden, err = d.strList(v, p)
 		case "tools":
 			s.Tools, err = d.tools(v, p)
 		case "inheritEnv":
@@ -493,7 +512,30 @@ func (d *decoder) server(name string, v *hujson.Value, path string) (*Server, er
 	if err := d.checkServer(s, v, at, path, urlUnresolved); err != nil {
 		return nil, err
 	}
+	if err := d.hideTools(s, hidden, at["disabledTools"], join(path, "disabledTools")); err != nil {
+		return nil, err
+	}
+	if err := d.loadEnvFile(s, at["envFile"], join(path, "envFile")); err != nil {
+		return nil, err
+	}
 	return s, nil
+}
+
+// hideTools hides the tools another host's "disabledTools" names, as that
+// host would: a tool its person turned off stays off behind Warden.
+func (d *decoder) hideTools(s *Server, names []string, v *hujson.Value, path string) error {
+	for i, name := range names {
+		if name == "" {
+			return d.errAt(v, index(path, i), "tool name is empty", "write the upstream tool's name")
+		}
+		if s.Tools == nil {
+			s.Tools = map[string]ToolOverride{}
+		}
+		t := s.Tools[name]
+		t.Hidden = true
+		s.Tools[name] = t
+	}
+	return nil
 }
 
 func (d *decoder) tools(v *hujson.Value, path string) (map[string]ToolOverride, error) {
@@ -546,20 +588,20 @@ func (d *decoder) oauth(v *hujson.Value, path string) (*OAuth, error) {
 		if err != nil {
 			return err
 		}
-		x, _, err := d.expand(raw, v, p)
+		x, err := d.expand(raw, v, p, true)
 		if err != nil {
 			return err
 		}
 		switch f {
 		case "clientId":
-			o.ClientID = x
+			o.ClientID = x.value
 		case "clientSecret":
-			o.ClientSecret = x
+			o.ClientSecret = x.value
 		case "clientMetadataUrl":
-			if u, perr := url.Parse(x); perr != nil || u.Scheme != "https" || u.Host == "" || u.Path == "" || u.Path == "/" {
+			if u, perr := url.Parse(x.value); perr != nil || u.Scheme != "https" || u.Host == "" || u.Path == "" || u.Path == "/" {
 				return d.errAt(v, p, "is not an https URL with a path", `write the URL of the client ID metadata document, such as "https://example.test/warden-client.json"`)
 			}
-			o.ClientMetadataURL = x
+			o.ClientMetadataURL = x.value
 		}
 		return nil
 	})

@@ -433,6 +433,9 @@ func (e *editor) encodeServer(s *Server, ind string) string {
 	if len(env) > 0 {
 		add("env", strMap(env))
 	}
+	if s.EnvFile != "" {
+		add("envFile", quote(s.EnvFile))
+	}
 	if s.Cwd != "" {
 		add("cwd", quote(s.Cwd))
 	}

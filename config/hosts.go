@@ -14,9 +14,12 @@ import (
 // ParseHost reads the servers of another MCP host's JSON config file, for
 // import: its "mcpServers" (or VS Code's "servers") only, since the rest of
 // such a file is the host's own (Claude Code's ~/.claude.json holds much
-// else). ${env:} references are kept as written, never expanded, so that no
-// secret is copied. A server entry that cannot be loaded is in Broken, with
-// why; fields the host keeps for itself are in Notes.
+// else). Its entries are read as Parse reads them, except that ${env:}
+// references are kept as written, never expanded, so that no secret is
+// copied; ${workspaceFolder} and the other path variables are expanded and
+// a relative "envFile" made absolute, for the file's workspace, since the
+// servers move to a file elsewhere. A server entry that cannot be loaded is
+// in Broken, with why; fields the host keeps for itself are in Notes.
 func ParseHost(path string, data []byte) (*Config, error) {
 	data = bytes.TrimPrefix(data, utf8BOM)
 	if err := CheckBounds(path, data); err != nil {
@@ -28,8 +31,8 @@ func ParseHost(path string, data []byte) (*Config, error) {
 // parseHost is ParseHost for data known to be within bounds.
 func parseHost(path string, data []byte) (*Config, error) {
 	cfg := defaults(path)
-	d := &decoder{file: path, data: data, lookupEnv: func(string) (string, bool) { return "", false },
-		lenient: true, broken: map[string]*Error{}}
+	d := newDecoder(path, data, func(string) (string, bool) { return "", false }, true)
+	d.broken = map[string]*Error{}
 	root, err := hujson.Parse(data)
 	if err != nil {
 		return nil, d.syntaxError(err)
@@ -47,7 +50,7 @@ func parseHost(path string, data []byte) (*Config, error) {
 			Fix: "name the file where the host keeps its MCP servers"}
 	}
 	if i := find(obj, "inputs"); i >= 0 {
-		d.ignore(&obj.Members[i].Value, "inputs", "inputs")
+		d.ignore(&obj.Members[i].Value, "inputs", foreignTop["inputs"])
 	}
 	m := &obj.Members[k]
 	if err := d.servers(&m.Value, m.Name.Value.(hujson.Literal).String(), cfg.Servers); err != nil {

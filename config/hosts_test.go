@@ -2,9 +2,13 @@ package config
 
 import (
 	"errors"
+	"maps"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/wardenmcp/warden/internal/testenv"
 )
 
 // Files as other MCP hosts write them load as they are; fields those hosts
@@ -226,5 +230,71 @@ func TestParseCodex(t *testing.T) {
 		if !errors.As(err, &ce) || ce.Line == 0 || !strings.Contains(err.Error(), "invalid TOML: ") {
 			t.Errorf("%q: %v, want an *Error saying where the TOML is invalid", bad, err)
 		}
+	}
+}
+
+// Claude Desktop's file with the settings it keeps for itself loads, each
+// of them ignored with a note naming Claude Desktop, as is the mark it
+// puts on a server an extension installed. A top-level field no host uses
+// is still an error that lists Warden's fields.
+func TestClaudeDesktopOwnFields(t *testing.T) {
+	cfg, err := Parse("/h/.config/Claude/claude_desktop_config.json", []byte(`{
+  "globalShortcut": "Ctrl+Space",
+  "mcpServers": {"fs": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"], "extensionId": "ant.dir.fs"}},
+  "preferences": {"menuBarEnabled": false, "quickEntryShortcut": "off"},
+  "isUsingBuiltInNodeForMcp": true
+}`), env())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Servers["fs"] == nil {
+		t.Fatalf("fs not loaded: %v", cfg)
+	}
+	wantNotes(t, cfg, "globalShortcut (line 2): ignored: Claude Desktop's own setting, not a server's",
+		"mcpServers.fs.extensionId (line 3): ignored: Claude Desktop's mark of a server one of its extensions installed",
+		"preferences (line 4): ignored: Claude Desktop's own setting", "isUsingBuiltInNodeForMcp (line 5): ignored: Claude Desktop's own setting")
+
+	_, err = Parse("/x/c.json", []byte(`{"globalShortcut": "x", "colour": "red", "mcpServers": {}}`), env())
+	if err == nil || err.Error() != "config /x/c.json: colour: unknown field; known fields are listen, stateDir, activity, toolSearch, toolSearchBudget, mcpServers" {
+		t.Errorf("a field no host uses: %v", err)
+	}
+}
+
+// Windsurf's, Roo Code's and Kiro's "disabledTools" hide those tools, as
+// the host did: a tool its person turned off stays off behind Warden.
+func TestDisabledToolsHidden(t *testing.T) {
+	cfg, err := Parse("/h/.codeium/windsurf/mcp_config.json", []byte(`{"mcpServers": {
+		"gh": {"command": "gh-mcp", "disabledTools": ["delete_repo", "merge"], "tools": {"merge": {"class": "write"}}}}}`), env())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]ToolOverride{"delete_repo": {Hidden: true}, "merge": {Class: ClassWrite, Hidden: true}}
+	if got := cfg.Servers["gh"].Tools; !maps.Equal(got, want) {
+		t.Errorf("tools %v, want %v", got, want)
+	}
+	if _, err := Parse("/x/c.json", []byte(`{"mcpServers": {"gh": {"command": "x", "disabledTools": [""]}}}`), env()); err == nil ||
+		!strings.Contains(err.Error(), "mcpServers.gh.disabledTools[0]: tool name is empty") {
+		t.Errorf("an empty name: %v", err)
+	}
+}
+
+// Import reads a host's entries as serve does, for the file's workspace:
+// the servers it copies elsewhere carry the folders they meant there, an
+// absolute envFile and no value of it.
+func TestParseHostResolvesWorkspace(t *testing.T) {
+	proj := filepath.Join(t.TempDir(), "proj")
+	testenv.WriteFiles(t, proj, map[string]string{".env": "TOKEN=" + marker + "\n"})
+	cfg, err := ParseHost(filepath.Join(proj, ".vscode", "mcp.json"), []byte(`{"servers": {
+		"s": {"type": "stdio", "command": "node", "args": ["${workspaceFolder}/server.js"], "env": {"K": "${env:K}"}, "envFile": ".env"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := cfg.Servers["s"]
+	if _, args, env, _ := s.written(); args[0] != proj+"/server.js" || env["K"] != "${env:K}" || len(env) != 1 || s.EnvFile != filepath.Join(proj, ".env") {
+		t.Fatalf("s is written as args %q, env %v, envFile %q", args, env, s.EnvFile)
+	}
+	e := &editor{nl: "\n", unit: "  "}
+	if out := e.encodeServer(s, ""); strings.Contains(out, marker) || !strings.Contains(out, `"envFile": "`+filepath.Join(proj, ".env")+`"`) {
+		t.Errorf("written entry:\n%s", out)
 	}
 }

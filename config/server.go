@@ -26,15 +26,15 @@ func (s *Server) Equal(o *Server) bool {
 }
 
 // SameConnection reports whether s and o connect to the upstream the same
-// way (command, args, env, cwd, inheritEnv, sandbox, start, idleTimeout,
-// url, headers, oauth, transport). When only policy fields differ (trusted, tools, timeouts...)
+// way (command, args, env, envFile, cwd, inheritEnv, sandbox, start,
+// idleTimeout, url, headers, oauth, transport). When only policy fields differ (trusted, tools, timeouts...)
 // a reload can apply them without restarting the upstream.
 func (s *Server) SameConnection(o *Server) bool {
 	if s == nil || o == nil {
 		return s == o
 	}
 	return s.Transport == o.Transport && s.Command == o.Command &&
-		slices.Equal(s.Args, o.Args) && maps.Equal(s.Env, o.Env) && s.Cwd == o.Cwd &&
+		slices.Equal(s.Args, o.Args) && maps.Equal(s.Env, o.Env) && s.EnvFile == o.EnvFile && s.Cwd == o.Cwd &&
 		slices.Equal(s.InheritEnv, o.InheritEnv) && s.InheritAllEnv == o.InheritAllEnv && s.Sandbox.Equal(o.Sandbox) &&
 		s.OnDemand == o.OnDemand && s.IdleTimeout == o.IdleTimeout &&
 		s.URL == o.URL && maps.Equal(s.Headers, o.Headers) && s.OAuth.Equal(o.OAuth)
@@ -122,7 +122,7 @@ func (s *Server) writtenURL() string {
 }
 
 // written returns the fields as they should be written back to a file:
-// unexpanded for a Server that came from Parse.
+// with ${env:} references unexpanded for a Server that came from Parse.
 func (s *Server) written() (url string, args []string, env, headers map[string]string) {
 	if s.parsed {
 		return s.rawURL, s.rawArgs, s.rawEnv, s.rawHeaders

@@ -124,6 +124,7 @@ func TestEqual(t *testing.T) {
 		"Command": {func(s *Server) { s.Command = "d" }},
 		"Args":    {func(s *Server) { s.Args[0] = "b" }, func(s *Server) { s.Args = append(s.Args, "b") }, func(s *Server) { s.Args = nil }},
 		"Env":     {func(s *Server) { s.Env["E"] = "2" }, func(s *Server) { s.Env["F"] = "1" }},
+		"EnvFile": {func(s *Server) { s.EnvFile = "/w/.env" }},
 		"Cwd":     {func(s *Server) { s.Cwd = "/v" }},
 		"URL":     {func(s *Server) { s.URL = "https://h/mcp" }},
 		"Headers": {func(s *Server) { s.Headers = map[string]string{"A": "b"} }},

@@ -131,7 +131,7 @@ func (d *decoder) checkServer(s *Server, v *hujson.Value, at map[string]*hujson.
 		}
 		return nil
 	}
-	for _, f := range []string{"args", "env", "cwd", "inheritEnv", "sandbox", "start", "idleTimeout"} {
+	for _, f := range []string{"args", "env", "envFile", "cwd", "inheritEnv", "sandbox", "start", "idleTimeout"} {
 		if x := at[f]; x != nil && !emptyComposite(x) {
 			return d.errAt(x, field(f), strconv.Quote(f)+" is only for stdio servers, and this one has a url",
 				`remove "`+f+`"; pass settings to an HTTP server in the url or "headers"`)

@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-const serverKnown = "known fields are command, args, env, cwd, url, headers, transport, type, trusted, disabled, callTimeout, confirmDestructive, tools, inheritEnv, sandbox, start, idleTimeout, oauth"
+const serverKnown = "known fields are command, args, env, cwd, url, headers, transport, type, trusted, disabled, callTimeout, confirmDestructive, tools, inheritEnv, sandbox, start, idleTimeout, oauth, envFile"
 
 // TestErrors checks that each bad input gives the promised message: file,
 // field path, problem and fix.
@@ -98,7 +98,7 @@ func TestErrors(t *testing.T) {
 		{"unset env in args", servers(`"x": {"command": "a", "args": ["--k", "${env:K}"]}`),
 			pre + `mcpServers.x.args[1]: ${env:K} refers to K, which is not set…`, "mcpServers.x.args[1]"},
 		{"shell-style reference", servers(`"x": {"command": "a", "env": {"T": "${TOKEN}"}}`),
-			pre + `mcpServers.x.env.T: ${TOKEN...} is not expanded by Warden; write ${env:TOKEN} to use the environment variable TOKEN`, "mcpServers.x.env.T"},
+			pre + `mcpServers.x.env.T: ${TOKEN...} is not expanded by Warden; write ${env:TOKEN} to use the environment variable TOKEN; Warden expands ${env:NAME}, ${workspaceFolder}, ${workspaceFolderBasename}, ${userHome} and ${pathSeparator}`, "mcpServers.x.env.T"},
 		{"bad env reference", servers(`"x": {"command": "a", "env": {"T": "${env:A B}"}}`),
 			pre + `mcpServers.x.env.T: ${env:A B} does not name a variable…`, "mcpServers.x.env.T"},
 		{"duplicate key", servers(`"x": {"command": "a"}, "x": {"command": "b"}`),

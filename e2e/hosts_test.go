@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wardenmcp/warden/api"
+	"github.com/wardenmcp/warden/internal/fixture"
 	"github.com/wardenmcp/warden/internal/testenv"
 	"github.com/wardenmcp/warden/internal/wardentest"
 )
@@ -70,13 +73,14 @@ func TestBadEntriesAffectOnlyThemselves(t *testing.T) {
 		return testenv.Run(t, bin, cliEnv, append([]string{"--config", cfg}, args...)...)
 	}
 	var out string
-	wait := func(what string, args []string, want ...string) {
+	// wait polls until the command exits with status and prints want.
+	wait := func(what string, status int, args []string, want ...string) {
 		t.Helper()
 		var code int
 		var stderr string
 		ok := wardentest.Poll(20*time.Second, func() bool {
 			code, out, stderr = cli(args...)
-			ok := code == 0
+			ok := code == status
 			for _, w := range want {
 				ok = ok && strings.Contains(out, w)
 			}
@@ -86,7 +90,8 @@ func TestBadEntriesAffectOnlyThemselves(t *testing.T) {
 			t.Fatalf("%s: warden %s: exit %d\nstdout:\n%s\nstderr:\n%s", what, strings.Join(args, " "), code, out, stderr)
 		}
 	}
-	wait("status, the good server ready", []string{"status"}, "good", "ready")
+	// status exits 1: the file does not wholly load.
+	wait("status, the good server ready", 1, []string{"status"}, "good", "ready")
 	for _, want := range []string{
 		"typo: config " + cfg + ": mcpServers.typo.comand: unknown field",
 		`timing: config ` + cfg + `: mcpServers.timing.callTimeout: "soon" is not a duration`,
@@ -109,7 +114,7 @@ func TestBadEntriesAffectOnlyThemselves(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "the running warden loaded the change") {
 		t.Fatalf("servers add later: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
 	}
-	wait("the server added after the bad one ready", []string{"servers"}, "later", "remote: config")
+	wait("the server added after the bad one ready", 0, []string{"servers"}, "later", "remote: config")
 	code, out, _ = cli("servers", "--json")
 	if code != 0 || !strings.Contains(out, `"config_error": "config `+cfg+`: mcpServers.remote.headers.Authorization`) {
 		t.Fatalf("servers --json: exit %d\n%s", code, out)
@@ -128,8 +133,8 @@ func TestBadEntriesAffectOnlyThemselves(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte(file[:len(file)-4]), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	for _, args := range [][]string{{"status"}, {"servers"}} {
-		wait("the refused reload shown", args, "last reload refused, still running the previous config", "invalid JSON", "good")
+	for cmd, status := range map[string]int{"status": 1, "servers": 0} {
+		wait("the refused reload shown", status, []string{cmd}, "last reload refused, still running the previous config", "invalid JSON", "good")
 	}
 }
 
@@ -186,4 +191,149 @@ func TestHostFilesWorkAsTheyAre(t *testing.T) {
 	if data, _ := os.ReadFile(cfg); !strings.Contains(string(data), `"cl": {`) || strings.Contains(string(data), "mcpServers") {
 		t.Fatalf("the import did not go into VS Code's \"servers\":\n%s", data)
 	}
+}
+
+// hostServe runs `warden serve --config file` as a person whose host wrote
+// that file would: its own state dir, a free port. It answers the CLI of
+// that daemon and the daemon's log.
+func hostServe(t *testing.T, bin, file string, env []string) (cli func(args ...string) (int, string, string), log *wardentest.LogBuffer) {
+	t.Helper()
+	state := filepath.Join(t.TempDir(), "state")
+	listen := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
+	log = &wardentest.LogBuffer{}
+	serve := exec.Command(bin, "serve", "--config", file, "--state-dir", state, "--listen", listen)
+	serve.Env, serve.Stderr = env, log
+	testenv.StartProcess(t, serve)
+	testenv.WaitHTTP(t, "http://"+listen+"/healthz", 20*time.Second)
+	cliEnv := append(slices.Clone(env), "WARDEN_STATE_DIR="+state)
+	return func(args ...string) (int, string, string) {
+		t.Helper()
+		return testenv.Run(t, bin, cliEnv, append([]string{"--config", file}, args...)...)
+	}, log
+}
+
+// waitReady waits until warden status says every one of names is ready
+// and the whole file loaded (exit 0).
+func waitReady(t *testing.T, cli func(args ...string) (int, string, string), log *wardentest.LogBuffer, names ...string) {
+	t.Helper()
+	var code int
+	var out, stderr string
+	ok := wardentest.Poll(30*time.Second, func() bool {
+		code, out, stderr = cli("status", "--json")
+		var st api.Status
+		if code != 0 || json.Unmarshal([]byte(out), &st) != nil {
+			return false
+		}
+		for _, name := range names {
+			if !slices.ContainsFunc(st.Servers, func(s api.Server) bool { return s.Name == name && s.State.State == "ready" }) {
+				return false
+			}
+		}
+		return len(st.Servers) == len(names)
+	})
+	if !ok {
+		t.Fatalf("status --json: exit %d, want %s ready:\n%s\n%s\nthe daemon's log:\n%s", code, strings.Join(names, ", "), out, stderr, log.String())
+	}
+}
+
+// Issue 29 item 1, with the real binary: four hosts' files, each written
+// as its host documents it, are Warden's config as they are. Claude
+// Desktop's with its own settings beside its servers; a VS Code workspace
+// file whose server takes ${workspaceFolder} in an argument and its
+// variables from envFile; a Cursor project file with
+// ${workspaceFolderBasename}, ${userHome} and ${env:}; Windsurf's with a
+// serverUrl server and disabledTools. `warden serve --config FILE` starts
+// every server in each, status exits 0, and the envFile's value reaches
+// its server's environment.
+func TestHostFilesOfFourHostsServe(t *testing.T) {
+	bin := testenv.BuildBinary(t, "./cmd/warden")
+	fixtureBin := testenv.BuildBinary(t, fixturePkg)
+	node, memory := testenv.Node22(t), testenv.NPMBin(t, "server-memory")
+	env := append(cliEnv(t), "CURSOR_FX_KEY=cursor-key", "WS_TOKEN=windsurf-token")
+	var home string
+	for _, kv := range env {
+		if h, ok := strings.CutPrefix(kv, "HOME="); ok {
+			home = h
+		}
+	}
+	dir := t.TempDir()
+	mark := fmt.Sprintf("hostfiles-%d", time.Now().UnixNano())
+	write := func(path, text string) string {
+		t.Helper()
+		testenv.WriteFiles(t, "", map[string]string{path: text})
+		return path
+	}
+
+	t.Run("Claude Desktop", func(t *testing.T) {
+		file := write(filepath.Join(home, ".config", "Claude", "claude_desktop_config.json"), fmt.Sprintf(`{
+  "globalShortcut": "Ctrl+Alt+Space",
+  "mcpServers": {
+    "claude-fx": {"command": %q, "args": ["-name", "claude-fx"], "env": {"FX_MODE": "desktop"}}
+  },
+  "preferences": {"menuBarEnabled": false, "quickEntryShortcut": "off"},
+  "isUsingBuiltInNodeForMcp": false
+}`, fixtureBin))
+		cli, log := hostServe(t, bin, file, env)
+		waitReady(t, cli, log, "claude-fx")
+		for _, want := range []string{"globalShortcut (line 2): ignored: Claude Desktop's own setting", "preferences (line 6): ignored", "isUsingBuiltInNodeForMcp (line 7): ignored"} {
+			if !strings.Contains(log.String(), want) {
+				t.Errorf("the log lacks %q:\n%s", want, log.String())
+			}
+		}
+	})
+
+	t.Run("VS Code", func(t *testing.T) {
+		proj := filepath.Join(dir, "proj")
+		graph := write(filepath.Join(proj, "memory.jsonl"), `{"type":"entity","name":"reached-through-envFile","entityType":"proof","observations":[]}`+"\n")
+		write(filepath.Join(proj, ".env"), "# the server's settings\nMEMORY_FILE_PATH="+graph+"\n")
+		file := write(filepath.Join(proj, ".vscode", "mcp.json"), fmt.Sprintf(`{
+  "inputs": [{"type": "promptString", "id": "api-key", "description": "API key", "password": true}],
+  "servers": {
+    "memory": {"type": "stdio", "command": %q, "args": [%q, "${workspaceFolder}/%s"], "envFile": "${workspaceFolder}/.env"}
+  }
+}`, node, memory, mark))
+		cli, log := hostServe(t, bin, file, env)
+		waitReady(t, cli, log, "memory")
+		if len(testenv.ProcessesMentioning(filepath.Join(proj, mark))) == 0 {
+			t.Errorf("no process has the argument ${workspaceFolder}/%s as %s", mark, filepath.Join(proj, mark))
+		}
+		if code, out, stderr := cli("servers", "approve", "memory", "--yes"); code != 0 {
+			t.Fatalf("servers approve memory: exit %d\n%s\n%s", code, out, stderr)
+		}
+		if code, out, stderr := cli("call", "memory", "read_graph"); code != 0 || !strings.Contains(out, "reached-through-envFile") {
+			t.Fatalf("call memory read_graph: exit %d, want the graph of the file MEMORY_FILE_PATH names in .env\n%s\n%s", code, out, stderr)
+		}
+	})
+
+	t.Run("Cursor", func(t *testing.T) {
+		file := write(filepath.Join(dir, "cproj", ".cursor", "mcp.json"), fmt.Sprintf(`{
+  "mcpServers": {
+    "cursor-fx": {"type": "stdio", "command": %q, "args": ["-name", "${workspaceFolderBasename}", "${userHome}/%s"],
+                  "env": {"FX_KEY": "${env:CURSOR_FX_KEY}"}}
+  }
+}`, fixtureBin, mark))
+		cli, log := hostServe(t, bin, file, env)
+		waitReady(t, cli, log, "cursor-fx")
+		if len(testenv.ProcessesMentioning(filepath.Join(home, mark))) == 0 {
+			t.Errorf("no process has the argument ${userHome}/%s as %s", mark, filepath.Join(home, mark))
+		}
+	})
+
+	t.Run("Windsurf", func(t *testing.T) {
+		remote := fixture.NewServer(fixture.Options{}).Serve(t)
+		file := write(filepath.Join(home, ".codeium", "windsurf", "mcp_config.json"), fmt.Sprintf(`{
+  "mcpServers": {
+    "windsurf-fx": {"command": %q, "args": ["-name", "windsurf-fx"], "disabled": false, "disabledTools": ["delete_value"]},
+    "windsurf-remote": {"serverUrl": %q, "headers": {"Authorization": "Bearer ${env:WS_TOKEN}"}}
+  }
+}`, fixtureBin, remote))
+		cli, log := hostServe(t, bin, file, env)
+		waitReady(t, cli, log, "windsurf-fx", "windsurf-remote")
+		code, out, stderr := cli("tools", "windsurf-fx", "--json")
+		var tools []api.Tool
+		if (code != 0 && code != 3) || json.Unmarshal([]byte(out), &tools) != nil ||
+			!slices.ContainsFunc(tools, func(tl api.Tool) bool { return tl.Name == "delete_value" && tl.Hidden }) {
+			t.Errorf("tools windsurf-fx: exit %d, want delete_value hidden\n%s\n%s", code, out, stderr)
+		}
+	})
 }

@@ -19,7 +19,9 @@ Hosts: ` + hostNames() + ` (their usual file on Linux),
 or any such file, JSON or Codex's TOML. A name Warden's config has already is
 reported and left alone; an entry Warden cannot load (such as one using VS
 Code's ${input:...} prompts) is reported and not copied. ${env:NAME}
-references are copied as written. Imported servers start quarantined.`,
+references are copied as written; ${workspaceFolder} and the other path
+variables are copied expanded for the file's workspace, and an envFile as
+its absolute path (never its values). Imported servers start quarantined.`,
 		Example: `  warden import --from claude-desktop
   warden import .vscode/mcp.json
   warden import --from codex`,

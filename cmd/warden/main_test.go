@@ -23,6 +23,7 @@ import (
 	"github.com/wardenmcp/warden/config"
 	"github.com/wardenmcp/warden/gateway"
 	"github.com/wardenmcp/warden/internal/state"
+	"github.com/wardenmcp/warden/internal/testenv"
 )
 
 const testToken = "test-token-0123456789"
@@ -624,6 +625,27 @@ func TestStatusAndJSON(t *testing.T) {
 	}
 }
 
+// status exits 1 when entries of the config file cannot be loaded: the
+// daemon runs, but not what the file says, and a script must not take it
+// for all well. A server that merely fails to connect is the daemon's
+// business (it retries): status still exits 0 then (TestStatusAndJSON).
+func TestStatusExits1ForEntriesNotLoaded(t *testing.T) {
+	f := newFakeAPI(t)
+	vs := api.Server{Name: "vs", ConfigError: "config " + f.config + ": servers.vs.env.K: ${input:key} asks VS Code to prompt for a value"}
+	st := api.Status{Version: "1", ConfigPath: f.config, Servers: []api.Server{{Name: "ok", Transport: "stdio", State: gateway.Connection{State: "ready"}}, vs}}
+	f.handle("GET /v1/status", 200, st)
+	code, out, stderr := f.run("", "status")
+	if code != exitFailure || !strings.Contains(out, "vs: config "+f.config+": servers.vs.env.K") ||
+		stderr != "warden: the entry of server vs in "+f.config+" cannot be loaded; fix it there (warden status says why) and the daemon reloads the file\n" {
+		t.Errorf("status: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
+	}
+	code, out, stderr = f.run("", "status", "--json")
+	var got api.Status
+	if code != exitFailure || json.Unmarshal([]byte(out), &got) != nil || len(got.Servers) != 2 || !strings.Contains(stderr, "the entry of server vs") {
+		t.Errorf("status --json: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
+	}
+}
+
 func TestCall(t *testing.T) {
 	f := newFakeAPI(t)
 	f.mux.HandleFunc("POST /v1/servers/srv/call", func(w http.ResponseWriter, r *http.Request) {
@@ -947,10 +969,10 @@ func TestFindsDaemonThroughItsStateDir(t *testing.T) {
 	servers := []api.Server{{Name: "memory", Transport: "stdio", State: gateway.Connection{State: "ready"}},
 		{Name: "remote", ConfigError: "config " + f.config + ": mcpServers.remote.url: is not an http:// or https:// URL"}}
 	f.handle("GET /v1/status", 200, api.Status{Version: "1", ConfigPath: f.config, ReloadError: refused, Servers: servers})
-	for _, cmd := range []string{"status", "servers"} {
+	for cmd, want := range map[string]int{"status": exitFailure, "servers": exitOK} {
 		code, out, stderr := runCLI(t, "", "--config", f.config, cmd)
-		if code != 0 {
-			t.Fatalf("%s: exit %d: %s", cmd, code, stderr)
+		if code != want {
+			t.Fatalf("%s: exit %d, want %d: %s", cmd, code, want, stderr)
 		}
 		for _, want := range []string{"last reload refused, still running the previous config: " + refused, "memory", "ready",
 			"remote  ", "not loaded", "remote: config " + f.config + ": mcpServers.remote.url"} {
@@ -971,15 +993,7 @@ func hostHome(t *testing.T, files map[string]string) string {
 	t.Setenv("CODEX_HOME", "")
 	t.Setenv("WARDEN_CONFIG", "")
 	t.Setenv("WARDEN_STATE_DIR", filepath.Join(home, "state")) // no daemon has run there
-	for rel, text := range files {
-		path := filepath.Join(home, rel)
-		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	testenv.WriteFiles(t, home, files)
 	return home
 }
 
@@ -1031,6 +1045,31 @@ func TestImport(t *testing.T) {
 	}
 	if code, _, stderr := runCLI(t, "", "import", "--from", "emacs"); code != 2 || !strings.Contains(stderr, "known hosts are claude-desktop, claude-code, cursor, vscode, cline, windsurf, codex") {
 		t.Errorf("import from an unknown host: exit %d, %s", code, stderr)
+	}
+}
+
+// import reads a VS Code workspace file as serve does: what it writes into
+// Warden's file loads there as the same server, with the workspace's
+// folders and its envFile's variables, and without the envFile's values.
+func TestImportVSCodeWorkspace(t *testing.T) {
+	home := hostHome(t, map[string]string{
+		"proj/.env":             "API_KEY=import-S3CRET\n",
+		"proj/.vscode/mcp.json": `{"servers": {"db": {"type": "stdio", "command": "${userHome}/bin/db", "args": ["${workspaceFolder}/data"], "envFile": "${workspaceFolder}/.env"}}}`,
+	})
+	warden := filepath.Join(home, ".config", "warden", "config.json")
+	code, out, stderr := runCLI(t, "", "import", filepath.Join(home, "proj", ".vscode", "mcp.json"))
+	if code != 0 || !strings.Contains(out, "imported db") {
+		t.Fatalf("import: exit %d\n%s\n%s", code, out, stderr)
+	}
+	data := mustRead(t, warden)
+	cfg, err := config.Load(warden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := cfg.Servers["db"]
+	if s == nil || s.Command != filepath.Join(home, "bin", "db") || s.Args[0] != filepath.Join(home, "proj", "data") ||
+		s.Env["API_KEY"] != "import-S3CRET" || strings.Contains(string(data), "import-S3CRET") {
+		t.Fatalf("db in Warden's file (%v):\n%s", s, data)
 	}
 }
 
@@ -1111,6 +1150,41 @@ func TestServersAddStdioOptions(t *testing.T) {
 	}
 	if code, _, stderr := runCLI(t, "", "--config", path, "servers", "add", "x", "--idle-timeout", "1m", "--", "sh"); code != exitUsage || !strings.Contains(stderr, "add --on-demand") {
 		t.Errorf("--idle-timeout alone: exit %d: %s", code, stderr)
+	}
+}
+
+// servers add --env-file writes the file's absolute path, never its
+// values, and refuses, writing nothing, a file it cannot read.
+func TestServersAddEnvFile(t *testing.T) {
+	t.Setenv("WARDEN_STATE_DIR", t.TempDir()) // no daemon has run there
+	dir := t.TempDir()
+	t.Chdir(dir)
+	const secret = "env-file-S3CRET"
+	if err := os.WriteFile(".env", []byte("API_KEY="+secret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "config.json")
+	code, _, stderr := runCLI(t, "", "--config", path, "servers", "add", "ef", "--env-file", ".env", "--env", "MODE=ro", "--", "sh", "-c", "exit 0")
+	if code != 0 {
+		t.Fatalf("add ef: exit %d: %s", code, stderr)
+	}
+	data := mustRead(t, path)
+	if !strings.Contains(string(data), `"envFile": "`+filepath.Join(dir, ".env")+`"`) || strings.Contains(string(data), secret) {
+		t.Fatalf("the config as written:\n%s", data)
+	}
+	cfg, err := config.LoadAll(path)
+	if s := cfg.Servers["ef"]; err != nil || s == nil || s.Env["API_KEY"] != secret || s.Env["MODE"] != "ro" {
+		t.Fatalf("ef as loaded (%v): %v", err, cfg)
+	}
+	code, _, stderr = runCLI(t, "", "--config", path, "servers", "add", "nf", "--env-file", "missing.env", "--", "sh")
+	if want := "mcpServers.nf.envFile: cannot read " + filepath.Join(dir, "missing.env") + ": no such file or directory; create the file, or correct the path\n"; code != exitUsage || !strings.HasSuffix(stderr, want+"Run 'warden servers add --help' for usage.\n") {
+		t.Errorf("add nf: exit %d: %s\nwant it to end %s", code, stderr, want)
+	}
+	if again := mustRead(t, path); string(again) != string(data) {
+		t.Errorf("a refused add changed the file:\n%s", again)
+	}
+	if code, _, stderr := runCLI(t, "", "--config", path, "servers", "add", "u", "--url", "https://h.test/mcp", "--env-file", ".env"); code != exitUsage || !strings.Contains(stderr, "--env-file") {
+		t.Errorf("--env-file with --url: exit %d: %s", code, stderr)
 	}
 }
 

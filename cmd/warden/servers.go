@@ -104,13 +104,14 @@ func printServers(g *globals, servers []api.Server) {
 func newServersAddCmd(g *globals) *cobra.Command {
 	var (
 		url, transport, cwd string
+		envFile             string
 		headers, env        []string
 		read, write         []string
 		trusted, onDemand   bool
 		idle                time.Duration
 	)
 	cmd := &cobra.Command{
-		Use:   "add NAME (--url URL [--header K=V]... [--transport sse] | -- COMMAND ARGS...) [--env K=V]... [--cwd DIR] [--write DIR]... [--read DIR]... [--on-demand [--idle-timeout D]] [--trusted]",
+		Use:   "add NAME (--url URL [--header K=V]... [--transport sse] | -- COMMAND ARGS...) [--env K=V]... [--env-file FILE] [--cwd DIR] [--write DIR]... [--read DIR]... [--on-demand [--idle-timeout D]] [--trusted]",
 		Short: "Add a server to the config file (comments are kept)",
 		Example: `  warden servers add memory -- npx -y @modelcontextprotocol/server-memory
   warden servers add remote --url https://example.test/mcp --header 'Authorization=Bearer ${env:REMOTE_TOKEN}'`,
@@ -131,8 +132,8 @@ func newServersAddCmd(g *globals) *cobra.Command {
 			case url == "" && len(command) == 0:
 				return usageErrorf("say how to reach %s: --url URL for an HTTP server, or -- COMMAND ARGS... for a stdio one", name)
 			case url != "":
-				if len(env) > 0 || cwd != "" || onDemand || len(read)+len(write) > 0 {
-					return usageErrorf("--env, --cwd, --read, --write and --on-demand are for stdio servers (started with a command), not --url ones")
+				if len(env) > 0 || envFile != "" || cwd != "" || onDemand || len(read)+len(write) > 0 {
+					return usageErrorf("--env, --env-file, --cwd, --read, --write and --on-demand are for stdio servers (started with a command), not --url ones")
 				}
 				if transport != "" && transport != config.TransportHTTP && transport != config.TransportSSE {
 					return usageErrorf("--transport is %q; use %q (streamable HTTP) or %q (legacy HTTP+SSE)", transport, config.TransportHTTP, config.TransportSSE)
@@ -148,6 +149,9 @@ func newServersAddCmd(g *globals) *cobra.Command {
 				s.Command, s.Args, s.Cwd, s.OnDemand, s.IdleTimeout = command[0], command[1:], cwd, onDemand, idle
 				if len(read)+len(write) > 0 {
 					s.Sandbox = config.Sandbox{Paths: true, Read: absPaths(read), Write: absPaths(write)}
+				}
+				if envFile != "" {
+					s.EnvFile = absPaths([]string{envFile})[0] // AddServer says when it cannot be read
 				}
 			}
 			var err error
@@ -194,6 +198,7 @@ func newServersAddCmd(g *globals) *cobra.Command {
 	f.StringArrayVar(&headers, "header", nil, "HTTP header `K=V` to send (repeatable; ${env:NAME} is expanded by the daemon)")
 	f.StringVar(&transport, "transport", "", "http or sse (default: sse when the URL path ends in /sse, else http)")
 	f.StringArrayVar(&env, "env", nil, "environment variable `K=V` for a stdio server (repeatable)")
+	f.StringVar(&envFile, "env-file", "", "a `FILE` of NAME=VALUE lines whose variables a stdio server gets too (--env wins); the daemon reads it, so its values stay out of the config file")
 	f.BoolVar(&trusted, "trusted", false, "approve the server's first tool inventory as its baseline instead of quarantining it")
 	f.StringVar(&cwd, "cwd", "", "working directory of a stdio server (it may write there)")
 	f.StringArrayVar(&write, "write", nil, "a directory the stdio server may write, beyond its own places (repeatable; sandbox.paths.write)")

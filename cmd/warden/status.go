@@ -2,16 +2,22 @@ package main
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/wardenmcp/warden/api"
 )
 
 func newStatusCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "status",
 		Short: "Show the daemon's version, uptime and each server's state",
-		Args:  cobra.NoArgs,
+		Long: `Show the daemon's version, uptime and each server's state, with why a
+server's entry in the config file cannot be loaded and why the last reload
+of the file was refused. Exits 1 when either is so: the daemon runs, but
+not all of the file as it is now.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := g.client()
 			if err != nil {
@@ -22,7 +28,10 @@ func newStatusCmd(g *globals) *cobra.Command {
 				return g.apiErr(err)
 			}
 			if g.jsonOut {
-				return g.printJSON(st)
+				if err := g.printJSON(st); err != nil {
+					return err
+				}
+				return configProblems(st)
 			}
 			up := time.Duration(st.UptimeSeconds * float64(time.Second))
 			fmt.Fprintf(g.stdout, "warden %s at %s, up %s\n", st.Version, baseURL(st.Listen), ago(up))
@@ -30,13 +39,36 @@ func newStatusCmd(g *globals) *cobra.Command {
 			printReloadError(g, st.ReloadError)
 			if len(st.Servers) == 0 {
 				fmt.Fprintln(g.stdout, "no servers; add one with: warden servers add NAME --url URL  (or: -- COMMAND ARGS...)")
-				return nil
+				return configProblems(st)
 			}
 			fmt.Fprintln(g.stdout)
 			printServers(g, st.Servers)
 			fmt.Fprintf(g.stdout, "\ntool definitions cost about %d tokens on /mcp, %d on /mcp?view=search (estimate: bytes of JSON / 4)\n",
 				st.ViewTokens["all"], st.ViewTokens["search"])
-			return nil
+			return configProblems(st)
 		},
 	}
+}
+
+// configProblems is status's error when the config file as it is now does
+// not wholly load (a reload was refused, or server entries cannot be
+// loaded), so that the exit status tells a script what the output shows.
+func configProblems(st *api.Status) error {
+	var broken []string
+	for _, s := range st.Servers {
+		if s.ConfigError != "" {
+			broken = append(broken, s.Name)
+		}
+	}
+	switch {
+	case st.ReloadError != "":
+		return fmt.Errorf("%s was refused as it is now, and the daemon still runs the config it had; fix the file (warden status says why) and it reloads", st.ConfigPath)
+	case len(broken) == 1:
+		return fmt.Errorf("the entry of server %s in %s cannot be loaded; fix it there (warden status says why) and the daemon reloads the file",
+			broken[0], st.ConfigPath)
+	case len(broken) > 1:
+		return fmt.Errorf("the entries of %d servers in %s cannot be loaded (%s); fix them there (warden status says why) and the daemon reloads the file",
+			len(broken), st.ConfigPath, strings.Join(broken, ", "))
+	}
+	return nil
 }

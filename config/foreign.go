@@ -1,0 +1,31 @@
+package config
+
+// claudeDesktopOwn is the note for the top-level fields Claude Desktop
+// keeps in claude_desktop_config.json beside its servers.
+const claudeDesktopOwn = "Claude Desktop's own setting, not a server's"
+
+// foreignTop are the top-level fields other MCP hosts keep in their files
+// for their own purposes, each with the note Warden logs when it ignores
+// one. A top-level field in neither this table nor Warden's is an error.
+var foreignTop = map[string]string{
+	"inputs": "VS Code's prompts for ${input:...} values, which Warden cannot show; use ${env:NAME}",
+
+	// As Claude Desktop writes them (its app's config schema).
+	"globalShortcut": claudeDesktopOwn, "preferences": claudeDesktopOwn, "features": claudeDesktopOwn,
+	"isUsingBuiltInNodeForMcp": claudeDesktopOwn, "isDxtAutoUpdatesEnabled": claudeDesktopOwn,
+	"dxtMaxTotalSizeMB": claudeDesktopOwn, "isHardwareAccelerationDisabled": claudeDesktopOwn,
+	"isHardwareAccelerationAutoDisabled": claudeDesktopOwn, "isHardwareAccelerationAutoDisableNoticePending": claudeDesktopOwn,
+	"isCoworkSdkDebuggingEnabled": claudeDesktopOwn, "deploymentMode": claudeDesktopOwn, "awaitingSignIn": claudeDesktopOwn,
+	"managedConfig": claudeDesktopOwn, "coworkUserFilesPath": claudeDesktopOwn, "coworkUserFilesPathUncRedirectedFrom": claudeDesktopOwn,
+	"claudeAiUrl": claudeDesktopOwn, "lastRemoteBootstrapPartial": claudeDesktopOwn, "lastRemoteBootstrapHost": claudeDesktopOwn,
+	"lastRemoteDisableEssentialTelemetry": claudeDesktopOwn, "lastRemoteDisableEssentialTelemetryHost": claudeDesktopOwn,
+}
+
+// foreignServer are the fields of a server entry that other MCP hosts use
+// for their own purposes, with their notes, as foreignTop.
+var foreignServer = map[string]string{
+	"autoApprove": "Cline's list of tools it calls without asking; Warden approves tools with warden review",
+	"alwaysAllow": "Roo Code's list of tools it calls without asking; Warden approves tools with warden review",
+	"dev":         "VS Code's settings for debugging a server it develops",
+	"extensionId": "Claude Desktop's mark of a server one of its extensions installed",
+}
