@@ -126,6 +126,16 @@ func TestApproveAndBlockTools(t *testing.T) {
 		!slices.Equal(ans.HeldTools, []string{"write_value"}) {
 		t.Fatalf("approving all but write_value: %+v", ans)
 	}
+	// The tool held back says so, and since when; approving all again
+	// leaves it, saying why.
+	var tools []Tool
+	decodeInto(t, e.do("GET", "/v1/servers/q/tools", ""), &tools)
+	if i := slices.IndexFunc(tools, func(tool Tool) bool { return tool.Name == fixture.ToolWrite }); !tools[i].HeldBack || tools[i].HeldBackAt.IsZero() {
+		t.Fatalf("write_value after it was held back: %+v", tools[i])
+	}
+	if ans := approve(`{"all": true}`); ans.ApprovedCount != 0 || !slices.Equal(ans.HeldBack, []string{"write_value"}) {
+		t.Fatalf("approving all with write_value held back: %+v", ans)
+	}
 	var ans approval.Answer
 	rec := e.do("POST", "/v1/servers/q/tools/block", `{"tools": ["write_value"]}`)
 	decodeInto(t, rec, &ans)

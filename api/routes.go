@@ -104,7 +104,7 @@ func (a *handler) tools(w http.ResponseWriter, r *http.Request) {
 		if class == "" {
 			class = string(writes.Classify("", rec.Annotations))
 		}
-		t := Tool{Name: rec.Name, Class: class, Status: rec.Status, Present: rec.Present, Hidden: sc.Hidden[rec.Name], HeldBack: rec.HeldBack, Invalid: rec.Invalid,
+		t := Tool{Name: rec.Name, Class: class, Status: rec.Status, Present: rec.Present, Hidden: sc.Hidden[rec.Name], HeldBack: rec.HeldBack, HeldBackAt: rec.HeldBackAt, Invalid: rec.Invalid,
 			ApprovedHash: rec.ApprovedHash, CurrentHash: rec.CurrentHash, Annotations: rec.Annotations,
 			ApprovedBy: rec.ApprovedBy, ApprovedAt: rec.ApprovedAt}
 		if definitions {

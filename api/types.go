@@ -50,8 +50,9 @@ type Tool struct {
 	Status       approval.Status      `json:"status"`
 	Present      bool                 `json:"present"`
 	Hidden       bool                 `json:"hidden"`
-	HeldBack     bool                 `json:"held_back,omitempty"` // left out of an approval of all tools; approved only by name
-	Invalid      string               `json:"invalid,omitempty"`   // status invalid: why the name is outside the MCP character set
+	HeldBack     bool                 `json:"held_back,omitempty"`   // left out of an approval of all tools; approved only by name
+	HeldBackAt   time.Time            `json:"held_back_at,omitzero"` // when it was held back, if recorded
+	Invalid      string               `json:"invalid,omitempty"`     // status invalid: why the name is outside the MCP character set
 	ApprovedHash string               `json:"approved_hash,omitempty"`
 	CurrentHash  string               `json:"current_hash"`
 	Annotations  *mcp.ToolAnnotations `json:"annotations,omitempty"`

@@ -13,6 +13,10 @@ type Answer struct {
 	StillChanged  int      `json:"still_changed"`
 	HeldTools     []string `json:"held_tools"`   // pending or changed, sorted, at most MaxHeldTools
 	NotApproved   []string `json:"not_approved"` // requested to approve but not approved, sorted
+	// HeldBack are the held tools an operator held back (ToolRecord.HeldBack),
+	// sorted, at most MaxHeldTools: an approval of all tools passed them
+	// over on purpose, and only naming them approves them.
+	HeldBack []string `json:"held_back"`
 	// Quarantined: the server is still quarantined, so even its approved
 	// tools stay hidden until it is admitted.
 	Quarantined bool `json:"quarantined"`
@@ -23,7 +27,7 @@ const MaxHeldTools = 50
 
 // answer reads the outcome back from the installed records. Caller holds s.mu.
 func (s *server) answer(approved, blocked []string) Answer {
-	a := Answer{HeldTools: []string{}, NotApproved: []string{}, Quarantined: !s.hasMeta || s.meta.Quarantined}
+	a := Answer{HeldTools: []string{}, NotApproved: []string{}, HeldBack: []string{}, Quarantined: !s.hasMeta || s.meta.Quarantined}
 	for _, name := range dedupe(approved) {
 		if rec := s.tools[name]; rec != nil && rec.Status == StatusApproved {
 			a.ApprovedCount++
@@ -36,7 +40,7 @@ func (s *server) answer(approved, blocked []string) Answer {
 			a.BlockedCount++
 		}
 	}
-	var held []string
+	var held, heldBack []string
 	for name, rec := range s.tools {
 		if !rec.Present {
 			continue
@@ -44,18 +48,25 @@ func (s *server) answer(approved, blocked []string) Answer {
 		switch rec.Status {
 		case StatusPending:
 			a.StillPending++
-			held = append(held, name)
 		case StatusChanged:
 			a.StillChanged++
-			held = append(held, name)
+		default:
+			continue
+		}
+		held = append(held, name)
+		if rec.HeldBack {
+			heldBack = append(heldBack, name)
 		}
 	}
-	slices.Sort(held)
-	if len(held) > MaxHeldTools {
-		held = held[:MaxHeldTools]
-	}
-	a.HeldTools = append(a.HeldTools, held...)
+	a.HeldTools = append(a.HeldTools, firstNames(held)...)
+	a.HeldBack = append(a.HeldBack, firstNames(heldBack)...)
 	return a
+}
+
+// firstNames sorts names and keeps the first MaxHeldTools.
+func firstNames(names []string) []string {
+	slices.Sort(names)
+	return names[:min(len(names), MaxHeldTools)]
 }
 
 func set(names []string) map[string]struct{} {

@@ -251,5 +251,5 @@ func approve(rec *ToolRecord, by string, now time.Time) {
 	rec.Status = StatusApproved
 	rec.ApprovedHash, rec.Approved = rec.CurrentHash, rec.Current
 	rec.ApprovedBy, rec.ApprovedAt = by, now
-	rec.HeldBack = false
+	rec.release()
 }

@@ -232,7 +232,7 @@ func (r *Registry) approveToolsLocked(s *server, req ToolApproval) (Answer, *Cha
 	}
 	for _, name := range holdBack {
 		rec := *s.tools[name]
-		rec.HeldBack = true
+		rec.holdBack(now)
 		out = append(out, &rec)
 	}
 	ch, err := r.commit(s, nil, out, "approve")
@@ -343,7 +343,8 @@ func (s *server) blockRecords(names []string) []*ToolRecord {
 	for _, name := range dedupe(names) {
 		if old := s.tools[name]; old.Status != StatusBlocked {
 			rec := *old
-			rec.Status, rec.HeldBack = StatusBlocked, false
+			rec.Status = StatusBlocked
+			rec.release()
 			out = append(out, &rec)
 		}
 	}

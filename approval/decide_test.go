@@ -4,6 +4,7 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"time"
 )
 
 func TestApproveAllExcept(t *testing.T) {
@@ -255,33 +256,34 @@ func TestHeldBackStaysHeld(t *testing.T) {
 	must[error](t)(nil, r.EnsureServer("everything", false))
 	inv := inventory(4, "t")
 	must[ApplyResult](t)(r.Apply("everything", false, 1, inv))
-	must[Answer](t)(r.ApproveTools("everything", ToolApproval{All: true, Except: []string{"t_0003"}}))
-	heldBack := func(r *Registry) bool {
-		for _, rec := range r.Tools("everything") {
-			if rec.Name == "t_0003" {
-				return rec.HeldBack
-			}
-		}
-		return false
+	at := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+	r.now = func() time.Time { return at }
+	ans := must[Answer](t)(r.ApproveTools("everything", ToolApproval{All: true, Except: []string{"t_0003"}}))
+	if !slices.Equal(ans.HeldBack, []string{"t_0003"}) {
+		t.Fatalf("the answer does not name the tool held back: %+v", ans)
 	}
-	if !heldBack(r) {
-		t.Fatal("the excepted tool is not marked held back")
+	heldBack := func(r *Registry) ToolRecord {
+		i := slices.IndexFunc(r.Tools("everything"), func(rec ToolRecord) bool { return rec.Name == "t_0003" })
+		return r.Tools("everything")[i]
+	}
+	if rec := heldBack(r); !rec.HeldBack || !rec.HeldBackAt.Equal(at) {
+		t.Fatalf("the excepted tool is not marked held back when it was: %v at %v", rec.HeldBack, rec.HeldBackAt)
 	}
 	r = ts.reopen()
-	if !heldBack(r) {
-		t.Fatal("held back lost in a restart")
+	if rec := heldBack(r); !rec.HeldBack || !rec.HeldBackAt.Equal(at) {
+		t.Fatalf("held back lost in a restart: %v at %v", rec.HeldBack, rec.HeldBackAt)
 	}
-	ans := must[Answer](t)(r.ApproveServer("everything", ServerApproval{}))
+	ans = must[Answer](t)(r.ApproveServer("everything", ServerApproval{}))
 	if r.Quarantined("everything") || status(t, r, "everything", "t_0003") != StatusPending || ans.StillPending != 1 {
 		t.Fatalf("server approval: answer %+v, t_0003 %s", ans, status(t, r, "everything", "t_0003"))
 	}
-	must[Answer](t)(r.ApproveTools("everything", ToolApproval{All: true}))
-	if status(t, r, "everything", "t_0003") != StatusPending {
-		t.Fatal("an approval of all tools approved a tool held back earlier")
+	ans = must[Answer](t)(r.ApproveTools("everything", ToolApproval{All: true}))
+	if status(t, r, "everything", "t_0003") != StatusPending || !slices.Equal(ans.HeldBack, []string{"t_0003"}) {
+		t.Fatalf("an approval of all tools approved a tool held back earlier, or did not say why it left it: %+v", ans)
 	}
 	ans = must[Answer](t)(r.ApproveTools("everything", ToolApproval{Tools: []string{"t_0003"}}))
-	if ans.ApprovedCount != 1 || status(t, r, "everything", "t_0003") != StatusApproved || heldBack(r) {
-		t.Fatalf("naming the tool: answer %+v, held back %v", ans, heldBack(r))
+	if rec := heldBack(r); ans.ApprovedCount != 1 || rec.Status != StatusApproved || rec.HeldBack || !rec.HeldBackAt.IsZero() || len(ans.HeldBack) != 0 {
+		t.Fatalf("naming the tool: answer %+v, record %+v", ans, rec)
 	}
 }
 

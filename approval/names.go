@@ -44,7 +44,8 @@ func holdInvalid(rec *ToolRecord) bool {
 	if why == "" {
 		return false
 	}
-	rec.Status, rec.Invalid, rec.HeldBack = StatusInvalid, why, false
+	rec.Status, rec.Invalid = StatusInvalid, why
+	rec.release()
 	return true
 }
 

@@ -61,8 +61,11 @@ type ToolRecord struct {
 	FirstSeen    time.Time       `json:"first_seen,omitzero"`
 	// HeldBack marks a pending or changed tool an operator left out of an
 	// approval of all tools by name (ToolApproval.Except): approvals of
-	// "everything" pass it over, so only naming it approves it.
-	HeldBack bool `json:"held_back,omitempty"`
+	// "everything" pass it over, so only naming it approves it. HeldBackAt
+	// is when, for the person who meets it later (zero in records written
+	// before it was kept).
+	HeldBack   bool      `json:"held_back,omitempty"`
+	HeldBackAt time.Time `json:"held_back_at,omitzero"`
 	// LastSeen is the last pass that saw the tool. It is stored only with
 	// another change (unchanged records are not rewritten); the Registry
 	// reports the latest pass of this process for present tools.
@@ -86,6 +89,13 @@ func sameState(a, b *ToolRecord) bool {
 		a.CurrentHash == b.CurrentHash && a.ApprovedHash == b.ApprovedHash &&
 		a.ApprovedBy == b.ApprovedBy && a.ApprovedAt.Equal(b.ApprovedAt) && a.HeldBack == b.HeldBack
 }
+
+// holdBack marks the record held back by an operator at now.
+func (t *ToolRecord) holdBack(now time.Time) { t.HeldBack, t.HeldBackAt = true, now }
+
+// release ends a hold-back: the tool was decided (approved, blocked) or can
+// no longer be (invalid).
+func (t *ToolRecord) release() { t.HeldBack, t.HeldBackAt = false, time.Time{} }
 
 // clone returns a deep copy, so callers cannot reach the registry's records.
 func (t *ToolRecord) clone() ToolRecord {

@@ -35,6 +35,7 @@ type storedRecord struct {
 	FirstSeen    time.Time       `json:"first_seen,omitzero"`
 	LastSeen     time.Time       `json:"last_seen,omitzero"`
 	HeldBack     bool            `json:"held_back,omitempty"`
+	HeldBackAt   time.Time       `json:"held_back_at,omitzero"`
 }
 
 // encodeRecord writes rec as storedRecord JSON by hand: encoding/json would
@@ -65,7 +66,7 @@ func encodeRecord(rec *ToolRecord) []byte {
 	for _, f := range []struct {
 		key string
 		t   time.Time
-	}{{"approved_at", rec.ApprovedAt}, {"first_seen", rec.FirstSeen}, {"last_seen", rec.LastSeen}} {
+	}{{"approved_at", rec.ApprovedAt}, {"first_seen", rec.FirstSeen}, {"last_seen", rec.LastSeen}, {"held_back_at", rec.HeldBackAt}} {
 		if !f.t.IsZero() {
 			b = append(append(append(b, `,"`...), f.key...), `":"`...)
 			b = append(f.t.AppendFormat(b, time.RFC3339Nano), '"')
@@ -88,7 +89,7 @@ func decodeRecord(server, name string, v []byte) (*ToolRecord, error) {
 	}
 	rec := &ToolRecord{Server: server, Name: name, Status: s.Status, Present: s.Present,
 		ApprovedHash: s.ApprovedHash, CurrentHash: s.CurrentHash, Current: s.Current, Approved: s.Approved,
-		ApprovedBy: s.ApprovedBy, ApprovedAt: s.ApprovedAt, FirstSeen: s.FirstSeen, LastSeen: s.LastSeen, HeldBack: s.HeldBack}
+		ApprovedBy: s.ApprovedBy, ApprovedAt: s.ApprovedAt, FirstSeen: s.FirstSeen, LastSeen: s.LastSeen, HeldBack: s.HeldBack, HeldBackAt: s.HeldBackAt}
 	if rec.Approved == nil && rec.ApprovedHash != "" && rec.ApprovedHash == rec.CurrentHash {
 		rec.Approved = rec.Current
 	}

@@ -66,12 +66,7 @@ func uiBrowse(t *testing.T, base string) func() *uiSession {
 	if err := chromedp.Do(browser); err != nil {
 		t.Fatalf("starting chromium: %v", err)
 	}
-	dir := os.Getenv("WARDEN_UI_SCREENSHOTS")
-	if dir == "" {
-		dir = t.TempDir()
-	} else if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	dir := uiShotsDir(t)
 	t.Logf("screenshots in %s", dir)
 	return func() *uiSession {
 		ctx, cancel := chromedp.NewContext(browser, chromedp.WithNewBrowserContext())
@@ -84,6 +79,25 @@ func uiBrowse(t *testing.T, base string) func() *uiSession {
 		}
 		return &uiSession{t: t, ctx: ctx, base: base, dir: dir}
 	}
+}
+
+// uiShotsDir is where a test keeps its screenshots, one file per state
+// named after it: $WARDEN_UI_SCREENSHOTS/<test>/, else
+// <temp dir>/warden-ui-screenshots/<test>/. It is emptied first and kept
+// after the test, for a person to look at what the test saw.
+func uiShotsDir(t *testing.T) string {
+	root := os.Getenv("WARDEN_UI_SCREENSHOTS")
+	if root == "" {
+		root = filepath.Join(os.TempDir(), "warden-ui-screenshots")
+	}
+	dir := filepath.Join(root, strings.ReplaceAll(t.Name(), "/", "_"))
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 func (s *uiSession) do(what string, steps ...chromedp.Action[chromedp.Void]) {
@@ -125,6 +139,16 @@ func (s *uiSession) click(sel string, pick ...string) string {
 	steps = append(steps, chromedp.Click(chromedp.CSS(sel)), chromedp.WaitVisible(chromedp.CSS("#flash")))
 	s.do("click "+sel, steps...)
 	return s.text("#flash")
+}
+
+// has reports whether the page has an element matching sel.
+func (s *uiSession) has(sel string) bool {
+	s.t.Helper()
+	ok, err := chromedp.Run(s.ctx, chromedp.Evaluate[bool](fmt.Sprintf("document.querySelector(%q) !== null", sel)))
+	if err != nil {
+		s.t.Fatalf("looking for %s: %v", sel, err)
+	}
+	return ok
 }
 
 func (s *uiSession) shot(name string) {

@@ -15,8 +15,9 @@ type Connection struct {
 	State      string    `json:"state"`
 	Error      string    `json:"error,omitempty"`
 	Since      time.Time `json:"since"`
-	Reconnects int       `json:"reconnects"` // sessions lost and replaced
-	Failures   int       `json:"failures"`   // connection attempts failed in a row
+	Reconnects int       `json:"reconnects"`        // sessions lost and replaced
+	Failures   int       `json:"failures"`          // connection attempts failed in a row
+	RetryAt    time.Time `json:"retry_at,omitzero"` // in backoff: when the next attempt starts
 	// Stderr is, after a failed start of a stdio server, the last lines it
 	// wrote to its stderr (secrets masked; its whole log: warden logs NAME).
 	Stderr []string `json:"stderr,omitempty"`
@@ -31,7 +32,7 @@ func (g *Gateway) Connection(server string) Connection {
 	}
 	st := c.Status()
 	return Connection{State: string(st.State), Error: st.Error, Since: st.Since,
-		Reconnects: st.Reconnects, Failures: st.Failures, Stderr: st.Stderr}
+		Reconnects: st.Reconnects, Failures: st.Failures, RetryAt: st.RetryAt, Stderr: st.Stderr}
 }
 
 // LiveConfig is the config server's connection runs with, if it has one

@@ -28,11 +28,34 @@ type diffRow struct {
 // toolFields are the parts of a definition shown, in order.
 var toolFields = []string{"title", "description", "inputSchema", "outputSchema", "annotations", "_meta", "icons"}
 
+// fieldView is one part of a definition on its own, its lines escaped and
+// joined: a tool never approved is shown as it is, not against nothing.
+type fieldView struct {
+	Name, Text string
+}
+
+// parts splits a definition into its fields.
+func parts(def json.RawMessage) map[string]json.RawMessage {
+	var m map[string]json.RawMessage
+	_ = json.Unmarshal(def, &m)
+	return m
+}
+
+// defineTool lays out a definition's fields, in toolFields' order.
+func defineTool(def json.RawMessage) []fieldView {
+	m := parts(def)
+	var out []fieldView
+	for _, f := range toolFields {
+		if lines := fieldLines(f, m[f]); len(lines) > 0 {
+			out = append(out, fieldView{Name: f, Text: strings.Join(lines, "\n")})
+		}
+	}
+	return out
+}
+
 // compareTool lays the approved and current definitions side by side.
 func compareTool(approved, current json.RawMessage) []fieldDiff {
-	var old, cur map[string]json.RawMessage
-	_ = json.Unmarshal(approved, &old)
-	_ = json.Unmarshal(current, &cur)
+	old, cur := parts(approved), parts(current)
 	var out []fieldDiff
 	for _, f := range toolFields {
 		a, b := fieldLines(f, old[f]), fieldLines(f, cur[f])

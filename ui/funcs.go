@@ -8,9 +8,17 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/wardenmcp/warden/api"
 	"github.com/wardenmcp/warden/internal/display"
 )
+
+// stamp shows a time to a person, in UTC: the page does not know the
+// browser's zone.
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format("2006-01-02 15:04:05 UTC")
+}
 
 var funcs = template.FuncMap{
 	"short": func(h string) string {
@@ -20,16 +28,17 @@ var funcs = template.FuncMap{
 		}
 		return h
 	},
-	"stamp": func(t time.Time) string {
-		if t.IsZero() {
-			return ""
-		}
-		return t.UTC().Format("2006-01-02 15:04:05 UTC")
-	},
-	"esc":     url.PathEscape,
-	"shown":   display.Escape, // a server's string as text: see package display
-	"ms":      func(us int64) string { return strconv.FormatFloat(float64(us)/1000, 'f', 1, 64) },
-	"waiting": api.Waiting,
+	"stamp":      stamp,
+	"loaded":     loaded,
+	"seen":       seen,
+	"esc":        url.PathEscape,
+	"shown":      display.Escape, // a server's string as text: see package display
+	"text":       display.Text,   // a server's text of several lines
+	"describe":   describe,
+	"byAll":      byAll,
+	"approvable": approvable,
+	"blockable":  blockable,
+	"ms":         func(us int64) string { return strconv.FormatFloat(float64(us)/1000, 'f', 1, 64) },
 	// hints are a tool's annotations in words.
 	"hints": func(a *mcp.ToolAnnotations) []string {
 		if a == nil {

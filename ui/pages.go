@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/wardenmcp/warden/activity"
 	"github.com/wardenmcp/warden/api"
@@ -135,9 +136,12 @@ func (u *UI) show(w http.ResponseWriter, s *session, name, title string, data an
 	render(w, status, name, p)
 }
 
+// overviewData is the servers, those that need a person first, and how
+// many need what.
 type overviewData struct {
 	Status  api.Status
-	Latched map[string][]writes.Latch
+	Rows    []serverRow
+	Summary []tally
 }
 
 func (u *UI) overview(w http.ResponseWriter, r *http.Request, s *session) {
@@ -147,18 +151,19 @@ func (u *UI) overview(w http.ResponseWriter, r *http.Request, s *session) {
 	if err == nil {
 		err = u.call(r, "GET", "/v1/writes", nil, &ls)
 	}
-	d.Latched = map[string][]writes.Latch{}
-	for _, l := range ls {
-		d.Latched[l.Server] = append(d.Latched[l.Server], l)
-	}
+	d.Rows, d.Summary = triage(d.Status.Servers, ls)
 	u.show(w, s, "overview", "Servers", d, err)
 }
 
 type serverData struct {
-	Server api.Server
-	Tools  []api.Tool
+	Server  api.Server
+	Tools   []api.Tool // in review order
+	Latches []writes.Latch
 	// Admission is what admitting the quarantined server would do.
 	Admission api.Admission
+	// ByAll counts the tools "approve all pending and changed" approves;
+	// HeldBack those it passes over.
+	ByAll, HeldBack int
 }
 
 func (u *UI) server(w http.ResponseWriter, r *http.Request, s *session) {
@@ -168,21 +173,39 @@ func (u *UI) server(w http.ResponseWriter, r *http.Request, s *session) {
 	if err == nil {
 		err = u.call(r, "GET", serverPath(name, "/tools"), nil, &d.Tools)
 	}
+	if err == nil {
+		d.Latches, err = u.latchesOf(r, name)
+	}
+	reviewOrder(d.Tools)
 	d.Admission = api.PlanAdmission(d.Tools, nil)
+	for _, t := range d.Tools {
+		switch {
+		case byAll(t):
+			d.ByAll++
+		case api.Waiting(t):
+			d.HeldBack++
+		}
+	}
 	u.show(w, s, "server", name, d, err)
 }
 
+// toolData is one tool: a changed definition against the approved one
+// (Fields), any other as it is (Definition).
 type toolData struct {
-	Server string
-	Tool   api.Tool
-	Fields []fieldDiff
+	Server     api.Server
+	Tool       api.Tool
+	Fields     []fieldDiff
+	Definition []fieldView
 }
 
 func (u *UI) tool(w http.ResponseWriter, r *http.Request, s *session) {
 	name, tool := r.PathValue("s"), r.PathValue("t")
+	var d toolData
 	var tools []api.Tool
-	err := u.call(r, "GET", serverPath(name, "/tools"), nil, &tools)
-	d := toolData{Server: name}
+	err := u.call(r, "GET", serverPath(name, ""), nil, &d.Server)
+	if err == nil {
+		err = u.call(r, "GET", serverPath(name, "/tools"), nil, &tools)
+	}
 	if err == nil {
 		i := slices.IndexFunc(tools, func(t api.Tool) bool { return t.Name == tool })
 		if i < 0 {
@@ -190,10 +213,21 @@ func (u *UI) tool(w http.ResponseWriter, r *http.Request, s *session) {
 			err.(*apiError).Body.Message = fmt.Sprintf("server %q has no tool %q", name, tool)
 		} else {
 			d.Tool = tools[i]
-			d.Fields = compareTool(d.Tool.Approved, d.Tool.Current)
 		}
 	}
+	if t := d.Tool; t.ApprovedHash != "" && t.ApprovedHash != t.CurrentHash {
+		d.Fields = compareTool(t.Approved, t.Current)
+	} else {
+		d.Definition = defineTool(t.Current)
+	}
 	u.show(w, s, "tool", tool+" on "+name, d, err)
+}
+
+// latchesOf is the latched writes of one server.
+func (u *UI) latchesOf(r *http.Request, server string) ([]writes.Latch, error) {
+	var ls []writes.Latch
+	err := u.call(r, "GET", "/v1/writes", nil, &ls)
+	return slices.DeleteFunc(ls, func(l writes.Latch) bool { return l.Server != server }), err
 }
 
 func (u *UI) latches(w http.ResponseWriter, r *http.Request, s *session) {
@@ -203,10 +237,8 @@ func (u *UI) latches(w http.ResponseWriter, r *http.Request, s *session) {
 }
 
 func (u *UI) confirmClear(w http.ResponseWriter, r *http.Request, s *session) {
-	var ls []writes.Latch
-	err := u.call(r, "GET", "/v1/writes", nil, &ls)
 	name := r.PathValue("s")
-	ls = slices.DeleteFunc(ls, func(l writes.Latch) bool { return l.Server != name })
+	ls, err := u.latchesOf(r, name)
 	u.show(w, s, "confirm", "Clear "+name+"'s latch?", struct {
 		Server  string
 		Latches []writes.Latch
@@ -283,6 +315,27 @@ func expected(r *http.Request, tools []string) map[string]string {
 
 func back(server string) string { return "/ui/servers/" + url.PathEscape(server) }
 
+// backTo is where a decision's form returns: the page of the one tool it
+// named when it was sent from there, else the server's page. Built from
+// the path and the tool, never from a URL in the form.
+func backTo(r *http.Request, server string, tools []string) string {
+	if r.PostForm.Get("from") == "tool" && len(tools) == 1 {
+		return back(server) + "/tools/" + url.PathEscape(tools[0])
+	}
+	return back(server)
+}
+
+// approved reports an approval's answer after lead, naming the tools it
+// left because an operator held them back, and how to approve them.
+func approved(server, lead string, ans approval.Answer) string {
+	msg := fmt.Sprintf("%s; %d still pending, %d still changed.", lead, ans.StillPending, ans.StillChanged)
+	if len(ans.HeldBack) > 0 {
+		msg += fmt.Sprintf(" Left held back: %s. An operator held these back earlier (warden review approve %s --all --except …) and approving all passes over held-back tools: approve one by name (tick it and press Approve selected, or use the button on its page).",
+			strings.Join(ans.HeldBack, ", "), server)
+	}
+	return msg
+}
+
 func (u *UI) approve(r *http.Request, s *session) string {
 	name := r.PathValue("s")
 	req := approval.ToolApproval{Tools: r.PostForm["tool"]}
@@ -299,8 +352,8 @@ func (u *UI) approve(r *http.Request, s *session) string {
 	}
 	var ans approval.Answer
 	err := u.call(r, "POST", serverPath(name, "/tools/approve"), req, &ans)
-	u.done(s, name, err, fmt.Sprintf("Approved %d tool(s); %d still pending, %d still changed.", ans.ApprovedCount, ans.StillPending, ans.StillChanged))
-	return back(name)
+	u.done(s, name, err, approved(name, fmt.Sprintf("Approved %d tool(s)", ans.ApprovedCount), ans))
+	return backTo(r, name, req.Tools)
 }
 
 func (u *UI) block(r *http.Request, s *session) string {
@@ -313,7 +366,7 @@ func (u *UI) block(r *http.Request, s *session) string {
 	var ans approval.Answer
 	err := u.call(r, "POST", serverPath(name, "/tools/block"), api.BlockRequest{Tools: tools}, &ans)
 	u.done(s, name, err, fmt.Sprintf("Blocked %d tool(s): they are neither listed nor run.", ans.BlockedCount))
-	return back(name)
+	return backTo(r, name, tools)
 }
 
 func (u *UI) admit(r *http.Request, s *session) string {
@@ -321,7 +374,7 @@ func (u *UI) admit(r *http.Request, s *session) string {
 	var ans approval.Answer
 	req := approval.ServerApproval{ExpectedHashes: expected(r, r.PostForm["shown"])}
 	err := u.call(r, "POST", serverPath(name, "/approve"), req, &ans)
-	u.done(s, name, err, fmt.Sprintf("Admitted %s, approving %d tool(s).", name, ans.ApprovedCount))
+	u.done(s, name, err, approved(name, fmt.Sprintf("Admitted %s, approving %d tool(s)", name, ans.ApprovedCount), ans))
 	return back(name)
 }
 

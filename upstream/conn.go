@@ -48,6 +48,8 @@ type Status struct {
 	Since      time.Time `json:"since"`
 	Reconnects int       `json:"reconnects"` // sessions lost and replaced
 	Failures   int       `json:"failures"`   // connection attempts failed in a row
+	// RetryAt is, in backoff, when the next attempt starts.
+	RetryAt time.Time `json:"retry_at,omitzero"`
 	// Stderr is, after a failed start of a stdio server, the last lines it
 	// wrote to its stderr (secrets masked; its whole log: warden logs NAME).
 	Stderr []string `json:"stderr,omitempty"`
@@ -280,8 +282,9 @@ func (c *Conn) run() {
 				continue
 			}
 			failures++
+			wait := backoff(failures)
 			c.mu.Lock()
-			c.status.Failures = failures
+			c.status.Failures, c.status.RetryAt = failures, time.Now().Add(wait)
 			c.mu.Unlock()
 			c.setStatus(StateBackoff, err)
 			args := []any{"err", err, "attempt", failures}
@@ -290,7 +293,7 @@ func (c *Conn) run() {
 			}
 			c.log.Warn("upstream connect failed", args...)
 			select {
-			case <-time.After(backoff(failures)):
+			case <-time.After(wait):
 			case <-c.ctx.Done():
 			}
 			continue
@@ -396,6 +399,9 @@ func (c *Conn) setStatus(st State, err error) {
 	c.status.State = st
 	c.status.Since = time.Now()
 	c.status.Error, c.status.Stderr = "", nil
+	if st != StateBackoff {
+		c.status.RetryAt = time.Time{}
+	}
 	if err != nil {
 		c.status.Error = err.Error()
 	}

@@ -3,6 +3,8 @@ package upstream
 import (
 	"testing"
 	"time"
+
+	"github.com/wardenmcp/warden/config"
 )
 
 // Reconnect delays double from 200ms up to 30s, each drawn from the upper
@@ -22,5 +24,23 @@ func TestBackoffGrowsWithJitter(t *testing.T) {
 			t.Fatalf("backoff(%d) drew only %d distinct delays in 200: no jitter", failures, len(seen))
 		}
 		step = min(2*step, 30*time.Second)
+	}
+}
+
+// A server that cannot be reached is in backoff with the error and when it
+// is tried next; once tried again the time moves on.
+func TestBackoffSaysWhenItRetries(t *testing.T) {
+	c := Start(&config.Server{Name: "down", URL: "http://127.0.0.1:1/mcp", Transport: config.TransportHTTP, CallTimeout: time.Second}, Options{})
+	defer c.Stop()
+	var st Status
+	deadline := time.Now().Add(10 * time.Second)
+	for st = c.Status(); st.State != StateBackoff || st.Failures < 2; st = c.Status() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not in backoff after two failures: %+v", st)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if st.Error == "" || !st.RetryAt.After(st.Since) || st.RetryAt.Sub(st.Since) > time.Second {
+		t.Fatalf("in backoff: error %q, since %s, retry at %s; want the error and the next attempt soon after", st.Error, st.Since, st.RetryAt)
 	}
 }

@@ -142,6 +142,10 @@ func (g *globals) reportAnswer(server string, a *approval.Answer) error {
 		if len(a.NotApproved) > 0 {
 			fmt.Fprintf(g.stdout, "not approved: %s\n", shownNames(a.NotApproved))
 		}
+		if len(a.HeldBack) > 0 {
+			fmt.Fprintf(g.stdout, "held back (--except), which approving all leaves: %s; to approve one, name it: warden review approve %s TOOL\n",
+				shownNames(a.HeldBack), server)
+		}
 	}
 	return g.warnHeld(server, a)
 }

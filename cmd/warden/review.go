@@ -196,6 +196,9 @@ func (g *globals) writeServerSummary(server string, tools []api.Tool) error {
 		}
 		if t.HeldBack {
 			what += "; held back earlier"
+			if !t.HeldBackAt.IsZero() {
+				what += " (" + stamp(t.HeldBackAt) + ")"
+			}
 		}
 		tab.row("   "+string(t.Status), t.Name, classLabel(t), what)
 	}
