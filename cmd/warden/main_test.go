@@ -861,6 +861,8 @@ func TestVersion(t *testing.T) {
 		return out
 	}
 	rev := "003a732a86ca9617c4f773f153bd0f1abbce5c04"
+	goBuild := &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v0.0.0-20261201044843-003a732a86ca+dirty"},
+		Settings: vcs("vcs.revision", rev, "vcs.time", "2026-12-01T04:48:43Z", "vcs.modified", "true")}
 	for _, c := range []struct {
 		name, stamped string
 		info          *debug.BuildInfo
@@ -869,17 +871,21 @@ func TestVersion(t *testing.T) {
 		{"nothing known", "", nil, "dev"},
 		{"go test", "", &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "(devel)"}}, "dev (go1.26.8)"},
 		{"go install @tag", "", &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v1.2.3"}}, "v1.2.3 (go1.26.8)"},
-		{"go build in a clone", "", &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v0.0.0-20261201044843-003a732a86ca+dirty"},
-			Settings: vcs("vcs.revision", rev, "vcs.time", "2026-12-01T04:48:43Z", "vcs.modified", "true")},
-			"v0.0.0-20261201044843-003a732a86ca+dirty (commit " + rev + ", 2026-12-01T04:48:43Z, modified, go1.26.8)"},
-		{"commit without a module version", "", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"},
+		{"go build in a clone", "", goBuild, "dev (commit " + rev + ", 2026-12-01T04:48:43Z, modified, go1.26.8)"},
+		{"go build at a tag", "", &debug.BuildInfo{Main: debug.Module{Version: "v1.2.3"},
 			Settings: vcs("vcs.revision", rev, "vcs.time", "2026-12-01T04:48:43Z", "vcs.modified", "false")},
-			"v0.0.0-20261201044843-003a732a86ca (commit " + rev + ", 2026-12-01T04:48:43Z)"},
+			"dev (commit " + rev + ", 2026-12-01T04:48:43Z)"},
 		{"ldflags", "v2.0.0", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}, "v2.0.0"},
 	} {
 		if got := readBuildVersion(c.stamped, c.info, c.info != nil).String(); got != c.want {
 			t.Errorf("%s: %q, want %q", c.name, got, c.want)
 		}
+	}
+	// go run stamps no commit: the daemon it starts says the version that
+	// warden built from the same checkout says.
+	goRun := &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "(devel)"}}
+	if run, built := readBuildVersion("", goRun, true).Version, readBuildVersion("", goBuild, true).Version; run != built {
+		t.Errorf("go run says version %q, go build of the same checkout %q", run, built)
 	}
 	for _, args := range [][]string{{"version"}, {"--version"}} {
 		code, out, stderr := runCLI(t, "", args...)
