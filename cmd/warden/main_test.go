@@ -647,6 +647,22 @@ func TestCall(t *testing.T) {
 	}
 }
 
+// warden tools of a quarantined server says so, and how to admit it.
+func TestToolsSaysQuarantined(t *testing.T) {
+	f := newFakeAPI(t)
+	f.handle("GET /v1/servers/q/tools", 200, []api.Tool{pendingTool("echo")})
+	f.handle("GET /v1/servers/q", 200, api.Server{Name: "q", Quarantined: true})
+	code, out, stderr := f.run("", "tools", "q")
+	if code != exitHeld || !strings.Contains(out, "q is quarantined") || !strings.Contains(out, "warden servers approve q") {
+		t.Errorf("exit %d\nstdout %s\nstderr %s", code, out, stderr)
+	}
+	f.handle("GET /v1/servers/a/tools", 200, []api.Tool{})
+	f.handle("GET /v1/servers/a", 200, api.Server{Name: "a"})
+	if _, out, _ := f.run("", "tools", "a"); strings.Contains(out, "quarantined") {
+		t.Errorf("a server admitted is said to be quarantined:\n%s", out)
+	}
+}
+
 func TestUnknownServerMessage(t *testing.T) {
 	f := newFakeAPI(t)
 	f.handle("GET /v1/servers/nope/tools", 404, api.Error{Error: api.ErrorBody{Code: "unknown_server",
@@ -823,6 +839,9 @@ func TestToolsHeldExit3AndClassReason(t *testing.T) {
 	said.Name, said.Annotations = "erase", &mcp.ToolAnnotations{DestructiveHint: &yes}
 	f.handle("GET /v1/servers/srv/tools", 200, []api.Tool{unannotated, noHint, said, pendingTool("alpha")})
 	f2.handle("GET /v1/servers/srv/tools", 200, []api.Tool{unannotated})
+	for _, api1 := range []*fakeAPI{f, f2} {
+		api1.handle("GET /v1/servers/srv", 200, api.Server{Name: "srv"})
+	}
 	for _, args := range [][]string{{"tools", "srv"}, {"tools", "srv", "--json"}} {
 		if code, _, stderr := f.run("", args...); code != exitHeld {
 			t.Errorf("%v with a pending tool: exit %d, want 3: %s", args, code, stderr)
