@@ -15,6 +15,7 @@ import (
 func newToolsCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:               "tools SERVER",
+		Example:           "  warden tools memory",
 		ValidArgsFunction: g.completeArgs(0, nil),
 		Short:             "List a server's tools: class, review status and pinned hash",
 		Long: `List a server's tools: class, review status and pinned hash. Exits 3 when

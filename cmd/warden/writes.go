@@ -49,6 +49,7 @@ func newWritesClearCmd(g *globals) *cobra.Command {
 	var yes bool
 	cmd := &cobra.Command{
 		Use:               "clear SERVER [--yes]",
+		Example:           "  warden writes clear memory",
 		ValidArgsFunction: g.completeArgs(0, nil),
 		Short:             "Allow writes to SERVER again (check upstream first whether the latched calls happened)",
 		Args:              cobra.ExactArgs(1),
