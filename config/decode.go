@@ -26,7 +26,7 @@ var (
 	// not offered in messages.
 	hostTopFields    = []string{"servers", "inputs"}
 	hostServerFields = []string{"serverUrl", "transportType", "timeout", "autoApprove", "alwaysAllow", "dev"}
-	toolFields       = []string{"class", "hidden"}
+	toolFields       = []string{"class", "hidden", "recordArgs"}
 	sandboxFields    = []string{"network", "paths", "container"}
 	pathsFields      = []string{"read", "write"}
 	containerFields  = []string{"image", "engine"}
@@ -519,6 +519,8 @@ func (d *decoder) tools(v *hujson.Value, path string) (map[string]ToolOverride, 
 				}
 			case "hidden":
 				t.Hidden, err = d.boolean(v, fp)
+			case "recordArgs":
+				t.RecordArgs, err = d.boolean(v, fp)
 			}
 			return err
 		})
