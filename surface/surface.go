@@ -37,7 +37,8 @@ type Surfaces struct {
 	searchOnce  sync.Once   // the search view is kept up to date from its first use
 	searchOn    atomic.Bool // on: after that
 	toolSearch  atomic.Pointer[ToolSearch]
-	noFast      atomic.Bool // every request to the SDK server (DisableFastPath)
+	noFast      atomic.Bool              // every request to the SDK server (DisableFastPath)
+	stdio       func(*http.Request) bool // SetStdio's, set before serving
 
 	mu    sync.Mutex
 	views map[string]*view
@@ -341,6 +342,7 @@ func (s *Surfaces) Server(server string) *mcp.Server {
 
 // ServeHTTP serves /mcp and /mcp/{server}.
 func (s *Surfaces) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.markStdio(r)
 	stateless := statelessRequest(r)
 	if !stateless && s.refuseSession(w, r) {
 		return
