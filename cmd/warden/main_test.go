@@ -718,6 +718,44 @@ func TestConfigWithUnsetVariableStillFindsDaemon(t *testing.T) {
 	}
 }
 
+// warden writes and warden writes clear show what finds a call upstream:
+// when it was sent, by which client, its arguments' names and sizes and
+// the values the config records, escaped; a record of an earlier version,
+// without these, shows as it did.
+func TestWritesShowCallDetails(t *testing.T) {
+	f := newFakeAPI(t)
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	old := map[string]any{"server": "fs", "tool": "move_file", "args_sha256": strings.Repeat("d", 64), "at": at, "reason": "timeout", "surface": "mcp"}
+	now := map[string]any{"server": "fs", "tool": "send_email", "args_sha256": strings.Repeat("e", 64), "at": at, "reason": "cancelled",
+		"surface": "stdio:mcp/fs", "sent_at": at.Add(-time.Minute),
+		"client":       map[string]any{"name": "claude\u202ecode", "version": "1.2.3", "session": "sess-42"},
+		"args":         []map[string]any{{"name": "body", "bytes": 2048}, {"name": "to", "bytes": 15, "value": `"a@example.test"`}, {"name": "x", "bytes": 5000, "value": strings.Repeat("y", 1024), "value_cut": true}},
+		"args_omitted": 3}
+	f.handle("GET /v1/writes", 200, []map[string]any{old, now})
+	f.handle("GET /v1/servers/fs", 200, api.Server{Name: "fs"})
+	code, out, _ := f.run("", "writes")
+	_, _, asked := f.run("", "writes", "clear", "fs")
+	for name, text := range map[string]string{"warden writes": out, "warden writes clear": asked} {
+		for _, want := range []string{
+			"move_file (timeout, " + stamp(at) + " via mcp, args dddddddddddd)\n  send_email",
+			"send_email (cancelled, " + stamp(at) + " via stdio:mcp/fs, args eeeeeeeeeeee)",
+			"sent " + stamp(at.Add(-time.Minute)) + ` by claude\u202ecode 1.2.3 (session sess-42)`,
+			`arguments: body 2048 bytes; to 15 bytes = "a@example.test"; x 5000 bytes = ` + strings.Repeat("y", 59) + "…; and 3 more",
+		} {
+			if !strings.Contains(text, want) {
+				t.Errorf("%s lacks %q:\n%s", name, want, text)
+			}
+		}
+	}
+	if code != exitHeld {
+		t.Errorf("warden writes: exit %d", code)
+	}
+	code, out, _ = f.run("", "writes", "--json")
+	if code != exitHeld || !strings.Contains(out, `"session": "sess-42"`) || !strings.Contains(out, `"value_cut": true`) || !strings.Contains(out, `claude\u202ecode`) {
+		t.Errorf("warden writes --json: exit %d\n%s", code, out)
+	}
+}
+
 func TestWritesAndActivity(t *testing.T) {
 	f := newFakeAPI(t)
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
