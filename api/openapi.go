@@ -74,7 +74,7 @@ var routes = []route{
 		summary: "Call a tool through the same policy as agents (warden call). A refusal is a result with isError and _meta[\"warden/refusal\"].code",
 		serve:   (*handler).call},
 	{method: "GET", path: "/v1/writes", id: "listLatches", answer: []writes.Latch{},
-		summary: "Servers whose writes are latched after a write with an unknown outcome", serve: (*handler).writes},
+		summary: "Each call of unknown outcome that latched its server: what finds it upstream (tool, when sent and latched, surface, client and session, the arguments' hash, names and sizes; values only where the tool's config says recordArgs)", serve: (*handler).writes},
 	{method: "DELETE", path: "/v1/writes/{s}", id: "clearLatch", answer: Cleared{},
 		summary: "Clear a server's write latch; answers what was cleared", serve: (*handler).clearWrites},
 	{method: "GET", path: "/v1/sessions", id: "listSessions", answer: []sessions.Info{},

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -97,6 +98,28 @@ func TestCall(t *testing.T) {
 	}
 }
 
+// A tool whose config says recordArgs has its arguments' values in its
+// latch, each cut to writes.MaxArgValue bytes; another server's are not.
+func TestWritesLatchRecordsValues(t *testing.T) {
+	w := fixture.NewServer(fixture.Options{})
+	e := newEnv(t, fmt.Sprintf(`{"w": {"url": %q, "trusted": true, "callTimeout": "200ms", "tools": {%q: {"recordArgs": true}}}}`, w.Serve(t), fixture.ToolWrite))
+	e.WaitListed(t, "w")
+	long := strings.Repeat("x", 2000)
+	if res := e.call("w", fmt.Sprintf(`{"tool": "write_value", "arguments": {"key": "k1", "value": %q, "sleep_ms": 10000}}`, long)); !res.IsError {
+		t.Fatalf("a write that timed out answered %+v", res)
+	}
+	var latches []writes.Latch
+	decodeInto(t, e.do("GET", "/v1/writes", ""), &latches)
+	want := []writes.Arg{
+		{Name: "key", Bytes: 4, Value: `"k1"`},
+		{Name: "sleep_ms", Bytes: 5, Value: "10000"},
+		{Name: "value", Bytes: 2002, Value: `"` + long[:writes.MaxArgValue-1], ValueCut: true},
+	}
+	if len(latches) != 1 || !reflect.DeepEqual(latches[0].Args, want) {
+		t.Errorf("latches %+v; want the arguments %+v", latches, want)
+	}
+}
+
 // A write that times out latches the server: GET /v1/writes shows it
 // (the arguments' hash, never the arguments), further writes are refused
 // with the command that clears it, and DELETE clears it.
@@ -122,6 +145,12 @@ func TestWritesLatch(t *testing.T) {
 		!regexp.MustCompile(`^[0-9a-f]{64}$`).MatchString(l.ArgsSHA256) {
 		t.Errorf("latch %+v", l)
 	}
+	// What finds the call upstream: when it was sent, its arguments' names
+	// and sizes (not their values: the config does not ask for them).
+	wantArgs := []writes.Arg{{Name: "sleep_ms", Bytes: len("10000")}, {Name: "value", Bytes: len(argSecret) + 2}}
+	if l.SentAt.IsZero() || !l.SentAt.Before(l.At) || !reflect.DeepEqual(l.Args, wantArgs) || l.Client != (writes.Caller{}) {
+		t.Errorf("latch %+v; want sent before it latched, arguments %+v and no client (an operator's call)", l, wantArgs)
+	}
 	if strings.Contains(rec.Body.String(), argSecret) {
 		t.Errorf("GET /v1/writes shows the call's arguments: %s", rec.Body)
 	}
@@ -143,7 +172,7 @@ func TestWritesLatch(t *testing.T) {
 	}
 	rec = e.do("DELETE", "/v1/writes/w", "")
 	decodeInto(t, rec, &cleared)
-	if rec.Code != http.StatusOK || !cleared.Cleared || len(cleared.Latches) != 1 || cleared.Latch != l || cleared.Latches[0] != l {
+	if rec.Code != http.StatusOK || !cleared.Cleared || len(cleared.Latches) != 1 || !reflect.DeepEqual(cleared.Latch, l) || !reflect.DeepEqual(cleared.Latches, []writes.Latch{l}) {
 		t.Fatalf("DELETE /v1/writes/w: %d %s; want the latch %+v cleared", rec.Code, rec.Body, l)
 	}
 	if _, latched := e.Writes.Check("w"); latched {

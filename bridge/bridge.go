@@ -131,10 +131,8 @@ func (b *Bridge) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 		if len(msg) == 0 {
 			continue
 		}
-		if answers, batched := check(msg); answers != nil {
-			b.writeErrors(answers, batched)
-			continue
-		}
+		// Every line goes to Warden, which answers one that is no JSON-RPC
+		// message as JSON-RPC says.
 		var m envelope
 		_ = json.Unmarshal(msg, &m) // a message that is not JSON is forwarded as it is
 		switch {
@@ -147,9 +145,9 @@ func (b *Bridge) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 				started = true
 				go func() { defer close(listening); b.listen(listenCtx) }()
 			}
-		case m.Method != "" && hasID(m.ID):
+		case m.Method != "" && protocol.IsRequestID(m.ID):
 			b.call(ctx, msg, m.ID)
-		case msg[0] == '[':
+		case isBatch(msg):
 			b.batch(ctx, msg)
 		default:
 			// Notifications and answers to Warden's requests are quick: each
@@ -165,8 +163,6 @@ type envelope struct {
 	ID     json.RawMessage `json:"id"`
 	Method string          `json:"method"`
 }
-
-func hasID(id json.RawMessage) bool { return len(id) > 0 && string(id) != "null" }
 
 // idKey normalizes an id for comparison: Warden echoes 1.0 as 1 and may
 // escape strings differently.
@@ -189,8 +185,8 @@ func (b *Bridge) initialize(ctx context.Context, msg []byte) error {
 		}
 		b.write(m)
 	}, nil)
-	if err != nil {
-		return err
+	if err != nil || version == "" {
+		return err // refused: the client has Warden's answer, and may try again
 	}
 	b.mu.Lock()
 	b.initReq, b.session, b.version, b.established = msg, session, version, true
@@ -227,7 +223,7 @@ func (b *Bridge) note(msg []byte, method string) {
 				RequestID json.RawMessage `json:"requestId"`
 			} `json:"params"`
 		}
-		if json.Unmarshal(msg, &m) == nil && hasID(m.Params.RequestID) {
+		if json.Unmarshal(msg, &m) == nil && protocol.IsRequestID(m.Params.RequestID) {
 			var wait time.Duration
 			b.mu.Lock()
 			if c := b.calls[idKey(m.Params.RequestID)]; c != nil {
@@ -278,7 +274,7 @@ func (b *Bridge) call(ctx context.Context, msg []byte, id json.RawMessage) {
 		if err == nil {
 			err = errEnded
 		}
-		b.writeError(id, -32603, err.Error())
+		b.writeError(id, jsonrpc.CodeInternalError, err.Error())
 	})
 	<-written
 	b.mu.Lock()
@@ -294,17 +290,17 @@ func (b *Bridge) batch(ctx context.Context, msg []byte) {
 	if err == nil {
 		return
 	}
-	code := -32603 // Warden could not be reached, or failed
+	code := int64(jsonrpc.CodeInternalError) // Warden could not be reached, or failed
 	var re *refusedError
 	if errors.As(err, &re) && re.status < 500 {
 		code = jsonrpc.CodeInvalidRequest
 	}
 	var members []envelope
 	_ = json.Unmarshal(msg, &members) // check has seen to it
-	var answers []errorReply
+	var answers []protocol.ErrorReply
 	for _, m := range members {
-		if m.Method != "" && hasID(m.ID) {
-			answers = append(answers, newErrorReply(m.ID, code, err.Error()))
+		if m.Method != "" && protocol.IsRequestID(m.ID) {
+			answers = append(answers, protocol.NewErrorReply(m.ID, code, err.Error()))
 		}
 	}
 	b.writeErrors(answers, true)
@@ -313,7 +309,34 @@ func (b *Bridge) batch(ctx context.Context, msg []byte) {
 // isReplyTo reports whether msg is the response to the request with id key.
 func isReplyTo(msg []byte, key string) bool {
 	var m envelope
-	return json.Unmarshal(msg, &m) == nil && m.Method == "" && hasID(m.ID) && idKey(m.ID) == key
+	return json.Unmarshal(msg, &m) == nil && m.Method == "" && protocol.IsRequestID(m.ID) && idKey(m.ID) == key
+}
+
+// refusal reads body, Warden's answer to msg with an HTTP error status: the
+// JSON-RPC error answer to msg it holds (one under msg's id, or under none
+// when msg has none; for a batch, a batch), or what it says (reason).
+func refusal(body, msg []byte) (answer bool, reason string) {
+	if isBatch(msg) && isBatch(body) {
+		return true, ""
+	}
+	var m struct {
+		envelope
+		Error *struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(body, &m) != nil || m.Method != "" || m.Error == nil {
+		return false, ""
+	}
+	key, under := idKeyOf(msg), protocol.IsRequestID(m.ID)
+	switch {
+	case under && idKey(m.ID) == key, // under msg's id
+		!under && key == "": // under none, as msg has none
+		return true, ""
+	case !under: // under none, though msg has an id: the bridge answers under it
+		return false, m.Error.Message
+	}
+	return false, ""
 }
 
 func (b *Bridge) current() (session, version string) {
@@ -429,11 +452,15 @@ func (b *Bridge) post(ctx context.Context, msg []byte, session, version string, 
 	case resp.StatusCode >= 300:
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, maxLine))
 		body = bytes.TrimSpace(body)
-		if isReplyTo(body, idKeyOf(msg)) {
-			// The stateless era answers a refused request with an HTTP
-			// status and its JSON-RPC error: the error is the answer.
+		// Warden answers what it refuses with an HTTP status and the
+		// JSON-RPC error that says why: the error is the answer.
+		answer, reason := refusal(body, msg)
+		switch {
+		case answer:
 			emit(body)
 			return newSession, nil
+		case reason != "":
+			return "", &refusedError{status: resp.StatusCode, text: reason}
 		}
 		if len(body) > 4096 {
 			body = body[:4096]
@@ -456,8 +483,11 @@ func (b *Bridge) post(ctx context.Context, msg []byte, session, version string, 
 	}
 }
 
+// isBatch reports whether msg is a JSON array: a batch, or its answer.
+func isBatch(msg []byte) bool { return len(msg) > 0 && msg[0] == '[' }
+
 // refusedError is Warden's HTTP refusal of a message, without a JSON-RPC
-// answer in it.
+// answer to it in it.
 type refusedError struct {
 	status int
 	text   string
@@ -474,7 +504,7 @@ func unreachable(err error) bool {
 // idKeyOf is the idKey of msg's id, "" if it has none.
 func idKeyOf(msg []byte) string {
 	var m envelope
-	if json.Unmarshal(msg, &m) != nil || !hasID(m.ID) {
+	if json.Unmarshal(msg, &m) != nil || !protocol.IsRequestID(m.ID) {
 		return ""
 	}
 	return idKey(m.ID)
@@ -523,38 +553,20 @@ func (b *Bridge) write(msg []byte) {
 	b.out.Write(append(msg, '\n'))
 }
 
-// errorReply is a JSON-RPC error response.
-type errorReply struct {
-	JSONRPC string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id"`
-	Error   struct {
-		Code    int    `json:"code"`
-		Message string `json:"message"`
-	} `json:"error"`
-}
-
-func newErrorReply(id json.RawMessage, code int, message string) errorReply {
-	r := errorReply{JSONRPC: "2.0", ID: id}
-	r.Error.Code, r.Error.Message = code, message
-	return r
-}
-
 // writeError answers request id with a JSON-RPC error.
-func (b *Bridge) writeError(id json.RawMessage, code int, message string) {
-	b.writeErrors([]errorReply{newErrorReply(id, code, message)}, false)
+func (b *Bridge) writeError(id json.RawMessage, code int64, message string) {
+	b.writeErrors([]protocol.ErrorReply{protocol.NewErrorReply(id, code, message)}, false)
 }
 
 // writeErrors writes answers, each on its line or, batched, all in one
 // batch (none when there are none, as for a batch of notifications).
-func (b *Bridge) writeErrors(answers []errorReply, batched bool) {
+func (b *Bridge) writeErrors(answers []protocol.ErrorReply, batched bool) {
 	switch {
 	case batched && len(answers) > 0:
-		out, _ := json.Marshal(answers)
-		b.write(out)
+		b.write(protocol.EncodeReplies(answers, true))
 	case !batched:
 		for _, r := range answers {
-			out, _ := json.Marshal(r)
-			b.write(out)
+			b.write(protocol.EncodeReplies([]protocol.ErrorReply{r}, false))
 		}
 	}
 }

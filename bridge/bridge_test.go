@@ -391,3 +391,27 @@ func TestStatelessClient(t *testing.T) {
 		t.Errorf("an unknown prompt: %v; want the endpoint's own JSON-RPC error", err)
 	}
 }
+
+// Warden's JSON-RPC answer to a message it refused goes to the client as
+// it is when it is the message's answer; one under no id, to a request
+// that has one, gives its reason to the bridge's own answer under the id.
+func TestRefusal(t *testing.T) {
+	const req, note = `{"jsonrpc":"2.0","id":"a","method":"ping"}`, `{"jsonrpc":"2.0","method":"notifications/initialized"}`
+	for _, c := range []struct {
+		body, msg, reason string
+		answer            bool
+	}{
+		{`{"jsonrpc":"2.0","id":"a","error":{"code":-32600,"message":"no view"}}`, req, "", true},
+		{`{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"busy"}}`, req, "busy", false},
+		{`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}`, `garbage{`, "", true},
+		{`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"no view"}}`, note, "", true},
+		{`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"bad id"}}`, `{"jsonrpc":"2.0","id":{"x":1},"method":"ping"}`, "", true},
+		{`[{"jsonrpc":"2.0","id":1,"error":{"code":-32600,"message":"no batches"}}]`, `[{"jsonrpc":"2.0","id":1,"method":"ping"}]`, "", true},
+		{`{"jsonrpc":"2.0","id":"b","error":{"code":-32600,"message":"another's"}}`, req, "", false},
+		{"upstream is down", req, "", false},
+	} {
+		if answer, reason := refusal([]byte(c.body), []byte(c.msg)); answer != c.answer || reason != c.reason {
+			t.Errorf("refusal(%s, %s) = %v, %q; want %v, %q", c.body, c.msg, answer, reason, c.answer, c.reason)
+		}
+	}
+}

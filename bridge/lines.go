@@ -2,12 +2,11 @@ package bridge
 
 import (
 	"bufio"
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/wardenmcp/warden/protocol"
 )
 
 // readLine reads one line. A line longer than maxLine is read to its end but
@@ -37,37 +36,13 @@ func readLine(r *bufio.Reader) (line []byte, tooLong bool, err error) {
 // left waiting: with its id when that is among its first bytes, else with a
 // parse error for a null id. An oversized answer to Warden is dropped.
 func (b *Bridge) refuseLong(prefix []byte) {
-	id, response := idOf(prefix)
+	id, response := protocol.IDOf(prefix)
 	if response {
 		return
 	}
-	code, text := jsonrpc.CodeInvalidRequest, fmt.Sprintf("message larger than %d MiB: warden stdio cannot forward it", maxLine>>20)
-	if !hasID(id) {
-		code, id = jsonrpc.CodeParseError, nullID
+	code, text := int64(jsonrpc.CodeInvalidRequest), fmt.Sprintf("message larger than %d MiB: warden stdio cannot forward it", maxLine>>20)
+	if !protocol.IsRequestID(id) {
+		code, id = jsonrpc.CodeParseError, protocol.NullID
 	}
 	b.writeError(id, code, text)
-}
-
-// idOf finds the top-level id of a possibly truncated message by walking its
-// members until the data ends; response is set if it has a result or error.
-func idOf(prefix []byte) (id json.RawMessage, response bool) {
-	d := json.NewDecoder(bytes.NewReader(prefix))
-	if t, err := d.Token(); err != nil || t != json.Delim('{') {
-		return nil, false
-	}
-	for d.More() {
-		t, err := d.Token()
-		key, ok := t.(string)
-		var v json.RawMessage
-		if err != nil || !ok || d.Decode(&v) != nil {
-			break
-		}
-		switch key {
-		case "id":
-			id = v
-		case "result", "error":
-			response = true
-		}
-	}
-	return id, response
 }

@@ -204,6 +204,10 @@ func (o *OAuth) Equal(p *OAuth) bool {
 type ToolOverride struct {
 	Class  string // "" (from annotations), ClassRead, ClassWrite or ClassDestructive
 	Hidden bool   // left out of tools/list and refused
+	// RecordArgs keeps the arguments' values (each cut short) in the record
+	// of a call whose outcome is unknown, for the person who checks it
+	// upstream. Off by default: values can be secrets.
+	RecordArgs bool
 }
 
 // DefaultPath is where the config lives when --config is not given:

@@ -26,7 +26,7 @@ var (
 	// in messages (those it ignores are in foreignTop and foreignServer).
 	hostTopFields    = []string{"servers"}
 	hostServerFields = []string{"serverUrl", "transportType", "timeout", "disabledTools"}
-	toolFields       = []string{"class", "hidden"}
+	toolFields       = []string{"class", "hidden", "recordArgs"}
 	sandboxFields    = []string{"network", "paths", "container"}
 	pathsFields      = []string{"read", "write"}
 	containerFields  = []string{"image", "engine"}
@@ -561,6 +561,8 @@ func (d *decoder) tools(v *hujson.Value, path string) (map[string]ToolOverride, 
 				}
 			case "hidden":
 				t.Hidden, err = d.boolean(v, fp)
+			case "recordArgs":
+				t.RecordArgs, err = d.boolean(v, fp)
 			}
 			return err
 		})

@@ -502,6 +502,9 @@ func (e *editor) encodeServer(s *Server, ind string) string {
 			if t.Hidden {
 				fs = append(fs, `"hidden": true`)
 			}
+			if t.RecordArgs {
+				fs = append(fs, `"recordArgs": true`)
+			}
 			ls = append(ls, in2+quote(k)+": {"+strings.Join(fs, ", ")+"}")
 		}
 		add("tools", "{"+e.nl+strings.Join(ls, ","+e.nl)+e.nl+in1+"}")

@@ -34,7 +34,7 @@ func TestErrors(t *testing.T) {
 		{"unknown field, no suggestion", `{"zzzzzzzz": 1}`,
 			pre + `zzzzzzzz: unknown field; known fields are listen, stateDir, activity, toolSearch, toolSearchBudget, mcpServers`, "zzzzzzzz"},
 		{"unknown tool field", servers(`"fs": {"command": "x", "tools": {"rm": {"klass": "read"}}}`),
-			pre + `mcpServers.fs.tools.rm.klass: unknown field; known fields are class, hidden (did you mean "class"?)`, "mcpServers.fs.tools.rm.klass"},
+			pre + `mcpServers.fs.tools.rm.klass: unknown field; known fields are class, hidden, recordArgs (did you mean "class"?)`, "mcpServers.fs.tools.rm.klass"},
 		{"unknown activity field", `{"activity": {"maxAge": "1h", "max": 3}}`,
 			pre + `activity.max: unknown field; known fields are maxEntries, maxAge…`, "activity.max"},
 		{"neither command nor url", servers(`"x": {"trusted": true}`),

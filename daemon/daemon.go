@@ -159,6 +159,7 @@ func Run(ctx context.Context, opts Options) error {
 	surfaces := surface.New(d.gw, log, opts.Version, opts.SessionIdle, lim.MaxSessions)
 	defer surfaces.Close()
 	d.surfaces = surfaces
+	surfaces.SetStdio(viaSocket)
 	if opts.NoFastPath {
 		surfaces.DisableFastPath()
 		log.Warn("the tools/call fast paths are off (WARDEN_FASTPATH=off): every call goes through the SDK, slower")

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/wardenmcp/warden/surface"
 )
 
 // guard rejects requests whose Host or Origin is not this machine's loopback
@@ -24,14 +26,21 @@ func guard(listenHost string, next http.Handler) http.Handler {
 		return ip != nil && ip.IsLoopback()
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		forbid := func(why string) {
+			if surface.IsMCP(r) {
+				surface.Refuse(w, r, http.StatusForbidden, why)
+			} else {
+				http.Error(w, why, http.StatusForbidden)
+			}
+		}
 		if !allowed(r.Host) {
-			http.Error(w, "Forbidden: Host "+r.Host+" is not this machine; Warden answers only loopback host names", http.StatusForbidden)
+			forbid("Forbidden: Host " + r.Host + " is not this machine; Warden answers only loopback host names (reach it as 127.0.0.1 or localhost)")
 			return
 		}
 		if o := r.Header.Get("Origin"); o != "" {
 			u, err := url.Parse(o)
 			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || !allowed(u.Host) {
-				http.Error(w, "Forbidden: Origin "+o+" is not allowed; Warden answers only pages served from this machine's loopback", http.StatusForbidden)
+				forbid("Forbidden: Origin " + o + " is not allowed; Warden answers only pages served from this machine's loopback")
 				return
 			}
 		}

@@ -7,11 +7,12 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/wardenmcp/warden/surface"
 )
 
 // Limits bound what clients can hold of the daemon. Zero values mean the
@@ -200,12 +201,12 @@ func (l *connLimit) handler(lim Limits, next http.Handler) http.Handler {
 			info.busy.Add(1)
 			defer func() { info.at.Store(time.Now().UnixNano()); info.busy.Add(-1) }()
 		}
-		if r.URL.Path == "/mcp" || strings.HasPrefix(r.URL.Path, "/mcp/") {
+		if surface.IsMCP(r) {
 			defer l.mcpActive.Add(-1)
 			if n := l.mcpActive.Add(1); n > int64(l.maxMCP) {
 				w.Header().Set("Connection", "close")
 				w.Header().Set("Retry-After", "1")
-				http.Error(w, fmt.Sprintf("Warden is serving %d MCP requests, its limit; retry in a moment", l.maxMCP), http.StatusServiceUnavailable)
+				surface.RefuseUnread(w, r, http.StatusServiceUnavailable, fmt.Sprintf("Warden is serving %d MCP requests, its limit; retry in a moment", l.maxMCP))
 				return
 			}
 		}

@@ -22,8 +22,12 @@ type Call struct {
 	Server, Tool string
 	Args         json.RawMessage
 	Meta         mcp.Meta
-	Surface      string // "mcp", "mcp/{server}", "stdio", "cli"
-	Client       Client // the calling client; nil for operator calls
+	// Surface is the endpoint the call came on: "mcp", "mcp/{server}",
+	// "mcp?view=search", each behind "stdio:" when through warden stdio;
+	// "cli" for an operator's call.
+	Surface string
+	Client  Client        // the calling client; nil for operator calls
+	Caller  writes.Caller // who the client says it is, kept in a latch
 	// PerRequest: the client says what it can answer with each request
 	// (the 2026-07-28 revision), not once for its session.
 	PerRequest bool
@@ -118,6 +122,7 @@ func (g *Gateway) callTool(ctx context.Context, call Call, entry *activity.Entry
 	var res *answer.Result
 	var sent *upstream.Call // the last attempt's
 	var intent *writes.Intent
+	var pending writes.Latch // a non-read call as its latch would read
 	defer func() {
 		if r := recover(); r != nil {
 			panic(r) // the intent stays: the server latches at the next start
@@ -136,8 +141,8 @@ func (g *Gateway) callTool(ctx context.Context, call Call, entry *activity.Entry
 			// Written down first, so that Warden dying mid-call still
 			// latches the server when it starts again.
 			entry.ArgsSHA256 = canon.ArgsSHA256(call.Args) // (the activity log's too)
-			in, err := g.deps.Writes.Begin(writes.Latch{Server: call.Server, Tool: call.Tool,
-				ArgsSHA256: entry.ArgsSHA256, Surface: call.Surface})
+			pending = latchOf(call, entry.ArgsSHA256, c.Config().Tools[call.Tool].RecordArgs)
+			in, err := g.deps.Writes.Begin(pending)
 			if err != nil {
 				return refuse(CodeUnavailable, "Warden could not write the call down before sending it (%v), so it did not send it. Check the disk holding the state dir, then retry.", err)
 			}
@@ -171,7 +176,7 @@ func (g *Gateway) callTool(ctx context.Context, call Call, entry *activity.Entry
 		return nil, unavailable(call.Server, err)
 	}
 	entry.Outcome = "unknown"
-	res = g.unknownOutcome(ctx, call, tool, entry, intent, err)
+	res = g.unknownOutcome(ctx, call, tool, entry, pending, intent, err)
 	intent = nil // struck off with the latch, or (not stored) kept: the server latches at the next start
 	return res, nil
 }
@@ -232,10 +237,20 @@ func latchedRefusal(l *writes.Latch) *Refusal {
 		l.Server, l.Tool, l.At.UTC().Format(time.RFC3339), l.Reason, l.Server)
 }
 
+// latchOf is a non-read call as its latch would read, sent now: the
+// arguments' values are kept only when the tool's config says recordArgs.
+func latchOf(call Call, argsSHA256 string, recordArgs bool) writes.Latch {
+	lt := writes.Latch{Server: call.Server, Tool: call.Tool, ArgsSHA256: argsSHA256, Surface: call.Surface,
+		SentAt: time.Now(), Client: call.Caller}
+	lt.Args, lt.ArgsOmitted = writes.DescribeArgs(call.Args, recordArgs)
+	return lt
+}
+
 // unknownOutcome handles a call that was sent but not answered: a non-read
-// call latches the server, each such call once, and its intent goes with
-// the latch's commit.
-func (g *Gateway) unknownOutcome(ctx context.Context, call Call, tool Tool, entry *activity.Entry, intent *writes.Intent, err error) *answer.Result {
+// call latches the server (pending is its latch, as written down before
+// it was sent), each such call once, and its intent goes with the latch's
+// commit.
+func (g *Gateway) unknownOutcome(ctx context.Context, call Call, tool Tool, entry *activity.Entry, pending writes.Latch, intent *writes.Intent, err error) *answer.Result {
 	reason := writes.ReasonUpstreamLost
 	var tooLarge *upstream.AnswerTooLargeError
 	switch {
@@ -251,10 +266,8 @@ func (g *Gateway) unknownOutcome(ctx context.Context, call Call, tool Tool, entr
 		entry.ArgsSHA256 = canon.ArgsSHA256(call.Args)
 	}
 	if tool.Class != writes.ClassRead {
-		rerr := g.deps.Writes.Record(writes.Latch{
-			Server: call.Server, Tool: call.Tool, ArgsSHA256: entry.ArgsSHA256,
-			At: time.Now(), Reason: reason, Surface: call.Surface,
-		}, intent)
+		pending.At, pending.Reason = time.Now(), reason
+		rerr := g.deps.Writes.Record(pending, intent)
 		if rerr != nil {
 			g.log.Error("recording write latch failed", "server", call.Server, "err", rerr)
 		}

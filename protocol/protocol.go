@@ -1,5 +1,7 @@
 // Package protocol is what Warden's layers share about MCP beyond the SDK's
-// types: the revisions that mark its eras, and the order of log levels.
+// types: the revisions that mark its eras, the order of log levels, and
+// JSON-RPC's answers to what is refused before a method's handler reads it
+// (jsonrpc.go).
 package protocol
 
 import "github.com/modelcontextprotocol/go-sdk/mcp"

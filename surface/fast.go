@@ -237,7 +237,7 @@ func (v *view) fastCall(w http.ResponseWriter, r *http.Request, l *live, id json
 		return
 	}
 	defer l.end(string(id))
-	res, err := v.call(ctx, p, st, after)
+	res, err := v.call(ctx, p, st, after, v.originOf(r.Header, l.ss.Load(), p.Meta))
 	st.finish(replyTo(id, res, err))
 }
 

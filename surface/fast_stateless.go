@@ -75,7 +75,7 @@ func (v *view) serveStatelessFast(w http.ResponseWriter, r *http.Request, body [
 	st := &stream{w: w}
 	sent := &answer.After{}
 	defer sent.Run() // once the answer is sent
-	res, typ, err := v.callRounds(r.Context(), statelessClient{st, caps}, p, sent)
+	res, typ, err := v.callRounds(r.Context(), statelessClient{st, caps}, p, sent, v.originOf(r.Header, nil, p.Meta))
 	if err == nil {
 		var ok reply
 		if ok, err = v.statelessReply(m.ID, res, typ); err == nil {

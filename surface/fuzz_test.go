@@ -24,7 +24,12 @@ type rawSession struct {
 }
 
 func (s *rawSession) post(body []byte) (*http.Response, []byte, error) {
-	req, err := http.NewRequest(http.MethodPost, s.url, bytes.NewReader(body))
+	return s.postWith(string(body), [2]string{})
+}
+
+// postWith posts body with header (name, value) set, if named.
+func (s *rawSession) postWith(body string, header [2]string) (*http.Response, []byte, error) {
+	req, err := http.NewRequest(http.MethodPost, s.url, strings.NewReader(body))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -33,6 +38,9 @@ func (s *rawSession) post(body []byte) (*http.Response, []byte, error) {
 	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
 	if s.id != "" {
 		req.Header.Set("Mcp-Session-Id", s.id)
+	}
+	if header[0] != "" {
+		req.Header.Set(header[0], header[1])
 	}
 	resp, err := s.client.Do(req)
 	if err != nil {
@@ -43,7 +51,7 @@ func (s *rawSession) post(body []byte) (*http.Response, []byte, error) {
 	return resp, b, err
 }
 
-func openRaw(f *testing.F, w *wardentest.Warden, path string) *rawSession {
+func openRaw(f testing.TB, w *wardentest.Warden, path string) *rawSession {
 	s := &rawSession{url: w.URL(path), client: &http.Client{Timeout: 20 * time.Second}}
 	resp, _, err := s.post([]byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"fuzz","version":"1"}}}`))
 	if err != nil || resp.StatusCode != http.StatusOK {
@@ -56,8 +64,9 @@ func openRaw(f *testing.F, w *wardentest.Warden, path string) *rawSession {
 	return s
 }
 
-// messages are the JSON-RPC messages of an answer: its JSON body, or the
-// data of each event of its event stream.
+// messages are the JSON-RPC messages of an answer: its JSON body (each
+// answer of a batch refused), or the data of each event of its event
+// stream.
 func messages(t *testing.T, resp *http.Response, body []byte) [][]byte {
 	t.Helper()
 	ct := resp.Header.Get("Content-Type")
@@ -65,7 +74,15 @@ func messages(t *testing.T, resp *http.Response, body []byte) [][]byte {
 	case len(body) == 0:
 		return nil
 	case strings.HasPrefix(ct, "application/json"):
-		return [][]byte{body}
+		var batch []json.RawMessage
+		if body[0] != '[' || json.Unmarshal(body, &batch) != nil {
+			return [][]byte{body}
+		}
+		out := make([][]byte, len(batch)) // the answers to a batch refused
+		for i, m := range batch {
+			out[i] = m
+		}
+		return out
 	case strings.HasPrefix(ct, "text/event-stream"):
 		var out [][]byte
 		sc := bufio.NewScanner(bytes.NewReader(body))

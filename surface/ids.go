@@ -3,42 +3,18 @@ package surface
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
-	"io"
 	"math"
-	"net/http"
 	"strconv"
 )
 
 // The SDK reads a request's numeric id into an int64 through a float64, and
 // answers under that: 1.5 as 1, 9007199254740993 as 9007199254740992. A
 // client could not tell its answer, or would take it for another request's.
-// Such a request is refused, saying why, before the SDK reads it.
+// Such a request is refused, saying why, before the SDK reads it
+// (checkPOST).
 
 // maxExactID is the largest whole number a float64 holds exactly (2^53).
 const maxExactID = 1 << 53
-
-// refuseID answers a POST for the SDK whose body is a request, or a batch
-// holding one, with a numeric id the SDK would answer under another, and
-// reports whether it did. The body read is put back for the SDK. (The fast
-// paths echo an id as it was sent, and take only plain ones.)
-func refuseID(w http.ResponseWriter, r *http.Request) bool {
-	body, err := readBody(r)
-	r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), r.Body))
-	if err != nil || len(body) > maxBody {
-		return false // the SDK's to refuse
-	}
-	id, ok := inexactID(body)
-	if !ok {
-		return false
-	}
-	msg := fmt.Sprintf("Invalid Request: id %s is a number the gateway cannot answer under exactly; send a string id, or a whole number of at most 2^53 in size", id)
-	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": -32600, "message": msg}})
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusBadRequest)
-	w.Write(b)
-	return true
-}
 
 // inexactID finds, in body, a request (with a method) whose numeric id is
 // not answerable. Keys are read as the SDK reads them, in their own case.

@@ -366,12 +366,12 @@ func sessionClient(ss *mcp.ServerSession) (gateway.Client, bool) {
 // the request's client here (the SDK server's path and the fast path). It
 // returns the result as the gateway gave it, and its result type; the work
 // the call leaves for after its answer is done once sent has run.
-func (v *view) callRounds(ctx context.Context, here gateway.Client, params *mcp.CallToolParamsRaw, sent *answer.After) (*answer.Result, string, error) {
+func (v *view) callRounds(ctx context.Context, here gateway.Client, params *mcp.CallToolParamsRaw, sent *answer.After, from origin) (*answer.Result, string, error) {
 	p := *params
 	return rounded(ctx, v, here, true, "tool\x00"+p.Name, &p.RequestState, &p.InputResponses, sent,
 		func(ctx context.Context, c gateway.Client) (*answer.Result, error) {
 			after := &answer.After{}
-			res, err := v.call(ctx, &p, c, after)
+			res, err := v.call(ctx, &p, c, after, from)
 			context.AfterFunc(ctx, after.Run) // all of it added by now
 			return res, err
 		},

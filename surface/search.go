@@ -61,6 +61,7 @@ func SearchViewTokens() int {
 
 func newSearchView(g *gateway.Gateway, log *slog.Logger, version string) *view {
 	v := newView(g, "", log, version)
+	v.surface = "mcp?view=search"
 	v.log = v.log.With("view", "search")
 	v.index = search.New()
 	for _, t := range searchViewTools {

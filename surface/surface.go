@@ -2,7 +2,6 @@ package surface
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -37,7 +36,8 @@ type Surfaces struct {
 	searchOnce  sync.Once   // the search view is kept up to date from its first use
 	searchOn    atomic.Bool // on: after that
 	toolSearch  atomic.Pointer[ToolSearch]
-	noFast      atomic.Bool // every request to the SDK server (DisableFastPath)
+	noFast      atomic.Bool              // every request to the SDK server (DisableFastPath)
+	stdio       func(*http.Request) bool // SetStdio's, set before serving
 
 	mu    sync.Mutex
 	views map[string]*view
@@ -124,11 +124,8 @@ func (s *Surfaces) refuseSession(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	}
 	msg := fmt.Sprintf("Warden has %d client sessions open, its limit, and each has been used: no new session now. Close sessions that are no longer used (a session without a request for %s is closed by itself), then retry.", s.maxSessions, s.idle)
-	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": -32000, "message": msg}})
-	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Retry-After", "10")
-	w.WriteHeader(http.StatusServiceUnavailable)
-	w.Write(b)
+	Refuse(w, r, http.StatusServiceUnavailable, msg)
 	if now, last := time.Now().UnixNano(), s.refusedAt.Load(); now-last > int64(time.Minute) && s.refusedAt.CompareAndSwap(last, now) {
 		s.log.Warn("client sessions refused: at the session limit (logged once a minute)", "limit", s.maxSessions)
 	}
@@ -203,10 +200,7 @@ func (s *Surfaces) serve(v *view, h endpoint, stateless bool, w http.ResponseWri
 			offerFast(w, r, func(body []byte) bool { return v.serveStatelessFast(w, r, body) }) {
 			return
 		}
-		if r.Method == http.MethodPost && refuseID(w, r) {
-			return
-		}
-		h.stateless.ServeHTTP(w, r)
+		toSDK(h.stateless, w, r)
 		return
 	}
 	l := v.live(r.Header.Get("Mcp-Session-Id"))
@@ -218,10 +212,7 @@ func (s *Surfaces) serve(v *view, h endpoint, stateless bool, w http.ResponseWri
 		offerFast(w, r, func(body []byte) bool { return v.serveFast(w, r, l, body) }) {
 		return
 	}
-	if r.Method == http.MethodPost && refuseID(w, r) {
-		return
-	}
-	h.sessions.ServeHTTP(w, r)
+	toSDK(h.sessions, w, r)
 }
 
 // offerFast reads a POST's body and offers it to fast, a fast path,
@@ -230,11 +221,11 @@ func (s *Surfaces) serve(v *view, h endpoint, stateless bool, w http.ResponseWri
 func offerFast(w http.ResponseWriter, r *http.Request, fast func(body []byte) bool) bool {
 	body, err := readBody(r)
 	if err != nil {
-		http.Error(w, "reading the request: "+err.Error(), http.StatusBadRequest)
+		refuse(w, http.StatusBadRequest, body, "reading the request: "+err.Error())
 		return true
 	}
 	if len(body) > maxBody {
-		http.Error(w, "request body larger than 4 MiB", http.StatusRequestEntityTooLarge)
+		refuse(w, http.StatusRequestEntityTooLarge, body, tooLarge)
 		return true
 	}
 	if fast(body) {
@@ -341,6 +332,7 @@ func (s *Surfaces) Server(server string) *mcp.Server {
 
 // ServeHTTP serves /mcp and /mcp/{server}.
 func (s *Surfaces) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.markStdio(r)
 	stateless := statelessRequest(r)
 	if !stateless && s.refuseSession(w, r) {
 		return
@@ -350,7 +342,7 @@ func (s *Surfaces) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if server == "" {
 		v, h, err := s.aggregated(r)
 		if err != "" {
-			http.Error(w, err, http.StatusBadRequest)
+			Refuse(w, r, http.StatusBadRequest, err)
 			return
 		}
 		s.serve(v, h, stateless, w, r)
@@ -361,7 +353,7 @@ func (s *Surfaces) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if s.g.Disabled(server) {
 			msg = "server " + server + " is disabled; to use it, " + gateway.DisabledHelp
 		}
-		http.Error(w, msg, http.StatusNotFound)
+		Refuse(w, r, http.StatusNotFound, msg)
 		return
 	}
 	v, h := s.view(server)

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -148,8 +149,13 @@ func (v *view) callTool(ctx context.Context, r *mcp.CallToolRequest) (*mcp.CallT
 	// for the SDK (which sends it after this returns).
 	after := &answer.After{}
 	defer after.Run()
+	var h http.Header
+	if r.Extra != nil {
+		h = r.Extra.Header
+	}
+	from := v.originOf(h, r.Session, r.Params.Meta)
 	if here, stateless := sessionClient(r.Session); stateless {
-		res, typ, err := v.callRounds(ctx, here, r.Params, after)
+		res, typ, err := v.callRounds(ctx, here, r.Params, after, from)
 		if err != nil {
 			return nil, err
 		}
@@ -159,7 +165,7 @@ func (v *view) callTool(ctx context.Context, r *mcp.CallToolRequest) (*mcp.CallT
 		}
 		return withResultType(d, typ)
 	}
-	res, err := v.call(ctx, r.Params, gateway.SessionClient{ServerSession: r.Session}, after)
+	res, err := v.call(ctx, r.Params, gateway.SessionClient{ServerSession: r.Session}, after, from)
 	if err != nil {
 		return nil, err
 	}
@@ -168,7 +174,7 @@ func (v *view) callTool(ctx context.Context, r *mcp.CallToolRequest) (*mcp.CallT
 
 // call runs a tools/call of this view through the gateway: both the SDK
 // server's path and the fast path come here.
-func (v *view) call(ctx context.Context, p *mcp.CallToolParamsRaw, client gateway.Client, after *answer.After) (*answer.Result, error) {
+func (v *view) call(ctx context.Context, p *mcp.CallToolParamsRaw, client gateway.Client, after *answer.After, from origin) (*answer.Result, error) {
 	if v.index != nil {
 		res, inner, err := v.searchCall(p)
 		if res != nil || err != nil {
@@ -190,7 +196,7 @@ func (v *view) call(ctx context.Context, p *mcp.CallToolParamsRaw, client gatewa
 	}
 	_, rounds := client.(roundClient) // a stateless-era client's
 	return v.g.CallTool(ctx, gateway.Call{
-		Server: t.server, Tool: t.name, Args: p.Arguments, Meta: hopMeta(p.Meta), Surface: v.surface, Client: client,
+		Server: t.server, Tool: t.name, Args: p.Arguments, Meta: hopMeta(p.Meta), Surface: from.surface, Client: client, Caller: from.caller,
 		PerRequest: rounds, Answers: p.InputResponses, After: after,
 	})
 }

@@ -30,11 +30,13 @@ type Intent struct {
 
 // Begin writes lt (the call, as its latch would read) down and returns once
 // that is committed. A call whose intent cannot be written must not be sent.
+// A zero lt.SentAt is set to now; a latch recovered from it is at that time.
 func (l *Ledger) Begin(lt Latch) (*Intent, error) {
-	if lt.At.IsZero() {
-		lt.At = time.Now()
+	if lt.SentAt.IsZero() {
+		lt.SentAt = time.Now()
 	}
-	lt.At = lt.At.Round(0)
+	lt.SentAt = lt.SentAt.Round(0)
+	lt.At = lt.SentAt
 	lt.Reason = ReasonInterrupted
 	v, err := json.Marshal(lt)
 	if err != nil {

@@ -60,15 +60,23 @@ const (
 	ReasonAnswerTooLarge Reason = "answer_too_large"
 )
 
-// Latch is the record of a non-read call whose outcome is unknown. It never
-// holds the arguments, only their hash (canon.ArgsSHA256).
+// Latch is the record of a non-read call whose outcome is unknown: what a
+// person needs to find the call upstream and check whether it happened.
+// It holds the arguments' hash (canon.ArgsSHA256), names and sizes, never
+// their values unless the tool's config says recordArgs (see details.go).
+// Records of earlier versions lack the fields from SentAt on.
 type Latch struct {
 	Server     string    `json:"server"`
 	Tool       string    `json:"tool"`
 	ArgsSHA256 string    `json:"args_sha256"`
-	At         time.Time `json:"at"`
+	At         time.Time `json:"at"` // when the outcome became unknown
 	Reason     Reason    `json:"reason"`
-	Surface    string    `json:"surface"`
+	Surface    string    `json:"surface"` // the endpoint the call came on (gateway.Call.Surface)
+
+	SentAt      time.Time `json:"sent_at,omitzero"` // when the call was written down to be sent
+	Client      Caller    `json:"client,omitzero"`
+	Args        []Arg     `json:"args,omitempty"`
+	ArgsOmitted int       `json:"args_omitted,omitempty"` // arguments beyond MaxArgs, not listed
 }
 
 var bucketName = []byte("write_latches")
@@ -256,7 +264,7 @@ func (l *Ledger) Record(lt Latch, in *Intent) error {
 	if lt.At.IsZero() {
 		lt.At = time.Now()
 	}
-	lt.At = lt.At.Round(0) // drop the monotonic reading; stored and loaded values compare equal
+	lt.At, lt.SentAt = lt.At.Round(0), lt.SentAt.Round(0) // drop the monotonic reading; stored and loaded values compare equal
 	g := l.gateFor(lt.Server)
 	g.gate.Lock()
 	var ls []Latch

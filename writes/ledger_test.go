@@ -3,15 +3,17 @@ package writes
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/wardenmcp/warden/internal/canon"
 	"os"
 	"path/filepath"
+	"reflect"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/wardenmcp/warden/internal/canon"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -208,8 +210,11 @@ func TestStoreNeverHoldsArguments(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := canon.ArgsSHA256(json.RawMessage(`{"path":"/tmp/x","content":"` + marker + `"}`))
-	if err := l.Record(Latch{Server: "fs", Tool: "write_file", ArgsSHA256: h, Reason: ReasonTimeout, Surface: "/mcp"}, nil); err != nil {
+	args := json.RawMessage(`{"path":"/tmp/x","content":"` + marker + `"}`)
+	h := canon.ArgsSHA256(args)
+	lt := Latch{Server: "fs", Tool: "write_file", ArgsSHA256: h, Reason: ReasonTimeout, Surface: "/mcp"}
+	lt.Args, _ = DescribeArgs(args, false) // no recordArgs: names and sizes only
+	if err := l.Record(lt, nil); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()
@@ -220,8 +225,8 @@ func TestStoreNeverHoldsArguments(t *testing.T) {
 	if bytes.Contains(raw, []byte(marker)) {
 		t.Fatal("store file contains the raw argument marker")
 	}
-	if !bytes.Contains(raw, []byte(h)) {
-		t.Fatal("store file lacks the hash: searching the wrong file?")
+	if !bytes.Contains(raw, []byte(h)) || !bytes.Contains(raw, []byte(`"content"`)) {
+		t.Fatal("store file lacks the hash or the arguments' names: searching the wrong file?")
 	}
 }
 
@@ -360,7 +365,8 @@ func TestReleaseConcurrent(t *testing.T) {
 }
 
 // Stores written by earlier versions hold one latch per server as a JSON
-// object: it still latches, and a further call adds to it.
+// object, or several as an array, without the fields from SentAt on: each
+// still latches, and a further call adds to it.
 func TestOldSingleLatchStillReads(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.db")
 	db := openDB(t, path)
@@ -370,8 +376,11 @@ func TestOldSingleLatchStillReads(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		v, _ := json.Marshal(old)
-		if err := b.Put([]byte("fs"), v); err != nil {
+		v := `{"server":"fs","tool":"move_file","args_sha256":"aa","at":"2026-01-02T03:04:05Z","reason":"timeout","surface":"mcp"}`
+		if err := b.Put([]byte("fs"), []byte(v)); err != nil {
+			return err
+		}
+		if err := b.Put([]byte("two"), []byte("["+strings.ReplaceAll(v, "fs", "two")+","+v+"]")); err != nil {
 			return err
 		}
 		return b.Put([]byte("garbled"), []byte("{not json"))
@@ -383,7 +392,7 @@ func TestOldSingleLatchStillReads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, ok := l.Check("fs"); !ok || !got.At.Equal(old.At) || got.Tool != old.Tool {
+	if got, ok := l.Check("fs"); !ok || !reflect.DeepEqual(got, old) {
 		t.Fatalf("Check = %+v, %v; want %+v", got, ok, old)
 	}
 	if _, ok := l.Check("garbled"); !ok {
@@ -401,7 +410,8 @@ func TestOldSingleLatchStillReads(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := l.List()
-	if len(got) != 3 || got[0].Tool != "move_file" || !got[0].At.Equal(old.At) || got[1].Tool != "write_file" || got[2].Server != "garbled" {
+	if len(got) != 5 || got[0].Tool != "move_file" || !got[0].At.Equal(old.At) || got[1].Tool != "write_file" || got[2].Server != "garbled" ||
+		got[3].Server != "two" || got[4].Server != "two" || got[4].Tool != "move_file" {
 		t.Fatalf("List = %+v", got)
 	}
 }

@@ -24,9 +24,10 @@ func newAuthCmd(g *globals) *cobra.Command {
 	}
 	var noBrowser bool
 	login := &cobra.Command{
-		Use:   "login SERVER",
-		Short: "Log in to SERVER's authorization server in a browser; waits until Warden holds a token",
-		Args:  cobra.ExactArgs(1),
+		Use:     "login SERVER",
+		Example: "  warden auth login remote",
+		Short:   "Log in to SERVER's authorization server in a browser; waits until Warden holds a token",
+		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return authLogin(cmd.Context(), g, args[0], noBrowser)
 		},
@@ -42,9 +43,10 @@ func newAuthCmd(g *globals) *cobra.Command {
 			},
 		},
 		&cobra.Command{
-			Use:   "logout SERVER",
-			Short: "Revoke SERVER's tokens where it supports that, and forget them",
-			Args:  cobra.ExactArgs(1),
+			Use:     "logout SERVER",
+			Example: "  warden auth logout remote",
+			Short:   "Revoke SERVER's tokens where it supports that, and forget them",
+			Args:    cobra.ExactArgs(1),
 			RunE: func(cmd *cobra.Command, args []string) error {
 				logout := func(c *client.Client) (*api.AuthLogout, error) { return c.AuthLogout(cmd.Context(), args[0]) }
 				return ask(g, logout, func(res *api.AuthLogout) error {

@@ -13,7 +13,9 @@ import (
 func newConnectCmd(g *globals) *cobra.Command {
 	var write bool
 	cmd := &cobra.Command{
-		Use:   "connect HOST [--write]",
+		Use: "connect HOST [--write]",
+		Example: `  warden connect claude-desktop
+  warden connect cursor --write`,
 		Short: "Show (or, with --write, add) the entry that points an MCP host at Warden",
 		Long: `Show the entry that points an MCP host (` + hostNames() + `)
 at Warden: its streamable-HTTP endpoint /mcp, or "warden stdio" for a host

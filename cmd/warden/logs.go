@@ -12,7 +12,9 @@ func newLogsCmd(g *globals) *cobra.Command {
 		lines  int
 	)
 	cmd := &cobra.Command{
-		Use:   "logs SERVER [-f] [-n LINES]",
+		Use: "logs SERVER [-f] [-n LINES]",
+		Example: `  warden logs memory
+  warden logs memory -f`,
 		Short: "Show a stdio server's stderr log (secrets masked); -f follows it",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -669,6 +669,22 @@ func TestCall(t *testing.T) {
 	}
 }
 
+// warden tools of a quarantined server says so, and how to admit it.
+func TestToolsSaysQuarantined(t *testing.T) {
+	f := newFakeAPI(t)
+	f.handle("GET /v1/servers/q/tools", 200, []api.Tool{pendingTool("echo")})
+	f.handle("GET /v1/servers/q", 200, api.Server{Name: "q", Quarantined: true})
+	code, out, stderr := f.run("", "tools", "q")
+	if code != exitHeld || !strings.Contains(out, "q is quarantined") || !strings.Contains(out, "warden servers approve q") {
+		t.Errorf("exit %d\nstdout %s\nstderr %s", code, out, stderr)
+	}
+	f.handle("GET /v1/servers/a/tools", 200, []api.Tool{})
+	f.handle("GET /v1/servers/a", 200, api.Server{Name: "a"})
+	if _, out, _ := f.run("", "tools", "a"); strings.Contains(out, "quarantined") {
+		t.Errorf("a server admitted is said to be quarantined:\n%s", out)
+	}
+}
+
 func TestUnknownServerMessage(t *testing.T) {
 	f := newFakeAPI(t)
 	f.handle("GET /v1/servers/nope/tools", 404, api.Error{Error: api.ErrorBody{Code: "unknown_server",
@@ -721,6 +737,44 @@ func TestConfigWithUnsetVariableStillFindsDaemon(t *testing.T) {
 	code, out, stderr := f.run("", "writes")
 	if code != 0 || !strings.Contains(out, "no latched writes") || stderr != "" {
 		t.Errorf("exit %d, stdout %q, stderr %q", code, out, stderr)
+	}
+}
+
+// warden writes and warden writes clear show what finds a call upstream:
+// when it was sent, by which client, its arguments' names and sizes and
+// the values the config records, escaped; a record of an earlier version,
+// without these, shows as it did.
+func TestWritesShowCallDetails(t *testing.T) {
+	f := newFakeAPI(t)
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	old := map[string]any{"server": "fs", "tool": "move_file", "args_sha256": strings.Repeat("d", 64), "at": at, "reason": "timeout", "surface": "mcp"}
+	now := map[string]any{"server": "fs", "tool": "send_email", "args_sha256": strings.Repeat("e", 64), "at": at, "reason": "cancelled",
+		"surface": "stdio:mcp/fs", "sent_at": at.Add(-time.Minute),
+		"client":       map[string]any{"name": "claude\u202ecode", "version": "1.2.3", "session": "sess-42"},
+		"args":         []map[string]any{{"name": "body", "bytes": 2048}, {"name": "to", "bytes": 15, "value": `"a@example.test"`}, {"name": "x", "bytes": 5000, "value": strings.Repeat("y", 1024), "value_cut": true}},
+		"args_omitted": 3}
+	f.handle("GET /v1/writes", 200, []map[string]any{old, now})
+	f.handle("GET /v1/servers/fs", 200, api.Server{Name: "fs"})
+	code, out, _ := f.run("", "writes")
+	_, _, asked := f.run("", "writes", "clear", "fs")
+	for name, text := range map[string]string{"warden writes": out, "warden writes clear": asked} {
+		for _, want := range []string{
+			"move_file (timeout, " + stamp(at) + " via mcp, args dddddddddddd)\n  send_email",
+			"send_email (cancelled, " + stamp(at) + " via stdio:mcp/fs, args eeeeeeeeeeee)",
+			"sent " + stamp(at.Add(-time.Minute)) + ` by claude\u202ecode 1.2.3 (session sess-42)`,
+			`arguments: body 2048 bytes; to 15 bytes = "a@example.test"; x 5000 bytes = ` + strings.Repeat("y", 59) + "…; and 3 more",
+		} {
+			if !strings.Contains(text, want) {
+				t.Errorf("%s lacks %q:\n%s", name, want, text)
+			}
+		}
+	}
+	if code != exitHeld {
+		t.Errorf("warden writes: exit %d", code)
+	}
+	code, out, _ = f.run("", "writes", "--json")
+	if code != exitHeld || !strings.Contains(out, `"session": "sess-42"`) || !strings.Contains(out, `"value_cut": true`) || !strings.Contains(out, `claude\u202ecode`) {
+		t.Errorf("warden writes --json: exit %d\n%s", code, out)
 	}
 }
 
@@ -845,6 +899,9 @@ func TestToolsHeldExit3AndClassReason(t *testing.T) {
 	said.Name, said.Annotations = "erase", &mcp.ToolAnnotations{DestructiveHint: &yes}
 	f.handle("GET /v1/servers/srv/tools", 200, []api.Tool{unannotated, noHint, said, pendingTool("alpha")})
 	f2.handle("GET /v1/servers/srv/tools", 200, []api.Tool{unannotated})
+	for _, api1 := range []*fakeAPI{f, f2} {
+		api1.handle("GET /v1/servers/srv", 200, api.Server{Name: "srv"})
+	}
 	for _, args := range [][]string{{"tools", "srv"}, {"tools", "srv", "--json"}} {
 		if code, _, stderr := f.run("", args...); code != exitHeld {
 			t.Errorf("%v with a pending tool: exit %d, want 3: %s", args, code, stderr)
@@ -883,6 +940,8 @@ func TestVersion(t *testing.T) {
 		return out
 	}
 	rev := "003a732a86ca9617c4f773f153bd0f1abbce5c04"
+	goBuild := &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v0.0.0-20261201044843-003a732a86ca+dirty"},
+		Settings: vcs("vcs.revision", rev, "vcs.time", "2026-12-01T04:48:43Z", "vcs.modified", "true")}
 	for _, c := range []struct {
 		name, stamped string
 		info          *debug.BuildInfo
@@ -891,17 +950,21 @@ func TestVersion(t *testing.T) {
 		{"nothing known", "", nil, "dev"},
 		{"go test", "", &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "(devel)"}}, "dev (go1.26.8)"},
 		{"go install @tag", "", &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v1.2.3"}}, "v1.2.3 (go1.26.8)"},
-		{"go build in a clone", "", &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v0.0.0-20261201044843-003a732a86ca+dirty"},
-			Settings: vcs("vcs.revision", rev, "vcs.time", "2026-12-01T04:48:43Z", "vcs.modified", "true")},
-			"v0.0.0-20261201044843-003a732a86ca+dirty (commit " + rev + ", 2026-12-01T04:48:43Z, modified, go1.26.8)"},
-		{"commit without a module version", "", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"},
+		{"go build in a clone", "", goBuild, "dev (commit " + rev + ", 2026-12-01T04:48:43Z, modified, go1.26.8)"},
+		{"go build at a tag", "", &debug.BuildInfo{Main: debug.Module{Version: "v1.2.3"},
 			Settings: vcs("vcs.revision", rev, "vcs.time", "2026-12-01T04:48:43Z", "vcs.modified", "false")},
-			"v0.0.0-20261201044843-003a732a86ca (commit " + rev + ", 2026-12-01T04:48:43Z)"},
+			"dev (commit " + rev + ", 2026-12-01T04:48:43Z)"},
 		{"ldflags", "v2.0.0", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}, "v2.0.0"},
 	} {
 		if got := readBuildVersion(c.stamped, c.info, c.info != nil).String(); got != c.want {
 			t.Errorf("%s: %q, want %q", c.name, got, c.want)
 		}
+	}
+	// go run stamps no commit: the daemon it starts says the version that
+	// warden built from the same checkout says.
+	goRun := &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "(devel)"}}
+	if run, built := readBuildVersion("", goRun, true).Version, readBuildVersion("", goBuild, true).Version; run != built {
+		t.Errorf("go run says version %q, go build of the same checkout %q", run, built)
 	}
 	for _, args := range [][]string{{"version"}, {"--version"}} {
 		code, out, stderr := runCLI(t, "", args...)

@@ -249,7 +249,9 @@ func newReviewApproveCmd(g *globals) *cobra.Command {
 		except          []string
 	)
 	cmd := &cobra.Command{
-		Use:   "approve SERVER [TOOL...] [--all] [--except T,...] [--yes] [--force]",
+		Use: "approve SERVER [TOOL...] [--all] [--except T,...] [--yes] [--force]",
+		Example: `  warden review approve memory create_entities read_graph
+  warden review approve memory --all --except delete_entities`,
 		Short: "Approve reviewed tools as they are now",
 		Long: `Approve tools of SERVER: the named ones, or with --all every pending and
 changed tool except the --except ones. Shows what will be approved and asks
@@ -458,6 +460,7 @@ func (g *globals) mismatchErr(server string, err error) error {
 func newReviewBlockCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:               "block SERVER TOOL...",
+		Example:           "  warden review block memory delete_entities",
 		ValidArgsFunction: g.completeArgs(math.MaxInt, presentTool),
 		Short:             "Block tools: hidden and refused whatever their definition, until approved by name",
 		Args:              cobra.MinimumNArgs(2),

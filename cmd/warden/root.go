@@ -98,24 +98,6 @@ approvals that leave tools held).`,
 	return root
 }
 
-// strictArgs makes every argument error of c and its subcommands a usage
-// error (exit 2). A command that does not say which arguments it takes
-// takes none when it has subcommands (so a mistyped subcommand is an error,
-// not an argument), and any otherwise.
-func strictArgs(c *cobra.Command) {
-	check := c.Args
-	if check == nil {
-		check = cobra.ArbitraryArgs
-		if c.HasSubCommands() {
-			check = cobra.NoArgs
-		}
-	}
-	c.Args = func(cmd *cobra.Command, args []string) error { return usageError(check(cmd, args)) }
-	for _, sub := range c.Commands() {
-		strictArgs(sub)
-	}
-}
-
 // configFile is the config file the CLI uses, absolute.
 func (g *globals) configFile() string {
 	path := g.configPath

@@ -311,6 +311,7 @@ func sortedKeys(m map[string]string) []string {
 func newServersRemoveCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:               "remove NAME",
+		Example:           "  warden servers remove memory",
 		ValidArgsFunction: g.completeArgs(0, nil),
 		Short:             "Remove a server from the config file (comments are kept)",
 		Args:              cobra.ExactArgs(1),
@@ -338,7 +339,9 @@ func newServersApproveCmd(g *globals) *cobra.Command {
 		yes   bool
 	)
 	cmd := &cobra.Command{
-		Use:   "approve NAME [--block TOOL,...] [--yes]",
+		Use: "approve NAME [--block TOOL,...] [--yes]",
+		Example: `  warden servers approve memory
+  warden servers approve memory --block delete_entities`,
 		Short: "Admit a quarantined server: approve its pending tools as shown and lift the quarantine",
 		Long: `Admit a quarantined server. Shows the pending tools it will approve, with
 their class, and asks for confirmation unless --yes. Those tools are approved
@@ -407,6 +410,7 @@ the list. Exits 3 when tools are still pending or changed.`,
 func newServersQuarantineCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:               "quarantine NAME",
+		Example:           "  warden servers quarantine memory",
 		ValidArgsFunction: g.completeArgs(0, nil),
 		Short:             "Quarantine a server: hide and refuse all of its tools until it is approved again",
 		Args:              cobra.ExactArgs(1),

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"runtime/debug"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 )
@@ -19,9 +18,13 @@ type buildVersion struct {
 }
 
 // readBuildVersion reads the version from the build info: stamped (set with
-// -ldflags "-X main.version=..."), else the module's version (a release
-// tag, or the pseudo-version the go command makes from the commit), else
-// one made from the commit the same way, else "dev".
+// -ldflags "-X main.version=..."), else the module's version when the go
+// command took the module from its proxy (go install ...@v1.2.3), else
+// "dev". A binary built from a checkout is "dev" however it was built: go
+// build and go install stamp a version made from the commit, go run stamps
+// nothing, and a daemon started with go run must not seem another version
+// than the warden installed from the same commit. Its commit is kept
+// apart (String shows it).
 func readBuildVersion(stamped string, info *debug.BuildInfo, ok bool) buildVersion {
 	v := buildVersion{Version: stamped}
 	if !ok {
@@ -38,14 +41,8 @@ func readBuildVersion(stamped string, info *debug.BuildInfo, ok bool) buildVersi
 			v.Modified = s.Value == "true"
 		}
 	}
-	if v.Version == "" && info.Main.Version != "" && info.Main.Version != "(devel)" {
+	if v.Version == "" && v.Commit == "" && info.Main.Version != "(devel)" {
 		v.Version = info.Main.Version
-	}
-	if t, err := time.Parse(time.RFC3339, v.CommitTime); v.Version == "" && err == nil && len(v.Commit) >= 12 {
-		v.Version = "v0.0.0-" + t.UTC().Format("20060102150405") + "-" + v.Commit[:12]
-		if v.Modified {
-			v.Version += "+dirty"
-		}
 	}
 	return v.orDev()
 }

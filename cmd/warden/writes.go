@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/wardenmcp/warden/client"
@@ -18,11 +19,12 @@ func newWritesCmd(g *globals) *cobra.Command {
 				fmt.Fprintln(g.stdout, "no latched writes")
 				return nil
 			}
-			t := newTable(g.stdout, "SERVER", "TOOL", "REASON", "SURFACE", "AT", "ARGS_SHA256")
-			for _, l := range latches {
-				t.row(l.Server, l.Tool, string(l.Reason), l.Surface, stamp(l.At), shortHash(l.ArgsSHA256))
+			for i, l := range latches {
+				if i == 0 || l.Server != latches[i-1].Server {
+					fmt.Fprintf(g.stdout, "%s:\n", display.Escape(l.Server))
+				}
+				printLatch(g.stdout, l)
 			}
-			t.flush()
 			fmt.Fprintln(g.stdout, "\nwrites to these servers are refused: the outcome of each call above is unknown.")
 			fmt.Fprintln(g.stdout, "check upstream whether each happened, then allow writes again with: warden writes clear SERVER")
 			return nil
@@ -49,6 +51,7 @@ func newWritesClearCmd(g *globals) *cobra.Command {
 	var yes bool
 	cmd := &cobra.Command{
 		Use:               "clear SERVER [--yes]",
+		Example:           "  warden writes clear memory",
 		ValidArgsFunction: g.completeArgs(0, nil),
 		Short:             "Allow writes to SERVER again (check upstream first whether the latched calls happened)",
 		Args:              cobra.ExactArgs(1),
@@ -102,9 +105,56 @@ func newWritesClearCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-// printLatches lists calls in doubt, a line each.
+// printLatches lists calls in doubt, a line each, and under it what finds
+// the call upstream: when it was sent, by which client, with which
+// arguments (their values only where the config records them). Records of
+// earlier versions have only the first line.
 func printLatches(w io.Writer, ls []writes.Latch) {
 	for _, l := range ls {
-		fmt.Fprintf(w, "  %s (%s, %s via %s, args %s)\n", display.Escape(l.Tool), l.Reason, stamp(l.At), l.Surface, shortHash(l.ArgsSHA256))
+		printLatch(w, l)
 	}
+}
+
+func printLatch(w io.Writer, l writes.Latch) {
+	fmt.Fprintf(w, "  %s (%s, %s via %s, args %s)\n", display.Escape(l.Tool), l.Reason, stamp(l.At), display.Escape(l.Surface), shortHash(l.ArgsSHA256))
+	if !l.SentAt.IsZero() {
+		fmt.Fprintf(w, "    sent %s%s\n", stamp(l.SentAt), byClient(l.Client))
+	}
+	if len(l.Args) > 0 {
+		fmt.Fprintf(w, "    arguments: %s\n", argsLine(l))
+	}
+}
+
+// byClient says which client made a call: " by NAME VERSION (session ID)",
+// "" when none is known.
+func byClient(c writes.Caller) string {
+	var out string
+	if name := strings.TrimSpace(c.Name + " " + c.Version); name != "" {
+		out = " by " + display.Escape(name)
+	}
+	if c.Session != "" {
+		out += " (session " + display.Escape(c.Session) + ")"
+	}
+	return out
+}
+
+// argsLine lists a call's arguments: each one's name and size, and its
+// value when recorded (shortened here; --json shows what was kept).
+func argsLine(l writes.Latch) string {
+	parts := make([]string, 0, len(l.Args)+1)
+	for _, a := range l.Args {
+		p := fmt.Sprintf("%s %d bytes", display.Escape(a.Name), a.Bytes)
+		if a.Value != "" {
+			v := truncate(a.Value, 60)
+			if a.ValueCut && v == a.Value {
+				v += "…"
+			}
+			p += " = " + display.Escape(v)
+		}
+		parts = append(parts, p)
+	}
+	if l.ArgsOmitted > 0 {
+		parts = append(parts, fmt.Sprintf("and %d more", l.ArgsOmitted))
+	}
+	return strings.Join(parts, "; ")
 }
