@@ -353,7 +353,9 @@ func TestReviewPageInBrowser(t *testing.T) {
 	}
 
 	op.open("/ui/writes")
-	if row := op.text(`#latches tr[data-server="beta"]`); !strings.Contains(row, fixture.ToolWrite) || !strings.Contains(row, "timeout") {
+	// What finds the call upstream: the client, its session, the arguments' names.
+	if row := op.text(`#latches tr[data-server="beta"]`); !strings.Contains(row, fixture.ToolWrite) || !strings.Contains(row, "timeout") ||
+		!strings.Contains(row, "test-client 1") || !strings.Contains(row, "session") || !strings.Contains(row, "sleep_ms") {
 		t.Fatalf("latch row: %q", row)
 	}
 	op.shot("latches")
