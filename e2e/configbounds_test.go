@@ -121,9 +121,10 @@ func TestImportRefusesDeepFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	deep := strings.Repeat("[", 1_500_000) + strings.Repeat("]", 1_500_000)
+	deepTOML := strings.Repeat("[", 5000) + strings.Repeat("]", 5000) // a TOML file is at most 256 KiB
 	for name, content := range map[string]string{
 		"mcp.json":    `{"mcpServers": {"x": {"command": "x", "args": ` + deep + `}}}`,
-		"config.toml": "[mcp_servers.x]\ncommand = \"x\"\nargs = " + deep + "\n",
+		"config.toml": "[mcp_servers.x]\ncommand = \"x\"\nargs = " + deepTOML + "\n",
 	} {
 		t.Run(name, func(t *testing.T) {
 			file := filepath.Join(dir, name)
@@ -132,7 +133,7 @@ func TestImportRefusesDeepFile(t *testing.T) {
 			}
 			code, out, errOut := testenv.Run(t, bin, nil, "import", file, "--config", cfg, "--state-dir", filepath.Join(dir, "state"))
 			if code != 1 || !strings.Contains(errOut, file) || !strings.Contains(errOut, "nested more than 64 deep") {
-				t.Fatalf("warden import of a file nested 1.5M deep: exit %d\nstdout: %.2000s\nstderr: %.2000s", code, out, errOut)
+				t.Fatalf("warden import of a file nested 5,000 deep or more: exit %d\nstdout: %.2000s\nstderr: %.2000s", code, out, errOut)
 			}
 			if strings.Contains(errOut, "goroutine ") {
 				t.Fatalf("warden import crashed:\n%.2000s", errOut)

@@ -6,6 +6,7 @@ package e2e
 // refused with UPSTREAM_UNAVAILABLE, and enabling it again brings it back.
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
 	"os"
@@ -82,10 +83,15 @@ func dsExpectNoEndpoint(t *testing.T, w *wardentest.Warden, server string) {
 	if err != nil {
 		t.Fatalf("POST /mcp/%s: %v", server, err)
 	}
-	msg, _ := io.ReadAll(resp.Body)
+	raw, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusNotFound || !strings.Contains(string(msg), "disabled") || !strings.Contains(string(msg), `remove "disabled": true`) {
-		t.Fatalf("POST /mcp/%s of a disabled server: %s %q; want 404 saying it is disabled and how to enable it", server, resp.Status, msg)
+	var answer struct {
+		Error struct{ Message string } `json:"error"`
+	}
+	_ = json.Unmarshal(raw, &answer) // a JSON-RPC error, as the request was JSON-RPC
+	msg := answer.Error.Message
+	if resp.StatusCode != http.StatusNotFound || !strings.Contains(msg, "disabled") || !strings.Contains(msg, `remove "disabled": true`) {
+		t.Fatalf("POST /mcp/%s of a disabled server: %s %q; want 404 and a JSON-RPC error saying it is disabled and how to enable it", server, resp.Status, raw)
 	}
 }
 
