@@ -3,8 +3,6 @@ package upstream
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -13,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/wardenmcp/warden/config"
+	"github.com/wardenmcp/warden/internal/fixture"
 )
 
 // subscribeServer is an in-process MCP server over streamable HTTP that
@@ -58,8 +57,7 @@ func startSubscribeServer(t *testing.T) (*subscribeServer, string) {
 	s.srv.AddResource(&mcp.Resource{URI: "test://r", Name: "r"}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: "test://r", Text: "x"}}}, nil
 	})
-	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.srv }, nil))
-	t.Cleanup(hs.Close)
+	hs := fixture.ServeSDK(t, s.srv, nil)
 	return s, hs.URL
 }
 
