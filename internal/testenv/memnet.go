@@ -10,10 +10,11 @@ import (
 )
 
 // MemNet is a network in memory for tests that run on synctest's fake
-// clock, where real sockets cannot go: one address, MemURL, served by an
-// http.Server, reached through Client over net.Pipe connections. While no
-// server runs there, a dial is refused as at a stopped server's port (a
-// *net.OpError of Op "dial" around ECONNREFUSED).
+// clock, where real sockets cannot go: one address, MemURL, with a
+// listener whose Accept returns the far end of each Dial (net.Pipe). Serve
+// runs an http.Server there, reached through Client. While no listener is
+// open, a dial is refused as at a closed port (a *net.OpError of Op "dial"
+// around ECONNREFUSED).
 type MemNet struct {
 	tr *http.Transport
 
@@ -25,11 +26,11 @@ type MemNet struct {
 // MemURL is the address a MemNet serves; any path reaches its handler.
 const MemURL = "http://memnet.test"
 
-// NewMemNet returns a MemNet with no server running. Its server is
+// NewMemNet returns a MemNet with nothing listening. Its server is
 // stopped, and its client's idle connections closed, when the test ends.
 func NewMemNet(t testing.TB) *MemNet {
 	n := &MemNet{}
-	n.tr = &http.Transport{DialContext: n.dial}
+	n.tr = &http.Transport{DialContext: n.DialContext}
 	t.Cleanup(func() {
 		n.Stop()
 		n.tr.CloseIdleConnections()
@@ -40,12 +41,22 @@ func NewMemNet(t testing.TB) *MemNet {
 // Client is an HTTP client that reaches MemURL (whatever the URL's host).
 func (n *MemNet) Client() *http.Client { return &http.Client{Transport: n.tr} }
 
-// Serve starts serving h, after a Stop too (a restarted server).
-func (n *MemNet) Serve(h http.Handler) {
+// Listen opens the address (in place of a listener open before) and
+// returns its listener.
+func (n *MemNet) Listen() net.Listener {
 	ln := &memListener{conns: make(chan net.Conn), done: make(chan struct{})}
-	srv := &http.Server{Handler: h}
 	n.mu.Lock()
-	n.srv, n.ln = srv, ln
+	n.ln = ln
+	n.mu.Unlock()
+	return ln
+}
+
+// Serve starts serving h, also after a Stop (a restarted server).
+func (n *MemNet) Serve(h http.Handler) {
+	srv := &http.Server{Handler: h}
+	ln := n.Listen()
+	n.mu.Lock()
+	n.srv = srv
 	n.mu.Unlock()
 	go srv.Serve(ln)
 }
@@ -62,7 +73,9 @@ func (n *MemNet) Stop() {
 	}
 }
 
-func (n *MemNet) dial(ctx context.Context, network, _ string) (net.Conn, error) {
+// DialContext connects to the address's listener (network and address
+// are not looked at).
+func (n *MemNet) DialContext(ctx context.Context, network, _ string) (net.Conn, error) {
 	n.mu.Lock()
 	ln := n.ln
 	n.mu.Unlock()
