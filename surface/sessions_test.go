@@ -157,13 +157,17 @@ func TestUnusedSessionIdlesOutSooner(t *testing.T) {
 	fx := fixture.NewServer(fixture.Options{})
 	e := newEnv(t, fmt.Sprintf(`{"fx": {"url": %q, "trusted": true}}`, fx.Serve(t)), 0, 0)
 	e.WaitListed(t, "fx")
-	unused, worked := openUnused(t, e.URL+"/mcp"), openUnused(t, e.URL+"/mcp")
+	worked := openUnused(t, e.URL+"/mcp")
 	if resp, _ := rawPost(t, e.URL+"/mcp", `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, map[string]string{"Mcp-Session-Id": worked, "Mcp-Protocol-Version": "2025-11-25"}); resp.StatusCode != http.StatusOK {
 		t.Fatalf("tools/list: %d", resp.StatusCode)
 	}
-	time.Sleep(10 * time.Millisecond) // both quiet for longer than the unused limit below
-	e.S.CloseIdleNow(time.Hour, time.Millisecond)
-	parts.WaitFor(t, 10*time.Second, "the unused session to be closed", func() bool { return gone(t, e.URL+"/mcp", unused) })
+	unused := openUnused(t, e.URL+"/mcp") // quiet from now on; the worked one from before
+	// Rounds of closing until the unused session, quiet for longer than
+	// the unused limit, is closed; the worked one is as quiet, and longer.
+	parts.WaitFor(t, 10*time.Second, "the unused session to be closed", func() bool {
+		e.S.CloseIdleNow(time.Hour, time.Millisecond)
+		return gone(t, e.URL+"/mcp", unused)
+	})
 	if gone(t, e.URL+"/mcp", worked) {
 		t.Fatal("a session that had worked was closed as unused")
 	}
