@@ -2,7 +2,6 @@ package bridge
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -80,7 +79,7 @@ func (u *upstream) bridge() *Bridge {
 // startBridge runs b on pipes and connects an SDK client to it over stdio.
 // It also returns what the bridge wrote to the client. The client and the
 // bridge are stopped when the test ends.
-func startBridge(t *testing.T, b *Bridge, opts *mcp.ClientOptions) (*mcp.ClientSession, <-chan error, *syncBuffer) {
+func startBridge(t *testing.T, b *Bridge, opts *mcp.ClientOptions) (*mcp.ClientSession, <-chan error, *testenv.Buffer) {
 	t.Helper()
 	inR, inW := io.Pipe()   // client → bridge stdin
 	outR, outW := io.Pipe() // bridge stdout → client
@@ -92,7 +91,7 @@ func startBridge(t *testing.T, b *Bridge, opts *mcp.ClientOptions) (*mcp.ClientS
 		done <- err
 		close(stopped)
 	}()
-	seen := &syncBuffer{}
+	seen := &testenv.Buffer{}
 	c := mcp.NewClient(&mcp.Implementation{Name: "stdio-client", Version: "1"}, opts)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -117,24 +116,6 @@ func startBridge(t *testing.T, b *Bridge, opts *mcp.ClientOptions) (*mcp.ClientS
 		}
 	})
 	return cs, done, seen
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent use.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func text(res *mcp.CallToolResult) string {
