@@ -1,7 +1,6 @@
 package oauth
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -42,7 +41,7 @@ type env struct {
 	cfg    *config.Server
 	mcp    http.Handler // the MCP endpoint
 	front  *switchable  // what serves it: as.Protect(mcp) unless replaced
-	logs   *syncBuffer
+	logs   *testenv.Buffer
 	mu     sync.Mutex
 	events []map[string]string
 }
@@ -62,7 +61,7 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	e := &env{t: t, db: db, as: fixture.NewAuthServer(t), front: &switchable{}, logs: &syncBuffer{}}
+	e := &env{t: t, db: db, as: fixture.NewAuthServer(t), front: &switchable{}, logs: &testenv.Buffer{}}
 	url := fixture.NewServer(fixture.Options{}).ServeBehind(t, func(h http.Handler) http.Handler {
 		e.mcp = h
 		e.front.set(e.as.Protect(h))
@@ -437,14 +436,14 @@ func TestStepUpIsBounded(t *testing.T) {
 // Configured scopes are asked for instead of the discovered ones.
 func TestConfiguredScopes(t *testing.T) {
 	e := newEnv(t)
-	e.cfg.OAuth = &config.OAuth{Scopes: []string{"tools", "offline_access"}}
+	e.cfg.OAuth = &config.OAuth{Scopes: []string{"read:all"}}
 	started, err := e.m.Login(context.Background(), e.cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	u, _ := url.Parse(started.AuthorizationURL)
-	if got := u.Query().Get("scope"); got != "tools offline_access" {
-		t.Fatalf("asked for scope %q, want the configured ones", got)
+	if got := strings.Fields(u.Query().Get("scope")); !slices.Contains(got, "read:all") || slices.Contains(got, "tools") {
+		t.Fatalf("asked for scope %q, want the configured read:all instead of the discovered tools", got)
 	}
 	if code := browse(t, started.AuthorizationURL); code != http.StatusOK {
 		t.Fatalf("the callback answered %d", code)
@@ -544,22 +543,4 @@ func TestRedact(t *testing.T) {
 	if want := "posting [secret] and [secret] failed (abc)"; got != want {
 		t.Fatalf("redact = %q, want %q (secrets under 4 characters are left)", got, want)
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent use.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
