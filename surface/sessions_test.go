@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -262,5 +264,26 @@ func TestCancelledFastCall(t *testing.T) {
 	})
 	if l := e.Writes.List()[0]; l.Reason != "cancelled" || l.Surface != "mcp" {
 		t.Errorf("latch %+v", l)
+	}
+}
+
+// Close ends every client session, of /mcp and of a server's own endpoint:
+// a stopping daemon leaves none behind.
+func TestCloseEndsEverySession(t *testing.T) {
+	fx := fixture.NewServer(fixture.Options{})
+	log := slog.New(slog.DiscardHandler)
+	p := parts.New(t, log)
+	s := surface.New(p.Gateway, log, "test", 0, 0)
+	srv := httptest.NewServer(s)
+	t.Cleanup(srv.Close)
+	p.Start(t, fmt.Sprintf(`{"fx": {"url": %q, "trusted": true}}`, fx.Serve(t)))
+	p.WaitListed(t, "fx")
+	sessions := map[string]string{"/mcp": "", "/mcp/fx": ""}
+	for path := range sessions {
+		sessions[path] = openUnused(t, srv.URL+path)
+	}
+	s.Close()
+	for path, id := range sessions {
+		parts.WaitFor(t, 10*time.Second, "the session on "+path+" to end", func() bool { return gone(t, srv.URL+path, id) })
 	}
 }
