@@ -128,9 +128,8 @@ func TestAuthRefusals(t *testing.T) {
 // answer ever holds a token.
 func TestAuthLoginAndLogout(t *testing.T) {
 	as := fixture.NewAuthServer(t)
-	up := httptest.NewServer(as.Protect(fixture.NewServer(fixture.Options{}).HTTPHandler()))
-	t.Cleanup(up.Close)
-	e := newEnv(t, fmt.Sprintf(`{"hosted": {"url": %q, "trusted": true}}`, up.URL+"/mcp"))
+	up := fixture.NewServer(fixture.Options{}).ServeBehind(t, as.Protect)
+	e := newEnv(t, fmt.Sprintf(`{"hosted": {"url": %q, "trusted": true}}`, up))
 	callback := httptest.NewServer(http.HandlerFunc(e.Auth.Callback))
 	t.Cleanup(callback.Close)
 	e.Auth.SetCallbackURL(callback.URL + "/oauth/callback")

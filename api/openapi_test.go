@@ -105,8 +105,13 @@ func TestOpenAPI(t *testing.T) {
 
 	// Every other route needs the token, and an unknown one points here.
 	req, _ := http.NewRequest("GET", srv.URL+"/v1/status", nil)
-	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusUnauthorized {
-		t.Fatalf("GET /v1/status without a token: %v %v", resp.StatusCode, err)
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("GET /v1/status without a token: %d", resp.StatusCode)
 	}
 	req, _ = http.NewRequest("GET", srv.URL+"/v1/nosuch", nil)
 	req.Header.Set("Authorization", "Bearer tok")

@@ -105,18 +105,20 @@ func (b *Bridge) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 	listenCtx, stopListen := context.WithCancel(ctx)
 	listening := make(chan struct{})
 	started := false
-	defer func() {
+	stopListening := func() {
 		stopListen()
 		if started { // else nothing closes listening (a failed initialize returns early)
 			<-listening
 		}
-	}()
+	}
+	defer stopListening()
 	rd := bufio.NewReaderSize(in, 64<<10)
 	for {
 		line, tooLong, err := readLine(rd)
 		if err != nil {
 			b.dropCancelled()
 			b.wg.Wait()
+			stopListening() // else it would take the session's end for a lost session, and start another
 			b.end()
 			if err == io.EOF {
 				return nil

@@ -2,7 +2,6 @@ package bridge
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,21 +12,25 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/wardenmcp/warden/internal/testenv"
 )
 
-// upstream is an SDK streamable-HTTP server standing in for Warden's /mcp.
+// upstream is an SDK streamable-HTTP server standing in for Warden's /mcp,
+// on a network in memory (the tests that use it run on synctest's clock).
 type upstream struct {
-	url       string
+	net       *testenv.MemNet
+	srv       *mcp.Server
 	deletes   atomic.Int64
 	cancelled chan struct{}
 }
 
 func startUpstream(t *testing.T, jsonResponse bool) *upstream {
 	t.Helper()
-	u := &upstream{cancelled: make(chan struct{}, 1)}
+	u := &upstream{net: testenv.NewMemNet(t), cancelled: make(chan struct{}, 1)}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "fake-warden", Version: "1"}, &mcp.ServerOptions{
 		SupportedProtocolVersions: []string{"2025-11-25", "2025-06-18", "2025-03-26"},
 	})
@@ -55,29 +58,28 @@ func startUpstream(t *testing.T, jsonResponse bool) *upstream {
 	})
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
 		&mcp.StreamableHTTPOptions{JSONResponse: jsonResponse})
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	u.srv = srv
+	u.net.Serve(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodDelete {
 			u.deletes.Add(1)
+			// A slow answer: what the bridge does after its DELETE
+			// ended the session happens before it.
+			defer time.Sleep(time.Second)
 		}
 		h.ServeHTTP(w, r)
 	}))
-	t.Cleanup(ts.Close)
-	u.url = ts.URL + "/mcp"
 	return u
 }
 
-// runBridge runs a Bridge to url on pipes and returns an SDK client session
-// speaking stdio to it, and a channel with Run's result.
-func runBridge(t *testing.T, url string, opts *mcp.ClientOptions) (*mcp.ClientSession, <-chan error) {
-	t.Helper()
-	cs, done, _ := startBridge(t, &Bridge{URL: url}, opts)
-	return cs, done
+// bridge is a Bridge to the upstream.
+func (u *upstream) bridge() *Bridge {
+	return &Bridge{URL: testenv.MemURL + "/mcp", Client: u.net.Client()}
 }
 
 // startBridge runs b on pipes and connects an SDK client to it over stdio.
 // It also returns what the bridge wrote to the client. The client and the
 // bridge are stopped when the test ends.
-func startBridge(t *testing.T, b *Bridge, opts *mcp.ClientOptions) (*mcp.ClientSession, <-chan error, *syncBuffer) {
+func startBridge(t *testing.T, b *Bridge, opts *mcp.ClientOptions) (*mcp.ClientSession, <-chan error, *testenv.Buffer) {
 	t.Helper()
 	inR, inW := io.Pipe()   // client → bridge stdin
 	outR, outW := io.Pipe() // bridge stdout → client
@@ -89,7 +91,7 @@ func startBridge(t *testing.T, b *Bridge, opts *mcp.ClientOptions) (*mcp.ClientS
 		done <- err
 		close(stopped)
 	}()
-	seen := &syncBuffer{}
+	seen := &testenv.Buffer{}
 	c := mcp.NewClient(&mcp.Implementation{Name: "stdio-client", Version: "1"}, opts)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -116,24 +118,6 @@ func startBridge(t *testing.T, b *Bridge, opts *mcp.ClientOptions) (*mcp.ClientS
 	return cs, done, seen
 }
 
-// syncBuffer is a bytes.Buffer safe for concurrent use.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func text(res *mcp.CallToolResult) string {
 	var b strings.Builder
 	for _, c := range res.Content {
@@ -144,101 +128,106 @@ func text(res *mcp.CallToolResult) string {
 	return b.String()
 }
 
+// The bridge carries a stdio client's session to Warden's endpoint, with
+// JSON or event-stream answers: concurrent calls, a server's request and
+// log during a call, a cancellation, and a DELETE when stdin ends.
 func TestBridge(t *testing.T) {
 	for _, mode := range []struct {
 		name string
 		json bool
 	}{{"json responses", true}, {"event-stream responses", false}} {
 		t.Run(mode.name, func(t *testing.T) {
-			up := startUpstream(t, mode.json)
-			var mu sync.Mutex
-			var logs []string
-			cs, done := runBridge(t, up.url, &mcp.ClientOptions{
-				CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-					return &mcp.CreateMessageResult{Role: "assistant", Model: "m", Content: &mcp.TextContent{Text: "the answer"}}, nil
-				},
-				LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) {
-					mu.Lock()
-					logs = append(logs, fmt.Sprint(r.Params.Data))
-					mu.Unlock()
-				},
-			})
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-			defer cancel()
-			if got := cs.InitializeResult().ProtocolVersion; got != "2025-11-25" {
-				t.Fatalf("negotiated %q through the bridge", got)
-			}
-			tools, err := cs.ListTools(ctx, nil)
-			if err != nil || len(tools.Tools) != 3 {
-				t.Fatalf("tools/list: %v %v", tools, err)
-			}
-			// Concurrent calls are all answered, each with its own result.
-			var wg sync.WaitGroup
-			errs := make(chan error, 8)
-			for i := range 8 {
-				wg.Go(func() {
-					res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"n": i}})
-					if err != nil {
-						errs <- err
-					} else if want := fmt.Sprintf(`{"n":%d}`, i); text(res) != want {
-						errs <- fmt.Errorf("echo %d answered %q", i, text(res))
-					}
+			synctest.Test(t, func(t *testing.T) {
+				up := startUpstream(t, mode.json)
+				var mu sync.Mutex
+				var logs []string
+				cs, done, _ := startBridge(t, up.bridge(), &mcp.ClientOptions{
+					CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+						return &mcp.CreateMessageResult{Role: "assistant", Model: "m", Content: &mcp.TextContent{Text: "the answer"}}, nil
+					},
+					LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) {
+						mu.Lock()
+						logs = append(logs, fmt.Sprint(r.Params.Data))
+						mu.Unlock()
+					},
 				})
-			}
-			wg.Wait()
-			close(errs)
-			for err := range errs {
-				t.Fatal(err)
-			}
-			// A server-to-client request during a call, and the client's answer.
-			if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
-				t.Fatal(err)
-			}
-			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "ask", Arguments: map[string]any{}})
-			if err != nil || text(res) != "the answer" {
-				t.Fatalf("ask: %v %v", res, err)
-			}
-			deadline := time.Now().Add(5 * time.Second)
-			for {
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				defer cancel()
+				if got := cs.InitializeResult().ProtocolVersion; got != "2025-11-25" {
+					t.Fatalf("negotiated %q through the bridge", got)
+				}
+				tools, err := cs.ListTools(ctx, nil)
+				if err != nil || len(tools.Tools) != 3 {
+					t.Fatalf("tools/list: %v %v", tools, err)
+				}
+				// Concurrent calls are all answered, each with its own result.
+				var wg sync.WaitGroup
+				errs := make(chan error, 8)
+				for i := range 8 {
+					wg.Go(func() {
+						res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"n": i}})
+						if err != nil {
+							errs <- err
+						} else if want := fmt.Sprintf(`{"n":%d}`, i); text(res) != want {
+							errs <- fmt.Errorf("echo %d answered %q", i, text(res))
+						}
+					})
+				}
+				wg.Wait()
+				close(errs)
+				for err := range errs {
+					t.Fatal(err)
+				}
+				// A server-to-client request during a call, and the client's answer.
+				if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
+					t.Fatal(err)
+				}
+				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "ask", Arguments: map[string]any{}})
+				if err != nil || text(res) != "the answer" {
+					t.Fatalf("ask: %v %v", res, err)
+				}
+				synctest.Wait()
 				mu.Lock()
 				n := len(logs)
 				mu.Unlock()
-				if n > 0 {
-					break
-				}
-				if time.Now().After(deadline) {
+				if n == 0 {
 					t.Fatal("the log message sent during the call did not come through")
 				}
-				time.Sleep(10 * time.Millisecond)
-			}
-			// Cancellation goes through.
-			cctx, ccancel := context.WithCancel(ctx)
-			callDone := make(chan error, 1)
-			go func() {
-				_, err := cs.CallTool(cctx, &mcp.CallToolParams{Name: "wait", Arguments: map[string]any{}})
-				callDone <- err
-			}()
-			time.Sleep(200 * time.Millisecond)
-			ccancel()
-			<-callDone
-			select {
-			case <-up.cancelled:
-			case <-time.After(5 * time.Second):
-				t.Fatal("the cancellation did not reach the server")
-			}
-			// Closing stdin ends the bridge, which ends the session.
-			cs.Close()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Fatalf("Run: %v", err)
+				// Cancellation goes through.
+				cctx, ccancel := context.WithCancel(ctx)
+				callDone := make(chan error, 1)
+				go func() {
+					_, err := cs.CallTool(cctx, &mcp.CallToolParams{Name: "wait", Arguments: map[string]any{}})
+					callDone <- err
+				}()
+				synctest.Wait() // the call is waiting upstream
+				ccancel()
+				<-callDone
+				select {
+				case <-up.cancelled:
+				case <-time.After(5 * time.Second):
+					t.Fatal("the cancellation did not reach the server")
 				}
-			case <-time.After(10 * time.Second):
-				t.Fatal("the bridge did not stop after stdin closed")
-			}
-			if up.deletes.Load() != 1 {
-				t.Fatalf("the bridge sent %d DELETEs at the end, want 1", up.deletes.Load())
-			}
+				// Closing stdin ends the bridge, which ends the session and
+				// starts no other.
+				cs.Close()
+				select {
+				case err := <-done:
+					if err != nil {
+						t.Fatalf("Run: %v", err)
+					}
+				case <-time.After(10 * time.Second):
+					t.Fatal("the bridge did not stop after stdin closed")
+				}
+				if up.deletes.Load() != 1 {
+					t.Fatalf("the bridge sent %d DELETEs at the end, want 1", up.deletes.Load())
+				}
+				synctest.Wait()
+				for ss := range up.srv.Sessions() {
+					t.Errorf("session %s is open upstream after the bridge ended", ss.ID())
+					ss.Close()
+				}
+			})
 		})
 	}
 }

@@ -7,16 +7,17 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/wardenmcp/warden/internal/fixture"
+	"github.com/wardenmcp/warden/internal/testenv"
 )
 
 // The tests here use the fixture upstream (a real SDK server) as the stand-in
@@ -132,48 +133,57 @@ func TestBridgeListenerFollowsNewSession(t *testing.T) {
 	}
 }
 
-// While Warden restarts (connection refused), a request waits for it to come
-// back rather than failing at once.
+// While Warden restarts (connection refused), a request waits up to
+// reconnectFor for it to come back rather than failing at once; after that
+// it fails, saying how to start Warden.
 func TestBridgeWaitsForRestartingWarden(t *testing.T) {
-	f := fixture.NewServer(fixture.Options{})
-	h := f.HTTPHandler()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	srv := &http.Server{Handler: h}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close(); f.HTTP().ForgetSessions() })
-	cs, _, _ := startBridge(t, &Bridge{URL: "http://" + addr + "/mcp"}, nil)
-	echo(t, cs, 1)
+	synctest.Test(t, func(t *testing.T) {
+		f := fixture.NewServer(fixture.Options{})
+		n := testenv.NewMemNet(t)
+		n.Serve(f.HTTPHandler())
+		t.Cleanup(f.HTTP().ForgetSessions)
+		cs, _, _ := startBridge(t, &Bridge{URL: testenv.MemURL + "/mcp", Client: n.Client()}, nil)
+		echo(t, cs, 1)
 
-	srv.Close() // Warden stops...
-	f.HTTP().ForgetSessions()
-	time.Sleep(100 * time.Millisecond) // the client's transport sees its idle connections closed
-	called := make(chan error, 1)
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: fixture.ToolEcho, Arguments: map[string]any{}})
-		called <- err
-	}()
-	time.Sleep(700 * time.Millisecond)
-	select {
-	case err := <-called:
-		t.Fatalf("the call ended while Warden was down: %v", err)
-	default:
-	}
-	ln, err = net.Listen("tcp", addr) // ...and comes back on its address
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv = &http.Server{Handler: h}
-	go srv.Serve(ln)
-	if err := <-called; err != nil {
-		t.Fatalf("the call made while Warden restarted: %v", err)
-	}
-	echo(t, cs, 2)
+		call := func() <-chan error {
+			called := make(chan error, 1)
+			go func() {
+				_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: fixture.ToolEcho, Arguments: map[string]any{}})
+				called <- err
+			}()
+			return called
+		}
+		n.Stop() // Warden stops...
+		f.HTTP().ForgetSessions()
+		synctest.Wait() // the client's transport has seen its connections closed
+		called := call()
+		time.Sleep(reconnectFor - time.Second)
+		synctest.Wait()
+		select {
+		case err := <-called:
+			t.Fatalf("the call ended while Warden was down: %v", err)
+		default:
+		}
+		n.Serve(f.HTTPHandler()) // ...and comes back on its address
+		if err := <-called; err != nil {
+			t.Fatalf("the call made while Warden restarted: %v", err)
+		}
+		echo(t, cs, 2)
+
+		n.Stop() // and stops for longer
+		called = call()
+		time.Sleep(reconnectFor)
+		synctest.Wait()
+		select {
+		case err := <-called:
+			if err == nil || !strings.Contains(err.Error(), "warden serve") {
+				t.Fatalf("a call after Warden stayed away %v: %v, want an error naming \"warden serve\"", reconnectFor, err)
+			}
+		default:
+			t.Fatalf("the call still waits %v after Warden went away", reconnectFor)
+		}
+		n.Serve(f.HTTPHandler())
+	})
 }
 
 // slowTransport delays the POSTs that carry one of methods before sending
@@ -181,7 +191,7 @@ func TestBridgeWaitsForRestartingWarden(t *testing.T) {
 type slowTransport struct {
 	methods []string
 	delay   time.Duration
-	next    *http.Transport
+	next    http.RoundTripper
 }
 
 func (s *slowTransport) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -190,7 +200,7 @@ func (s *slowTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 			b, _ := io.ReadAll(body)
 			for _, m := range s.methods {
 				if bytes.Contains(b, []byte(`"method":"`+m+`"`)) {
-					time.Sleep(s.delay)
+					time.Sleep(s.delay) // the slow link, on synctest's clock
 				}
 			}
 		}
@@ -202,42 +212,42 @@ func (s *slowTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // is slow to send: notifications/initialized before the first request, a
 // request before the notifications/cancelled that cancels it.
 func TestBridgeKeepsOrder(t *testing.T) {
-	f := fixture.NewServer(fixture.Options{})
-	url := f.Serve(t)
-	tr := &slowTransport{methods: []string{"notifications/initialized", "tools/call"}, delay: 300 * time.Millisecond, next: &http.Transport{}}
-	t.Cleanup(tr.next.CloseIdleConnections)
-	cs, _, _ := startBridge(t, &Bridge{URL: url, Client: &http.Client{Transport: tr}}, nil)
+	synctest.Test(t, func(t *testing.T) {
+		f := fixture.NewServer(fixture.Options{})
+		n := testenv.NewMemNet(t)
+		n.Serve(f.HTTPHandler())
+		t.Cleanup(f.HTTP().ForgetSessions)
+		tr := &slowTransport{methods: []string{"notifications/initialized", "tools/call"}, delay: 300 * time.Millisecond, next: n.Client().Transport}
+		cs, _, _ := startBridge(t, &Bridge{URL: testenv.MemURL + "/mcp", Client: &http.Client{Transport: tr}}, nil)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if _, err := cs.ListTools(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
-	callCtx, cancelCall := context.WithCancel(ctx)
-	called := make(chan error, 1)
-	go func() {
-		_, err := cs.CallTool(callCtx, &mcp.CallToolParams{Name: fixture.ToolWrite, Arguments: map[string]any{"value": "v", "sleep_ms": 10000}})
-		called <- err
-	}()
-	time.Sleep(50 * time.Millisecond) // the call is on its (slow) way
-	cancelCall()
-	<-called
-	deadline := time.Now().Add(5 * time.Second)
-	for f.WritesCancelled() != 1 {
-		if time.Now().After(deadline) {
+		ctx := context.Background()
+		if _, err := cs.ListTools(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+		callCtx, cancelCall := context.WithCancel(ctx)
+		called := make(chan error, 1)
+		go func() {
+			_, err := cs.CallTool(callCtx, &mcp.CallToolParams{Name: fixture.ToolWrite, Arguments: map[string]any{"value": "v", "sleep_ms": 10000}})
+			called <- err
+		}()
+		synctest.Wait() // the call is on its (slow) way
+		cancelCall()
+		<-called
+		time.Sleep(time.Second) // the slow call and its cancellation arrive
+		synctest.Wait()
+		if f.WritesCancelled() != 1 {
 			t.Fatalf("the cancellation did not stop the call (%d dispatched, %d cancelled); methods in arrival order: %v",
 				f.WriteDispatches(), f.WritesCancelled(), postedMethods(f))
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	got := postedMethods(f)
-	before := func(a, b string) bool {
-		i, j := slices.Index(got, a), slices.Index(got, b)
-		return i >= 0 && j >= 0 && i < j
-	}
-	if !before("notifications/initialized", "tools/list") || !before("tools/call", "notifications/cancelled") {
-		t.Fatalf("methods arrived in the order %v", got)
-	}
+		got := postedMethods(f)
+		before := func(a, b string) bool {
+			i, j := slices.Index(got, a), slices.Index(got, b)
+			return i >= 0 && j >= 0 && i < j
+		}
+		if !before("notifications/initialized", "tools/list") || !before("tools/call", "notifications/cancelled") {
+			t.Fatalf("methods arrived in the order %v", got)
+		}
+	})
 }
 
 // A call whose response stream ends without the reply is answered with an

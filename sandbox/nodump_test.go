@@ -11,8 +11,12 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 )
 
+// TestMain plays a child the environment names, else runs the tests and
+// fails when they leave a goroutine running.
 func TestMain(m *testing.M) {
 	if path := os.Getenv("SANDBOX_TEST_DIAL"); path != "" {
 		// A child that connects to a unix socket and holds it.
@@ -33,7 +37,7 @@ func TestMain(m *testing.M) {
 		time.Sleep(time.Minute)
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	goleak.VerifyTestMain(m)
 }
 
 // A process of the same user can read Warden's environment (and memory)

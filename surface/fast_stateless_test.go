@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -137,8 +136,7 @@ func headerBound(t testing.TB) string {
 		return nil, &jsonrpc.Error{Code: -32042, Message: "the upstream says no"}
 	})
 	srv.AddTool(&mcp.Tool{Name: "where", InputSchema: json.RawMessage(`{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}}}`)}, echo)
-	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Stateless: true}))
-	t.Cleanup(ts.Close)
+	ts := fixture.ServeSDK(t, srv, &mcp.StreamableHTTPOptions{Stateless: true})
 	return ts.URL
 }
 

@@ -41,6 +41,7 @@ func TestServerViewBuiltOnFirstUse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer log.Close()
 	g := gateway.New(gateway.Deps{Approvals: approvals, Writes: ledger, Activity: log, Events: events.New(), Metrics: metrics.New(),
 		Logger: slog.New(slog.DiscardHandler)})
 	defer g.Close()

@@ -45,6 +45,7 @@ func TestFastToolListIsTheSDKServers(t *testing.T) {
 	}
 	srv := httptest.NewServer(newEndpoint(v.srv).sessions)
 	defer srv.Close()
+	defer v.closeAll() // the session opened below
 	session := post(t, srv.URL, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`).Header.Get("Mcp-Session-Id")
 	var sdk struct{ Result any }
 	if err := json.Unmarshal(body(t, post(t, srv.URL, session, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)), &sdk); err != nil {

@@ -3,6 +3,8 @@ package surface
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 )
@@ -78,8 +80,21 @@ func (s *Surfaces) Changed(server string) {
 	}
 }
 
-// Close stops rebuilding lists.
-func (s *Surfaces) Close() { close(s.done) }
+// Close stops rebuilding lists and ends every view: its client sessions
+// and its forwarding of resource updates.
+func (s *Surfaces) Close() {
+	close(s.done)
+	s.mu.Lock()
+	servers := slices.Collect(maps.Keys(s.views))
+	s.mu.Unlock()
+	for _, server := range servers {
+		s.forget(server)
+	}
+	for _, v := range []*view{s.agg, s.search} {
+		v.closeAll()
+		close(v.gone)
+	}
+}
 
 // update rebuilds the lists of changed servers until Close. The version is
 // read before the views re-read the gateway, so what they build is at

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -81,27 +82,46 @@ func TestRounds(t *testing.T) {
 	refused("a finished call's state", bind, state2, nil)
 }
 
-// A round that answers only some of the questions gets the others again.
+// A round that answers only some of the questions gets the others again;
+// a call whose client does not come back within roundWait is abandoned.
 func TestRoundsAskAgainWhatWasNotAnswered(t *testing.T) {
-	rs := newRounds()
-	call := func(ctx context.Context, c gateway.Client) (any, error) {
-		_, err := c.Ask(ctx, "", &mcp.ListRootsParams{})
-		return &mcp.CallToolResult{}, err
-	}
-	ctx := context.Background()
-	_, open, state, err := rs.run(ctx, &here{caps: nil}, "b", "", nil, &answer.After{}, call)
-	if err != nil || len(open) != 1 {
-		t.Fatalf("round 1: %v, %d questions", err, len(open))
-	}
-	_, again, state2, err := rs.run(ctx, &here{caps: nil}, "b", state, nil, &answer.After{}, call)
-	if err != nil || len(again) != 1 || state2 == state {
-		t.Fatalf("round 2 without answers: %v, %d questions; want the same question again with a new state", err, len(again))
-	}
-	for id := range open {
-		if again[id] == nil {
-			t.Errorf("round 2 asked %v, want %q again", again, id)
+	synctest.Test(t, func(t *testing.T) {
+		rs := newRounds()
+		ended := make(chan error, 1)
+		call := func(ctx context.Context, c gateway.Client) (any, error) {
+			_, err := c.Ask(ctx, "", &mcp.ListRootsParams{})
+			ended <- err
+			return &mcp.CallToolResult{}, err
 		}
-	}
+		ctx := context.Background()
+		_, open, state, err := rs.run(ctx, &here{caps: nil}, "b", "", nil, &answer.After{}, call)
+		if err != nil || len(open) != 1 {
+			t.Fatalf("round 1: %v, %d questions", err, len(open))
+		}
+		_, again, state2, err := rs.run(ctx, &here{caps: nil}, "b", state, nil, &answer.After{}, call)
+		if err != nil || len(again) != 1 || state2 == state {
+			t.Fatalf("round 2 without answers: %v, %d questions; want the same question again with a new state", err, len(again))
+		}
+		for id := range open {
+			if again[id] == nil {
+				t.Errorf("round 2 asked %v, want %q again", again, id)
+			}
+		}
+
+		time.Sleep(roundWait)
+		synctest.Wait()
+		select {
+		case err := <-ended:
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("the abandoned call's question ended with %v, want its context cancelled", err)
+			}
+		default:
+			t.Fatalf("the call still waits for an answer %v after its last round", roundWait)
+		}
+		if _, _, _, err := rs.run(ctx, &here{caps: nil}, "b", state2, nil, &answer.After{}, call); err == nil {
+			t.Error("the abandoned call's state was taken")
+		}
+	})
 }
 
 // askAs is c.Ask with its answer as the type q asks for.

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -157,13 +159,17 @@ func TestUnusedSessionIdlesOutSooner(t *testing.T) {
 	fx := fixture.NewServer(fixture.Options{})
 	e := newEnv(t, fmt.Sprintf(`{"fx": {"url": %q, "trusted": true}}`, fx.Serve(t)), 0, 0)
 	e.WaitListed(t, "fx")
-	unused, worked := openUnused(t, e.URL+"/mcp"), openUnused(t, e.URL+"/mcp")
+	worked := openUnused(t, e.URL+"/mcp")
 	if resp, _ := rawPost(t, e.URL+"/mcp", `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, map[string]string{"Mcp-Session-Id": worked, "Mcp-Protocol-Version": "2025-11-25"}); resp.StatusCode != http.StatusOK {
 		t.Fatalf("tools/list: %d", resp.StatusCode)
 	}
-	time.Sleep(10 * time.Millisecond) // both quiet for longer than the unused limit below
-	e.S.CloseIdleNow(time.Hour, time.Millisecond)
-	parts.WaitFor(t, 10*time.Second, "the unused session to be closed", func() bool { return gone(t, e.URL+"/mcp", unused) })
+	unused := openUnused(t, e.URL+"/mcp") // quiet from now on; the worked one from before
+	// Rounds of closing until the unused session, quiet for longer than
+	// the unused limit, is closed; the worked one is as quiet, and longer.
+	parts.WaitFor(t, 10*time.Second, "the unused session to be closed", func() bool {
+		e.S.CloseIdleNow(time.Hour, time.Millisecond)
+		return gone(t, e.URL+"/mcp", unused)
+	})
 	if gone(t, e.URL+"/mcp", worked) {
 		t.Fatal("a session that had worked was closed as unused")
 	}
@@ -258,5 +264,26 @@ func TestCancelledFastCall(t *testing.T) {
 	})
 	if l := e.Writes.List()[0]; l.Reason != "cancelled" || l.Surface != "mcp" {
 		t.Errorf("latch %+v", l)
+	}
+}
+
+// Close ends every client session, of /mcp and of a server's own endpoint:
+// a stopping daemon leaves none behind.
+func TestCloseEndsEverySession(t *testing.T) {
+	fx := fixture.NewServer(fixture.Options{})
+	log := slog.New(slog.DiscardHandler)
+	p := parts.New(t, log)
+	s := surface.New(p.Gateway, log, "test", 0, 0)
+	srv := httptest.NewServer(s)
+	t.Cleanup(srv.Close)
+	p.Start(t, fmt.Sprintf(`{"fx": {"url": %q, "trusted": true}}`, fx.Serve(t)))
+	p.WaitListed(t, "fx")
+	sessions := map[string]string{"/mcp": "", "/mcp/fx": ""}
+	for path := range sessions {
+		sessions[path] = openUnused(t, srv.URL+path)
+	}
+	s.Close()
+	for path, id := range sessions {
+		parts.WaitFor(t, 10*time.Second, "the session on "+path+" to end", func() bool { return gone(t, srv.URL+path, id) })
 	}
 }

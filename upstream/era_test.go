@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/wardenmcp/warden/config"
+	"github.com/wardenmcp/warden/internal/fixture"
 	"github.com/wardenmcp/warden/internal/testenv"
 	"github.com/wardenmcp/warden/protocol"
 )
@@ -79,8 +80,7 @@ func TestRoundsWithoutAnswersAreAnswered(t *testing.T) {
 		calls.Unlock()
 		return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"user_name": &mcp.ElicitParams{Message: "name?"}}}, nil, nil
 	})
-	up := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Stateless: true}))
-	defer up.Close()
+	up := fixture.ServeSDK(t, srv, &mcp.StreamableHTTPOptions{Stateless: true})
 	for _, c := range []struct {
 		name     string
 		peerErr  error
@@ -200,8 +200,7 @@ func TestSessionUpstreamSpeaking2026(t *testing.T) {
 		_, told := req.Params.Meta[mcp.MetaKeyClientCapabilities]
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprint(told)}}}, nil, nil
 	})
-	up := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
-	defer up.Close()
+	up := fixture.ServeSDK(t, srv, nil)
 
 	for _, path := range []struct {
 		name   string
@@ -319,8 +318,7 @@ func TestDoForTellsWhatTheCallerCanAnswer(t *testing.T) {
 	srv.AddResource(&mcp.Resource{URI: "test://r", Name: "r"}, func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: "test://r", Text: canSample(req.ClientCapabilities())}}}, nil
 	})
-	up := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Stateless: true}))
-	defer up.Close()
+	up := fixture.ServeSDK(t, srv, &mcp.StreamableHTTPOptions{Stateless: true})
 	conn := Start(&config.Server{Name: "up", URL: up.URL, Transport: config.TransportHTTP, CallTimeout: 10 * time.Second}, Options{})
 	defer conn.Stop()
 	if err := conn.Ready(context.Background()); err != nil {

@@ -3,8 +3,6 @@ package upstream
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -13,6 +11,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/wardenmcp/warden/config"
+	"github.com/wardenmcp/warden/internal/fixture"
+	"github.com/wardenmcp/warden/internal/testenv"
 )
 
 // subscribeServer is an in-process MCP server over streamable HTTP that
@@ -58,28 +58,16 @@ func startSubscribeServer(t *testing.T) (*subscribeServer, string) {
 	s.srv.AddResource(&mcp.Resource{URI: "test://r", Name: "r"}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: "test://r", Text: "x"}}}, nil
 	})
-	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.srv }, nil))
-	t.Cleanup(hs.Close)
+	hs := fixture.ServeSDK(t, s.srv, nil)
 	return s, hs.URL
 }
 
 func waitEvents(t *testing.T, s *subscribeServer, want ...string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		got := s.events()
-		if len(got) == len(want) {
-			for i := range got {
-				if got[i] != want[i] {
-					t.Fatalf("upstream saw %v, want %v", got, want)
-				}
-			}
-			return
-		}
-		if len(got) > len(want) || time.Now().After(deadline) {
-			t.Fatalf("upstream saw %v, want %v", got, want)
-		}
-		time.Sleep(20 * time.Millisecond)
+	var got []string
+	testenv.Poll(20*time.Second, func() bool { got = s.events(); return len(got) >= len(want) })
+	if !slices.Equal(got, want) {
+		t.Fatalf("upstream saw %v, want %v", got, want)
 	}
 }
 
@@ -187,22 +175,16 @@ func TestNotExposedIsAskedNothing(t *testing.T) {
 	for ss := range s.srv.Sessions() { // a new session while hidden
 		ss.Close()
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for st := c.Status(); st.Reconnects == 0 || st.State != StateReady; st = c.Status() {
-		if time.Now().After(deadline) {
-			t.Fatalf("no new session in 20s: %+v", st)
-		}
-		time.Sleep(10 * time.Millisecond)
+	var st Status
+	if !testenv.Poll(20*time.Second, func() bool { st = c.Status(); return st.Reconnects > 0 && st.State == StateReady }) {
+		t.Fatalf("no new session in 20s: %+v", st)
 	}
 	waitEvents(t, s, "+test://r")
 
 	p.exposed.Store(true)
 	c.Expose()
 	// The new session's own resubscription may have begun only now.
-	deadline = time.Now().Add(20 * time.Second)
-	for len(s.events()) < 3 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	testenv.Poll(20*time.Second, func() bool { return len(s.events()) >= 3 })
 	got := s.events()
 	slices.Sort(got)
 	if !slices.Equal(got, []string{"+test://r", "+test://r", "level debug"}) {

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/wardenmcp/warden/internal/testenv"
 )
 
 // countingServer is a loopback HTTP server that counts the connections
@@ -98,7 +100,7 @@ func TestWireSkipsConnectionsTheServerClosed(t *testing.T) {
 	defer tr.CloseIdleConnections()
 	readAll(t, post(t, tr, context.Background(), srv.URL, "one"))
 	srv.CloseClientConnections()
-	time.Sleep(50 * time.Millisecond) // let the close reach this side
+	waitIdleClosed(t, tr)
 	if got := readAll(t, post(t, tr, context.Background(), srv.URL, "two")); got != "ok" {
 		t.Fatalf("body %q", got)
 	}
@@ -264,8 +266,9 @@ func TestWireSendsNothingForAnAbandonedCall(t *testing.T) {
 // Idle connections the server closed are closed here too, even when the
 // pool never reaches them (a busy pool reuses its newest).
 func TestWireSweepsClosedIdleConnections(t *testing.T) {
-	hold := make(chan struct{})
+	arrived, hold := make(chan struct{}, 3), make(chan struct{})
 	srv, _ := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+		arrived <- struct{}{}
 		<-hold
 		io.WriteString(w, "ok")
 	})
@@ -275,7 +278,9 @@ func TestWireSweepsClosedIdleConnections(t *testing.T) {
 	for range 3 { // three at once: three connections
 		go func() { resps <- post(t, tr, context.Background(), srv.URL, "x") }()
 	}
-	time.Sleep(100 * time.Millisecond)
+	for range 3 {
+		<-arrived
+	}
 	close(hold)
 	for range 3 {
 		readAll(t, <-resps)
@@ -284,11 +289,29 @@ func TestWireSweepsClosedIdleConnections(t *testing.T) {
 		t.Fatalf("%d idle connections, want 3", n)
 	}
 	srv.CloseClientConnections()
-	time.Sleep(50 * time.Millisecond)
+	waitIdleClosed(t, tr)
 	tr.sweep()
 	if n := idleCount(tr); n != 0 {
 		t.Fatalf("%d idle connections after the server closed them all", n)
 	}
+}
+
+// waitIdleClosed waits until the server's close of every idle connection
+// has reached this side (wireConn.open says so).
+func waitIdleClosed(t *testing.T, tr *wireTransport) {
+	t.Helper()
+	testenv.WaitFor(t, 10*time.Second, "the server's close to reach the idle connections", func() bool {
+		tr.mu.Lock()
+		defer tr.mu.Unlock()
+		for _, list := range tr.idle {
+			for _, c := range list {
+				if c.open() {
+					return false
+				}
+			}
+		}
+		return true
+	})
 }
 
 func idleCount(tr *wireTransport) int {

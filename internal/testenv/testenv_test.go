@@ -118,21 +118,14 @@ func TestStartProcessStopsTheGroup(t *testing.T) {
 
 // gone reports whether pid has disappeared (or is a zombie) within timeout.
 func gone(pid int, timeout time.Duration) bool {
-	deadline := time.Now().Add(timeout)
-	for {
+	return Poll(timeout, func() bool {
 		if syscall.Kill(pid, 0) == syscall.ESRCH {
 			return true
 		}
-		if stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat"); err == nil {
-			if i := strings.LastIndexByte(string(stat), ')'); i > 0 && strings.HasPrefix(string(stat[i:]), ") Z") {
-				return true
-			}
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		i := strings.LastIndexByte(string(stat), ')')
+		return err == nil && i > 0 && strings.HasPrefix(string(stat[i:]), ") Z")
+	})
 }
 
 func TestStartProcessKillsWhatIgnoresSIGTERM(t *testing.T) {
@@ -141,12 +134,7 @@ func TestStartProcessKillsWhatIgnoresSIGTERM(t *testing.T) {
 	t.Run("inner", func(t *testing.T) {
 		p := StartProcess(t, exec.Command("sh", "-c", `trap "" TERM; echo ready; sleep 300`))
 		pid = p.PID()
-		for deadline := time.Now().Add(10 * time.Second); !strings.Contains(p.Output(), "ready"); {
-			if time.Now().After(deadline) {
-				t.Fatal("no ready line")
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+		WaitFor(t, 10*time.Second, "the ready line", func() bool { return strings.Contains(p.Output(), "ready") })
 	})
 	if !gone(pid, 5*time.Second) {
 		t.Fatalf("pid %d survived cleanup", pid)

@@ -11,13 +11,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/wardenmcp/warden/daemon"
 	"github.com/wardenmcp/warden/gateway"
+	"github.com/wardenmcp/warden/internal/testenv"
 	"github.com/wardenmcp/warden/internal/wardentest/parts"
 )
 
@@ -36,22 +36,7 @@ type Warden struct {
 }
 
 // LogBuffer collects the daemon's log for assertions.
-type LogBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *LogBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *LogBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+type LogBuffer = testenv.Buffer
 
 // WriteConfig writes a config file with the given mcpServers map.
 func WriteConfig(t testing.TB, path string, servers map[string]any) {

@@ -19,6 +19,7 @@ import (
 	"github.com/wardenmcp/warden/config"
 	"github.com/wardenmcp/warden/events"
 	"github.com/wardenmcp/warden/gateway"
+	"github.com/wardenmcp/warden/internal/testenv"
 	"github.com/wardenmcp/warden/metrics"
 	"github.com/wardenmcp/warden/oauth"
 	"github.com/wardenmcp/warden/sessions"
@@ -103,29 +104,13 @@ func (p *Parts) WaitListed(t testing.TB, server string) {
 	})
 }
 
-// WaitFor polls cond until it is true or fails the test after timeout.
+// WaitFor polls cond until it is true or fails the test after timeout
+// (testenv.WaitFor).
 func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	if !Poll(timeout, cond) {
-		t.Fatalf("timed out after %s waiting for %s", timeout, what)
-	}
+	testenv.WaitFor(t, timeout, what, cond)
 }
 
-// pollInterval is how often Poll asks: often enough not to slow a test
-// down, seldom enough not to load a 2-core machine.
-const pollInterval = 20 * time.Millisecond
-
-// Poll asks cond until it is true (true) or timeout has passed (false);
-// for a caller that says itself what went wrong, or runs off the test
-// goroutine. The sleep is the poll's interval: cond is a state that
-// nothing signals.
-func Poll(timeout time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(pollInterval)
-	}
-	return true
-}
+// Poll asks cond until it is true (true) or timeout has passed (false)
+// (testenv.Poll).
+func Poll(timeout time.Duration, cond func() bool) bool { return testenv.Poll(timeout, cond) }
