@@ -65,6 +65,9 @@ func TestRefusalsInJSONRPC(t *testing.T) {
 	}
 	req, _ := http.NewRequest(http.MethodGet, w.URL("/mcp/nosuch"), nil)
 	resp, err = s.client.Do(req)
+	if err == nil {
+		resp.Body.Close()
+	}
 	if err != nil || resp.StatusCode != http.StatusNotFound || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain") {
 		t.Errorf("a GET of an unknown server's endpoint: %v %v; want 404 in text", resp, err)
 	}
