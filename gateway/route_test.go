@@ -10,7 +10,14 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/wardenmcp/warden/config"
+	"github.com/wardenmcp/warden/upstream"
 )
+
+// withInflight is ctx as upstream hands it back for what a server sends
+// during f (f added to a router first).
+func withInflight(ctx context.Context, f *inflight) context.Context {
+	return upstream.WithCall(ctx, &f.up)
+}
 
 // fakeClient records what the gateway routes to one downstream client.
 type fakeClient struct {

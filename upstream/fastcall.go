@@ -109,7 +109,7 @@ func (c *Conn) callToolHTTP(ctx context.Context, cs *mcp.ClientSession, call *Ca
 		return nil, false, fmt.Errorf("tools/call: upstream answered %s: %s", resp.Status, strings.TrimSpace(string(msg)))
 	}
 	var reply *rpcMessage
-	ans := &answerReader{r: resp.Body, ctx: ctx, h: ctx.Value(answerHoldKey{}).(*answerHold), size: resp.ContentLength}
+	ans := &answerReader{r: resp.Body, ctx: ctx, h: call.hold, size: resp.ContentLength}
 	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		ans.size = -1 // the events before the answer are not counted
 		reply, err = c.readResumable(ctx, cs, resp, ans, id)
@@ -436,7 +436,23 @@ func (c *Conn) cancelUpstream(cs *mcp.ClientSession, id string, cause error) {
 	}()
 }
 
-// CallTool runs one tools/call upstream on the live session. A large
+// Call runs call, a tools/call, upstream: it waits for the live session
+// (as Do), then admits the call (call.Admit) and sends it on the direct
+// HTTP path or through the SDK client.
+func (c *Conn) Call(ctx context.Context, call *Call) (*answer.Result, error) {
+	var res *answer.Result
+	err := c.Do(ctx, func(ctx context.Context, cs *mcp.ClientSession) (err error) {
+		defer call.letGo()
+		if err := call.admit(); err != nil {
+			return err
+		}
+		res, err = c.callTool(ctx, cs, call)
+		return err
+	})
+	return res, err
+}
+
+// callTool runs one tools/call upstream on the live session. A large
 // answer holds room in the answers' bound until it has been sent (see
 // answer.After), or until the call returns. To an upstream that speaks
 // 2026-07-28, the direct HTTP path sends what the SDK client sends (the
@@ -452,20 +468,21 @@ func (c *Conn) cancelUpstream(cs *mcp.ClientSession, id string, cause error) {
 // 2026-07-28 client) and answers less. A 2025 client's say is its
 // session's, which Warden's stands for; telling every call again would
 // cost the upstream a decode of each (a Go SDK server's: 5-25% of a call).
-func (c *Conn) CallTool(ctx context.Context, cs *mcp.ClientSession, call *Call) (*answer.Result, error) {
-	h := c.opts.Answers.hold()
-	defer call.after(h.end)
-	ctx = withAnswerHold(withCall(ctx, call), h)
+func (c *Conn) callTool(ctx context.Context, cs *mcp.ClientSession, call *Call) (*answer.Result, error) {
+	call.hold = c.opts.Answers.hold()
+	defer call.after(call.hold.end)
+	ctx = WithCall(ctx, call)
+	caller, perRequest := call.caller()
 	if stateless(cs) {
-		params := askable(call.Params, call.Caller, c.exposedLevel())
+		params := askable(call.Params, caller, c.exposedLevel())
 		if c.bindsHeaders(params.Name) {
 			return callSDK(ctx, cs, call, params) // the SDK writes the Mcp-Param-* headers
 		}
 		return c.callOnSession(ctx, cs, call, params)
 	}
 	params := call.Params
-	if call.CallerPerRequest && !answersAll(call.Caller) {
-		params = askable(params, call.Caller, "") // 2025: the session has the level
+	if perRequest && !answersAll(caller) {
+		params = askable(params, caller, "") // 2025: the session has the level
 	}
 	return c.callOnSession(ctx, cs, call, params)
 }

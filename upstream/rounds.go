@@ -204,36 +204,25 @@ func askableMeta(meta mcp.Meta, caller *mcp.ClientCapabilities, level mcp.Loggin
 	return meta
 }
 
-// callerKey marks the context of a client's request run with DoFor: what
-// the client can answer (nil: an operator's, which can answer none). Only
-// this package sets and reads it.
-type callerKey struct{}
-
-type callerCaps struct{ caps *mcp.ClientCapabilities }
-
-// DoFor is Do for a request of a client's that the upstream may answer
-// with questions (prompts/get, resources/read): a stateless-era upstream
-// is told with it what that client can answer, as with a tool call (see
-// askable), not what Warden's own client could.
-func (c *Conn) DoFor(ctx context.Context, caller *mcp.ClientCapabilities, fn func(context.Context, *mcp.ClientSession) error) error {
-	return c.Do(context.WithValue(ctx, callerKey{}, callerCaps{caller}), fn)
-}
-
-// forCaller is req as sent for the client DoFor names in ctx, if any.
+// forCaller is req, a prompt or resource request, as sent for the client
+// of the call ctx carries, if any: a stateless-era upstream is told with it
+// what that client can answer, as with a tool call (see askable), not what
+// Warden's own client could.
 func (c *Conn) forCaller(ctx context.Context, req mcp.Request) mcp.Request {
-	caller, ok := ctx.Value(callerKey{}).(callerCaps)
+	call, ok := CallFrom(ctx)
 	cs, _ := req.GetSession().(*mcp.ClientSession)
 	if !ok || cs == nil || !stateless(cs) {
 		return req
 	}
+	caps, _ := call.caller()
 	switch p := req.GetParams().(type) {
 	case *mcp.GetPromptParams:
 		q := *p
-		q.Meta = askableMeta(p.Meta, caller.caps, c.exposedLevel())
+		q.Meta = askableMeta(p.Meta, caps, c.exposedLevel())
 		return &mcp.ClientRequest[*mcp.GetPromptParams]{Session: cs, Params: &q}
 	case *mcp.ReadResourceParams:
 		q := *p
-		q.Meta = askableMeta(p.Meta, caller.caps, c.exposedLevel())
+		q.Meta = askableMeta(p.Meta, caps, c.exposedLevel())
 		return &mcp.ClientRequest[*mcp.ReadResourceParams]{Session: cs, Params: &q}
 	}
 	return req
