@@ -72,7 +72,7 @@ func (g *Gateway) Unsubscribe(ctx context.Context, server, uri string, who any) 
 // Unfollow ends every subscription of who, whose session ended.
 func (g *Gateway) Unfollow(who any) {
 	for _, s := range g.Servers() {
-		if c, ok := g.Conn(s); ok {
+		if c, ok := g.conn(s); ok {
 			c.Unfollow(who)
 		}
 	}
@@ -83,7 +83,7 @@ func (g *Gateway) Unfollow(who any) {
 // still filters by its own level.
 func (g *Gateway) SetLogLevel(ctx context.Context, servers []string, level mcp.LoggingLevel) {
 	for _, s := range servers {
-		if c, ok := g.Conn(s); ok {
+		if c, ok := g.conn(s); ok {
 			_ = c.SetLogLevel(ctx, level)
 		}
 	}

@@ -140,7 +140,7 @@ func relatedContext(f *inflight, upstream context.Context) (context.Context, con
 
 // Exposed reports whether clients may hear from server (upstream.Peer).
 func (g *Gateway) Exposed(server string) bool {
-	_, live := g.Conn(server)
+	_, live := g.conn(server)
 	return live && !g.deps.Approvals.Quarantined(server)
 }
 

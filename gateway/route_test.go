@@ -69,7 +69,7 @@ func testGateway(t *testing.T) *Gateway {
 	server := func(name string, trusted bool) *config.Server {
 		return &config.Server{Name: name, URL: "http://127.0.0.1:1/mcp", Transport: "http", Trusted: trusted, CallTimeout: time.Second}
 	}
-	s, _ := g.Conn("s")
+	s, _ := g.conn("s")
 	g.Reconcile(map[string]*config.Server{"s": s.Config(), "t": server("t", true), "q": server("q", false)})
 	if !g.Exposed("s") || !g.Exposed("t") || g.Exposed("q") {
 		t.Fatalf("exposed: s %v, t %v, q %v; want s and t", g.Exposed("s"), g.Exposed("t"), g.Exposed("q"))
