@@ -326,14 +326,14 @@ func TestApprovalReviewApproveAllExceptSurvives(t *testing.T) {
 	w.WaitReady(t, "big")
 	check("after reload")
 
-	c, _ := w.D.Gateway().Conn("big")
-	reconnects := c.Status().Reconnects
+	c, _ := w.D.Gateway().Upstream("big")
+	reconnects := c.Connection().Reconnects
 	pid := readPID(t, stats)
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	wardentest.WaitFor(t, 30*time.Second, "big to reconnect to a new process", func() bool {
-		st := c.Status()
+		st := c.Connection()
 		return st.State == "ready" && st.Reconnects > reconnects
 	})
 	if readPID(t, stats) == pid {
@@ -584,14 +584,14 @@ func TestApprovalRugPullAfterConnectionRestart(t *testing.T) {
 		}
 		wardentest.WaitFor(t, 10*time.Second, "the discovery pass after list_changed", func() bool { return listings() > n })
 	}
-	first, _ := w.D.Gateway().Conn("s")
+	first, _ := w.D.Gateway().Upstream("s")
 	before := w.D.Gateway().Listed("s").Seq
 	w.Reload(t, func(servers map[string]any) {
 		servers["s"].(map[string]any)["headers"] = map[string]string{"X-Warden-Test": "2"}
 	})
 	wardentest.WaitFor(t, 20*time.Second, "a new connection", func() bool {
-		c, ok := w.D.Gateway().Conn("s")
-		return ok && c != first && c.Status().State == "ready" && w.D.Gateway().Listed("s").Seq > before
+		c, ok := w.D.Gateway().Upstream("s")
+		return ok && c != first && c.Connection().State == "ready" && w.D.Gateway().Listed("s").Seq > before
 	})
 	def, _ := f.Tool(fixture.ToolEcho)
 	if err := f.SetDescription(fixture.ToolEcho, def.Description+" Changed on the new connection."); err != nil {
@@ -643,7 +643,7 @@ func TestApprovalEmptyBaselineThenNewToolPending(t *testing.T) {
 
 	// A reload (policy change, same connection) is no second baseline.
 	w.Reload(t, func(servers map[string]any) { servers["empty"].(map[string]any)["callTimeout"] = "61s" })
-	c, _ := w.D.Gateway().Conn("empty")
+	c, _ := w.D.Gateway().Upstream("empty")
 	c.Refresh()
 	if x := w.Tools(t, "empty")["newcomer"]; x.Status != approval.StatusPending {
 		t.Fatalf("after a reload newcomer is %s, want pending", x.Status)

@@ -22,7 +22,6 @@ import (
 	"github.com/wardenmcp/warden/internal/fixture"
 	"github.com/wardenmcp/warden/internal/testenv"
 	"github.com/wardenmcp/warden/internal/wardentest"
-	"github.com/wardenmcp/warden/upstream"
 )
 
 // Rule 1: `warden serve` refuses a config file that is bad as a whole with
@@ -174,7 +173,7 @@ func TestHotReload(t *testing.T) {
 		w.WaitReady(t, name)
 	}
 	ev := w.FollowEvents(t)
-	keepConn, _ := w.D.Gateway().Conn("keep")
+	keepConn, _ := w.D.Gateway().Upstream("keep")
 	keepPID, dropPID, changePID := readPID(t, stats("keep")), readPID(t, stats("drop")), readPID(t, stats("change"))
 	keepInits := readStats(t, stats("keep")).Initializes
 	cs := w.Connect(t, "/mcp", nil)
@@ -190,7 +189,7 @@ func TestHotReload(t *testing.T) {
 	waitConfig(t, ev, "applied", 10*time.Second)
 	w.WaitReady(t, "added")
 	w.WaitReady(t, "change")
-	if _, ok := w.D.Gateway().Conn("drop"); ok {
+	if _, ok := w.D.Gateway().Upstream("drop"); ok {
 		t.Fatal("removed server drop is still connected")
 	}
 	wardentest.WaitFor(t, 10*time.Second, "drop's process to exit", func() bool { return !testenv.Alive(dropPID) })
@@ -203,11 +202,11 @@ func TestHotReload(t *testing.T) {
 	wardentest.WaitFor(t, 10*time.Second, "change's old process to exit", func() bool { return !testenv.Alive(changePID) })
 	assertUntouched := func(when string) {
 		t.Helper()
-		c, ok := w.D.Gateway().Conn("keep")
+		c, ok := w.D.Gateway().Upstream("keep")
 		if !ok || c != keepConn {
 			t.Fatalf("%s: the unchanged server keep got a new connection", when)
 		}
-		if st := c.Status(); st.State != upstream.StateReady || st.Reconnects != 0 {
+		if st := c.Connection(); st.State != "ready" || st.Reconnects != 0 {
 			t.Fatalf("%s: keep is %+v, want ready with no reconnects", when, st)
 		}
 		s := readStats(t, stats("keep"))
@@ -394,7 +393,7 @@ func TestServersAddRemoveThroughCLI(t *testing.T) {
 		_, ok := servers()["second"]
 		return !ok
 	})
-	if _, ok := w.D.Gateway().Conn("second"); ok {
+	if _, ok := w.D.Gateway().Upstream("second"); ok {
 		t.Fatal("the removed server is still connected")
 	}
 	if got := servers()["first"]; got != "ready" {

@@ -137,7 +137,7 @@ func TestDisabledHTTPServer(t *testing.T) {
 	if got := f.HTTP().DeletedSessions(); !slices.Equal(got, []string{sid}) {
 		t.Fatalf("DELETE named sessions %v, want [%s]", got, sid)
 	}
-	if _, ok := w.D.Gateway().Conn("up"); ok {
+	if _, ok := w.D.Gateway().Upstream("up"); ok {
 		t.Fatal("the disabled server is still connected")
 	}
 	if got := dsSessionServers(t, w); slices.Contains(got, "up") || !slices.Contains(got, "other") {
@@ -216,7 +216,7 @@ func TestDisabledHTTPServer(t *testing.T) {
 			t.Fatalf("a server disabled from the start got %s %v", r.Method, r.RPCMethods)
 		}
 	}
-	if _, ok := w.D.Gateway().Conn("up"); ok {
+	if _, ok := w.D.Gateway().Upstream("up"); ok {
 		t.Fatal("a server disabled from the start is connected")
 	}
 }
@@ -292,7 +292,7 @@ func TestDisabledStdioServer(t *testing.T) {
 	notes.quiet()
 	w.Reload(t, dsSetDisabled("local", true))
 	wardentest.WaitFor(t, 10*time.Second, "local's process to exit", func() bool { return !testenv.Alive(pid) })
-	if _, ok := w.D.Gateway().Conn("local"); ok {
+	if _, ok := w.D.Gateway().Upstream("local"); ok {
 		t.Fatal("the disabled server is still connected")
 	}
 	if s := w.Server(t, "local"); !s.Disabled {
@@ -340,7 +340,7 @@ func TestDisabledStdioServer(t *testing.T) {
 		t.Fatalf("/mcp lists %v with local disabled from the start", got)
 	}
 	dsExpectCLIRefusal(t, w, "local", fixture.ToolEcho, "UPSTREAM_UNAVAILABLE")
-	if _, ok := w.D.Gateway().Conn("local"); ok {
+	if _, ok := w.D.Gateway().Upstream("local"); ok {
 		t.Fatal("a server disabled from the start is connected")
 	}
 	if _, err := os.Stat(stats); !os.IsNotExist(err) {

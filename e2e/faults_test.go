@@ -59,8 +59,8 @@ func TestKilledStdioUpstreamReconnects(t *testing.T) {
 	// The other server answers while local is down or reconnecting.
 	wardentest.CallText(t, cs, "remote__echo", map[string]any{"during": "outage"})
 	wardentest.WaitFor(t, 30*time.Second, "local to reconnect with a new process", func() bool {
-		c, _ := w.D.Gateway().Conn("local")
-		return c.Status().State == "ready" && c.Status().Reconnects >= 1
+		c, _ := w.D.Gateway().Upstream("local")
+		return c.Connection().State == "ready" && c.Connection().Reconnects >= 1
 	})
 	if got := wardentest.CallText(t, cs, "local__echo", map[string]any{"after": "restart"}); !strings.Contains(got, "restart") {
 		t.Fatalf("echo after reconnect = %q", got)

@@ -210,11 +210,11 @@ func oauthLogin(t *testing.T, bin, cfgPath, stateDir, server string) {
 }
 
 func connState(w *wardentest.Warden, server string) string {
-	c, ok := w.D.Gateway().Conn(server)
+	c, ok := w.D.Gateway().Upstream(server)
 	if !ok {
 		return ""
 	}
-	return string(c.Status().State)
+	return c.Connection().State
 }
 
 func authState(t *testing.T, w *wardentest.Warden, server string) string {

@@ -107,14 +107,14 @@ func qtEmergencyStop(t *testing.T, quarantine func(w *wardentest.Warden)) {
 	w.Reload(t, nil)
 	qtExpectQuarantined(t, w, f, "after a reload")
 	// ... nor one that reconnects the server (a fresh listing).
-	first, _ := w.D.Gateway().Conn("s")
+	first, _ := w.D.Gateway().Upstream("s")
 	before := w.D.Gateway().Listed("s").Seq
 	w.Reload(t, func(servers map[string]any) {
 		servers["s"].(map[string]any)["headers"] = map[string]string{"X-Warden-Test": "reconnect"}
 	})
 	wardentest.WaitFor(t, 20*time.Second, "s on a new connection", func() bool {
-		c, ok := w.D.Gateway().Conn("s")
-		return ok && c != first && c.Status().State == "ready" && w.D.Gateway().Listed("s").Seq > before
+		c, ok := w.D.Gateway().Upstream("s")
+		return ok && c != first && c.Connection().State == "ready" && w.D.Gateway().Listed("s").Seq > before
 	})
 	qtExpectQuarantined(t, w, f, "after a reconnecting reload")
 

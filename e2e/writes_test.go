@@ -571,8 +571,8 @@ func TestWriteToDownUpstreamRecordsNothing(t *testing.T) {
 					t.Fatal(err)
 				}
 				wardentest.WaitFor(t, 20*time.Second, "the server in backoff", func() bool {
-					c, _ := w.D.Gateway().Conn("s")
-					return c.Status().State == "backoff"
+					c, _ := w.D.Gateway().Upstream("s")
+					return c.Connection().State == "backoff"
 				})
 			} else {
 				// The HTTP upstream's port is closed now. (A moment for Warden's

@@ -104,58 +104,22 @@ func (g *Gateway) callTool(ctx context.Context, call Call, entry *activity.Entry
 		}
 	}
 
-	f := &inflight{server: call.Server, client: call.Client, ctx: ctx, token: call.Meta["progressToken"]}
+	f := &inflight{server: call.Server, client: call.Client, ctx: ctx, token: call.Meta["progressToken"], perRequest: call.PerRequest}
 	upToken, done := g.router.add(f)
 	defer done()
-	meta := call.Meta
-	if upToken != "" {
-		meta = cloneMeta(call.Meta)
-		meta["progressToken"] = upToken
+	f.up.Params, f.up.After = toolParams(call, upToken), call.After
+	var w *writeAdmission // a non-read call's
+	if tool.Class != writes.ClassRead {
+		w = &writeAdmission{ledger: g.deps.Writes, call: call, entry: entry, recordArgs: c.Config().Tools[call.Tool].RecordArgs}
+		f.up.Admit = w.admit
 	}
-	params := &mcp.CallToolParams{Meta: meta, Name: call.Tool, Arguments: call.Args, InputResponses: call.Answers}
-	if len(call.Args) == 0 || string(call.Args) == "null" {
-		// No arguments go upstream as {} on every path, as the SDK client
-		// sends them: servers validate "arguments" as an object.
-		params.Arguments = json.RawMessage("{}")
-	}
-
-	var res *answer.Result
-	var sent *upstream.Call // the last attempt's
-	var intent *writes.Intent
-	var pending writes.Latch // a non-read call as its latch would read
 	defer func() {
 		if r := recover(); r != nil {
 			panic(r) // the intent stays: the server latches at the next start
 		}
-		intent.End() // the outcome is known, or latched
+		w.end() // the outcome is known, or latched
 	}()
-	err = c.Do(withInflight(ctx, f), func(ctx context.Context, cs *mcp.ClientSession) error {
-		onSent := func() {}
-		if tool.Class != writes.ClassRead {
-			permit, latch := g.deps.Writes.Admit(call.Server)
-			if latch != nil {
-				return latchedRefusal(latch)
-			}
-			defer permit.Release()
-			onSent = permit.Release
-			// Written down first, so that Warden dying mid-call still
-			// latches the server when it starts again.
-			entry.ArgsSHA256 = canon.ArgsSHA256(call.Args) // (the activity log's too)
-			pending = latchOf(call, entry.ArgsSHA256, c.Config().Tools[call.Tool].RecordArgs)
-			in, err := g.deps.Writes.Begin(pending)
-			if err != nil {
-				return refuse(CodeUnavailable, "Warden could not write the call down before sending it (%v), so it did not send it. Check the disk holding the state dir, then retry.", err)
-			}
-			intent = in
-		}
-		sent = &upstream.Call{Params: params, OnSent: onSent, After: call.After}
-		if call.Client != nil {
-			sent.Caller, sent.CallerPerRequest = call.Client.Capabilities(), call.PerRequest
-		}
-		var err error
-		res, err = c.CallTool(ctx, cs, sent)
-		return err
-	})
+	res, err := c.Call(ctx, &f.up)
 	if err == nil {
 		return res, nil
 	}
@@ -170,15 +134,30 @@ func (g *Gateway) callTool(ctx context.Context, call Call, entry *activity.Entry
 		// Refused by the upstream for want of a token: nothing ran there.
 		return nil, unavailable(call.Server, err)
 	}
-	if sent == nil || !sent.Sent() || errors.Is(err, mcp.ErrSessionMissing) {
+	if !f.up.Sent() || errors.Is(err, mcp.ErrSessionMissing) {
 		// Nothing left Warden, or the upstream answered that it does not
 		// know the session (404): nothing happened upstream.
 		return nil, unavailable(call.Server, err)
 	}
 	entry.Outcome = "unknown"
-	res = g.unknownOutcome(ctx, call, tool, entry, pending, intent, err)
-	intent = nil // struck off with the latch, or (not stored) kept: the server latches at the next start
-	return res, nil
+	return g.unknownOutcome(ctx, call, entry, w, err), nil
+}
+
+// toolParams is call as it goes upstream, with the progress token minted
+// for it ("" when the client asked for none).
+func toolParams(call Call, upToken string) *mcp.CallToolParams {
+	meta := call.Meta
+	if upToken != "" {
+		meta = cloneMeta(call.Meta)
+		meta["progressToken"] = upToken
+	}
+	params := &mcp.CallToolParams{Meta: meta, Name: call.Tool, Arguments: call.Args, InputResponses: call.Answers}
+	if len(call.Args) == 0 || string(call.Args) == "null" {
+		// No arguments go upstream as {} on every path, as the SDK client
+		// sends them: servers validate "arguments" as an object.
+		params.Arguments = json.RawMessage("{}")
+	}
+	return params
 }
 
 // admitTool applies quarantine and approval, and finds the tool's class.
@@ -237,20 +216,10 @@ func latchedRefusal(l *writes.Latch) *Refusal {
 		l.Server, l.Tool, l.At.UTC().Format(time.RFC3339), l.Reason, l.Server)
 }
 
-// latchOf is a non-read call as its latch would read, sent now: the
-// arguments' values are kept only when the tool's config says recordArgs.
-func latchOf(call Call, argsSHA256 string, recordArgs bool) writes.Latch {
-	lt := writes.Latch{Server: call.Server, Tool: call.Tool, ArgsSHA256: argsSHA256, Surface: call.Surface,
-		SentAt: time.Now(), Client: call.Caller}
-	lt.Args, lt.ArgsOmitted = writes.DescribeArgs(call.Args, recordArgs)
-	return lt
-}
-
 // unknownOutcome handles a call that was sent but not answered: a non-read
-// call latches the server (pending is its latch, as written down before
-// it was sent), each such call once, and its intent goes with the latch's
-// commit.
-func (g *Gateway) unknownOutcome(ctx context.Context, call Call, tool Tool, entry *activity.Entry, pending writes.Latch, intent *writes.Intent, err error) *answer.Result {
+// call (w) latches the server, each such call once, and its intent goes
+// with the latch's commit.
+func (g *Gateway) unknownOutcome(ctx context.Context, call Call, entry *activity.Entry, w *writeAdmission, err error) *answer.Result {
 	reason := writes.ReasonUpstreamLost
 	var tooLarge *upstream.AnswerTooLargeError
 	switch {
@@ -265,10 +234,8 @@ func (g *Gateway) unknownOutcome(ctx context.Context, call Call, tool Tool, entr
 	if entry.ArgsSHA256 == "" {
 		entry.ArgsSHA256 = canon.ArgsSHA256(call.Args)
 	}
-	if tool.Class != writes.ClassRead {
-		pending.At, pending.Reason = time.Now(), reason
-		rerr := g.deps.Writes.Record(pending, intent)
-		if rerr != nil {
+	if w != nil {
+		if rerr := w.latch(reason); rerr != nil {
 			g.log.Error("recording write latch failed", "server", call.Server, "err", rerr)
 		}
 		text += fmt.Sprintf(" Further writes to %q are refused until an operator checks whether it happened and runs: warden writes clear %s", call.Server, call.Server)

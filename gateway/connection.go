@@ -26,19 +26,40 @@ type Connection struct {
 // Connection is server's connection state: "stopped" for a server with no
 // connection (disabled, or not in the config).
 func (g *Gateway) Connection(server string) Connection {
-	c, ok := g.Conn(server)
+	u, ok := g.Upstream(server)
 	if !ok {
 		return Connection{State: string(upstream.StateStopped)}
 	}
-	st := c.Status()
+	return u.Connection()
+}
+
+// Upstream is a server's live connection as those above the gateway may
+// hold it (the daemon, tests): its state and a listing pass on demand,
+// never its session. Two are equal when they are the same connection (a
+// reload that reconnects makes a new one).
+type Upstream struct{ c *upstream.Conn }
+
+// Upstream is server's live connection, if it has one (it is in the config
+// and not disabled).
+func (g *Gateway) Upstream(server string) (Upstream, bool) {
+	c, ok := g.conn(server)
+	return Upstream{c}, ok
+}
+
+// Connection is the connection's state.
+func (u Upstream) Connection() Connection {
+	st := u.c.Status()
 	return Connection{State: string(st.State), Error: st.Error, Since: st.Since,
 		Reconnects: st.Reconnects, Failures: st.Failures, RetryAt: st.RetryAt, Stderr: st.Stderr}
 }
 
+// Refresh takes a listing pass now, if the server is connected.
+func (u Upstream) Refresh() { u.c.Refresh() }
+
 // LiveConfig is the config server's connection runs with, if it has one
 // (it is in the config and not disabled).
 func (g *Gateway) LiveConfig(server string) (*config.Server, bool) {
-	c, ok := g.Conn(server)
+	c, ok := g.conn(server)
 	if !ok {
 		return nil, false
 	}

@@ -7,23 +7,35 @@ import (
 	"github.com/wardenmcp/warden/upstream"
 )
 
-// Do runs a non-tool request (prompts, resources, completion) of client's
-// on server's live session; what the server asks meanwhile goes to client
-// (nil: an operator's request, which nothing is asked of). Quarantined
-// servers answer nothing.
-func (g *Gateway) Do(ctx context.Context, server string, client Client, fn func(context.Context, *mcp.ClientSession) error) error {
+// GetPrompt, ReadResource and Complete forward a client's request to
+// server; what the server asks meanwhile goes to client (nil: an
+// operator's request, which nothing is asked of). Quarantined servers
+// answer nothing.
+
+// GetPrompt forwards a prompts/get.
+func (g *Gateway) GetPrompt(ctx context.Context, server string, client Client, p *mcp.GetPromptParams) (*mcp.GetPromptResult, error) {
+	return forward(ctx, g, server, client, p, (*upstream.Conn).GetPrompt)
+}
+
+// ReadResource forwards a resources/read.
+func (g *Gateway) ReadResource(ctx context.Context, server string, client Client, p *mcp.ReadResourceParams) (*mcp.ReadResourceResult, error) {
+	return forward(ctx, g, server, client, p, (*upstream.Conn).ReadResource)
+}
+
+// Complete forwards a completion/complete.
+func (g *Gateway) Complete(ctx context.Context, server string, client Client, p *mcp.CompleteParams) (*mcp.CompleteResult, error) {
+	return forward(ctx, g, server, client, p, (*upstream.Conn).Complete)
+}
+
+func forward[P, R any](ctx context.Context, g *Gateway, server string, client Client, p P, send func(*upstream.Conn, context.Context, *upstream.Call, P) (R, error)) (res R, err error) {
 	c, err := g.forwardable(server)
 	if err != nil {
-		return err
+		return res, err
 	}
 	f := &inflight{server: server, client: client, ctx: ctx}
 	_, done := g.router.add(f)
 	defer done()
-	var caller *mcp.ClientCapabilities
-	if client != nil {
-		caller = client.Capabilities()
-	}
-	return c.DoFor(withInflight(ctx, f), caller, fn)
+	return send(c, ctx, &f.up, p)
 }
 
 // forwardable is server's connection, if non-tool requests may go to it.
@@ -60,7 +72,7 @@ func (g *Gateway) Unsubscribe(ctx context.Context, server, uri string, who any) 
 // Unfollow ends every subscription of who, whose session ended.
 func (g *Gateway) Unfollow(who any) {
 	for _, s := range g.Servers() {
-		if c, ok := g.Conn(s); ok {
+		if c, ok := g.conn(s); ok {
 			c.Unfollow(who)
 		}
 	}
@@ -71,7 +83,7 @@ func (g *Gateway) Unfollow(who any) {
 // still filters by its own level.
 func (g *Gateway) SetLogLevel(ctx context.Context, servers []string, level mcp.LoggingLevel) {
 	for _, s := range servers {
-		if c, ok := g.Conn(s); ok {
+		if c, ok := g.conn(s); ok {
 			_ = c.SetLogLevel(ctx, level)
 		}
 	}

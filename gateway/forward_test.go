@@ -1,7 +1,6 @@
 package gateway_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -84,13 +83,10 @@ func TestForwardingAndQuarantine(t *testing.T) {
 		t.Errorf("instructions of r: %q", got)
 	}
 	var got string
-	err := g.Do(ctx, "r", nil, func(ctx context.Context, cs *mcp.ClientSession) error {
-		res, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: fixture.RichPrompt, Arguments: map[string]string{"who": "Ada"}})
-		if err == nil {
-			got = res.Messages[0].Content.(*mcp.TextContent).Text
-		}
-		return err
-	})
+	res, err := g.GetPrompt(ctx, "r", nil, &mcp.GetPromptParams{Name: fixture.RichPrompt, Arguments: map[string]string{"who": "Ada"}})
+	if err == nil {
+		got = res.Messages[0].Content.(*mcp.TextContent).Text
+	}
 	if err != nil || got != "hello Ada" {
 		t.Errorf("a prompt forwarded to r: %q (%v)", got, err)
 	}
@@ -104,11 +100,17 @@ func TestForwardingAndQuarantine(t *testing.T) {
 		name string
 		do   func() error
 	}{
-		{"Do", func() error {
-			return g.Do(ctx, "q", nil, func(context.Context, *mcp.ClientSession) error {
-				t.Error("a request reached quarantined q")
-				return nil
-			})
+		{"GetPrompt", func() error {
+			_, err := g.GetPrompt(ctx, "q", nil, &mcp.GetPromptParams{Name: fixture.RichPrompt})
+			return err
+		}},
+		{"ReadResource", func() error {
+			_, err := g.ReadResource(ctx, "q", nil, &mcp.ReadResourceParams{URI: fixture.RichResource})
+			return err
+		}},
+		{"Complete", func() error {
+			_, err := g.Complete(ctx, "q", nil, &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/prompt", Name: fixture.RichPrompt}})
+			return err
 		}},
 		{"Subscribe", func() error { return g.Subscribe(ctx, "q", fixture.RichResource, "who") }},
 		{"Unsubscribe", func() error { return g.Unsubscribe(ctx, "q", fixture.RichResource, "who") }},
@@ -119,8 +121,8 @@ func TestForwardingAndQuarantine(t *testing.T) {
 		}
 	}
 	var ref *gateway.Refusal
-	if err := g.Do(ctx, "nosuch", nil, nil); !errors.As(err, &ref) || ref.Code != gateway.CodeUnavailable {
-		t.Errorf("Do on a server not configured: %v", err)
+	if _, err := g.GetPrompt(ctx, "nosuch", nil, &mcp.GetPromptParams{Name: "p"}); !errors.As(err, &ref) || ref.Code != gateway.CodeUnavailable {
+		t.Errorf("GetPrompt on a server not configured: %v", err)
 	}
 	if g.Prompts("nosuch") != nil || g.Tools("nosuch") != nil || g.Instructions("nosuch") != "" {
 		t.Errorf("a server not configured shows prompts %v, tools %v", g.Prompts("nosuch"), g.Tools("nosuch"))

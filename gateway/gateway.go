@@ -68,7 +68,7 @@ func New(deps Deps) *Gateway {
 	deps.Approvals.OnChange(func(c approval.Change) {
 		g.deps.Events.Publish(events.Event{Type: "tools", Server: c.Server, Data: c})
 		g.inv.approvalChanged(c.Server)
-		if conn, ok := g.Conn(c.Server); ok && c.QuarantineChanged && !c.Quarantined {
+		if conn, ok := g.conn(c.Server); ok && c.QuarantineChanged && !c.Quarantined {
 			conn.Expose() // now it gets the clients' log level and subscriptions
 		}
 	})
@@ -102,12 +102,12 @@ func (g *Gateway) Reconcile(servers map[string]*config.Server) {
 	}
 	ch := g.conns.reconcile(servers)
 	for _, name := range ch.started {
-		if c, ok := g.Conn(name); ok && c.Config().OnDemand && g.Listed(name).Seq == 0 {
+		if c, ok := g.conn(name); ok && c.Config().OnDemand && g.Listed(name).Seq == 0 {
 			g.startOnDemand(c) // not listed by its upstream yet
 		}
 	}
 	for _, c := range ch.gone {
-		if _, live := g.Conn(c.Name); !live {
+		if _, live := g.conn(c.Name); !live {
 			g.deps.Metrics.Forget(c.Name) // gone from the config: no stale series
 			g.inv.removed(c.Name)
 		}
@@ -125,8 +125,8 @@ func (g *Gateway) Close() {
 	g.conns.stopAll()
 }
 
-// Conn returns the live connection of server.
-func (g *Gateway) Conn(server string) (*upstream.Conn, bool) { return g.conns.conn(server) }
+// conn returns the live connection of server.
+func (g *Gateway) conn(server string) (*upstream.Conn, bool) { return g.conns.conn(server) }
 
 // Disabled reports whether server is in the config with "disabled": true.
 func (g *Gateway) Disabled(server string) bool { return g.conns.isDisabled(server) }

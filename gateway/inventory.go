@@ -94,7 +94,7 @@ func (s *inventories) listed(server string) Listing {
 // The views are told once, after the listing is in place, also of the
 // approval changes it caused.
 func (g *Gateway) Inventory(server string, inv *upstream.Inventory) {
-	c, ok := g.Conn(server)
+	c, ok := g.conn(server)
 	if !ok {
 		return
 	}

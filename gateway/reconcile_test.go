@@ -108,8 +108,8 @@ func TestOnDemandListedFromApprovals(t *testing.T) {
 	// baselined, being trusted), then stops when idle.
 	g.Reconcile(onDemand(50 * time.Millisecond))
 	p.WaitListed(t, "od")
-	c, _ := g.Conn("od")
-	parts.WaitFor(t, 20*time.Second, "od to stop when idle", func() bool { return !c.Running() })
+	c, _ := g.Upstream("od")
+	parts.WaitFor(t, 20*time.Second, "od to stop when idle", func() bool { return c.Connection().State == "idle" })
 
 	// A changed idle timeout is a new connection: listed from the pinned
 	// definitions, without a word to the server.
@@ -118,15 +118,15 @@ func TestOnDemandListedFromApprovals(t *testing.T) {
 	if names := toolNames(p, "od"); !slices.Contains(names, fixture.ToolWrite) {
 		t.Fatalf("od lists %v before it runs; want its approved tools", names)
 	}
-	c, _ = g.Conn("od")
-	if reqs := fx.HTTP().Requests(); c.Running() || len(reqs) != sent {
-		t.Fatalf("od was started to be listed (running %v, requests %+v)", c.Running(), reqs[sent:])
+	c, _ = g.Upstream("od")
+	if reqs := fx.HTTP().Requests(); c.Connection().State != "idle" || len(reqs) != sent {
+		t.Fatalf("od was started to be listed (%s, requests %+v)", c.Connection().State, reqs[sent:])
 	}
 	res, err := call(t, p, "od", fixture.ToolWrite, `{"value":"on demand"}`, nil)
 	if err != nil || res.IsError || fx.Value("") != "on demand" {
 		t.Fatalf("the first call to od: %q (%v)", text(res), err)
 	}
-	if !c.Running() {
+	if c.Connection().State != "ready" {
 		t.Error("od is not running after the call that started it")
 	}
 }

@@ -9,17 +9,34 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/wardenmcp/warden/question"
+	"github.com/wardenmcp/warden/upstream"
 )
 
-// inflight is a call on its way through Warden. It is what routes the
-// upstream's server-to-client traffic (progress, log messages, sampling,
-// elicitation, roots) back to the downstream session that caused it.
+// inflight is a client's request on its way through Warden, the gateway's
+// carrier of it: up is what upstream carries of it (and hands back with
+// what the server sends during it), and the rest routes that traffic
+// (progress, log messages, sampling, elicitation, roots) back to the
+// downstream session that caused it.
 type inflight struct {
-	server string
-	client Client          // nil for operator calls (CLI, REST)
-	ctx    context.Context // the downstream request's context: sends on it go on its stream
-	token  any             // the client's progress token, if it asked for progress
+	server     string
+	client     Client          // nil for operator calls (CLI, REST)
+	ctx        context.Context // the downstream request's context: sends on it go on its stream
+	token      any             // the client's progress token, if it asked for progress
+	perRequest bool            // the client says what it can answer with each request
+	up         upstream.Call   // its Origin is this inflight (see router.add)
 }
+
+// Capabilities is what the client can answer (upstream.Origin).
+func (f *inflight) Capabilities() *mcp.ClientCapabilities {
+	if f.client == nil {
+		return nil
+	}
+	return f.client.Capabilities()
+}
+
+// PerRequest reports whether the client says what it can answer with each
+// request (upstream.Origin).
+func (f *inflight) PerRequest() bool { return f.client != nil && f.perRequest }
 
 // router tracks in-flight calls per server and per minted progress token.
 type router struct {
@@ -37,6 +54,7 @@ func newRouter() *router {
 // are random (130 bits): a server that could guess another call's token
 // could speak into it (Progress checks the sender too).
 func (r *router) add(f *inflight) (upstreamToken string, done func()) {
+	f.up.Origin = f
 	if f.token != nil {
 		upstreamToken = "warden-" + rand.Text()
 	}
@@ -91,23 +109,18 @@ func (r *router) byProgressToken(tok any) *inflight {
 
 var errNoCaller = errors.New("no client session is waiting on this server")
 
-type inflightKey struct{}
-
-// withInflight marks the context of a call's upstream request with the call,
-// so that what the upstream sends back with that request (on an HTTP
-// upstream: on the call's own response stream) reaches exactly its caller.
-func withInflight(ctx context.Context, f *inflight) context.Context {
-	return context.WithValue(ctx, inflightKey{}, f)
-}
-
 // callerFor is the call an upstream's request belongs to: the one its
-// context names when it came with a call, else the best guess (see caller).
+// context names (upstream.CallFrom; on an HTTP upstream, what came on the
+// call's own response stream) when it came with a call, else the best
+// guess (see caller).
 func (r *router) callerFor(ctx context.Context, server string) *inflight {
-	if f, ok := ctx.Value(inflightKey{}).(*inflight); ok && f.server == server {
-		if f.client == nil {
-			return nil // an operator call: there is no client to ask
+	if up, ok := upstream.CallFrom(ctx); ok {
+		if f, ok := up.Origin.(*inflight); ok && f.server == server {
+			if f.client == nil {
+				return nil // an operator call: there is no client to ask
+			}
+			return f
 		}
-		return f
 	}
 	return r.caller(server)
 }
@@ -127,7 +140,7 @@ func relatedContext(f *inflight, upstream context.Context) (context.Context, con
 
 // Exposed reports whether clients may hear from server (upstream.Peer).
 func (g *Gateway) Exposed(server string) bool {
-	_, live := g.Conn(server)
+	_, live := g.conn(server)
 	return live && !g.deps.Approvals.Quarantined(server)
 }
 

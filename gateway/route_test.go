@@ -10,7 +10,14 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/wardenmcp/warden/config"
+	"github.com/wardenmcp/warden/upstream"
 )
+
+// withInflight is ctx as upstream hands it back for what a server sends
+// during f (f added to a router first).
+func withInflight(ctx context.Context, f *inflight) context.Context {
+	return upstream.WithCall(ctx, &f.up)
+}
 
 // fakeClient records what the gateway routes to one downstream client.
 type fakeClient struct {
@@ -62,7 +69,7 @@ func testGateway(t *testing.T) *Gateway {
 	server := func(name string, trusted bool) *config.Server {
 		return &config.Server{Name: name, URL: "http://127.0.0.1:1/mcp", Transport: "http", Trusted: trusted, CallTimeout: time.Second}
 	}
-	s, _ := g.Conn("s")
+	s, _ := g.conn("s")
 	g.Reconcile(map[string]*config.Server{"s": s.Config(), "t": server("t", true), "q": server("q", false)})
 	if !g.Exposed("s") || !g.Exposed("t") || g.Exposed("q") {
 		t.Fatalf("exposed: s %v, t %v, q %v; want s and t", g.Exposed("s"), g.Exposed("t"), g.Exposed("q"))

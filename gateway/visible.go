@@ -21,7 +21,7 @@ type Tool struct {
 // Tools returns server's current tools with their policy state, in the
 // upstream's order. A quarantined server's tools are all invisible.
 func (g *Gateway) Tools(server string) []Tool {
-	c, ok := g.Conn(server)
+	c, ok := g.conn(server)
 	inv := g.inv.get(server)
 	if !ok || inv == nil {
 		return nil
@@ -86,7 +86,7 @@ func (g *Gateway) Templates(server string) []*mcp.ResourceTemplate {
 }
 
 func (g *Gateway) exposedInventory(server string) *upstream.Inventory {
-	if _, ok := g.Conn(server); !ok || g.deps.Approvals.Quarantined(server) {
+	if _, ok := g.conn(server); !ok || g.deps.Approvals.Quarantined(server) {
 		return nil
 	}
 	return g.inv.get(server)

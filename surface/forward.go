@@ -39,12 +39,8 @@ func (v *view) syncPrompts(server string, old, now *exposed) {
 			params.Meta = hopMeta(params.Meta)
 			here, stateless := sessionClient(r.Session)
 			return inRounds(ctx, v, here, stateless, "prompt\x00"+name, &params.RequestState, &params.InputResponses,
-				func(ctx context.Context, c gateway.Client) (res *mcp.GetPromptResult, err error) {
-					err = v.g.Do(ctx, server, c, func(ctx context.Context, cs *mcp.ClientSession) (err error) {
-						res, err = cs.GetPrompt(ctx, &params)
-						return err
-					})
-					return res, err
+				func(ctx context.Context, c gateway.Client) (*mcp.GetPromptResult, error) {
+					return v.g.GetPrompt(ctx, server, c, &params)
 				},
 				func(open mcp.InputRequestMap, next string) *mcp.GetPromptResult {
 					return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{}, InputRequests: open, RequestState: next}
@@ -65,12 +61,8 @@ func (v *view) syncResources(server string, old, now *exposed) {
 		params.Meta = hopMeta(params.Meta)
 		here, stateless := sessionClient(r.Session)
 		return inRounds(ctx, v, here, stateless, "resource\x00"+params.URI, &params.RequestState, &params.InputResponses,
-			func(ctx context.Context, c gateway.Client) (res *mcp.ReadResourceResult, err error) {
-				err = v.g.Do(ctx, server, c, func(ctx context.Context, cs *mcp.ClientSession) (err error) {
-					res, err = cs.ReadResource(ctx, &params)
-					return err
-				})
-				return res, err
+			func(ctx context.Context, c gateway.Client) (*mcp.ReadResourceResult, error) {
+				return v.g.ReadResource(ctx, server, c, &params)
 			},
 			func(open mcp.InputRequestMap, next string) *mcp.ReadResourceResult {
 				return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{}, InputRequests: open, RequestState: next}
@@ -195,12 +187,7 @@ func (v *view) complete(ctx context.Context, r *mcp.CompleteRequest) (*mcp.Compl
 	params := *r.Params
 	params.Ref = upRef
 	params.Meta = hopMeta(params.Meta)
-	var res *mcp.CompleteResult
-	err = v.g.Do(ctx, server, gateway.SessionClient{ServerSession: r.Session}, func(ctx context.Context, cs *mcp.ClientSession) (err error) {
-		res, err = cs.Complete(ctx, &params)
-		return err
-	})
-	return res, err
+	return v.g.Complete(ctx, server, gateway.SessionClient{ServerSession: r.Session}, &params)
 }
 
 func (v *view) resourceOwner(uri string) (string, error) {

@@ -146,12 +146,6 @@ func (h *answerHold) end() {
 	}
 }
 
-type answerHoldKey struct{}
-
-func withAnswerHold(ctx context.Context, h *answerHold) context.Context {
-	return context.WithValue(ctx, answerHoldKey{}, h)
-}
-
 // answerReader reads an answer's body for the direct HTTP path, taking room
 // in the bound for what was read since the last event beyond answerFree.
 type answerReader struct {
@@ -204,11 +198,12 @@ type answerIDs struct {
 
 // sent notes a call request written with ctx.
 func (a *answerIDs) sent(ctx context.Context, msg jsonrpc.Message) {
-	h, ok := ctx.Value(answerHoldKey{}).(*answerHold)
+	call, ok := CallFrom(ctx)
 	req, isReq := msg.(*jsonrpc.Request)
-	if !ok || !isReq || !req.IsCall() {
+	if !ok || call.hold == nil || !isReq || !req.IsCall() {
 		return
 	}
+	h := call.hold
 	a.mu.Lock()
 	a.holds[req.ID] = h
 	a.mu.Unlock()

@@ -135,6 +135,8 @@ type Conn struct {
 	sem    chan struct{}
 	http   *sessionTransport // nil unless streamable HTTP
 	sse    *headerTransport  // nil unless legacy SSE
+	// ask puts the server's questions to the clients of its calls.
+	ask *asker
 	// callOnSession runs a tools/call: the direct HTTP path (fastcall.go)
 	// or the SDK client, chosen at Start (a stateless-era call of a tool
 	// that binds headers takes the SDK's, whatever was chosen).
@@ -190,6 +192,7 @@ func Start(cfg *config.Server, opts Options) *Conn {
 	}
 	c.cfg.Store(cfg)
 	c.notices = newNoticeGate(cfg.Name, c.log, opts)
+	c.ask = &asker{name: cfg.Name, peer: opts.Peer, level: c.exposedLevel}
 	c.callOnSession = callSDK
 	if cfg.Transport == "http" {
 		var event func(string)
@@ -199,7 +202,7 @@ func Start(cfg *config.Server, opts Options) *Conn {
 		c.http = newSessionTransport(cfg, opts.Sessions, c.log, event)
 		c.http.authorize(opts.Auth, cfg)
 		if !opts.NoFastPath {
-			c.callOnSession = c.callDirect
+			c.callOnSession = c.direct().call
 		}
 	}
 	if cfg.Transport == "sse" {
@@ -423,8 +426,8 @@ func (c *Conn) connect() (*mcp.ClientSession, error) {
 		return nil, err
 	}
 	client := mcp.NewClient(c.clientInfo(), c.clientOptions())
-	client.AddReceivingMiddleware(c.forwardServerRequests)
-	client.AddSendingMiddleware(c.roundTrips, holdSchemas, withoutServerInfo)
+	client.AddReceivingMiddleware(c.ask.forwardServerRequests)
+	client.AddSendingMiddleware(c.ask.roundTrips, holdSchemas, withoutServerInfo)
 	ctx, cancel := context.WithTimeout(c.ctx, c.Config().CallTimeout)
 	defer cancel()
 	asked := c.protocol()

@@ -41,7 +41,7 @@ func TestCallOn2026SessionSendsStandardHeaders(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := c.Do(context.Background(), func(ctx context.Context, cs *mcp.ClientSession) error {
-		_, err := c.CallTool(ctx, cs, &Call{Params: &mcp.CallToolParams{Name: "t", Arguments: map[string]any{"region": "us-west1"}}})
+		_, err := c.callTool(ctx, cs, &Call{Params: &mcp.CallToolParams{Name: "t", Arguments: map[string]any{"region": "us-west1"}}})
 		return err
 	})
 	if err != nil {
@@ -102,7 +102,7 @@ func TestRoundsWithoutAnswersAreAnswered(t *testing.T) {
 				if v := cs.InitializeResult().ProtocolVersion; v != protocol.Newest {
 					t.Fatalf("negotiated %s, want %s", v, protocol.Newest)
 				}
-				_, err := conn.CallTool(ctx, cs, &Call{Params: &mcp.CallToolParams{Name: "ask", Arguments: map[string]any{}}})
+				_, err := conn.callTool(ctx, cs, &Call{Params: &mcp.CallToolParams{Name: "ask", Arguments: map[string]any{}}})
 				return err
 			})
 			a := Answer(err)
@@ -221,7 +221,7 @@ func TestSessionUpstreamSpeaking2026(t *testing.T) {
 					if v := cs.InitializeResult().ProtocolVersion; v >= protocol.StatelessSince {
 						t.Fatalf("negotiated %s; the test wants a session", v)
 					}
-					res, err := conn.CallTool(ctx, cs, &Call{Params: &mcp.CallToolParams{Name: name, Arguments: map[string]any{}}, Caller: caller, CallerPerRequest: perRequest})
+					res, err := conn.callTool(ctx, cs, &Call{Params: &mcp.CallToolParams{Name: name, Arguments: map[string]any{}}, Origin: origin{caller, perRequest}})
 					if err != nil {
 						return err
 					}
@@ -309,7 +309,7 @@ func TestDiscoveryAnsweredOddly(t *testing.T) {
 // A prompt or resource a client asks a stateless-era upstream for goes with
 // what that client can answer, as a tool call does, not with what Warden's
 // own client could (it declares all).
-func TestDoForTellsWhatTheCallerCanAnswer(t *testing.T) {
+func TestRequestsTellWhatTheCallerCanAnswer(t *testing.T) {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "up", Version: "1"}, nil)
 	canSample := func(caps *mcp.ClientCapabilities) string { return fmt.Sprint(caps != nil && caps.Sampling != nil) }
 	srv.AddPrompt(&mcp.Prompt{Name: "p"}, func(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
@@ -324,27 +324,23 @@ func TestDoForTellsWhatTheCallerCanAnswer(t *testing.T) {
 	if err := conn.Ready(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	if cs := conn.live(); cs == nil || !stateless(cs) {
+		t.Fatal("the test wants a stateless-era upstream")
+	}
 	for _, c := range []struct {
 		caller *mcp.ClientCapabilities
 		want   string
 	}{{&mcp.ClientCapabilities{Sampling: &mcp.SamplingCapabilities{}}, "true"}, {&mcp.ClientCapabilities{}, "false"}, {nil, "false"}} {
 		var prompt, resource string
-		err := conn.DoFor(context.Background(), c.caller, func(ctx context.Context, cs *mcp.ClientSession) error {
-			if !stateless(cs) {
-				t.Fatal("the test wants a stateless-era upstream")
-			}
-			p, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "p"})
-			if err != nil {
-				return err
-			}
+		call := &Call{Origin: origin{c.caller, false}}
+		p, err := conn.GetPrompt(context.Background(), call, &mcp.GetPromptParams{Name: "p"})
+		if err == nil {
 			prompt = p.Messages[0].Content.(*mcp.TextContent).Text
-			r, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "test://r"})
-			if err != nil {
-				return err
+			var r *mcp.ReadResourceResult
+			if r, err = conn.ReadResource(context.Background(), call, &mcp.ReadResourceParams{URI: "test://r"}); err == nil {
+				resource = r.Contents[0].Text
 			}
-			resource = r.Contents[0].Text
-			return nil
-		})
+		}
 		if err != nil || prompt != c.want || resource != c.want {
 			t.Errorf("caller %+v: the upstream saw sampling %s (prompt) and %s (resource) (%v), want %s", c.caller, prompt, resource, err, c.want)
 		}
@@ -454,7 +450,7 @@ func TestStatelessUpstreamOnBothPaths(t *testing.T) {
 				if v := cs.InitializeResult().ProtocolVersion; v != protocol.Newest {
 					t.Fatalf("negotiated %s, want %s", v, protocol.Newest)
 				}
-				res, err := conn.CallTool(ctx, cs, &Call{Params: &mcp.CallToolParams{Name: c.tool, Arguments: c.args}, Caller: c.caller, CallerPerRequest: true})
+				res, err := conn.callTool(ctx, cs, &Call{Params: &mcp.CallToolParams{Name: c.tool, Arguments: c.args}, Origin: origin{c.caller, true}})
 				if err != nil {
 					return err
 				}
@@ -473,7 +469,7 @@ func TestStatelessUpstreamOnBothPaths(t *testing.T) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 		err := conn.Do(ctx, func(ctx context.Context, cs *mcp.ClientSession) error {
-			_, err := conn.CallTool(ctx, cs, &Call{Params: &mcp.CallToolParams{Name: "hangs", Arguments: json.RawMessage(`{}`)}})
+			_, err := conn.callTool(ctx, cs, &Call{Params: &mcp.CallToolParams{Name: "hangs", Arguments: json.RawMessage(`{}`)}})
 			return err
 		})
 		cancel()
@@ -517,3 +513,12 @@ func TestStatelessUpstreamOnBothPaths(t *testing.T) {
 		t.Errorf("rounds: %s", results[false][5])
 	}
 }
+
+// origin is a call's client as a test states it.
+type origin struct {
+	caps       *mcp.ClientCapabilities
+	perRequest bool
+}
+
+func (o origin) Capabilities() *mcp.ClientCapabilities { return o.caps }
+func (o origin) PerRequest() bool                      { return o.perRequest }

@@ -19,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/wardenmcp/warden/answer"
+	"github.com/wardenmcp/warden/config"
 	"github.com/wardenmcp/warden/question"
 )
 
@@ -28,6 +29,18 @@ import (
 // the live session itself and reads the answer (JSON, or an event stream
 // carrying notifications and server-to-client requests before it). The
 // session, its initialization and everything else stay with the SDK client.
+
+// direct is the direct tools/call path of one streamable-HTTP upstream.
+type direct struct {
+	name    string
+	cfg     *atomic.Pointer[config.Server] // the connection's: its URL
+	http    *sessionTransport
+	client  *mcp.Implementation // Warden's client info
+	peer    Peer
+	notices *noticeGate
+	ask     *asker
+	refresh func() // a listing pass, when the upstream says a list changed
+}
 
 var fastID atomic.Uint64
 
@@ -46,10 +59,10 @@ type rpcMessage struct {
 }
 
 // callToolHTTP runs call, with params, over the session's HTTP transport.
-func (c *Conn) callToolHTTP(ctx context.Context, cs *mcp.ClientSession, call *Call, params *mcp.CallToolParams) (res *answer.Result, asks bool, err error) {
+func (d *direct) callToolHTTP(ctx context.Context, cs *mcp.ClientSession, call *Call, params *mcp.CallToolParams) (res *answer.Result, asks bool, err error) {
 	id := fastIDPrefix + strconv.FormatUint(fastID.Add(1), 36)
 	if stateless(cs) {
-		params = c.withClient(params, cs)
+		params = d.withClient(params, cs)
 	}
 	body, err := callRequest(id, params)
 	if err != nil {
@@ -61,7 +74,7 @@ func (c *Conn) callToolHTTP(ctx context.Context, cs *mcp.ClientSession, call *Ca
 	var told sync.Once
 	tell := func() {
 		if call.Sent() {
-			told.Do(func() { c.cancelUpstream(cs, id, context.Cause(ctx)) })
+			told.Do(func() { d.cancelUpstream(cs, id, context.Cause(ctx)) })
 		}
 	}
 	if err := ctx.Err(); err != nil {
@@ -72,7 +85,7 @@ func (c *Conn) callToolHTTP(ctx context.Context, cs *mcp.ClientSession, call *Ca
 	// call before that ends the exchange.
 	reqCtx, endExchange := context.WithCancel(context.WithoutCancel(ctx))
 	unlink := context.AfterFunc(ctx, func() { endExchange(); tell() })
-	resp, err := c.post(reqCtx, cs, body, "tools/call", params.Name)
+	resp, err := d.post(reqCtx, cs, body, "tools/call", params.Name)
 	if ctx.Err() != nil {
 		tell() // abandoned while the request went out: it may have arrived
 	}
@@ -109,10 +122,10 @@ func (c *Conn) callToolHTTP(ctx context.Context, cs *mcp.ClientSession, call *Ca
 		return nil, false, fmt.Errorf("tools/call: upstream answered %s: %s", resp.Status, strings.TrimSpace(string(msg)))
 	}
 	var reply *rpcMessage
-	ans := &answerReader{r: resp.Body, ctx: ctx, h: ctx.Value(answerHoldKey{}).(*answerHold), size: resp.ContentLength}
+	ans := &answerReader{r: resp.Body, ctx: ctx, h: call.hold, size: resp.ContentLength}
 	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		ans.size = -1 // the events before the answer are not counted
-		reply, err = c.readResumable(ctx, cs, resp, ans, id)
+		reply, err = d.readResumable(ctx, cs, resp, ans, id)
 	} else {
 		var data []byte
 		if data, err = readAnswer(ans); err == nil {
@@ -238,8 +251,8 @@ var ErrLost = fmt.Errorf("upstream connection lost")
 // notification of method (a call of tool), or with method "" an answer.
 // To a stateless-era upstream a message names its method, and a call its
 // tool, in headers too, as the SDK's client writes them (verbatim).
-func (c *Conn) post(ctx context.Context, cs *mcp.ClientSession, body []byte, method, tool string) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.Config().URL, nil)
+func (d *direct) post(ctx context.Context, cs *mcp.ClientSession, body []byte, method, tool string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.cfg.Load().URL, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -252,14 +265,14 @@ func (c *Conn) post(ctx context.Context, cs *mcp.ClientSession, body []byte, met
 			req.Header.Set("Mcp-Name", tool)
 		}
 	}
-	return c.http.exchange(req, body)
+	return d.http.exchange(req, body)
 }
 
 // withClient is a stateless-era call's params with what each request says
 // of its client in _meta, as the SDK's client writes it (a key the params
 // have stays): the revision and Warden's client info; askable put the
 // capabilities.
-func (c *Conn) withClient(params *mcp.CallToolParams, cs *mcp.ClientSession) *mcp.CallToolParams {
+func (d *direct) withClient(params *mcp.CallToolParams, cs *mcp.ClientSession) *mcp.CallToolParams {
 	p := *params
 	p.Meta = maps.Clone(params.Meta)
 	if p.Meta == nil {
@@ -269,7 +282,7 @@ func (c *Conn) withClient(params *mcp.CallToolParams, cs *mcp.ClientSession) *mc
 		p.Meta[mcp.MetaKeyProtocolVersion] = cs.InitializeResult().ProtocolVersion
 	}
 	if _, ok := p.Meta[mcp.MetaKeyClientInfo]; !ok {
-		p.Meta[mcp.MetaKeyClientInfo] = c.clientInfo()
+		p.Meta[mcp.MetaKeyClientInfo] = d.client
 	}
 	return &p
 }
@@ -279,11 +292,11 @@ func (c *Conn) withClient(params *mcp.CallToolParams, cs *mcp.ClientSession) *mc
 // Last-Event-ID, like the SDK client's transport retry, after the
 // reconnection time the upstream last asked for (its retry field; SEP-1699
 // makes waiting it a MUST). Only on a session: 2026-07-28 resumes nothing.
-func (c *Conn) readResumable(ctx context.Context, cs *mcp.ClientSession, resp *http.Response, body *answerReader, id string) (*rpcMessage, error) {
+func (d *direct) readResumable(ctx context.Context, cs *mcp.ClientSession, resp *http.Response, body *answerReader, id string) (*rpcMessage, error) {
 	lastID, retry := "", time.Duration(0)
 	asked := &askedTable{}
 	for attempt := 0; ; attempt++ {
-		answer, err := c.readStream(ctx, cs, body, id, &lastID, &retry, asked)
+		answer, err := d.readStream(ctx, cs, body, id, &lastID, &retry, asked)
 		if answer != nil || ctx.Err() != nil || lastID == "" || attempt == 2 || stateless(cs) {
 			return answer, err
 		}
@@ -294,14 +307,14 @@ func (c *Conn) readResumable(ctx context.Context, cs *mcp.ClientSession, resp *h
 				return nil, err
 			}
 		}
-		req, rerr := http.NewRequestWithContext(ctx, http.MethodGet, c.Config().URL, nil)
+		req, rerr := http.NewRequestWithContext(ctx, http.MethodGet, d.cfg.Load().URL, nil)
 		if rerr != nil {
 			return nil, err
 		}
 		req.Header.Set("Accept", "text/event-stream")
 		req.Header.Set("Last-Event-ID", lastID)
 		req.Header.Set("Mcp-Protocol-Version", cs.InitializeResult().ProtocolVersion)
-		r, rerr := c.http.RoundTrip(req)
+		r, rerr := d.http.RoundTrip(req)
 		if rerr != nil || r.StatusCode != http.StatusOK {
 			if r != nil {
 				r.Body.Close()
@@ -316,7 +329,7 @@ func (c *Conn) readResumable(ctx context.Context, cs *mcp.ClientSession, resp *h
 
 // readStream reads an answer's event stream until the response with id,
 // handling what the upstream sends before it.
-func (c *Conn) readStream(ctx context.Context, cs *mcp.ClientSession, r *answerReader, id string, lastID *string, retry *time.Duration, asked *askedTable) (*rpcMessage, error) {
+func (d *direct) readStream(ctx context.Context, cs *mcp.ClientSession, r *answerReader, id string, lastID *string, retry *time.Duration, asked *askedTable) (*rpcMessage, error) {
 	var answer *rpcMessage
 	err := scanEvents(r, retry, func(eventID string, data []byte) bool {
 		*lastID = eventID
@@ -334,11 +347,11 @@ func (c *Conn) readStream(ctx context.Context, cs *mcp.ClientSession, r *answerR
 			return true
 		case m.Method != "" && len(m.ID) > 0:
 			actx, done := asked.start(ctx, m.ID)
-			go func(m rpcMessage) { defer done(); c.answerUpstream(actx, cs, m) }(*m)
+			go func(m rpcMessage) { defer done(); d.answerUpstream(actx, cs, m) }(*m)
 		case m.Method == "notifications/cancelled":
 			asked.cancel(m.Params)
-		case m.Method != "" && (!isNotice(m.Method) || c.notices.allow()):
-			c.notification(ctx, *m)
+		case m.Method != "" && (!isNotice(m.Method) || d.notices.allow()):
+			d.notification(ctx, *m)
 		}
 		return false
 	})
@@ -360,32 +373,32 @@ func idIs(raw json.RawMessage, id string) bool {
 
 // notification routes what the upstream says during a call (ctx is the
 // call's: log messages go to its caller).
-func (c *Conn) notification(ctx context.Context, m rpcMessage) {
-	peer := c.opts.Peer
+func (d *direct) notification(ctx context.Context, m rpcMessage) {
+	peer := d.peer
 	switch m.Method {
 	case "notifications/message":
 		var p mcp.LoggingMessageParams
 		if json.Unmarshal(m.Params, &p) == nil {
-			peer.Log(ctx, c.Name, &p)
+			peer.Log(ctx, d.name, &p)
 		}
 	case "notifications/progress":
 		var p mcp.ProgressNotificationParams
 		if json.Unmarshal(m.Params, &p) == nil {
-			peer.Progress(c.Name, &p)
+			peer.Progress(d.name, &p)
 		}
 	case "notifications/resources/updated":
 		var p mcp.ResourceUpdatedNotificationParams
 		if json.Unmarshal(m.Params, &p) == nil {
-			peer.ResourceUpdated(c.Name, &p)
+			peer.ResourceUpdated(d.name, &p)
 		}
 	case "notifications/tools/list_changed", "notifications/prompts/list_changed", "notifications/resources/list_changed":
-		c.scheduleRefresh()
+		d.refresh()
 	}
 }
 
 // answerUpstream forwards a server-to-client request made during a call to
 // the calling client and posts the answer back.
-func (c *Conn) answerUpstream(ctx context.Context, cs *mcp.ClientSession, m rpcMessage) {
+func (d *direct) answerUpstream(ctx context.Context, cs *mcp.ClientSession, m rpcMessage) {
 	var result any
 	var err error
 	if bad := malformed(m.Method, m.Params); bad != nil {
@@ -395,7 +408,7 @@ func (c *Conn) answerUpstream(ctx context.Context, cs *mcp.ClientSession, m rpcM
 			err = json.Unmarshal(m.Params, q)
 		}
 		if err == nil {
-			result, err = c.opts.Peer.Ask(ctx, c.Name, "", q)
+			result, err = d.peer.Ask(ctx, d.name, "", q)
 		}
 	} else if m.Method == "ping" {
 		result = struct{}{}
@@ -412,14 +425,14 @@ func (c *Conn) answerUpstream(ctx context.Context, cs *mcp.ClientSession, m rpcM
 	body, _ := json.Marshal(reply)
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	if resp, err := c.post(pctx, cs, body, "", ""); err == nil {
+	if resp, err := d.post(pctx, cs, body, "", ""); err == nil {
 		io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
 	}
 }
 
 // cancelUpstream tells the upstream a call was abandoned.
-func (c *Conn) cancelUpstream(cs *mcp.ClientSession, id string, cause error) {
+func (d *direct) cancelUpstream(cs *mcp.ClientSession, id string, cause error) {
 	reason := "cancelled"
 	if cause != nil {
 		reason = cause.Error()
@@ -429,14 +442,30 @@ func (c *Conn) cancelUpstream(cs *mcp.ClientSession, id string, cause error) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		if resp, err := c.post(ctx, cs, body, "notifications/cancelled", ""); err == nil {
+		if resp, err := d.post(ctx, cs, body, "notifications/cancelled", ""); err == nil {
 			io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
 		}
 	}()
 }
 
-// CallTool runs one tools/call upstream on the live session. A large
+// Call runs call, a tools/call, upstream: it waits for the live session
+// (as Do), then admits the call (call.Admit) and sends it on the direct
+// HTTP path or through the SDK client.
+func (c *Conn) Call(ctx context.Context, call *Call) (*answer.Result, error) {
+	var res *answer.Result
+	err := c.Do(ctx, func(ctx context.Context, cs *mcp.ClientSession) (err error) {
+		defer call.letGo()
+		if err := call.admit(); err != nil {
+			return err
+		}
+		res, err = c.callTool(ctx, cs, call)
+		return err
+	})
+	return res, err
+}
+
+// callTool runs one tools/call upstream on the live session. A large
 // answer holds room in the answers' bound until it has been sent (see
 // answer.After), or until the call returns. To an upstream that speaks
 // 2026-07-28, the direct HTTP path sends what the SDK client sends (the
@@ -452,20 +481,21 @@ func (c *Conn) cancelUpstream(cs *mcp.ClientSession, id string, cause error) {
 // 2026-07-28 client) and answers less. A 2025 client's say is its
 // session's, which Warden's stands for; telling every call again would
 // cost the upstream a decode of each (a Go SDK server's: 5-25% of a call).
-func (c *Conn) CallTool(ctx context.Context, cs *mcp.ClientSession, call *Call) (*answer.Result, error) {
-	h := c.opts.Answers.hold()
-	defer call.after(h.end)
-	ctx = withAnswerHold(withCall(ctx, call), h)
+func (c *Conn) callTool(ctx context.Context, cs *mcp.ClientSession, call *Call) (*answer.Result, error) {
+	call.hold = c.opts.Answers.hold()
+	defer call.after(call.hold.end)
+	ctx = WithCall(ctx, call)
+	caller, perRequest := call.caller()
 	if stateless(cs) {
-		params := askable(call.Params, call.Caller, c.exposedLevel())
+		params := askable(call.Params, caller, c.exposedLevel())
 		if c.bindsHeaders(params.Name) {
 			return callSDK(ctx, cs, call, params) // the SDK writes the Mcp-Param-* headers
 		}
 		return c.callOnSession(ctx, cs, call, params)
 	}
 	params := call.Params
-	if call.CallerPerRequest && !answersAll(call.Caller) {
-		params = askable(params, call.Caller, "") // 2025: the session has the level
+	if perRequest && !answersAll(caller) {
+		params = askable(params, caller, "") // 2025: the session has the level
 	}
 	return c.callOnSession(ctx, cs, call, params)
 }
@@ -480,24 +510,30 @@ func callSDK(ctx context.Context, cs *mcp.ClientSession, _ *Call, params *mcp.Ca
 	return answer.Decoded(res), nil
 }
 
-// callDirect runs a tools/call on the direct HTTP path, round after round
+// call runs a tools/call on the direct HTTP path, round after round
 // while its result asks for input, as roundTrips does on the SDK path.
-func (c *Conn) callDirect(ctx context.Context, cs *mcp.ClientSession, call *Call, params *mcp.CallToolParams) (*answer.Result, error) {
+func (d *direct) call(ctx context.Context, cs *mcp.ClientSession, call *Call, params *mcp.CallToolParams) (*answer.Result, error) {
 	for round := 1; ; round++ {
-		res, asks, err := c.callToolHTTP(ctx, cs, call, params)
+		res, asks, err := d.callToolHTTP(ctx, cs, call, params)
 		if err != nil || !asks {
 			return res, err
 		}
-		d, err := res.Tool()
+		tr, err := res.Tool()
 		if err != nil {
 			return nil, fmt.Errorf("tools/call: bad result: %w", err)
 		}
-		answers, err := c.answerRound(ctx, "tools/call", round, d.InputRequests)
+		answers, err := d.ask.answerRound(ctx, "tools/call", round, tr.InputRequests)
 		if err != nil {
 			return nil, err
 		}
 		p := *params
-		p.InputResponses, p.RequestState = answers, d.RequestState
+		p.InputResponses, p.RequestState = answers, tr.RequestState
 		params = &p
 	}
+}
+
+// direct is the connection's direct tools/call path.
+func (c *Conn) direct() *direct {
+	return &direct{name: c.Name, cfg: &c.cfg, http: c.http, client: c.clientInfo(), peer: c.opts.Peer,
+		notices: c.notices, ask: c.ask, refresh: c.scheduleRefresh}
 }

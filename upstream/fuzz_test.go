@@ -111,7 +111,7 @@ func call(t *testing.T, c *Conn) (*answer.Result, error) {
 	var res *answer.Result
 	err := c.Do(context.Background(), func(ctx context.Context, cs *mcp.ClientSession) error {
 		var err error
-		res, err = c.CallTool(ctx, cs, &Call{Params: &mcp.CallToolParams{Name: "t", Arguments: json.RawMessage(`{"a":1}`)}})
+		res, err = c.callTool(ctx, cs, &Call{Params: &mcp.CallToolParams{Name: "t", Arguments: json.RawMessage(`{"a":1}`)}})
 		return err
 	})
 	if errors.Is(err, ErrTimeout) {

@@ -102,7 +102,7 @@ func TestCallResumesAfterRetry(t *testing.T) {
 			defer c.Stop()
 			var res *answer.Result
 			err := c.Do(context.Background(), func(ctx context.Context, cs *mcp.ClientSession) (err error) {
-				res, err = c.CallTool(ctx, cs, &Call{Params: &mcp.CallToolParams{Name: "t", Arguments: map[string]any{}}})
+				res, err = c.callTool(ctx, cs, &Call{Params: &mcp.CallToolParams{Name: "t", Arguments: map[string]any{}}})
 				return err
 			})
 			if err != nil {

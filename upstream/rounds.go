@@ -18,12 +18,21 @@ import (
 // of the call (the Peer finds it), as it is: that client is the one that
 // answers, and the SDK client's own checks or roots list are not.
 
+// asker puts one upstream's questions to the clients of its calls, through
+// the Peer: what its 2025 session asks (forwardServerRequests) and the
+// rounds of an input-required result (roundTrips, answerRound).
+type asker struct {
+	name  string
+	peer  Peer
+	level func() mcp.LoggingLevel // what a stateless server is asked for (see askable)
+}
+
 // maxRounds bounds the rounds of one call with a stateless-era upstream.
 const maxRounds = 10
 
 // forwardServerRequests hands a 2025 upstream's requests to answer,
 // instead of the SDK client's handlers.
-func (c *Conn) forwardServerRequests(next mcp.MethodHandler) mcp.MethodHandler {
+func (a *asker) forwardServerRequests(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		var q mcp.InputRequest
 		switch r := req.(type) {
@@ -36,7 +45,7 @@ func (c *Conn) forwardServerRequests(next mcp.MethodHandler) mcp.MethodHandler {
 		default:
 			return next(ctx, method, req)
 		}
-		a, err := c.opts.Peer.Ask(ctx, c.Name, "", q)
+		a, err := a.peer.Ask(ctx, a.name, "", q)
 		if err != nil {
 			return nil, replyError(err)
 		}
@@ -62,9 +71,9 @@ func replyError(err error) *jsonrpc.Error {
 // answers and the upstream's request state. Stateless-era upstreams answer
 // so; a 2025 one may too (the Go SDK's, whose handlers return questions,
 // puts a first round's to the client itself but passes on a second's).
-func (c *Conn) roundTrips(next mcp.MethodHandler) mcp.MethodHandler {
+func (a *asker) roundTrips(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		req = c.forCaller(ctx, req)
+		req = a.forCaller(ctx, req)
 		for round := 1; ; round++ {
 			res, err := next(ctx, method, req)
 			if err != nil {
@@ -74,7 +83,7 @@ func (c *Conn) roundTrips(next mcp.MethodHandler) mcp.MethodHandler {
 			if !ok {
 				return res, nil
 			}
-			answers, err := c.answerRound(ctx, method, round, asks)
+			answers, err := a.answerRound(ctx, method, round, asks)
 			if err != nil {
 				return nil, err
 			}
@@ -86,17 +95,17 @@ func (c *Conn) roundTrips(next mcp.MethodHandler) mcp.MethodHandler {
 }
 
 // answerRound answers the questions of a call's round-th result.
-func (c *Conn) answerRound(ctx context.Context, method string, round int, asks mcp.InputRequestMap) (mcp.InputResponseMap, error) {
+func (a *asker) answerRound(ctx context.Context, method string, round int, asks mcp.InputRequestMap) (mcp.InputResponseMap, error) {
 	// Answered, the server's call ends here (nothing is in doubt).
 	if len(asks) == 0 {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
-			Message: fmt.Sprintf("%s: server %q is busy (it asked for no input and said to call again); retry later", method, c.Name)}
+			Message: fmt.Sprintf("%s: server %q is busy (it asked for no input and said to call again); retry later", method, a.name)}
 	}
 	if round == maxRounds {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
-			Message: fmt.Sprintf("%s: server %q still asked for input after %d rounds; Warden stopped there", method, c.Name, maxRounds)}
+			Message: fmt.Sprintf("%s: server %q still asked for input after %d rounds; Warden stopped there", method, a.name, maxRounds)}
 	}
-	answers, err := c.answerAll(ctx, asks)
+	answers, err := a.answerAll(ctx, asks)
 	if err != nil {
 		if a := Answer(err); a != nil {
 			return nil, a // the client's refusal, such as a capability it lacks
@@ -105,13 +114,13 @@ func (c *Conn) answerRound(ctx context.Context, method string, round int, asks m
 		// another: nothing is in doubt, unlike a 2025 server left waiting
 		// on its own question.
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
-			Message: fmt.Sprintf("%s: server %q asked for input that did not come (%v), so Warden did not call it again", method, c.Name, err)}
+			Message: fmt.Sprintf("%s: server %q asked for input that did not come (%v), so Warden did not call it again", method, a.name, err)}
 	}
 	return answers, nil
 }
 
 // answerAll answers a round's questions at once.
-func (c *Conn) answerAll(ctx context.Context, asks mcp.InputRequestMap) (mcp.InputResponseMap, error) {
+func (a *asker) answerAll(ctx context.Context, asks mcp.InputRequestMap) (mcp.InputResponseMap, error) {
 	var (
 		mu      sync.Mutex
 		wg      sync.WaitGroup
@@ -120,7 +129,7 @@ func (c *Conn) answerAll(ctx context.Context, asks mcp.InputRequestMap) (mcp.Inp
 	)
 	for id, q := range asks {
 		wg.Go(func() {
-			a, err := c.opts.Peer.Ask(ctx, c.Name, id, q)
+			a, err := a.peer.Ask(ctx, a.name, id, q)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -204,36 +213,25 @@ func askableMeta(meta mcp.Meta, caller *mcp.ClientCapabilities, level mcp.Loggin
 	return meta
 }
 
-// callerKey marks the context of a client's request run with DoFor: what
-// the client can answer (nil: an operator's, which can answer none). Only
-// this package sets and reads it.
-type callerKey struct{}
-
-type callerCaps struct{ caps *mcp.ClientCapabilities }
-
-// DoFor is Do for a request of a client's that the upstream may answer
-// with questions (prompts/get, resources/read): a stateless-era upstream
-// is told with it what that client can answer, as with a tool call (see
-// askable), not what Warden's own client could.
-func (c *Conn) DoFor(ctx context.Context, caller *mcp.ClientCapabilities, fn func(context.Context, *mcp.ClientSession) error) error {
-	return c.Do(context.WithValue(ctx, callerKey{}, callerCaps{caller}), fn)
-}
-
-// forCaller is req as sent for the client DoFor names in ctx, if any.
-func (c *Conn) forCaller(ctx context.Context, req mcp.Request) mcp.Request {
-	caller, ok := ctx.Value(callerKey{}).(callerCaps)
+// forCaller is req, a prompt or resource request, as sent for the client
+// of the call ctx carries, if any: a stateless-era upstream is told with it
+// what that client can answer, as with a tool call (see askable), not what
+// Warden's own client could.
+func (a *asker) forCaller(ctx context.Context, req mcp.Request) mcp.Request {
+	call, ok := CallFrom(ctx)
 	cs, _ := req.GetSession().(*mcp.ClientSession)
 	if !ok || cs == nil || !stateless(cs) {
 		return req
 	}
+	caps, _ := call.caller()
 	switch p := req.GetParams().(type) {
 	case *mcp.GetPromptParams:
 		q := *p
-		q.Meta = askableMeta(p.Meta, caller.caps, c.exposedLevel())
+		q.Meta = askableMeta(p.Meta, caps, a.level())
 		return &mcp.ClientRequest[*mcp.GetPromptParams]{Session: cs, Params: &q}
 	case *mcp.ReadResourceParams:
 		q := *p
-		q.Meta = askableMeta(p.Meta, caller.caps, c.exposedLevel())
+		q.Meta = askableMeta(p.Meta, caps, a.level())
 		return &mcp.ClientRequest[*mcp.ReadResourceParams]{Session: cs, Params: &q}
 	}
 	return req

@@ -207,7 +207,7 @@ func (t *sessionTransport) ensureProbed(req *http.Request) error {
 	}()
 	// The probe is Warden's own request: it must not mark the call whose
 	// request triggered it as sent.
-	post := postRequest(req.WithContext(withCall(req.Context(), nil)))
+	post := postRequest(req.WithContext(WithCall(req.Context(), nil)))
 	resp, err := t.send(post.WithContext(withResumeProbe(post.Context())), probeBody)
 	if err != nil {
 		return err

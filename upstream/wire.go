@@ -339,7 +339,7 @@ func (b *wireBody) finish(atEOF bool) bool {
 // written its request.
 func withDispatchTrace(req *http.Request) *http.Request {
 	ctx := req.Context()
-	if c, _ := ctx.Value(dispatchKey{}).(*Call); c == nil {
+	if _, ok := CallFrom(ctx); !ok {
 		return req
 	}
 	trace := &httptrace.ClientTrace{WroteRequest: func(info httptrace.WroteRequestInfo) {

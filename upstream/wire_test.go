@@ -180,7 +180,7 @@ func TestWireMarksDispatch(t *testing.T) {
 	defer tr.CloseIdleConnections()
 
 	d := &Call{}
-	ctx := withCall(context.Background(), d)
+	ctx := WithCall(context.Background(), d)
 	readAll(t, post(t, tr, ctx, srv.URL, "x"))
 	if !d.Sent() {
 		t.Fatal("a request the server answered is not marked sent")
@@ -193,7 +193,7 @@ func TestWireMarksDispatch(t *testing.T) {
 	addr := ln.Addr().String()
 	ln.Close() // nothing listens there now
 	d = &Call{}
-	ctx = withCall(context.Background(), d)
+	ctx = WithCall(context.Background(), d)
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+"/mcp", strings.NewReader("x"))
 	if _, err := tr.RoundTrip(req); err == nil {
 		t.Fatal("a POST to a closed port succeeded")
@@ -223,7 +223,7 @@ func TestWireLeavesOtherRequestsToTheStandardTransport(t *testing.T) {
 	}
 	srv, _ := countingServer(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, r.Method) })
 	d := &Call{}
-	ctx := withCall(context.Background(), d)
+	ctx := WithCall(context.Background(), d)
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
 	resp, err := tr.RoundTrip(req)
 	if err != nil {
@@ -249,7 +249,7 @@ func TestWireSendsNothingForAnAbandonedCall(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
 		d := &Call{}
-		ctx = withCall(ctx, d)
+		ctx = WithCall(ctx, d)
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL, strings.NewReader("x"))
 		if _, err := tr.RoundTrip(req); !errors.Is(err, context.Canceled) {
 			t.Fatalf("err %v, want context.Canceled", err)

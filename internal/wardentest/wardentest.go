@@ -215,9 +215,8 @@ func (w *Warden) WaitReady(t testing.TB, server string) {
 	g := w.D.Gateway()
 	var l gateway.Listing
 	WaitFor(t, 30*time.Second, server+" ready", func() bool {
-		c, ok := g.Conn(server)
 		l = g.Listed(server)
-		return ok && c.Status().State == "ready" && l.Seq != 0
+		return g.Connection(server).State == "ready" && l.Seq != 0
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
