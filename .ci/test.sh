@@ -5,7 +5,7 @@
 # target for a few seconds.
 #
 #   .ci/test.sh                      # everything
-#   .ci/test.sh ./internal/fixture/  # only these packages (vet and test)
+#   .ci/test.sh ./internal/testing/fixture/  # only these packages (vet and test)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

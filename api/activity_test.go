@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/wardenmcp/warden/activity"
-	"github.com/wardenmcp/warden/internal/wardentest/parts"
+	"github.com/wardenmcp/warden/internal/testing/wardentest/parts"
 )
 
 // GET /v1/activity answers recent calls newest first, by server and

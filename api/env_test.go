@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/wardenmcp/warden/config"
-	"github.com/wardenmcp/warden/internal/wardentest/parts"
+	"github.com/wardenmcp/warden/internal/testing/wardentest/parts"
 )
 
 // testToken is the operator token of every test API.

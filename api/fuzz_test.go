@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/wardenmcp/warden/api"
-	"github.com/wardenmcp/warden/internal/fixture"
-	"github.com/wardenmcp/warden/internal/wardentest"
+	"github.com/wardenmcp/warden/internal/testing/fixture"
+	"github.com/wardenmcp/warden/internal/testing/wardentest"
 )
 
 // bodyRoutes are the operator routes that take a JSON body. The first

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/wardenmcp/warden/approval"
-	"github.com/wardenmcp/warden/internal/fixture"
-	"github.com/wardenmcp/warden/internal/wardentest/parts"
+	"github.com/wardenmcp/warden/internal/testing/fixture"
+	"github.com/wardenmcp/warden/internal/testing/wardentest/parts"
 )
 
 // snapshot is a server's approval state, to show a refused request

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/wardenmcp/warden/approval"
-	"github.com/wardenmcp/warden/internal/fixture"
+	"github.com/wardenmcp/warden/internal/testing/fixture"
 	"github.com/wardenmcp/warden/sessions"
 )
 

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wardenmcp/warden/internal/testenv"
+	"github.com/wardenmcp/warden/internal/testing/testenv"
 )
 
 // A VS Code workspace file as VS Code documents it: ${workspaceFolder} is

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wardenmcp/warden/internal/testenv"
+	"github.com/wardenmcp/warden/internal/testing/testenv"
 )
 
 // Files as other MCP hosts write them load as they are; fields those hosts

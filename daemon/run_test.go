@@ -16,8 +16,8 @@ import (
 	"github.com/wardenmcp/warden/api"
 	"github.com/wardenmcp/warden/config"
 	"github.com/wardenmcp/warden/daemon"
-	"github.com/wardenmcp/warden/internal/fixture"
-	"github.com/wardenmcp/warden/internal/wardentest"
+	"github.com/wardenmcp/warden/internal/testing/fixture"
+	"github.com/wardenmcp/warden/internal/testing/wardentest"
 )
 
 // The tests here run the whole daemon in this process (wardentest), on a

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wardenmcp/warden/internal/wardentest"
+	"github.com/wardenmcp/warden/internal/testing/wardentest"
 )
 
 // keyCaseUpstream is a streamable-HTTP MCP server of a few lines, with one

@@ -12,10 +12,10 @@ import (
 	"github.com/wardenmcp/warden/api"
 	"github.com/wardenmcp/warden/approval"
 	"github.com/wardenmcp/warden/client"
-	"github.com/wardenmcp/warden/internal/fixture"
 	"github.com/wardenmcp/warden/internal/state"
-	"github.com/wardenmcp/warden/internal/testenv"
-	"github.com/wardenmcp/warden/internal/wardentest"
+	"github.com/wardenmcp/warden/internal/testing/fixture"
+	"github.com/wardenmcp/warden/internal/testing/testenv"
+	"github.com/wardenmcp/warden/internal/testing/wardentest"
 )
 
 // BenchmarkApproveEndToEnd320 measures approving all 320 held tools of an

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/wardenmcp/warden/internal/testenv"
-	"github.com/wardenmcp/warden/internal/wardentest"
+	"github.com/wardenmcp/warden/internal/testing/testenv"
+	"github.com/wardenmcp/warden/internal/testing/wardentest"
 )
 
 // BenchmarkToolCall measures tools/call latency and throughput against one
@@ -55,10 +55,10 @@ func BenchmarkToolCall(b *testing.B) {
 	listen := wardentest.ServeProcess(b, "", servers).Addr
 	sdkListen := wardentest.ServeProcess(b, "", servers, "WARDEN_FASTPATH=off").Addr
 	proxyAddr := "127.0.0.1:" + strconv.Itoa(testenv.FreePort(b))
-	testenv.StartProcess(b, exec.Command(testenv.BuildBinary(b, "./internal/fixture/cmd/plainproxy"), proxyAddr, upURL))
+	testenv.StartProcess(b, exec.Command(testenv.BuildBinary(b, "./internal/testing/fixture/cmd/plainproxy"), proxyAddr, upURL))
 	testenv.WaitHTTP(b, "http://"+proxyAddr+"/mcp", 20*time.Second)
 	fwdAddr := "127.0.0.1:" + strconv.Itoa(testenv.FreePort(b))
-	testenv.StartProcess(b, exec.Command(testenv.BuildBinary(b, "./internal/fixture/cmd/tcpforward"), fwdAddr, upAddr))
+	testenv.StartProcess(b, exec.Command(testenv.BuildBinary(b, "./internal/testing/fixture/cmd/tcpforward"), fwdAddr, upAddr))
 	testenv.WaitHTTP(b, "http://"+fwdAddr+"/mcp", 20*time.Second)
 	const era2025, era2026 = "2025-11-25", "2026-07-28"
 	// Each way is set against the first (direct) but for those that name

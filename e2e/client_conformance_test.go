@@ -4,18 +4,18 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wardenmcp/warden/internal/testenv"
+	"github.com/wardenmcp/warden/internal/testing/testenv"
 )
 
 // clientHarness builds warden and the harness the suite's client scenarios
-// run (internal/fixture/cmd/clientharness: warden serve with the scenario's
+// run (internal/testing/fixture/cmd/clientharness: warden serve with the scenario's
 // server as its only upstream, a login when Warden says it needs one, the
 // scenario's calls through /mcp/s), and the environment the harness needs.
 // The harness's daemons keep their state under TMPDIR: the test's, so
 // nothing is left behind even when the suite kills a harness.
 func clientHarness(t *testing.T) (harness string, env []string) {
 	env = []string{"WARDEN_BIN=" + testenv.BuildBinary(t, "./cmd/warden"), "TMPDIR=" + t.TempDir()}
-	return testenv.BuildBinary(t, "./internal/fixture/cmd/clientharness"), env
+	return testenv.BuildBinary(t, "./internal/testing/fixture/cmd/clientharness"), env
 }
 
 // clientScenario is one run of a client scenario; args choose its wire

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/wardenmcp/warden/api"
-	"github.com/wardenmcp/warden/internal/testenv"
-	"github.com/wardenmcp/warden/internal/wardentest"
+	"github.com/wardenmcp/warden/internal/testing/testenv"
+	"github.com/wardenmcp/warden/internal/testing/wardentest"
 )
 
 // statusOf is `warden status --json` of the daemon p, run as its operator

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wardenmcp/warden/internal/testenv"
-	"github.com/wardenmcp/warden/internal/wardentest"
+	"github.com/wardenmcp/warden/internal/testing/testenv"
+	"github.com/wardenmcp/warden/internal/testing/wardentest"
 )
 
 // raiderHome is a home as the README leaves it (warden installed in
@@ -57,7 +57,7 @@ var (
 // user; with isolation off every one works, which shows the attempts are
 // real.
 func TestServerCannotTouchTheHome(t *testing.T) {
-	raider := testenv.BuildBinary(t, "./internal/fixture/cmd/raider")
+	raider := testenv.BuildBinary(t, "./internal/testing/fixture/cmd/raider")
 	warden := testenv.BuildBinary(t, "./cmd/warden")
 	users := []int{-1}
 	if os.Geteuid() == 0 {
@@ -111,7 +111,7 @@ func TestServerCannotTouchTheHome(t *testing.T) {
 // says which path is a link and why, and nothing is written where the
 // link points.
 func TestSandboxPathsNeverFollowLinks(t *testing.T) {
-	built := testenv.BuildBinary(t, "./internal/fixture/cmd/raider")
+	built := testenv.BuildBinary(t, "./internal/testing/fixture/cmd/raider")
 	eachUser(t, []string{"default"}, built, func(t *testing.T, _, dir, raider string, uid int) {
 		data, other := filepath.Join(dir, "data"), filepath.Join(dir, "other")
 		cache := filepath.Join(data, "cache")
@@ -153,7 +153,7 @@ func TestSandboxPathsNeverFollowLinks(t *testing.T) {
 // config the way editors do (a new file renamed over it), which once
 // uncovered the new file for servers started before the save.
 func TestConfigSavedByRenameStaysHidden(t *testing.T) {
-	built := testenv.BuildBinary(t, "./internal/fixture/cmd/fixture-server")
+	built := testenv.BuildBinary(t, "./internal/testing/fixture/cmd/fixture-server")
 	eachUser(t, []string{"default"}, built, func(t *testing.T, _, dir, fixture string, uid int) {
 		cfgDir := filepath.Join(dir, "config")
 		if err := os.MkdirAll(cfgDir, 0o700); err != nil {

@@ -6,8 +6,8 @@ package e2e
 import (
 	"testing"
 
-	"github.com/wardenmcp/warden/internal/testenv"
-	"github.com/wardenmcp/warden/internal/wardentest"
+	"github.com/wardenmcp/warden/internal/testing/testenv"
+	"github.com/wardenmcp/warden/internal/testing/wardentest"
 )
 
 // The official conformance suite, pointed at /mcp/everything, must pass as

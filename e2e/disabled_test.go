@@ -19,9 +19,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/wardenmcp/warden/approval"
 	"github.com/wardenmcp/warden/client"
-	"github.com/wardenmcp/warden/internal/fixture"
-	"github.com/wardenmcp/warden/internal/testenv"
-	"github.com/wardenmcp/warden/internal/wardentest"
+	"github.com/wardenmcp/warden/internal/testing/fixture"
+	"github.com/wardenmcp/warden/internal/testing/testenv"
+	"github.com/wardenmcp/warden/internal/testing/wardentest"
 )
 
 // dsSessionServers lists the servers GET /v1/sessions holds a record of.

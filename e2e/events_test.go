@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wardenmcp/warden/internal/fixture"
-	"github.com/wardenmcp/warden/internal/wardentest"
+	"github.com/wardenmcp/warden/internal/testing/fixture"
+	"github.com/wardenmcp/warden/internal/testing/wardentest"
 )
 
 // The operator's event stream reports server states, latches and their

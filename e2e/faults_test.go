@@ -17,12 +17,12 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/wardenmcp/warden/internal/fixture"
-	"github.com/wardenmcp/warden/internal/testenv"
-	"github.com/wardenmcp/warden/internal/wardentest"
+	"github.com/wardenmcp/warden/internal/testing/fixture"
+	"github.com/wardenmcp/warden/internal/testing/testenv"
+	"github.com/wardenmcp/warden/internal/testing/wardentest"
 )
 
-const fixturePkg = "./internal/fixture/cmd/fixture-server"
+const fixturePkg = "./internal/testing/fixture/cmd/fixture-server"
 
 // readPID reads the pid a fixture-server wrote into its -stats file.
 func readPID(t *testing.T, statsFile string) int {

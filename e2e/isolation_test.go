@@ -17,8 +17,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wardenmcp/warden/client"
-	"github.com/wardenmcp/warden/internal/testenv"
-	"github.com/wardenmcp/warden/internal/wardentest"
+	"github.com/wardenmcp/warden/internal/testing/testenv"
+	"github.com/wardenmcp/warden/internal/testing/wardentest"
 )
 
 // isoWarden is a real `warden serve` started with its config and state dir
@@ -86,7 +86,7 @@ var isoAttempts = []string{
 // (WARDEN_ISOLATION=off) every one of them succeeds, which shows the
 // attempts are real.
 func TestIsolationHostileServer(t *testing.T) {
-	built := testenv.BuildBinary(t, "./internal/fixture/cmd/intruder")
+	built := testenv.BuildBinary(t, "./internal/testing/fixture/cmd/intruder")
 	eachUser(t, []string{"default", "off"}, built, func(t *testing.T, mode, dir, intruder string, uid int) {
 		work := filepath.Join(dir, "work")
 		if err := os.Mkdir(work, 0o755); err != nil {
@@ -334,7 +334,7 @@ func TestReferenceServersUnderIsolation(t *testing.T) {
 		"everything": map[string]any{"command": node, "args": []string{testenv.NPMBin(t, "server-everything")}, "trusted": true},
 		"fs":         fs(map[string]any{"paths": map[string]any{"read": []string{nodeDir, modules}, "write": []string{allowed}}}),
 		"fsopen":     fs(nil),
-		"offline": map[string]any{"command": testenv.BuildBinary(t, "./internal/fixture/cmd/intruder"), "trusted": true,
+		"offline": map[string]any{"command": testenv.BuildBinary(t, "./internal/testing/fixture/cmd/intruder"), "trusted": true,
 			"args": []string{"-api", "http://" + listen}, "sandbox": map[string]any{"network": false}},
 	})
 	call := func(server, tool string, args map[string]any) *mcp.CallToolResult {
@@ -423,7 +423,7 @@ func TestContainerSandbox(t *testing.T) {
 // for whom Warden, non-dumpable by then, must still write the new
 // launcher's uid map.
 func TestLauncherKilledStartsAgain(t *testing.T) {
-	built := testenv.BuildBinary(t, "./internal/fixture/cmd/fixture-server")
+	built := testenv.BuildBinary(t, "./internal/testing/fixture/cmd/fixture-server")
 	eachUser(t, []string{"self"}, built, func(t *testing.T, _, dir, fixture string, uid int) {
 		w := isoStartAs(t, dir, "127.0.0.1:"+strconv.Itoa(testenv.FreePort(t)),
 			map[string]any{"s": map[string]any{"command": fixture, "trusted": true}}, uid)

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/wardenmcp/warden/internal/launcher"
-	"github.com/wardenmcp/warden/internal/testenv"
+	"github.com/wardenmcp/warden/internal/testing/testenv"
 )
 
 // TestLauncherStopsBeforeWardensInit: the warden binary started as the

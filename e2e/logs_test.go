@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wardenmcp/warden/internal/testenv"
-	"github.com/wardenmcp/warden/internal/wardentest"
+	"github.com/wardenmcp/warden/internal/testing/testenv"
+	"github.com/wardenmcp/warden/internal/testing/wardentest"
 )
 
 // logsBroken is a stdio server that works with MODE=ok and otherwise fails
@@ -31,7 +31,7 @@ const logsSecret = "s3cr3t-token-4b1d"
 // refusal, never with a secret; `warden logs` prints the log and -f follows
 // it. Before, all of these said only `initialize: calling "initialize": EOF`.
 func TestFailedStartShowsItsCause(t *testing.T) {
-	fixtureBin := testenv.BuildBinary(t, "./internal/fixture/cmd/fixture-server")
+	fixtureBin := testenv.BuildBinary(t, "./internal/testing/fixture/cmd/fixture-server")
 	server := func(mode, tag string) map[string]any {
 		return map[string]any{"command": "sh", "args": []string{"-c", logsBroken, fixtureBin}, "trusted": true,
 			"env": map[string]any{"MODE": mode, "TAG": tag, "TOKEN": "${env:LOGS_TOKEN}"}}

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wardenmcp/warden/internal/testenv"
-	"github.com/wardenmcp/warden/internal/wardentest"
+	"github.com/wardenmcp/warden/internal/testing/testenv"
+	"github.com/wardenmcp/warden/internal/testing/wardentest"
 )
 
 // The operator's CLI goes to the daemon that owns the state dir and sends
@@ -27,7 +27,7 @@ import (
 // warden status: it must show the real daemon and hand the server nothing.
 // As root and as an ordinary user.
 func TestCLIFollowsNoPlantedRecord(t *testing.T) {
-	built := testenv.BuildBinary(t, "./internal/fixture/cmd/intruder")
+	built := testenv.BuildBinary(t, "./internal/testing/fixture/cmd/intruder")
 	eachUser(t, []string{"default"}, built, func(t *testing.T, _, dir, intruder string, uid int) {
 		home := filepath.Join(dir, "home")
 		if err := os.Mkdir(home, 0o755); err != nil {
@@ -76,7 +76,7 @@ func TestCLIFollowsNoPlantedRecord(t *testing.T) {
 // the process holding the connection is in another Warden's namespaces.
 // As root and as an ordinary user.
 func TestServerCannotUseAnotherWardensAPI(t *testing.T) {
-	built := testenv.BuildBinary(t, "./internal/fixture/cmd/intruder")
+	built := testenv.BuildBinary(t, "./internal/testing/fixture/cmd/intruder")
 	fixture := testenv.BuildBinary(t, fixturePkg)
 	eachUser(t, []string{"default"}, built, func(t *testing.T, _, dir, intruder string, uid int) {
 		dirB, dirA := filepath.Join(dir, "b"), filepath.Join(dir, "a")
@@ -127,7 +127,7 @@ func TestServerCannotUseAnotherWardensAPI(t *testing.T) {
 // refuse it. With isolation off both connect, which shows the attempts are
 // real. As root and as an ordinary user.
 func TestServerCannotReachUserServices(t *testing.T) {
-	built := testenv.BuildBinary(t, "./internal/fixture/cmd/intruder")
+	built := testenv.BuildBinary(t, "./internal/testing/fixture/cmd/intruder")
 	eachUser(t, []string{"default", "off"}, built, func(t *testing.T, mode, dir, intruder string, uid int) {
 		runtime, work := filepath.Join(dir, "run"), filepath.Join(dir, "work")
 		for _, d := range []string{runtime, work} {

@@ -22,9 +22,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/wardenmcp/warden/api"
-	"github.com/wardenmcp/warden/internal/fixture"
-	"github.com/wardenmcp/warden/internal/testenv"
-	"github.com/wardenmcp/warden/internal/wardentest"
+	"github.com/wardenmcp/warden/internal/testing/fixture"
+	"github.com/wardenmcp/warden/internal/testing/testenv"
+	"github.com/wardenmcp/warden/internal/testing/wardentest"
 )
 
 // A server whose tool names carry terminal escapes (one clears the screen
@@ -37,7 +37,7 @@ import (
 // three is listed to or callable by an agent. As the test's user and, when
 // the tests run as root, as an ordinary one.
 func TestReviewEscapesServerStrings(t *testing.T) {
-	built := testenv.BuildBinary(t, "./internal/fixture/cmd/masquerade")
+	built := testenv.BuildBinary(t, "./internal/testing/fixture/cmd/masquerade")
 	eachUser(t, []string{"default"}, built, func(t *testing.T, _, dir, masq string, uid int) {
 		listen := "127.0.0.1:" + strconv.Itoa(testenv.FreePort(t))
 		w := isoStartAs(t, dir, listen, map[string]any{"m": map[string]any{"command": masq}}, uid)

@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/wardenmcp/warden/internal/fixture"
-	"github.com/wardenmcp/warden/internal/wardentest"
+	"github.com/wardenmcp/warden/internal/testing/fixture"
+	"github.com/wardenmcp/warden/internal/testing/wardentest"
 )
 
 // A legacy HTTP+SSE upstream (the Go SDK's SSE handler) works through Warden.

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wardenmcp/warden/internal/testenv"
+	"github.com/wardenmcp/warden/internal/testing/testenv"
 	"github.com/wardenmcp/warden/sandbox"
 )
 
@@ -37,7 +37,7 @@ import (
 //	go test -run '^$' -bench BenchmarkStart -benchtime 200x ./e2e/
 func BenchmarkStart(b *testing.B) {
 	warden := testenv.BuildBinary(b, "./cmd/warden")
-	nothing := testenv.BuildBinary(b, "./internal/fixture/cmd/nothing")
+	nothing := testenv.BuildBinary(b, "./internal/testing/fixture/cmd/nothing")
 	dir := b.TempDir()
 	stateDir, cfg := filepath.Join(dir, "state"), filepath.Join(dir, "config.json")
 	if err := os.Mkdir(stateDir, 0o700); err != nil {

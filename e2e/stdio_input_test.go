@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wardenmcp/warden/internal/testenv"
-	"github.com/wardenmcp/warden/internal/wardentest"
+	"github.com/wardenmcp/warden/internal/testing/testenv"
+	"github.com/wardenmcp/warden/internal/testing/wardentest"
 )
 
 // stdioLine is one message `warden stdio` wrote.

@@ -8,8 +8,8 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/wardenmcp/warden/api"
 	"github.com/wardenmcp/warden/approval"
-	"github.com/wardenmcp/warden/internal/fixture"
-	"github.com/wardenmcp/warden/internal/wardentest"
+	"github.com/wardenmcp/warden/internal/testing/fixture"
+	"github.com/wardenmcp/warden/internal/testing/wardentest"
 )
 
 // uiStatesLong is a description longer than a table line, with markup and

@@ -19,8 +19,8 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/wardenmcp/warden/config"
-	"github.com/wardenmcp/warden/internal/fixture"
-	"github.com/wardenmcp/warden/internal/testenv"
+	"github.com/wardenmcp/warden/internal/testing/fixture"
+	"github.com/wardenmcp/warden/internal/testing/testenv"
 	"github.com/wardenmcp/warden/upstream"
 )
 

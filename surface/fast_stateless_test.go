@@ -11,7 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/wardenmcp/warden/internal/fixture"
+	"github.com/wardenmcp/warden/internal/testing/fixture"
 )
 
 // The stateless fast path (fast_stateless.go) takes only the calls the

@@ -15,7 +15,7 @@ import (
 	"github.com/wardenmcp/warden/config"
 	"github.com/wardenmcp/warden/events"
 	"github.com/wardenmcp/warden/gateway"
-	"github.com/wardenmcp/warden/internal/fixture"
+	"github.com/wardenmcp/warden/internal/testing/fixture"
 	"github.com/wardenmcp/warden/metrics"
 	"github.com/wardenmcp/warden/writes"
 	"go.etcd.io/bbolt"

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wardenmcp/warden/internal/fixture"
-	"github.com/wardenmcp/warden/internal/wardentest"
+	"github.com/wardenmcp/warden/internal/testing/fixture"
+	"github.com/wardenmcp/warden/internal/testing/wardentest"
 )
 
 // What the endpoint refuses, whether Warden or the SDK's handler refuses

@@ -17,8 +17,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/wardenmcp/warden/config"
-	"github.com/wardenmcp/warden/internal/fixture"
-	"github.com/wardenmcp/warden/internal/testenv"
+	"github.com/wardenmcp/warden/internal/testing/fixture"
+	"github.com/wardenmcp/warden/internal/testing/testenv"
 	"github.com/wardenmcp/warden/protocol"
 )
 

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wardenmcp/warden/internal/testenv"
+	"github.com/wardenmcp/warden/internal/testing/testenv"
 )
 
 // The launcher is a process of its own: the tests start this test binary

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/wardenmcp/warden/api"
-	"github.com/wardenmcp/warden/internal/testenv"
+	"github.com/wardenmcp/warden/internal/testing/testenv"
 )
 
 // Tools is GET /v1/servers/{server}/tools: the store's record of each of

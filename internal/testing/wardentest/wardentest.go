@@ -17,8 +17,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/wardenmcp/warden/daemon"
 	"github.com/wardenmcp/warden/gateway"
-	"github.com/wardenmcp/warden/internal/testenv"
-	"github.com/wardenmcp/warden/internal/wardentest/parts"
+	"github.com/wardenmcp/warden/internal/testing/testenv"
+	"github.com/wardenmcp/warden/internal/testing/wardentest/parts"
 )
 
 // Warden is a daemon started by Start.

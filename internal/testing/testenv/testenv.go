@@ -255,7 +255,7 @@ var (
 
 // BuildBinary builds a main package with `go build` once per test process and
 // returns the binary's path. pkg is a package path relative to the repository
-// root ("./cmd/warden", "./internal/fixture/cmd/fixture-server") or an import
+// root ("./cmd/warden", "./internal/testing/fixture/cmd/fixture-server") or an import
 // path ("github.com/modelcontextprotocol/go-sdk/conformance/everything-server").
 // buildFlags are passed to go build (for example "-race"); each distinct
 // (pkg, flags) is built once. Binaries live in a per-process directory under

@@ -19,7 +19,7 @@ import (
 	"github.com/wardenmcp/warden/config"
 	"github.com/wardenmcp/warden/events"
 	"github.com/wardenmcp/warden/gateway"
-	"github.com/wardenmcp/warden/internal/testenv"
+	"github.com/wardenmcp/warden/internal/testing/testenv"
 	"github.com/wardenmcp/warden/metrics"
 	"github.com/wardenmcp/warden/oauth"
 	"github.com/wardenmcp/warden/sessions"

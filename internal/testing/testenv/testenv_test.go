@@ -157,12 +157,12 @@ func TestProcessWaitAndOutput(t *testing.T) {
 }
 
 func TestBuildBinaryOnce(t *testing.T) {
-	a := BuildBinary(t, "./internal/fixture/cmd/fixture-server")
+	a := BuildBinary(t, "./internal/testing/fixture/cmd/fixture-server")
 	st1, err := os.Stat(a)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := BuildBinary(t, "./internal/fixture/cmd/fixture-server")
+	b := BuildBinary(t, "./internal/testing/fixture/cmd/fixture-server")
 	st2, _ := os.Stat(b)
 	if a != b || !st1.ModTime().Equal(st2.ModTime()) {
 		t.Errorf("second BuildBinary rebuilt: %s %s", a, b)

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wardenmcp/warden/internal/testenv"
+	"github.com/wardenmcp/warden/internal/testing/testenv"
 )
 
 // Process is a `warden serve` started by ServeProcess: the process, the
