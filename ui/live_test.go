@@ -406,6 +406,9 @@ func TestServerStringsAreEscaped(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.call("fx", evilName)
+	if err := e.Sessions.Save(sessions.Record{Server: "fx", SessionID: "ab\u202ecd<i>x", ProtocolVersion: "2025\x1b[2J"}, "fresh"); err != nil {
+		t.Fatal(err)
+	}
 	// A stale decision about the hostile tool: the flash lists it.
 	e.post("/ui/servers/fx/approve", url.Values{"tool": {evilName}, "hash." + evilName: {"sha256:00"}})
 	evilPath := "/ui/servers/fx/tools/" + url.PathEscape(evilName)
@@ -420,6 +423,7 @@ func TestServerStringsAreEscaped(t *testing.T) {
 		{"/ui/writes", []string{`evil&lt;i&gt;\u202etool`, `agent\x1b[2J`}},
 		{"/ui/writes/fx/clear", []string{`evil&lt;i&gt;\u202etool`, `key\u202e`}},
 		{"/ui/activity", []string{`evil&lt;i&gt;\u202etool`}},
+		{"/ui/sessions", []string{`ab\u202e`, `2025\x1b[2J`}},
 	} {
 		code, body := e.get(tc.path)
 		if code != http.StatusOK {
