@@ -147,6 +147,8 @@ type Conn struct {
 	// notices throttles notifications for clients: a stdio server's as
 	// they are read, others' in the handlers (see noticeAllowed).
 	notices *noticeGate
+	// login is whether the server waits for a person to log in.
+	login login
 
 	mu         sync.Mutex
 	session    *mcp.ClientSession
@@ -160,7 +162,7 @@ type Conn struct {
 	// resources clients follow, the log level they ask for, and what
 	// starts and stops an on-demand server.
 	subs   *followers
-	levels levels
+	levels *levels
 	demand *demand
 }
 
@@ -191,8 +193,10 @@ func Start(cfg *config.Server, opts Options) *Conn {
 		c.status.State = StateIdle
 	}
 	c.cfg.Store(cfg)
+	c.login = login{name: cfg.Name, auth: opts.Auth, cfg: &c.cfg}
 	c.notices = newNoticeGate(cfg.Name, c.log, opts)
-	c.ask = &asker{name: cfg.Name, peer: opts.Peer, level: c.exposedLevel}
+	c.levels = &levels{exposed: c.exposed, live: c.live}
+	c.ask = &asker{name: cfg.Name, peer: opts.Peer, level: c.levels.forCalls}
 	c.callOnSession = callSDK
 	if cfg.Transport == "http" {
 		var event func(string)
@@ -225,7 +229,7 @@ func (c *Conn) Status() Status {
 	c.mu.Lock()
 	st := c.status
 	c.mu.Unlock()
-	if need, _ := c.needsLogin(); need && st.State != StateStopped {
+	if need, _ := c.login.needed(); need && st.State != StateStopped {
 		st.State = StateNeedsLogin // a live session whose token was lost or revoked
 	}
 	return st
@@ -269,14 +273,14 @@ func (c *Conn) run() {
 		}
 		c.setStatus(StateConnecting, nil)
 		cs, err := c.connect()
-		err = c.redact(err)
+		err = redact(c.Config(), err)
 		if err != nil {
 			if c.ctx.Err() != nil {
 				break
 			}
-			if need, changed := c.needsLogin(); need {
+			if need, changed := c.login.needed(); need {
 				// Only a person can fix this: wait for the login.
-				c.setStatus(StateNeedsLogin, c.authRequired())
+				c.setStatus(StateNeedsLogin, c.login.required())
 				c.log.Info("upstream needs a login: run warden auth login " + c.Name)
 				select {
 				case <-changed:
@@ -328,7 +332,7 @@ func (c *Conn) run() {
 		if err == errIdle {
 			c.log.Info("on-demand server idle; stopped", "idleTimeout", c.Config().IdleTimeout)
 		} else if c.ctx.Err() == nil {
-			c.log.Warn("upstream connection lost; reconnecting", "err", c.redact(err))
+			c.log.Warn("upstream connection lost; reconnecting", "err", redact(c.Config(), err))
 		}
 	}
 	c.setStatus(StateStopped, nil)
@@ -345,7 +349,7 @@ func (c *Conn) serve(cs *mcp.ClientSession, waitErr <-chan error) error {
 		idle = t.C
 	}
 	for {
-		_, authChanged := c.needsLogin() // nil without OAuth: never ready
+		_, authChanged := c.login.needed() // nil without OAuth: never ready
 		select {
 		case <-idle:
 			if c.demand.idle(c.Config().IdleTimeout) {
@@ -359,7 +363,7 @@ func (c *Conn) serve(cs *mcp.ClientSession, waitErr <-chan error) error {
 			_ = cs.Close()
 			return <-waitErr
 		case <-authChanged:
-			if need, _ := c.needsLogin(); !need {
+			if need, _ := c.login.needed(); !need {
 				c.scheduleRefresh()
 			}
 		}
@@ -451,9 +455,7 @@ func (c *Conn) connect() (*mcp.ClientSession, error) {
 	c.mu.Lock()
 	c.spoke = cs.InitializeResult().ProtocolVersion
 	c.mu.Unlock()
-	if level := c.levels.get(); level != "" && c.exposed() {
-		_ = setLevelOn(ctx, cs, level)
-	}
+	c.levels.apply(ctx, cs)
 	go c.resubscribe(cs)
 	return cs, nil
 }
@@ -507,16 +509,14 @@ func (c *Conn) exposed() bool { return c.opts.Peer == nil || c.opts.Peer.Exposed
 // log level, their resource subscriptions), now that they may hear from it;
 // a new session is asked when it connects.
 func (c *Conn) Expose() {
-	cs, level := c.live(), c.levels.get()
+	cs := c.live()
 	if cs == nil {
 		return
 	}
 	go func() {
-		if level != "" && c.exposed() {
-			ctx, cancel := context.WithTimeout(c.ctx, c.Config().CallTimeout)
-			_ = setLevelOn(ctx, cs, level)
-			cancel()
-		}
+		ctx, cancel := context.WithTimeout(c.ctx, c.Config().CallTimeout)
+		c.levels.apply(ctx, cs)
+		cancel()
 		c.resubscribe(cs)
 	}()
 }
@@ -580,10 +580,16 @@ func (c *Conn) noticeAllowed() bool {
 	return c.Config().Transport == "stdio" || c.notices.allow()
 }
 
+// SetLogLevel asks the upstream for log messages at level and above (see
+// levels).
+func (c *Conn) SetLogLevel(ctx context.Context, level mcp.LoggingLevel) error {
+	return c.levels.set(ctx, level)
+}
+
 // Do runs fn with the live session, waiting for the connection if it is being
 // established, bounded by callTimeout and the server's concurrency limit.
 func (c *Conn) Do(ctx context.Context, fn func(context.Context, *mcp.ClientSession) error) error {
-	return c.redact(c.do(ctx, fn))
+	return redact(c.Config(), c.do(ctx, fn))
 }
 
 func (c *Conn) do(ctx context.Context, fn func(context.Context, *mcp.ClientSession) error) error {
@@ -635,8 +641,8 @@ func (c *Conn) sessionFor(ctx context.Context) (*mcp.ClientSession, error) {
 		c.mu.Lock()
 		cs, changed, st := c.session, c.changed, c.status
 		c.mu.Unlock()
-		if need, _ := c.needsLogin(); need {
-			return nil, fmt.Errorf("%w: %w", ErrUnavailable, c.authRequired())
+		if need, _ := c.login.needed(); need {
+			return nil, fmt.Errorf("%w: %w", ErrUnavailable, c.login.required())
 		}
 		if cs != nil {
 			return cs, nil

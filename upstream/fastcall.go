@@ -487,7 +487,7 @@ func (c *Conn) callTool(ctx context.Context, cs *mcp.ClientSession, call *Call) 
 	ctx = WithCall(ctx, call)
 	caller, perRequest := call.caller()
 	if stateless(cs) {
-		params := askable(call.Params, caller, c.exposedLevel())
+		params := askable(call.Params, caller, c.levels.forCalls())
 		if c.bindsHeaders(params.Name) {
 			return callSDK(ctx, cs, call, params) // the SDK writes the Mcp-Param-* headers
 		}

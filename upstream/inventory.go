@@ -73,7 +73,7 @@ func (c *Conn) refresh(cs *mcp.ClientSession) {
 	var err error
 	if caps != nil && caps.Tools != nil {
 		if inv.Tools, err = collect(cs.Tools(ctx, nil)); err != nil {
-			c.log.Warn("listing tools failed", "err", c.redact(err))
+			c.log.Warn("listing tools failed", "err", redact(c.Config(), err))
 			return // an incomplete inventory must never be applied
 		}
 		bound := map[string]bool{}
@@ -89,15 +89,15 @@ func (c *Conn) refresh(cs *mcp.ClientSession) {
 	}
 	if caps != nil && caps.Prompts != nil {
 		if inv.Prompts, err = collect(cs.Prompts(ctx, nil)); err != nil {
-			c.log.Warn("listing prompts failed", "err", c.redact(err))
+			c.log.Warn("listing prompts failed", "err", redact(c.Config(), err))
 		}
 	}
 	if caps != nil && caps.Resources != nil {
 		if inv.Resources, err = collect(cs.Resources(ctx, nil)); err != nil {
-			c.log.Warn("listing resources failed", "err", c.redact(err))
+			c.log.Warn("listing resources failed", "err", redact(c.Config(), err))
 		}
 		if inv.Templates, err = collect(cs.ResourceTemplates(ctx, nil)); err != nil {
-			c.log.Warn("listing resource templates failed", "err", c.redact(err))
+			c.log.Warn("listing resource templates failed", "err", redact(c.Config(), err))
 		}
 	}
 	inv.byName = make(map[string]*mcp.Tool, len(inv.Tools))

@@ -82,7 +82,7 @@ func (c *Conn) resubscribe(cs *mcp.ClientSession) {
 	for _, uri := range c.subs.followed() {
 		ctx, cancel := context.WithTimeout(c.ctx, c.Config().CallTimeout)
 		if err := c.subs.subscribeOn(ctx, cs, uri); err != nil {
-			c.log.Warn("subscribing again after reconnecting failed; the next subscriber tries again", "uri", uri, "err", c.redact(err))
+			c.log.Warn("subscribing again after reconnecting failed; the next subscriber tries again", "uri", uri, "err", redact(c.Config(), err))
 		}
 		cancel()
 	}
