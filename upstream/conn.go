@@ -141,22 +141,19 @@ type Conn struct {
 	// or the SDK client, chosen at Start (a stateless-era call of a tool
 	// that binds headers takes the SDK's, whatever was chosen).
 	callOnSession func(context.Context, *mcp.ClientSession, *Call, *mcp.CallToolParams) (*answer.Result, error)
-	// headerBound names the tools whose latest listing binds arguments to
-	// headers (x-mcp-header; see CallTool).
-	headerBound atomic.Pointer[boundTools]
+	// list takes the listing passes.
+	list *lister
 	// notices throttles notifications for clients: a stdio server's as
 	// they are read, others' in the handlers (see noticeAllowed).
 	notices *noticeGate
 	// login is whether the server waits for a person to log in.
 	login login
 
-	mu         sync.Mutex
-	session    *mcp.ClientSession
-	changed    chan struct{} // closed and replaced on every status change
-	status     Status
-	spoke      string // the protocol revision of the last session
-	refreshing bool
-	dirty      bool
+	mu      sync.Mutex
+	session *mcp.ClientSession
+	changed chan struct{} // closed and replaced on every status change
+	status  Status
+	spoke   string // the protocol revision of the last session
 
 	// Each with a lock of its own, taken without c.mu held: the
 	// resources clients follow, the log level they ask for, and what
@@ -195,6 +192,7 @@ func Start(cfg *config.Server, opts Options) *Conn {
 	c.cfg.Store(cfg)
 	c.login = login{name: cfg.Name, auth: opts.Auth, cfg: &c.cfg}
 	c.notices = newNoticeGate(cfg.Name, c.log, opts)
+	c.list = &lister{name: cfg.Name, ctx: ctx, cfg: &c.cfg, log: c.log, peer: opts.Peer, live: c.live}
 	c.levels = &levels{exposed: c.exposed, live: c.live}
 	c.ask = &asker{name: cfg.Name, peer: opts.Peer, level: c.levels.forCalls}
 	c.callOnSession = callSDK
@@ -306,19 +304,13 @@ func (c *Conn) run() {
 			continue
 		}
 		failures = 0
-		c.refresh(cs)
+		c.list.pass(cs)
 		c.mu.Lock()
 		c.status.Failures = 0
 		c.session = cs
-		missed := c.dirty && !c.refreshing // list_changed during the first listing
-		if missed {
-			c.dirty, c.refreshing = false, true
-		}
 		c.mu.Unlock()
 		c.setStatus(StateReady, nil)
-		if missed {
-			go c.refreshLoop(cs)
-		}
+		c.list.resume() // a list_changed during the first listing
 
 		waitErr := make(chan error, 1)
 		go func() { waitErr <- cs.Wait() }()
@@ -364,7 +356,7 @@ func (c *Conn) serve(cs *mcp.ClientSession, waitErr <-chan error) error {
 			return <-waitErr
 		case <-authChanged:
 			if need, _ := c.login.needed(); !need {
-				c.scheduleRefresh()
+				c.list.changed()
 			}
 		}
 	}
@@ -553,9 +545,9 @@ func (c *Conn) clientOptions() *mcp.ClientOptions {
 			Sampling:    &mcp.SamplingCapabilities{},
 			Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{}},
 		}, // all a client may be asked: see answersAll
-		ToolListChangedHandler:     func(context.Context, *mcp.ToolListChangedRequest) { c.scheduleRefresh() },
-		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { c.scheduleRefresh() },
-		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { c.scheduleRefresh() },
+		ToolListChangedHandler:     func(context.Context, *mcp.ToolListChangedRequest) { c.list.changed() },
+		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { c.list.changed() },
+		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { c.list.changed() },
 		ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) {
 			if c.noticeAllowed() {
 				c.opts.Peer.ResourceUpdated(c.Name, r.Params)
@@ -579,6 +571,9 @@ func (c *Conn) clientOptions() *mcp.ClientOptions {
 func (c *Conn) noticeAllowed() bool {
 	return c.Config().Transport == "stdio" || c.notices.allow()
 }
+
+// Refresh lists the server again now.
+func (c *Conn) Refresh() { c.list.now() }
 
 // SetLogLevel asks the upstream for log messages at level and above (see
 // levels).

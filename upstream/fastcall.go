@@ -488,7 +488,7 @@ func (c *Conn) callTool(ctx context.Context, cs *mcp.ClientSession, call *Call) 
 	caller, perRequest := call.caller()
 	if stateless(cs) {
 		params := askable(call.Params, caller, c.levels.forCalls())
-		if c.bindsHeaders(params.Name) {
+		if c.list.bindsHeaders(params.Name) {
 			return callSDK(ctx, cs, call, params) // the SDK writes the Mcp-Param-* headers
 		}
 		return c.callOnSession(ctx, cs, call, params)
@@ -535,5 +535,5 @@ func (d *direct) call(ctx context.Context, cs *mcp.ClientSession, call *Call, pa
 // direct is the connection's direct tools/call path.
 func (c *Conn) direct() *direct {
 	return &direct{name: c.Name, cfg: &c.cfg, http: c.http, client: c.clientInfo(), peer: c.opts.Peer,
-		notices: c.notices, ask: c.ask, refresh: c.scheduleRefresh}
+		notices: c.notices, ask: c.ask, refresh: c.list.changed}
 }
