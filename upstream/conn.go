@@ -183,7 +183,6 @@ func Start(cfg *config.Server, opts Options) *Conn {
 		sem:     make(chan struct{}, opts.MaxConcurrent),
 		changed: make(chan struct{}),
 		status:  Status{State: StateConnecting, Since: time.Now()},
-		subs:    newFollowers(),
 		demand:  newDemand(),
 	}
 	if cfg.OnDemand {
@@ -192,6 +191,7 @@ func Start(cfg *config.Server, opts Options) *Conn {
 	c.cfg.Store(cfg)
 	c.login = login{name: cfg.Name, auth: opts.Auth, cfg: &c.cfg}
 	c.notices = newNoticeGate(cfg.Name, c.log, opts)
+	c.subs = &followers{ctx: ctx, cfg: &c.cfg, log: c.log, exposed: c.exposed, do: c.Do}
 	c.list = &lister{name: cfg.Name, ctx: ctx, cfg: &c.cfg, log: c.log, peer: opts.Peer, live: c.live}
 	c.levels = &levels{exposed: c.exposed, live: c.live}
 	c.ask = &asker{name: cfg.Name, peer: opts.Peer, level: c.levels.forCalls}
@@ -448,7 +448,7 @@ func (c *Conn) connect() (*mcp.ClientSession, error) {
 	c.spoke = cs.InitializeResult().ProtocolVersion
 	c.mu.Unlock()
 	c.levels.apply(ctx, cs)
-	go c.resubscribe(cs)
+	go c.subs.resubscribe(cs)
 	return cs, nil
 }
 
@@ -509,7 +509,7 @@ func (c *Conn) Expose() {
 		ctx, cancel := context.WithTimeout(c.ctx, c.Config().CallTimeout)
 		c.levels.apply(ctx, cs)
 		cancel()
-		c.resubscribe(cs)
+		c.subs.resubscribe(cs)
 	}()
 }
 
@@ -570,6 +570,31 @@ func (c *Conn) clientOptions() *mcp.ClientOptions {
 // gate, unless the connection's reads did already (stdio).
 func (c *Conn) noticeAllowed() bool {
 	return c.Config().Transport == "stdio" || c.notices.allow()
+}
+
+// Subscribe makes who (a downstream session, or anything comparable that
+// stands for one) a follower of uri, subscribing upstream unless the live
+// session already is (see followers).
+func (c *Conn) Subscribe(ctx context.Context, uri string, who any) error {
+	return c.subs.subscribe(ctx, uri, who)
+}
+
+// Unsubscribe ends who's following of uri, unsubscribing upstream after the
+// last follower.
+func (c *Conn) Unsubscribe(ctx context.Context, uri string, who any) error {
+	return c.subs.unsubscribe(ctx, uri, who)
+}
+
+// Unfollow ends every subscription of who (its session ended).
+func (c *Conn) Unfollow(who any) { c.subs.leave(who) }
+
+// Adopt takes over the followers of the connection c replaces (a changed
+// config), so that their subscriptions carry on upstream.
+func (c *Conn) Adopt(old *Conn) {
+	c.subs.adopt(old.subs)
+	if cs := c.live(); cs != nil { // connected already: its first resubscribe may have missed them
+		go c.subs.resubscribe(cs)
+	}
 }
 
 // Refresh lists the server again now.
