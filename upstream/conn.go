@@ -118,11 +118,12 @@ type Options struct {
 }
 
 // Conn is one supervised upstream connection. Here: its life (connect,
-// serve, back off, stop) and the wait for its session that every call
-// makes (Do). Elsewhere: the listing passes (inventory.go), the tool calls
-// (fastcall.go, rounds.go), and what clients ask of it, each a type with
-// its own lock: the resources they follow (followers), the log level
-// (levels), the start and idle stop of an on-demand server (demand).
+// serve, back off, stop). Each other job is a type of its own, with its own
+// lock: the live session, the status and the wait for them every call makes
+// (link), the listing passes (lister), the tool calls (fastcall.go,
+// rounds.go), the wait for a login (login), and what clients ask of it: the
+// resources they follow (followers), the log level (levels), the start and
+// idle stop of an on-demand server (demand).
 type Conn struct {
 	Name string
 	cfg  atomic.Pointer[config.Server]
@@ -132,7 +133,7 @@ type Conn struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	done   chan struct{}
-	sem    chan struct{}
+	link   *link
 	http   *sessionTransport // nil unless streamable HTTP
 	sse    *headerTransport  // nil unless legacy SSE
 	// ask puts the server's questions to the clients of its calls.
@@ -149,15 +150,9 @@ type Conn struct {
 	// login is whether the server waits for a person to log in.
 	login login
 
-	mu      sync.Mutex
-	session *mcp.ClientSession
-	changed chan struct{} // closed and replaced on every status change
-	status  Status
-	spoke   string // the protocol revision of the last session
+	mu    sync.Mutex
+	spoke string // the protocol revision of the last session
 
-	// Each with a lock of its own, taken without c.mu held: the
-	// resources clients follow, the log level they ask for, and what
-	// starts and stops an on-demand server.
 	subs   *followers
 	levels *levels
 	demand *demand
@@ -179,21 +174,16 @@ func Start(cfg *config.Server, opts Options) *Conn {
 		Name: cfg.Name, opts: opts,
 		log: opts.Logger.With("server", cfg.Name),
 		ctx: ctx, cancel: cancel,
-		done:    make(chan struct{}),
-		sem:     make(chan struct{}, opts.MaxConcurrent),
-		changed: make(chan struct{}),
-		status:  Status{State: StateConnecting, Since: time.Now()},
-		demand:  newDemand(),
-	}
-	if cfg.OnDemand {
-		c.status.State = StateIdle
+		done:   make(chan struct{}),
+		demand: newDemand(),
 	}
 	c.cfg.Store(cfg)
 	c.login = login{name: cfg.Name, auth: opts.Auth, cfg: &c.cfg}
+	c.link = newLink(cfg.Name, &c.cfg, opts, c.login, c.demand)
 	c.notices = newNoticeGate(cfg.Name, c.log, opts)
-	c.subs = &followers{ctx: ctx, cfg: &c.cfg, log: c.log, exposed: c.exposed, do: c.Do}
-	c.list = &lister{name: cfg.Name, ctx: ctx, cfg: &c.cfg, log: c.log, peer: opts.Peer, live: c.live}
-	c.levels = &levels{exposed: c.exposed, live: c.live}
+	c.subs = &followers{ctx: ctx, cfg: &c.cfg, log: c.log, exposed: c.exposed, do: c.link.do}
+	c.list = &lister{name: cfg.Name, ctx: ctx, cfg: &c.cfg, log: c.log, peer: opts.Peer, live: c.link.live}
+	c.levels = &levels{exposed: c.exposed, live: c.link.live}
 	c.ask = &asker{name: cfg.Name, peer: opts.Peer, level: c.levels.forCalls}
 	c.callOnSession = callSDK
 	if cfg.Transport == "http" {
@@ -223,15 +213,7 @@ func (c *Conn) Config() *config.Server { return c.cfg.Load() }
 func (c *Conn) SetConfig(cfg *config.Server) { c.cfg.Store(cfg) }
 
 // Status reports the connection's state.
-func (c *Conn) Status() Status {
-	c.mu.Lock()
-	st := c.status
-	c.mu.Unlock()
-	if need, _ := c.login.needed(); need && st.State != StateStopped {
-		st.State = StateNeedsLogin // a live session whose token was lost or revoked
-	}
-	return st
-}
+func (c *Conn) Status() Status { return c.link.snapshot() }
 
 // Stop ends the connection and its process. An HTTP session is kept upstream
 // so the next start can resume it.
@@ -269,7 +251,7 @@ func (c *Conn) run() {
 		if c.Config().OnDemand && failures == 0 && !c.awaitWake() {
 			break
 		}
-		c.setStatus(StateConnecting, nil)
+		c.link.set(StateConnecting, nil)
 		cs, err := c.connect()
 		err = redact(c.Config(), err)
 		if err != nil {
@@ -278,7 +260,7 @@ func (c *Conn) run() {
 			}
 			if need, changed := c.login.needed(); need {
 				// Only a person can fix this: wait for the login.
-				c.setStatus(StateNeedsLogin, c.login.required())
+				c.link.set(StateNeedsLogin, c.login.required())
 				c.log.Info("upstream needs a login: run warden auth login " + c.Name)
 				select {
 				case <-changed:
@@ -288,10 +270,7 @@ func (c *Conn) run() {
 			}
 			failures++
 			wait := backoff(failures)
-			c.mu.Lock()
-			c.status.Failures, c.status.RetryAt = failures, time.Now().Add(wait)
-			c.mu.Unlock()
-			c.setStatus(StateBackoff, err)
+			c.link.backoff(failures, wait, err)
 			args := []any{"err", err, "attempt", failures}
 			if ee := (*exitError)(nil); errors.As(err, &ee) && len(ee.Stderr) > 0 {
 				args = append(args, "stderr", ee.Stderr[len(ee.Stderr)-1])
@@ -305,29 +284,20 @@ func (c *Conn) run() {
 		}
 		failures = 0
 		c.list.pass(cs)
-		c.mu.Lock()
-		c.status.Failures = 0
-		c.session = cs
-		c.mu.Unlock()
-		c.setStatus(StateReady, nil)
+		c.link.serving(cs)
 		c.list.resume() // a list_changed during the first listing
 
 		waitErr := make(chan error, 1)
 		go func() { waitErr <- cs.Wait() }()
 		err = c.serve(cs, waitErr)
-		c.mu.Lock()
-		c.session = nil
-		if err != errIdle {
-			c.status.Reconnects++
-		}
-		c.mu.Unlock()
+		c.link.ended(err != errIdle)
 		if err == errIdle {
 			c.log.Info("on-demand server idle; stopped", "idleTimeout", c.Config().IdleTimeout)
 		} else if c.ctx.Err() == nil {
 			c.log.Warn("upstream connection lost; reconnecting", "err", redact(c.Config(), err))
 		}
 	}
-	c.setStatus(StateStopped, nil)
+	c.link.set(StateStopped, nil)
 }
 
 // serve waits until the session ends. When a login completes meanwhile, the
@@ -369,51 +339,18 @@ var errIdle = errors.New("idle")
 // awaitWake holds an on-demand server stopped until a call wants it,
 // reporting false when the connection is stopped meanwhile.
 func (c *Conn) awaitWake() bool {
-	c.setStatus(StateIdle, nil)
+	c.link.set(StateIdle, nil)
 	return c.demand.await(c.ctx)
 }
 
 // Wake starts an on-demand server that is not running (no-op otherwise).
 func (c *Conn) Wake() { c.demand.wake() }
 
-// Running reports whether the server has a live session.
-func (c *Conn) Running() bool { return c.live() != nil }
-
-// live is the live session, nil between sessions.
-func (c *Conn) live() *mcp.ClientSession {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.session
-}
-
 // backoff grows exponentially from 200ms to 30s, with jitter.
 func backoff(failures int) time.Duration {
 	d := 200 * time.Millisecond << min(failures-1, 8)
 	d = min(d, 30*time.Second)
 	return d/2 + rand.N(d/2+1)
-}
-
-func (c *Conn) setStatus(st State, err error) {
-	c.mu.Lock()
-	c.status.State = st
-	c.status.Since = time.Now()
-	c.status.Error, c.status.Stderr = "", nil
-	if st != StateBackoff {
-		c.status.RetryAt = time.Time{}
-	}
-	if err != nil {
-		c.status.Error = err.Error()
-	}
-	if ee := (*exitError)(nil); errors.As(err, &ee) {
-		c.status.Stderr = ee.Stderr
-	}
-	s := c.status
-	close(c.changed)
-	c.changed = make(chan struct{})
-	c.mu.Unlock()
-	if c.opts.Peer != nil {
-		c.opts.Peer.StateChanged(c.Name, s)
-	}
 }
 
 func (c *Conn) connect() (*mcp.ClientSession, error) {
@@ -501,7 +438,7 @@ func (c *Conn) exposed() bool { return c.opts.Peer == nil || c.opts.Peer.Exposed
 // log level, their resource subscriptions), now that they may hear from it;
 // a new session is asked when it connects.
 func (c *Conn) Expose() {
-	cs := c.live()
+	cs := c.link.live()
 	if cs == nil {
 		return
 	}
@@ -592,10 +529,23 @@ func (c *Conn) Unfollow(who any) { c.subs.leave(who) }
 // config), so that their subscriptions carry on upstream.
 func (c *Conn) Adopt(old *Conn) {
 	c.subs.adopt(old.subs)
-	if cs := c.live(); cs != nil { // connected already: its first resubscribe may have missed them
+	if cs := c.link.live(); cs != nil { // connected already: its first resubscribe may have missed them
 		go c.subs.resubscribe(cs)
 	}
 }
+
+// Do runs fn with the live session, waiting for the connection if it is
+// being established, bounded by callTimeout and the server's concurrency
+// limit.
+func (c *Conn) Do(ctx context.Context, fn func(context.Context, *mcp.ClientSession) error) error {
+	return c.link.do(ctx, fn)
+}
+
+// Ready waits, as a call would, until the server is connected and listed.
+func (c *Conn) Ready(ctx context.Context) error { return c.link.ready(ctx) }
+
+// Running reports whether the server has a live session.
+func (c *Conn) Running() bool { return c.link.live() != nil }
 
 // Refresh lists the server again now.
 func (c *Conn) Refresh() { c.list.now() }
@@ -604,90 +554,6 @@ func (c *Conn) Refresh() { c.list.now() }
 // levels).
 func (c *Conn) SetLogLevel(ctx context.Context, level mcp.LoggingLevel) error {
 	return c.levels.set(ctx, level)
-}
-
-// Do runs fn with the live session, waiting for the connection if it is being
-// established, bounded by callTimeout and the server's concurrency limit.
-func (c *Conn) Do(ctx context.Context, fn func(context.Context, *mcp.ClientSession) error) error {
-	return redact(c.Config(), c.do(ctx, fn))
-}
-
-func (c *Conn) do(ctx context.Context, fn func(context.Context, *mcp.ClientSession) error) error {
-	ctx, cancel := context.WithTimeoutCause(ctx, c.Config().CallTimeout, ErrTimeout)
-	defer cancel()
-	defer c.demand.use()()
-	select {
-	case c.sem <- struct{}{}:
-	case <-ctx.Done():
-		return c.ctxErr(ctx)
-	}
-	defer func() { <-c.sem }()
-	cs, err := c.sessionFor(ctx)
-	if err != nil {
-		return err
-	}
-	if err := fn(ctx, cs); err != nil {
-		if ctx.Err() != nil && !Answered(err) {
-			return c.ctxErr(ctx)
-		}
-		return err
-	}
-	return nil
-}
-
-// Ready waits, as a call would, until the server is connected and listed.
-func (c *Conn) Ready(ctx context.Context) error {
-	ctx, cancel := context.WithTimeoutCause(ctx, c.Config().CallTimeout, ErrTimeout)
-	defer cancel()
-	defer c.demand.use()()
-	_, err := c.sessionFor(ctx)
-	return err
-}
-
-// ErrTimeout is the cause of a call that ran past callTimeout.
-var ErrTimeout = errors.New("call timed out")
-
-func (c *Conn) ctxErr(ctx context.Context) error {
-	if errors.Is(context.Cause(ctx), ErrTimeout) {
-		return fmt.Errorf("%w after %s (callTimeout of server %q)", ErrTimeout, c.Config().CallTimeout, c.Name)
-	}
-	return ctx.Err()
-}
-
-// sessionFor returns the ready session, waiting while a connection attempt is
-// under way; a server in backoff fails at once with the last error.
-func (c *Conn) sessionFor(ctx context.Context) (*mcp.ClientSession, error) {
-	for {
-		c.mu.Lock()
-		cs, changed, st := c.session, c.changed, c.status
-		c.mu.Unlock()
-		if need, _ := c.login.needed(); need {
-			return nil, fmt.Errorf("%w: %w", ErrUnavailable, c.login.required())
-		}
-		if cs != nil {
-			return cs, nil
-		}
-		if st.State == StateIdle {
-			c.Wake()
-		}
-		if st.State == StateBackoff || st.State == StateStopped {
-			return nil, fmt.Errorf("%w: server %q is %s: %s%s", ErrUnavailable, c.Name, st.State, st.Error, stderrNote(c.Name, st.Stderr))
-		}
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return nil, fmt.Errorf("%w: server %q is still %s: %w", ErrUnavailable, c.Name, st.State, c.ctxErr(ctx))
-		}
-	}
-}
-
-// stderrNote quotes a failed stdio server's last stderr lines, one per
-// line, and says where the rest is.
-func stderrNote(server string, lines []string) string {
-	if len(lines) == 0 {
-		return ""
-	}
-	return fmt.Sprintf("; the last lines of its stderr:\n  %s\n(its whole log: warden logs %s)", strings.Join(lines, "\n  "), server)
 }
 
 // longLived connects with the connection's own context instead of the

@@ -324,7 +324,7 @@ func TestRequestsTellWhatTheCallerCanAnswer(t *testing.T) {
 	if err := conn.Ready(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if cs := conn.live(); cs == nil || !stateless(cs) {
+	if cs := conn.link.live(); cs == nil || !stateless(cs) {
 		t.Fatal("the test wants a stateless-era upstream")
 	}
 	for _, c := range []struct {
