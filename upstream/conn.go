@@ -9,20 +9,15 @@ package upstream
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"math/rand/v2"
-	"net/http"
-	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/wardenmcp/warden/answer"
 	"github.com/wardenmcp/warden/config"
-	"github.com/wardenmcp/warden/protocol"
 	"github.com/wardenmcp/warden/sandbox"
 )
 
@@ -127,31 +122,25 @@ type Options struct {
 type Conn struct {
 	Name string
 	cfg  atomic.Pointer[config.Server]
-	opts Options
 	log  *slog.Logger
 
 	ctx    context.Context
 	cancel context.CancelFunc
 	done   chan struct{}
-	link   *link
 	http   *sessionTransport // nil unless streamable HTTP
 	sse    *headerTransport  // nil unless legacy SSE
-	// ask puts the server's questions to the clients of its calls.
-	ask *asker
+	// sessions keeps an HTTP server's session; a removed one's is ended.
+	sessions SessionStore
+	dial     *dialer
+	link     *link
+	login    login
+	list     *lister
+	// answers bounds the answers being relayed.
+	answers *Answers
 	// callOnSession runs a tools/call: the direct HTTP path (fastcall.go)
 	// or the SDK client, chosen at Start (a stateless-era call of a tool
 	// that binds headers takes the SDK's, whatever was chosen).
 	callOnSession func(context.Context, *mcp.ClientSession, *Call, *mcp.CallToolParams) (*answer.Result, error)
-	// list takes the listing passes.
-	list *lister
-	// notices throttles notifications for clients: a stdio server's as
-	// they are read, others' in the handlers (see noticeAllowed).
-	notices *noticeGate
-	// login is whether the server waits for a person to log in.
-	login login
-
-	mu    sync.Mutex
-	spoke string // the protocol revision of the last session
 
 	subs   *followers
 	levels *levels
@@ -171,20 +160,24 @@ func Start(cfg *config.Server, opts Options) *Conn {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &Conn{
-		Name: cfg.Name, opts: opts,
+		Name: cfg.Name, answers: opts.Answers, sessions: opts.Sessions,
 		log: opts.Logger.With("server", cfg.Name),
 		ctx: ctx, cancel: cancel,
 		done:   make(chan struct{}),
 		demand: newDemand(),
 	}
 	c.cfg.Store(cfg)
+	// exposed reports whether clients may hear from the server.
+	exposed := func() bool { return opts.Peer == nil || opts.Peer.Exposed(cfg.Name) }
 	c.login = login{name: cfg.Name, auth: opts.Auth, cfg: &c.cfg}
 	c.link = newLink(cfg.Name, &c.cfg, opts, c.login, c.demand)
-	c.notices = newNoticeGate(cfg.Name, c.log, opts)
-	c.subs = &followers{ctx: ctx, cfg: &c.cfg, log: c.log, exposed: c.exposed, do: c.link.do}
+	c.subs = &followers{ctx: ctx, cfg: &c.cfg, log: c.log, exposed: exposed, do: c.link.do}
 	c.list = &lister{name: cfg.Name, ctx: ctx, cfg: &c.cfg, log: c.log, peer: opts.Peer, live: c.link.live}
-	c.levels = &levels{exposed: c.exposed, live: c.link.live}
-	c.ask = &asker{name: cfg.Name, peer: opts.Peer, level: c.levels.forCalls}
+	c.levels = &levels{exposed: exposed, live: c.link.live}
+	// notices throttles notifications for clients: a stdio server's as
+	// they are read, others' in the handlers (see noticeAllowed).
+	notices := newNoticeGate(cfg.Name, c.log, opts)
+	ask := &asker{name: cfg.Name, peer: opts.Peer, level: c.levels.forCalls}
 	c.callOnSession = callSDK
 	if cfg.Transport == "http" {
 		var event func(string)
@@ -194,13 +187,17 @@ func Start(cfg *config.Server, opts Options) *Conn {
 		c.http = newSessionTransport(cfg, opts.Sessions, c.log, event)
 		c.http.authorize(opts.Auth, cfg)
 		if !opts.NoFastPath {
-			c.callOnSession = c.direct().call
+			d := &direct{name: cfg.Name, cfg: &c.cfg, http: c.http, client: clientInfo(opts.Version), peer: opts.Peer,
+				notices: notices, ask: ask, refresh: c.list.changed}
+			c.callOnSession = d.call
 		}
 	}
 	if cfg.Transport == "sse" {
 		c.sse = newHeaderTransport(cfg.Headers)
 		c.sse.authorize(opts.Auth, cfg)
 	}
+	c.dial = &dialer{name: cfg.Name, ctx: ctx, cfg: &c.cfg, opts: opts, log: c.log, http: c.http, sse: c.sse,
+		notices: notices, ask: ask, changed: c.list.changed, started: c.askFor}
 	go c.run()
 	return c
 }
@@ -238,7 +235,7 @@ func (c *Conn) stop(forget bool) {
 	}
 	if forget && c.http != nil {
 		// Not connected when removed: end the stored session anyway.
-		EndStoredSession(context.Background(), c.Config(), c.opts.Sessions, c.log)
+		EndStoredSession(context.Background(), c.Config(), c.sessions, c.log)
 	}
 }
 
@@ -252,7 +249,7 @@ func (c *Conn) run() {
 			break
 		}
 		c.link.set(StateConnecting, nil)
-		cs, err := c.connect()
+		cs, err := c.dial.connect()
 		err = redact(c.Config(), err)
 		if err != nil {
 			if c.ctx.Err() != nil {
@@ -353,87 +350,6 @@ func backoff(failures int) time.Duration {
 	return d/2 + rand.N(d/2+1)
 }
 
-func (c *Conn) connect() (*mcp.ClientSession, error) {
-	t, stdio, err := c.transport()
-	if err != nil {
-		return nil, err
-	}
-	client := mcp.NewClient(c.clientInfo(), c.clientOptions())
-	client.AddReceivingMiddleware(c.ask.forwardServerRequests)
-	client.AddSendingMiddleware(c.ask.roundTrips, holdSchemas, withoutServerInfo)
-	ctx, cancel := context.WithTimeout(c.ctx, c.Config().CallTimeout)
-	defer cancel()
-	asked := c.protocol()
-	cs, err := client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: asked})
-	if err != nil && asked == protocol.Newest && answeredOddly(err) {
-		// The server answered the discovery, but not as the SDK takes for
-		// a "no" (an error page, say): it is asked for a session, as one
-		// that says no is. If that fails too, the discovery's error says
-		// more.
-		if cs2, err2 := client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: sessionProtocol}); err2 == nil {
-			cs, err = cs2, nil
-		}
-	}
-	if err != nil {
-		err = fmt.Errorf("initialize: %w", err)
-		if stdio != nil {
-			err = stdio.explain(err)
-		}
-		return nil, err
-	}
-	c.mu.Lock()
-	c.spoke = cs.InitializeResult().ProtocolVersion
-	c.mu.Unlock()
-	c.levels.apply(ctx, cs)
-	go c.subs.resubscribe(cs)
-	return cs, nil
-}
-
-// protocol is the revision to ask the upstream for: the one it spoke last
-// (to this process, or in a stored session, which is resumed without
-// asking), else the newest. A stdio or SSE connection is a session by
-// nature: there the newest revision with sessions keeps all the server
-// can do (its own requests during a call, log messages, subscriptions),
-// which a server of both eras may offer only to session clients.
-func (c *Conn) protocol() string {
-	if c.Config().Transport != "http" {
-		return sessionProtocol
-	}
-	c.mu.Lock()
-	v := c.spoke
-	c.mu.Unlock()
-	if v == "" && c.opts.Sessions != nil {
-		if rec, ok := c.opts.Sessions.Load(c.Name, c.Config().Fingerprint()); ok {
-			v = rec.ProtocolVersion
-		}
-	}
-	if v == "" {
-		return protocol.Newest
-	}
-	return v
-}
-
-// answeredOddly reports whether a failed discovery got an answer that is
-// not JSON-RPC at all. The SDK says so only in words (a refusal by HTTP
-// status, such as a 401, it takes for what it is, and is left to it);
-// TestDiscoveryAnsweredOddly notices if they change.
-func answeredOddly(err error) bool {
-	return strings.Contains(err.Error(), "failed to decode response")
-}
-
-// clientInfo is how Warden's client names itself to the upstream.
-func (c *Conn) clientInfo() *mcp.Implementation {
-	return &mcp.Implementation{Name: "warden", Version: c.opts.Version}
-}
-
-// stateless reports whether cs speaks a revision without sessions.
-func stateless(cs *mcp.ClientSession) bool {
-	return cs.InitializeResult().ProtocolVersion >= protocol.StatelessSince
-}
-
-// exposed reports whether clients may hear from the server.
-func (c *Conn) exposed() bool { return c.opts.Peer == nil || c.opts.Peer.Exposed(c.Name) }
-
 // Expose asks the live session for what clients want of the server (their
 // log level, their resource subscriptions), now that they may hear from it;
 // a new session is asked when it connects.
@@ -444,69 +360,16 @@ func (c *Conn) Expose() {
 	}
 	go func() {
 		ctx, cancel := context.WithTimeout(c.ctx, c.Config().CallTimeout)
-		c.levels.apply(ctx, cs)
+		c.askFor(ctx, cs)
 		cancel()
-		c.subs.resubscribe(cs)
 	}()
 }
 
-// transport is the transport to connect with, and for a stdio server the
-// stdio transport inside it (which explains a failed start).
-func (c *Conn) transport() (mcp.Transport, *stdioTransport, error) {
-	switch c.Config().Transport {
-	case "stdio":
-		var stderr io.Writer = io.Discard
-		if c.opts.Stderr != nil {
-			stderr = c.opts.Stderr(c.Name)
-		}
-		// Stdio writes mark the dispatch boundary here; HTTP requests mark
-		// it in their round tripper (wrapping an HTTP connection would hide
-		// it from the SDK, which needs to see its own type).
-		t := &stdioTransport{cfg: c.Config(), launcher: c.opts.Launcher, stderr: stderr, graceTime: 2 * time.Second}
-		return markingTransport{t, c.notices}, t, nil
-	case "http":
-		return &mcp.StreamableClientTransport{Endpoint: c.Config().URL, HTTPClient: &http.Client{Transport: c.http}}, nil, nil
-	case "sse":
-		t := &mcp.SSEClientTransport{Endpoint: c.Config().URL, HTTPClient: &http.Client{Transport: c.sse}}
-		return longLived{t, c.ctx}, nil, nil
-	}
-	return nil, nil, fmt.Errorf("unknown transport %q", c.Config().Transport)
-}
-
-func (c *Conn) clientOptions() *mcp.ClientOptions {
-	return &mcp.ClientOptions{
-		Logger:         c.log,
-		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}, // see roundTrips
-		Capabilities: &mcp.ClientCapabilities{
-			RootsV2:     &mcp.RootCapabilities{ListChanged: true},
-			Sampling:    &mcp.SamplingCapabilities{},
-			Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{}},
-		}, // all a client may be asked: see answersAll
-		ToolListChangedHandler:     func(context.Context, *mcp.ToolListChangedRequest) { c.list.changed() },
-		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { c.list.changed() },
-		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { c.list.changed() },
-		ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) {
-			if c.noticeAllowed() {
-				c.opts.Peer.ResourceUpdated(c.Name, r.Params)
-			}
-		},
-		LoggingMessageHandler: func(ctx context.Context, r *mcp.LoggingMessageRequest) {
-			if c.noticeAllowed() {
-				c.opts.Peer.Log(ctx, c.Name, r.Params)
-			}
-		},
-		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
-			if c.noticeAllowed() {
-				c.opts.Peer.Progress(c.Name, r.Params)
-			}
-		},
-	}
-}
-
-// noticeAllowed passes a notification the SDK handed over through the
-// gate, unless the connection's reads did already (stdio).
-func (c *Conn) noticeAllowed() bool {
-	return c.Config().Transport == "stdio" || c.notices.allow()
+// askFor asks cs for what clients want of the server: their log level
+// now, their resource subscriptions off the caller's path.
+func (c *Conn) askFor(ctx context.Context, cs *mcp.ClientSession) {
+	c.levels.apply(ctx, cs)
+	go c.subs.resubscribe(cs)
 }
 
 // Subscribe makes who (a downstream session, or anything comparable that
@@ -554,16 +417,4 @@ func (c *Conn) Refresh() { c.list.now() }
 // levels).
 func (c *Conn) SetLogLevel(ctx context.Context, level mcp.LoggingLevel) error {
 	return c.levels.set(ctx, level)
-}
-
-// longLived connects with the connection's own context instead of the
-// connect timeout's: the legacy SSE transport keeps the context of Connect
-// for its event stream, which must outlive the handshake.
-type longLived struct {
-	mcp.Transport
-	ctx context.Context
-}
-
-func (t longLived) Connect(context.Context) (mcp.Connection, error) {
-	return t.Transport.Connect(t.ctx)
 }

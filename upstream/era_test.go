@@ -301,7 +301,7 @@ func TestDiscoveryAnsweredOddly(t *testing.T) {
 	if err := c.Ready(ctx); err != nil {
 		t.Fatalf("%v (%+v)", err, c.Status())
 	}
-	if v := c.protocol(); v != sessionProtocol {
+	if v := c.dial.protocol(); v != sessionProtocol {
 		t.Errorf("the server spoke %s, want %s", v, sessionProtocol)
 	}
 }
