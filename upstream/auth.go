@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"sync/atomic"
 
 	"github.com/wardenmcp/warden/config"
 )
@@ -55,15 +56,25 @@ func usesAuth(a Authorizer, cfg *config.Server) bool {
 	return true
 }
 
-// needsLogin reports whether the connection waits for a login.
-func (c *Conn) needsLogin() (bool, <-chan struct{}) {
-	if !usesAuth(c.opts.Auth, c.Config()) {
-		return false, nil
-	}
-	return c.opts.Auth.NeedsLogin(c.Name)
+// login is whether a connection waits for a person to log in: asked of
+// the Authorizer for a server whose requests go through it.
+type login struct {
+	name string
+	auth Authorizer
+	cfg  *atomic.Pointer[config.Server] // the connection's
 }
 
-func (c *Conn) authRequired() error { return AuthRequired(c.Name) }
+// needed reports whether the connection waits for a login, and a channel
+// closed when its authorization changes (nil without OAuth: never).
+func (l login) needed() (bool, <-chan struct{}) {
+	if !usesAuth(l.auth, l.cfg.Load()) {
+		return false, nil
+	}
+	return l.auth.NeedsLogin(l.name)
+}
+
+// required is the error of a call refused for want of a login.
+func (l login) required() error { return AuthRequired(l.name) }
 
 // AuthRequired is the error of a call to server refused for want of a login.
 func AuthRequired(server string) error { return &authError{server} }

@@ -9,20 +9,15 @@ package upstream
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"math/rand/v2"
-	"net/http"
-	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/wardenmcp/warden/answer"
 	"github.com/wardenmcp/warden/config"
-	"github.com/wardenmcp/warden/protocol"
 	"github.com/wardenmcp/warden/sandbox"
 )
 
@@ -118,49 +113,37 @@ type Options struct {
 }
 
 // Conn is one supervised upstream connection. Here: its life (connect,
-// serve, back off, stop) and the wait for its session that every call
-// makes (Do). Elsewhere: the listing passes (inventory.go), the tool calls
-// (fastcall.go, rounds.go), and what clients ask of it, each a type with
-// its own lock: the resources they follow (followers), the log level
-// (levels), the start and idle stop of an on-demand server (demand).
+// serve, back off, stop). Each other job is a type of its own, with its own
+// lock: the live session, the status and the wait for them every call makes
+// (link), the listing passes (lister), the tool calls (fastcall.go,
+// rounds.go), the wait for a login (login), and what clients ask of it: the
+// resources they follow (followers), the log level (levels), the start and
+// idle stop of an on-demand server (demand).
 type Conn struct {
 	Name string
 	cfg  atomic.Pointer[config.Server]
-	opts Options
 	log  *slog.Logger
 
 	ctx    context.Context
 	cancel context.CancelFunc
 	done   chan struct{}
-	sem    chan struct{}
 	http   *sessionTransport // nil unless streamable HTTP
 	sse    *headerTransport  // nil unless legacy SSE
-	// ask puts the server's questions to the clients of its calls.
-	ask *asker
+	// sessions keeps an HTTP server's session; a removed one's is ended.
+	sessions SessionStore
+	dial     *dialer
+	link     *link
+	login    login
+	list     *lister
+	// answers bounds the answers being relayed.
+	answers *Answers
 	// callOnSession runs a tools/call: the direct HTTP path (fastcall.go)
 	// or the SDK client, chosen at Start (a stateless-era call of a tool
 	// that binds headers takes the SDK's, whatever was chosen).
 	callOnSession func(context.Context, *mcp.ClientSession, *Call, *mcp.CallToolParams) (*answer.Result, error)
-	// headerBound names the tools whose latest listing binds arguments to
-	// headers (x-mcp-header; see CallTool).
-	headerBound atomic.Pointer[boundTools]
-	// notices throttles notifications for clients: a stdio server's as
-	// they are read, others' in the handlers (see noticeAllowed).
-	notices *noticeGate
 
-	mu         sync.Mutex
-	session    *mcp.ClientSession
-	changed    chan struct{} // closed and replaced on every status change
-	status     Status
-	spoke      string // the protocol revision of the last session
-	refreshing bool
-	dirty      bool
-
-	// Each with a lock of its own, taken without c.mu held: the
-	// resources clients follow, the log level they ask for, and what
-	// starts and stops an on-demand server.
 	subs   *followers
-	levels levels
+	levels *levels
 	demand *demand
 }
 
@@ -177,22 +160,24 @@ func Start(cfg *config.Server, opts Options) *Conn {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &Conn{
-		Name: cfg.Name, opts: opts,
+		Name: cfg.Name, answers: opts.Answers, sessions: opts.Sessions,
 		log: opts.Logger.With("server", cfg.Name),
 		ctx: ctx, cancel: cancel,
-		done:    make(chan struct{}),
-		sem:     make(chan struct{}, opts.MaxConcurrent),
-		changed: make(chan struct{}),
-		status:  Status{State: StateConnecting, Since: time.Now()},
-		subs:    newFollowers(),
-		demand:  newDemand(),
-	}
-	if cfg.OnDemand {
-		c.status.State = StateIdle
+		done:   make(chan struct{}),
+		demand: newDemand(),
 	}
 	c.cfg.Store(cfg)
-	c.notices = newNoticeGate(cfg.Name, c.log, opts)
-	c.ask = &asker{name: cfg.Name, peer: opts.Peer, level: c.exposedLevel}
+	// exposed reports whether clients may hear from the server.
+	exposed := func() bool { return opts.Peer == nil || opts.Peer.Exposed(cfg.Name) }
+	c.login = login{name: cfg.Name, auth: opts.Auth, cfg: &c.cfg}
+	c.link = newLink(cfg.Name, &c.cfg, opts, c.login, c.demand)
+	c.subs = &followers{ctx: ctx, cfg: &c.cfg, log: c.log, exposed: exposed, do: c.link.do}
+	c.list = &lister{name: cfg.Name, ctx: ctx, cfg: &c.cfg, log: c.log, peer: opts.Peer, live: c.link.live}
+	c.levels = &levels{exposed: exposed, live: c.link.live}
+	// notices throttles notifications for clients: a stdio server's as
+	// they are read, others' in the handlers (see noticeAllowed).
+	notices := newNoticeGate(cfg.Name, c.log, opts)
+	ask := &asker{name: cfg.Name, peer: opts.Peer, level: c.levels.forCalls}
 	c.callOnSession = callSDK
 	if cfg.Transport == "http" {
 		var event func(string)
@@ -202,13 +187,17 @@ func Start(cfg *config.Server, opts Options) *Conn {
 		c.http = newSessionTransport(cfg, opts.Sessions, c.log, event)
 		c.http.authorize(opts.Auth, cfg)
 		if !opts.NoFastPath {
-			c.callOnSession = c.direct().call
+			d := &direct{name: cfg.Name, cfg: &c.cfg, http: c.http, client: clientInfo(opts.Version), peer: opts.Peer,
+				notices: notices, ask: ask, refresh: c.list.changed}
+			c.callOnSession = d.call
 		}
 	}
 	if cfg.Transport == "sse" {
 		c.sse = newHeaderTransport(cfg.Headers)
 		c.sse.authorize(opts.Auth, cfg)
 	}
+	c.dial = &dialer{name: cfg.Name, ctx: ctx, cfg: &c.cfg, opts: opts, log: c.log, http: c.http, sse: c.sse,
+		notices: notices, ask: ask, changed: c.list.changed, started: c.askFor}
 	go c.run()
 	return c
 }
@@ -221,15 +210,7 @@ func (c *Conn) Config() *config.Server { return c.cfg.Load() }
 func (c *Conn) SetConfig(cfg *config.Server) { c.cfg.Store(cfg) }
 
 // Status reports the connection's state.
-func (c *Conn) Status() Status {
-	c.mu.Lock()
-	st := c.status
-	c.mu.Unlock()
-	if need, _ := c.needsLogin(); need && st.State != StateStopped {
-		st.State = StateNeedsLogin // a live session whose token was lost or revoked
-	}
-	return st
-}
+func (c *Conn) Status() Status { return c.link.snapshot() }
 
 // Stop ends the connection and its process. An HTTP session is kept upstream
 // so the next start can resume it.
@@ -254,7 +235,7 @@ func (c *Conn) stop(forget bool) {
 	}
 	if forget && c.http != nil {
 		// Not connected when removed: end the stored session anyway.
-		EndStoredSession(context.Background(), c.Config(), c.opts.Sessions, c.log)
+		EndStoredSession(context.Background(), c.Config(), c.sessions, c.log)
 	}
 }
 
@@ -267,16 +248,16 @@ func (c *Conn) run() {
 		if c.Config().OnDemand && failures == 0 && !c.awaitWake() {
 			break
 		}
-		c.setStatus(StateConnecting, nil)
-		cs, err := c.connect()
-		err = c.redact(err)
+		c.link.set(StateConnecting, nil)
+		cs, err := c.dial.connect()
+		err = redact(c.Config(), err)
 		if err != nil {
 			if c.ctx.Err() != nil {
 				break
 			}
-			if need, changed := c.needsLogin(); need {
+			if need, changed := c.login.needed(); need {
 				// Only a person can fix this: wait for the login.
-				c.setStatus(StateNeedsLogin, c.authRequired())
+				c.link.set(StateNeedsLogin, c.login.required())
 				c.log.Info("upstream needs a login: run warden auth login " + c.Name)
 				select {
 				case <-changed:
@@ -286,10 +267,7 @@ func (c *Conn) run() {
 			}
 			failures++
 			wait := backoff(failures)
-			c.mu.Lock()
-			c.status.Failures, c.status.RetryAt = failures, time.Now().Add(wait)
-			c.mu.Unlock()
-			c.setStatus(StateBackoff, err)
+			c.link.backoff(failures, wait, err)
 			args := []any{"err", err, "attempt", failures}
 			if ee := (*exitError)(nil); errors.As(err, &ee) && len(ee.Stderr) > 0 {
 				args = append(args, "stderr", ee.Stderr[len(ee.Stderr)-1])
@@ -302,36 +280,21 @@ func (c *Conn) run() {
 			continue
 		}
 		failures = 0
-		c.refresh(cs)
-		c.mu.Lock()
-		c.status.Failures = 0
-		c.session = cs
-		missed := c.dirty && !c.refreshing // list_changed during the first listing
-		if missed {
-			c.dirty, c.refreshing = false, true
-		}
-		c.mu.Unlock()
-		c.setStatus(StateReady, nil)
-		if missed {
-			go c.refreshLoop(cs)
-		}
+		c.list.pass(cs)
+		c.link.serving(cs)
+		c.list.resume() // a list_changed during the first listing
 
 		waitErr := make(chan error, 1)
 		go func() { waitErr <- cs.Wait() }()
 		err = c.serve(cs, waitErr)
-		c.mu.Lock()
-		c.session = nil
-		if err != errIdle {
-			c.status.Reconnects++
-		}
-		c.mu.Unlock()
+		c.link.ended(err != errIdle)
 		if err == errIdle {
 			c.log.Info("on-demand server idle; stopped", "idleTimeout", c.Config().IdleTimeout)
 		} else if c.ctx.Err() == nil {
-			c.log.Warn("upstream connection lost; reconnecting", "err", c.redact(err))
+			c.log.Warn("upstream connection lost; reconnecting", "err", redact(c.Config(), err))
 		}
 	}
-	c.setStatus(StateStopped, nil)
+	c.link.set(StateStopped, nil)
 }
 
 // serve waits until the session ends. When a login completes meanwhile, the
@@ -345,7 +308,7 @@ func (c *Conn) serve(cs *mcp.ClientSession, waitErr <-chan error) error {
 		idle = t.C
 	}
 	for {
-		_, authChanged := c.needsLogin() // nil without OAuth: never ready
+		_, authChanged := c.login.needed() // nil without OAuth: never ready
 		select {
 		case <-idle:
 			if c.demand.idle(c.Config().IdleTimeout) {
@@ -359,8 +322,8 @@ func (c *Conn) serve(cs *mcp.ClientSession, waitErr <-chan error) error {
 			_ = cs.Close()
 			return <-waitErr
 		case <-authChanged:
-			if need, _ := c.needsLogin(); !need {
-				c.scheduleRefresh()
+			if need, _ := c.login.needed(); !need {
+				c.list.changed()
 			}
 		}
 	}
@@ -373,22 +336,12 @@ var errIdle = errors.New("idle")
 // awaitWake holds an on-demand server stopped until a call wants it,
 // reporting false when the connection is stopped meanwhile.
 func (c *Conn) awaitWake() bool {
-	c.setStatus(StateIdle, nil)
+	c.link.set(StateIdle, nil)
 	return c.demand.await(c.ctx)
 }
 
 // Wake starts an on-demand server that is not running (no-op otherwise).
 func (c *Conn) Wake() { c.demand.wake() }
-
-// Running reports whether the server has a live session.
-func (c *Conn) Running() bool { return c.live() != nil }
-
-// live is the live session, nil between sessions.
-func (c *Conn) live() *mcp.ClientSession {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.session
-}
 
 // backoff grows exponentially from 200ms to 30s, with jitter.
 func backoff(failures int) time.Duration {
@@ -397,281 +350,71 @@ func backoff(failures int) time.Duration {
 	return d/2 + rand.N(d/2+1)
 }
 
-func (c *Conn) setStatus(st State, err error) {
-	c.mu.Lock()
-	c.status.State = st
-	c.status.Since = time.Now()
-	c.status.Error, c.status.Stderr = "", nil
-	if st != StateBackoff {
-		c.status.RetryAt = time.Time{}
-	}
-	if err != nil {
-		c.status.Error = err.Error()
-	}
-	if ee := (*exitError)(nil); errors.As(err, &ee) {
-		c.status.Stderr = ee.Stderr
-	}
-	s := c.status
-	close(c.changed)
-	c.changed = make(chan struct{})
-	c.mu.Unlock()
-	if c.opts.Peer != nil {
-		c.opts.Peer.StateChanged(c.Name, s)
-	}
-}
-
-func (c *Conn) connect() (*mcp.ClientSession, error) {
-	t, stdio, err := c.transport()
-	if err != nil {
-		return nil, err
-	}
-	client := mcp.NewClient(c.clientInfo(), c.clientOptions())
-	client.AddReceivingMiddleware(c.ask.forwardServerRequests)
-	client.AddSendingMiddleware(c.ask.roundTrips, holdSchemas, withoutServerInfo)
-	ctx, cancel := context.WithTimeout(c.ctx, c.Config().CallTimeout)
-	defer cancel()
-	asked := c.protocol()
-	cs, err := client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: asked})
-	if err != nil && asked == protocol.Newest && answeredOddly(err) {
-		// The server answered the discovery, but not as the SDK takes for
-		// a "no" (an error page, say): it is asked for a session, as one
-		// that says no is. If that fails too, the discovery's error says
-		// more.
-		if cs2, err2 := client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: sessionProtocol}); err2 == nil {
-			cs, err = cs2, nil
-		}
-	}
-	if err != nil {
-		err = fmt.Errorf("initialize: %w", err)
-		if stdio != nil {
-			err = stdio.explain(err)
-		}
-		return nil, err
-	}
-	c.mu.Lock()
-	c.spoke = cs.InitializeResult().ProtocolVersion
-	c.mu.Unlock()
-	if level := c.levels.get(); level != "" && c.exposed() {
-		_ = setLevelOn(ctx, cs, level)
-	}
-	go c.resubscribe(cs)
-	return cs, nil
-}
-
-// protocol is the revision to ask the upstream for: the one it spoke last
-// (to this process, or in a stored session, which is resumed without
-// asking), else the newest. A stdio or SSE connection is a session by
-// nature: there the newest revision with sessions keeps all the server
-// can do (its own requests during a call, log messages, subscriptions),
-// which a server of both eras may offer only to session clients.
-func (c *Conn) protocol() string {
-	if c.Config().Transport != "http" {
-		return sessionProtocol
-	}
-	c.mu.Lock()
-	v := c.spoke
-	c.mu.Unlock()
-	if v == "" && c.opts.Sessions != nil {
-		if rec, ok := c.opts.Sessions.Load(c.Name, c.Config().Fingerprint()); ok {
-			v = rec.ProtocolVersion
-		}
-	}
-	if v == "" {
-		return protocol.Newest
-	}
-	return v
-}
-
-// answeredOddly reports whether a failed discovery got an answer that is
-// not JSON-RPC at all. The SDK says so only in words (a refusal by HTTP
-// status, such as a 401, it takes for what it is, and is left to it);
-// TestDiscoveryAnsweredOddly notices if they change.
-func answeredOddly(err error) bool {
-	return strings.Contains(err.Error(), "failed to decode response")
-}
-
-// clientInfo is how Warden's client names itself to the upstream.
-func (c *Conn) clientInfo() *mcp.Implementation {
-	return &mcp.Implementation{Name: "warden", Version: c.opts.Version}
-}
-
-// stateless reports whether cs speaks a revision without sessions.
-func stateless(cs *mcp.ClientSession) bool {
-	return cs.InitializeResult().ProtocolVersion >= protocol.StatelessSince
-}
-
-// exposed reports whether clients may hear from the server.
-func (c *Conn) exposed() bool { return c.opts.Peer == nil || c.opts.Peer.Exposed(c.Name) }
-
 // Expose asks the live session for what clients want of the server (their
 // log level, their resource subscriptions), now that they may hear from it;
 // a new session is asked when it connects.
 func (c *Conn) Expose() {
-	cs, level := c.live(), c.levels.get()
+	cs := c.link.live()
 	if cs == nil {
 		return
 	}
 	go func() {
-		if level != "" && c.exposed() {
-			ctx, cancel := context.WithTimeout(c.ctx, c.Config().CallTimeout)
-			_ = setLevelOn(ctx, cs, level)
-			cancel()
-		}
-		c.resubscribe(cs)
+		ctx, cancel := context.WithTimeout(c.ctx, c.Config().CallTimeout)
+		c.askFor(ctx, cs)
+		cancel()
 	}()
 }
 
-// transport is the transport to connect with, and for a stdio server the
-// stdio transport inside it (which explains a failed start).
-func (c *Conn) transport() (mcp.Transport, *stdioTransport, error) {
-	switch c.Config().Transport {
-	case "stdio":
-		var stderr io.Writer = io.Discard
-		if c.opts.Stderr != nil {
-			stderr = c.opts.Stderr(c.Name)
-		}
-		// Stdio writes mark the dispatch boundary here; HTTP requests mark
-		// it in their round tripper (wrapping an HTTP connection would hide
-		// it from the SDK, which needs to see its own type).
-		t := &stdioTransport{cfg: c.Config(), launcher: c.opts.Launcher, stderr: stderr, graceTime: 2 * time.Second}
-		return markingTransport{t, c.notices}, t, nil
-	case "http":
-		return &mcp.StreamableClientTransport{Endpoint: c.Config().URL, HTTPClient: &http.Client{Transport: c.http}}, nil, nil
-	case "sse":
-		t := &mcp.SSEClientTransport{Endpoint: c.Config().URL, HTTPClient: &http.Client{Transport: c.sse}}
-		return longLived{t, c.ctx}, nil, nil
-	}
-	return nil, nil, fmt.Errorf("unknown transport %q", c.Config().Transport)
+// askFor asks cs for what clients want of the server: their log level
+// now, their resource subscriptions off the caller's path.
+func (c *Conn) askFor(ctx context.Context, cs *mcp.ClientSession) {
+	c.levels.apply(ctx, cs)
+	go c.subs.resubscribe(cs)
 }
 
-func (c *Conn) clientOptions() *mcp.ClientOptions {
-	return &mcp.ClientOptions{
-		Logger:         c.log,
-		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}, // see roundTrips
-		Capabilities: &mcp.ClientCapabilities{
-			RootsV2:     &mcp.RootCapabilities{ListChanged: true},
-			Sampling:    &mcp.SamplingCapabilities{},
-			Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{}},
-		}, // all a client may be asked: see answersAll
-		ToolListChangedHandler:     func(context.Context, *mcp.ToolListChangedRequest) { c.scheduleRefresh() },
-		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { c.scheduleRefresh() },
-		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { c.scheduleRefresh() },
-		ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) {
-			if c.noticeAllowed() {
-				c.opts.Peer.ResourceUpdated(c.Name, r.Params)
-			}
-		},
-		LoggingMessageHandler: func(ctx context.Context, r *mcp.LoggingMessageRequest) {
-			if c.noticeAllowed() {
-				c.opts.Peer.Log(ctx, c.Name, r.Params)
-			}
-		},
-		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
-			if c.noticeAllowed() {
-				c.opts.Peer.Progress(c.Name, r.Params)
-			}
-		},
+// Subscribe makes who (a downstream session, or anything comparable that
+// stands for one) a follower of uri, subscribing upstream unless the live
+// session already is (see followers).
+func (c *Conn) Subscribe(ctx context.Context, uri string, who any) error {
+	return c.subs.subscribe(ctx, uri, who)
+}
+
+// Unsubscribe ends who's following of uri, unsubscribing upstream after the
+// last follower.
+func (c *Conn) Unsubscribe(ctx context.Context, uri string, who any) error {
+	return c.subs.unsubscribe(ctx, uri, who)
+}
+
+// Unfollow ends every subscription of who (its session ended).
+func (c *Conn) Unfollow(who any) { c.subs.leave(who) }
+
+// Adopt takes over the followers of the connection c replaces (a changed
+// config), so that their subscriptions carry on upstream.
+func (c *Conn) Adopt(old *Conn) {
+	c.subs.adopt(old.subs)
+	if cs := c.link.live(); cs != nil { // connected already: its first resubscribe may have missed them
+		go c.subs.resubscribe(cs)
 	}
 }
 
-// noticeAllowed passes a notification the SDK handed over through the
-// gate, unless the connection's reads did already (stdio).
-func (c *Conn) noticeAllowed() bool {
-	return c.Config().Transport == "stdio" || c.notices.allow()
-}
-
-// Do runs fn with the live session, waiting for the connection if it is being
-// established, bounded by callTimeout and the server's concurrency limit.
+// Do runs fn with the live session, waiting for the connection if it is
+// being established, bounded by callTimeout and the server's concurrency
+// limit.
 func (c *Conn) Do(ctx context.Context, fn func(context.Context, *mcp.ClientSession) error) error {
-	return c.redact(c.do(ctx, fn))
-}
-
-func (c *Conn) do(ctx context.Context, fn func(context.Context, *mcp.ClientSession) error) error {
-	ctx, cancel := context.WithTimeoutCause(ctx, c.Config().CallTimeout, ErrTimeout)
-	defer cancel()
-	defer c.demand.use()()
-	select {
-	case c.sem <- struct{}{}:
-	case <-ctx.Done():
-		return c.ctxErr(ctx)
-	}
-	defer func() { <-c.sem }()
-	cs, err := c.sessionFor(ctx)
-	if err != nil {
-		return err
-	}
-	if err := fn(ctx, cs); err != nil {
-		if ctx.Err() != nil && !Answered(err) {
-			return c.ctxErr(ctx)
-		}
-		return err
-	}
-	return nil
+	return c.link.do(ctx, fn)
 }
 
 // Ready waits, as a call would, until the server is connected and listed.
-func (c *Conn) Ready(ctx context.Context) error {
-	ctx, cancel := context.WithTimeoutCause(ctx, c.Config().CallTimeout, ErrTimeout)
-	defer cancel()
-	defer c.demand.use()()
-	_, err := c.sessionFor(ctx)
-	return err
-}
+func (c *Conn) Ready(ctx context.Context) error { return c.link.ready(ctx) }
 
-// ErrTimeout is the cause of a call that ran past callTimeout.
-var ErrTimeout = errors.New("call timed out")
+// Running reports whether the server has a live session.
+func (c *Conn) Running() bool { return c.link.live() != nil }
 
-func (c *Conn) ctxErr(ctx context.Context) error {
-	if errors.Is(context.Cause(ctx), ErrTimeout) {
-		return fmt.Errorf("%w after %s (callTimeout of server %q)", ErrTimeout, c.Config().CallTimeout, c.Name)
-	}
-	return ctx.Err()
-}
+// Refresh lists the server again now.
+func (c *Conn) Refresh() { c.list.now() }
 
-// sessionFor returns the ready session, waiting while a connection attempt is
-// under way; a server in backoff fails at once with the last error.
-func (c *Conn) sessionFor(ctx context.Context) (*mcp.ClientSession, error) {
-	for {
-		c.mu.Lock()
-		cs, changed, st := c.session, c.changed, c.status
-		c.mu.Unlock()
-		if need, _ := c.needsLogin(); need {
-			return nil, fmt.Errorf("%w: %w", ErrUnavailable, c.authRequired())
-		}
-		if cs != nil {
-			return cs, nil
-		}
-		if st.State == StateIdle {
-			c.Wake()
-		}
-		if st.State == StateBackoff || st.State == StateStopped {
-			return nil, fmt.Errorf("%w: server %q is %s: %s%s", ErrUnavailable, c.Name, st.State, st.Error, stderrNote(c.Name, st.Stderr))
-		}
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return nil, fmt.Errorf("%w: server %q is still %s: %w", ErrUnavailable, c.Name, st.State, c.ctxErr(ctx))
-		}
-	}
-}
-
-// stderrNote quotes a failed stdio server's last stderr lines, one per
-// line, and says where the rest is.
-func stderrNote(server string, lines []string) string {
-	if len(lines) == 0 {
-		return ""
-	}
-	return fmt.Sprintf("; the last lines of its stderr:\n  %s\n(its whole log: warden logs %s)", strings.Join(lines, "\n  "), server)
-}
-
-// longLived connects with the connection's own context instead of the
-// connect timeout's: the legacy SSE transport keeps the context of Connect
-// for its event stream, which must outlive the handshake.
-type longLived struct {
-	mcp.Transport
-	ctx context.Context
-}
-
-func (t longLived) Connect(context.Context) (mcp.Connection, error) {
-	return t.Transport.Connect(t.ctx)
+// SetLogLevel asks the upstream for log messages at level and above (see
+// levels).
+func (c *Conn) SetLogLevel(ctx context.Context, level mcp.LoggingLevel) error {
+	return c.levels.set(ctx, level)
 }

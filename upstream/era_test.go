@@ -301,7 +301,7 @@ func TestDiscoveryAnsweredOddly(t *testing.T) {
 	if err := c.Ready(ctx); err != nil {
 		t.Fatalf("%v (%+v)", err, c.Status())
 	}
-	if v := c.protocol(); v != sessionProtocol {
+	if v := c.dial.protocol(); v != sessionProtocol {
 		t.Errorf("the server spoke %s, want %s", v, sessionProtocol)
 	}
 }
@@ -324,7 +324,7 @@ func TestRequestsTellWhatTheCallerCanAnswer(t *testing.T) {
 	if err := conn.Ready(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if cs := conn.live(); cs == nil || !stateless(cs) {
+	if cs := conn.link.live(); cs == nil || !stateless(cs) {
 		t.Fatal("the test wants a stateless-era upstream")
 	}
 	for _, c := range []struct {

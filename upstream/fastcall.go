@@ -482,13 +482,13 @@ func (c *Conn) Call(ctx context.Context, call *Call) (*answer.Result, error) {
 // session's, which Warden's stands for; telling every call again would
 // cost the upstream a decode of each (a Go SDK server's: 5-25% of a call).
 func (c *Conn) callTool(ctx context.Context, cs *mcp.ClientSession, call *Call) (*answer.Result, error) {
-	call.hold = c.opts.Answers.hold()
+	call.hold = c.answers.hold()
 	defer call.after(call.hold.end)
 	ctx = WithCall(ctx, call)
 	caller, perRequest := call.caller()
 	if stateless(cs) {
-		params := askable(call.Params, caller, c.exposedLevel())
-		if c.bindsHeaders(params.Name) {
+		params := askable(call.Params, caller, c.levels.forCalls())
+		if c.list.bindsHeaders(params.Name) {
 			return callSDK(ctx, cs, call, params) // the SDK writes the Mcp-Param-* headers
 		}
 		return c.callOnSession(ctx, cs, call, params)
@@ -530,10 +530,4 @@ func (d *direct) call(ctx context.Context, cs *mcp.ClientSession, call *Call, pa
 		p.InputResponses, p.RequestState = answers, tr.RequestState
 		params = &p
 	}
-}
-
-// direct is the connection's direct tools/call path.
-func (c *Conn) direct() *direct {
-	return &direct{name: c.Name, cfg: &c.cfg, http: c.http, client: c.clientInfo(), peer: c.opts.Peer,
-		notices: c.notices, ask: c.ask, refresh: c.scheduleRefresh}
 }

@@ -2,16 +2,27 @@ package upstream
 
 import (
 	"context"
+	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/wardenmcp/warden/config"
 )
 
-// followers is the bookkeeping of the resource subscriptions that
-// downstream sessions share over one upstream connection: who follows which
-// URI, and which upstream session is subscribed to it. Conn makes the
-// upstream calls (subscribe.go); ops orders them, one change at a time.
+// followers are the resource subscriptions that downstream sessions share
+// over one upstream connection: the bookkeeping (who follows which URI, and
+// which upstream session is subscribed to it) here, the calls upstream in
+// subscribe.go; ops orders them, one change at a time. The zero value
+// follows nothing; the calls need the dependencies below.
 type followers struct {
+	ctx     context.Context                // the connection's
+	cfg     *atomic.Pointer[config.Server] // the connection's: its callTimeout
+	log     *slog.Logger
+	exposed func() bool // whether clients may hear from the server
+	// do runs fn on the live session, as Conn.Do.
+	do func(ctx context.Context, fn func(context.Context, *mcp.ClientSession) error) error
+
 	ops sync.Mutex // held across a change upstream, taken before mu
 
 	mu     sync.Mutex
@@ -19,14 +30,13 @@ type followers struct {
 	subbed map[string]*mcp.ClientSession // resource URI → the session subscribed to it
 }
 
-func newFollowers() *followers {
-	return &followers{subs: map[string]map[any]bool{}, subbed: map[string]*mcp.ClientSession{}}
-}
-
 // follow makes who a follower of uri.
 func (f *followers) follow(uri string, who any) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.subs == nil {
+		f.subs = map[string]map[any]bool{}
+	}
 	if f.subs[uri] == nil {
 		f.subs[uri] = map[any]bool{}
 	}
@@ -80,7 +90,7 @@ func (f *followers) followed() []string {
 func (f *followers) adopt(old *followers) {
 	old.mu.Lock()
 	subs := old.subs
-	old.subs = map[string]map[any]bool{}
+	old.subs = nil
 	old.mu.Unlock()
 	for uri, w := range subs {
 		for who := range w {
@@ -101,6 +111,9 @@ func (f *followers) subscribeOn(ctx context.Context, cs *mcp.ClientSession, uri 
 		return err
 	}
 	f.mu.Lock()
+	if f.subbed == nil {
+		f.subbed = map[string]*mcp.ClientSession{}
+	}
 	f.subbed[uri] = cs
 	f.mu.Unlock()
 	return nil

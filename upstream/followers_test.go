@@ -1,6 +1,8 @@
 package upstream
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -13,13 +15,13 @@ import (
 // upstream subscription is to end, and then no session counts as
 // subscribed to it; one that never followed leaves nothing.
 func TestFollowersLastToLeave(t *testing.T) {
-	f := newFollowers()
+	f := &followers{}
 	a, b, stranger := new(int), new(int), new(int)
 	f.follow("test://r", a)
 	f.follow("test://r", b)
 	f.follow("test://r", a) // again: still one follower
 	f.follow("test://other", b)
-	f.subbed["test://r"] = &mcp.ClientSession{}
+	f.subbed = map[string]*mcp.ClientSession{"test://r": {}}
 
 	if got := f.followedBy(b); !slices.Equal(sorted(got), []string{"test://other", "test://r"}) {
 		t.Fatalf("b follows %v", got)
@@ -50,12 +52,12 @@ func TestFollowersLastToLeave(t *testing.T) {
 // adopt carries the followers over and leaves the old bookkeeping with
 // none; which session is subscribed stays behind (it is the old one's).
 func TestFollowersAdopt(t *testing.T) {
-	old, next := newFollowers(), newFollowers()
+	old, next := &followers{}, &followers{}
 	a, b, c := new(int), new(int), new(int)
 	old.follow("test://r", a)
 	old.follow("test://r", b)
 	old.follow("test://s", a)
-	old.subbed["test://r"] = &mcp.ClientSession{}
+	old.subbed = map[string]*mcp.ClientSession{"test://r": {}}
 	next.follow("test://r", c)
 
 	next.adopt(old)
@@ -81,7 +83,7 @@ func TestFollowersAdopt(t *testing.T) {
 // Sessions follow and leave concurrently (subscribe calls, sessions ending,
 // a reload's adopt); -race fails if the bookkeeping is unguarded.
 func TestFollowersConcurrent(t *testing.T) {
-	f, other := newFollowers(), newFollowers()
+	f, other := &followers{}, &followers{}
 	var wg sync.WaitGroup
 	for i := range 8 {
 		wg.Add(1)
@@ -111,4 +113,23 @@ func sorted(s []string) []string {
 	s = slices.Clone(s)
 	slices.Sort(s)
 	return s
+}
+
+// A subscription refused upstream makes no follower, and one who follows
+// nothing leaving calls nothing upstream.
+func TestFollowersOnlyAfterUpstreamSays(t *testing.T) {
+	calls := 0
+	f := &followers{do: func(context.Context, func(context.Context, *mcp.ClientSession) error) error {
+		calls++
+		return errors.New("server down")
+	}}
+	if err := f.subscribe(context.Background(), "file:///a", "s1"); err == nil {
+		t.Fatal("a refused subscription reported no error")
+	}
+	if uris := f.followed(); len(uris) != 0 {
+		t.Fatalf("a refused subscription left followers of %q", uris)
+	}
+	if err := f.unsubscribe(context.Background(), "file:///a", "s1"); err != nil || calls != 1 {
+		t.Fatalf("one who follows nothing leaving: err %v, %d calls upstream; want none beyond the refused one", err, calls)
+	}
 }

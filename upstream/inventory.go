@@ -3,54 +3,87 @@ package upstream
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"sync"
 	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/wardenmcp/warden/config"
 )
 
-// scheduleRefresh re-lists the server after a list_changed notification.
-// Notifications that arrive during a pass coalesce into one more pass; one
-// that arrives while a connection takes its first listing (no session yet)
-// is not lost: run starts the pass once the session is ready.
-func (c *Conn) scheduleRefresh() {
-	c.mu.Lock()
-	cs := c.session
-	if c.refreshing || cs == nil {
-		c.dirty = true
-		c.mu.Unlock()
-		return
-	}
-	c.refreshing = true
-	c.mu.Unlock()
-	go c.refreshLoop(cs)
+// lister takes a server's listing passes and hands each to the Peer: the
+// first of every session (run), one after a list_changed notification, and
+// one on demand (Refresh). It keeps the set of tools whose latest listing
+// binds arguments to headers, for the tool calls.
+type lister struct {
+	name string
+	ctx  context.Context
+	cfg  *atomic.Pointer[config.Server] // the connection's: its callTimeout bounds a pass
+	log  *slog.Logger
+	peer Peer
+	live func() *mcp.ClientSession // the live session, nil between sessions
+	// headerBound names the tools whose latest listing binds arguments to
+	// headers (x-mcp-header; see callTool).
+	headerBound atomic.Pointer[boundTools]
+
+	mu         sync.Mutex // taken before the connection's
+	refreshing bool       // a loop of passes runs
+	dirty      bool       // a list_changed came that no pass has taken yet
 }
 
-// refreshLoop lists until no notification arrived during the last pass.
-// The caller has set c.refreshing.
-func (c *Conn) refreshLoop(cs *mcp.ClientSession) {
+// changed re-lists the server after a list_changed notification.
+// Notifications that arrive during a pass coalesce into one more pass; one
+// that arrives while a connection takes its first listing (no session yet)
+// is not lost: run resumes once the session is live.
+func (l *lister) changed() {
+	l.mu.Lock()
+	l.dirty = true
+	l.mu.Unlock()
+	l.resume()
+}
+
+// resume starts the passes a list_changed asked for, unless passes run
+// already (they take another) or no session is live.
+func (l *lister) resume() {
+	l.mu.Lock()
+	cs := l.live()
+	start := l.dirty && !l.refreshing && cs != nil
+	if start {
+		l.dirty, l.refreshing = false, true
+	}
+	l.mu.Unlock()
+	if start {
+		go l.loop(cs)
+	}
+}
+
+// loop lists until no notification arrived during the last pass. The
+// caller has set l.refreshing.
+func (l *lister) loop(cs *mcp.ClientSession) {
 	for {
-		c.refresh(cs)
-		c.mu.Lock()
-		if c.session != nil {
-			cs = c.session // the connection may have been replaced meanwhile
+		l.pass(cs)
+		l.mu.Lock()
+		live := l.live()
+		if live != nil {
+			cs = live // the connection may have been replaced meanwhile
 		}
-		// Without a session, dirty is left for run to pick up.
-		again := c.dirty && c.session != nil
+		// Without a session, dirty is left for run to resume.
+		again := l.dirty && live != nil
 		if again {
-			c.dirty = false
+			l.dirty = false
 		}
-		c.refreshing = again
-		c.mu.Unlock()
+		l.refreshing = again
+		l.mu.Unlock()
 		if !again {
 			return
 		}
 	}
 }
 
-// Refresh lists the server again now.
-func (c *Conn) Refresh() {
-	if cs := c.live(); cs != nil {
-		c.refresh(cs)
+// now lists the server again now, if a session is live.
+func (l *lister) now() {
+	if cs := l.live(); cs != nil {
+		l.pass(cs)
 	}
 }
 
@@ -60,20 +93,20 @@ func (c *Conn) Refresh() {
 // would drop the new connection's passes as stale, rug pulls included.
 var inventorySeq atomic.Uint64
 
-// refresh takes one complete listing and hands it to the Peer, keeping no
+// pass takes one complete listing and hands it to the Peer, keeping no
 // copy: the Peer keeps the one inventory. The sequence number is taken
 // before listing starts, so the Peer can tell a pass that started earlier
 // but finished later.
-func (c *Conn) refresh(cs *mcp.ClientSession) {
+func (l *lister) pass(cs *mcp.ClientSession) {
 	seq := inventorySeq.Add(1)
-	ctx, cancel := context.WithTimeout(c.ctx, c.Config().CallTimeout)
+	ctx, cancel := context.WithTimeout(l.ctx, l.cfg.Load().CallTimeout)
 	defer cancel()
 	inv := &Inventory{Seq: seq, Init: cs.InitializeResult()}
 	caps := inv.Init.Capabilities
 	var err error
 	if caps != nil && caps.Tools != nil {
 		if inv.Tools, err = collect(cs.Tools(ctx, nil)); err != nil {
-			c.log.Warn("listing tools failed", "err", c.redact(err))
+			l.log.Warn("listing tools failed", "err", redact(l.cfg.Load(), err))
 			return // an incomplete inventory must never be applied
 		}
 		bound := map[string]bool{}
@@ -85,27 +118,27 @@ func (c *Conn) refresh(cs *mcp.ClientSession) {
 				}
 			}
 		}
-		c.setHeaderBound(&boundTools{seq: seq, tools: bound})
+		l.setHeaderBound(&boundTools{seq: seq, tools: bound})
 	}
 	if caps != nil && caps.Prompts != nil {
 		if inv.Prompts, err = collect(cs.Prompts(ctx, nil)); err != nil {
-			c.log.Warn("listing prompts failed", "err", c.redact(err))
+			l.log.Warn("listing prompts failed", "err", redact(l.cfg.Load(), err))
 		}
 	}
 	if caps != nil && caps.Resources != nil {
 		if inv.Resources, err = collect(cs.Resources(ctx, nil)); err != nil {
-			c.log.Warn("listing resources failed", "err", c.redact(err))
+			l.log.Warn("listing resources failed", "err", redact(l.cfg.Load(), err))
 		}
 		if inv.Templates, err = collect(cs.ResourceTemplates(ctx, nil)); err != nil {
-			c.log.Warn("listing resource templates failed", "err", c.redact(err))
+			l.log.Warn("listing resource templates failed", "err", redact(l.cfg.Load(), err))
 		}
 	}
 	inv.byName = make(map[string]*mcp.Tool, len(inv.Tools))
 	for _, t := range inv.Tools {
 		inv.byName[t.Name] = t
 	}
-	if c.opts.Peer != nil {
-		c.opts.Peer.Inventory(c.Name, inv)
+	if l.peer != nil {
+		l.peer.Inventory(l.name, inv)
 	}
 }
 
@@ -126,7 +159,7 @@ func collect[T any](seq func(func(*T, error) bool)) ([]*T, error) {
 // A schema it cannot encode it takes for one without annotations. So
 // holdSchemas, on the answers to tools/list, hides in such a schema each
 // one without annotations, for which the check finds nothing anyway, and
-// refresh takes them out again (unheld); a schema with annotations goes
+// a pass takes them out again (unheld); a schema with annotations goes
 // through the SDK's check as it is.
 
 // heldSchema is an input schema kept from the SDK client's check.
@@ -162,12 +195,12 @@ type boundTools struct {
 }
 
 // setHeaderBound keeps b unless a later pass's set is kept already: two
-// passes may run at once (Refresh beside the refresh loop), and the one
+// passes may run at once (Refresh beside the loop), and the one
 // that started first may finish last.
-func (c *Conn) setHeaderBound(b *boundTools) {
+func (l *lister) setHeaderBound(b *boundTools) {
 	for {
-		old := c.headerBound.Load()
-		if old != nil && old.seq > b.seq || c.headerBound.CompareAndSwap(old, b) {
+		old := l.headerBound.Load()
+		if old != nil && old.seq > b.seq || l.headerBound.CompareAndSwap(old, b) {
 			return
 		}
 	}
@@ -175,8 +208,8 @@ func (c *Conn) setHeaderBound(b *boundTools) {
 
 // bindsHeaders reports whether tool's latest listing binds arguments to
 // headers.
-func (c *Conn) bindsHeaders(tool string) bool {
-	bound := c.headerBound.Load()
+func (l *lister) bindsHeaders(tool string) bool {
+	bound := l.headerBound.Load()
 	return bound != nil && bound.tools[tool]
 }
 

@@ -4,11 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wardenmcp/warden/config"
 )
@@ -108,15 +112,57 @@ func toolsUpstream(t *testing.T, version, tools string, onCall func(*http.Reques
 // pass's, whichever finishes last: a stale set would send a tool that binds
 // headers down the direct path, without them.
 func TestHeaderBoundKeepsTheLaterPass(t *testing.T) {
-	c := &Conn{}
+	l := &lister{}
 	later := &boundTools{seq: 2, tools: map[string]bool{"bound": true}}
-	c.setHeaderBound(later)
-	c.setHeaderBound(&boundTools{seq: 1, tools: map[string]bool{}})
-	if !c.bindsHeaders("bound") {
+	l.setHeaderBound(later)
+	l.setHeaderBound(&boundTools{seq: 1, tools: map[string]bool{}})
+	if !l.bindsHeaders("bound") {
 		t.Fatal("an earlier pass that finished last replaced the later pass's set")
 	}
-	c.setHeaderBound(&boundTools{seq: 3, tools: map[string]bool{}})
-	if c.bindsHeaders("bound") {
+	l.setHeaderBound(&boundTools{seq: 3, tools: map[string]bool{}})
+	if l.bindsHeaders("bound") {
 		t.Fatal("a later pass's set was not kept")
+	}
+}
+
+// A list_changed that comes while no session is live (the first listing
+// of a connection) is not lost: it is listed once, when run resumes the
+// lister on the live session, and not again.
+func TestListChangedWithoutSessionWaitsForOne(t *testing.T) {
+	up := toolsUpstream(t, "2025-11-25", `[{"name":"t","inputSchema":{"type":"object"}}]`, nil)
+	client := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil)
+	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: up.URL}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	var live atomic.Pointer[mcp.ClientSession]
+	var cfg atomic.Pointer[config.Server]
+	cfg.Store(&config.Server{Name: "up", CallTimeout: 10 * time.Second})
+	peer := inventoryPeer{got: make(chan *Inventory, 4)}
+	l := &lister{name: "up", ctx: context.Background(), cfg: &cfg, log: slog.Default(), peer: peer, live: live.Load}
+
+	l.changed()
+	l.resume()
+	select {
+	case <-peer.got:
+		t.Fatal("listed without a live session")
+	case <-time.After(50 * time.Millisecond):
+	}
+	live.Store(cs)
+	l.resume()
+	select {
+	case inv := <-peer.got:
+		if inv.Tool("t") == nil {
+			t.Fatalf("listed %v, want t", inv.Tools)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the list_changed was lost")
+	}
+	l.resume()
+	select {
+	case <-peer.got:
+		t.Fatal("listed twice for one list_changed")
+	case <-time.After(50 * time.Millisecond):
 	}
 }

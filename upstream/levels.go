@@ -13,6 +13,9 @@ import (
 // several clients share it, each with a level of its own that Warden
 // filters for, and one asking for less must not silence another.
 type levels struct {
+	exposed func() bool               // whether clients may hear from the server
+	live    func() *mcp.ClientSession // the live session, nil between sessions
+
 	mu    sync.Mutex
 	level mcp.LoggingLevel // "": none asked
 }
@@ -36,28 +39,36 @@ func (l *levels) get() mcp.LoggingLevel {
 	return l.level
 }
 
-// SetLogLevel asks the upstream for log messages at level and above, now and
+// set asks the upstream for log messages at level and above, now and
 // after every reconnect; while clients may not hear from it (see
 // Peer.Exposed), only once they may. The upstream's level only ever gets
-// more verbose (see levels).
-func (c *Conn) SetLogLevel(ctx context.Context, level mcp.LoggingLevel) error {
-	if !c.levels.ask(level) {
+// more verbose.
+func (l *levels) set(ctx context.Context, level mcp.LoggingLevel) error {
+	if !l.ask(level) {
 		return nil
 	}
-	cs := c.live()
-	if cs == nil || !c.exposed() {
+	cs := l.live()
+	if cs == nil || !l.exposed() {
 		return nil
 	}
 	return setLevelOn(ctx, cs, level)
 }
 
-// exposedLevel is the log level clients set for the server, while they may
-// hear from it.
-func (c *Conn) exposedLevel() mcp.LoggingLevel {
-	if !c.exposed() {
+// apply sets the level asked on cs, a new session or one clients may now
+// hear from.
+func (l *levels) apply(ctx context.Context, cs *mcp.ClientSession) {
+	if level := l.get(); level != "" && l.exposed() {
+		_ = setLevelOn(ctx, cs, level)
+	}
+}
+
+// forCalls is the log level clients set for the server, while they may
+// hear from it: what a stateless-era server is told with each call.
+func (l *levels) forCalls() mcp.LoggingLevel {
+	if !l.exposed() {
 		return ""
 	}
-	return c.levels.get()
+	return l.get()
 }
 
 // setLevelOn sets the level on a session; a stateless-era server has none,

@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"context"
 	"sync"
 	"testing"
 
@@ -54,5 +55,22 @@ func TestLevelsConcurrent(t *testing.T) {
 	wg.Wait()
 	if l.get() != "debug" {
 		t.Fatalf("the level is %q after every level was asked, want debug", l.get())
+	}
+}
+
+// While clients may not hear from the server, a level asked is kept but
+// neither told to calls nor set on a session; once they may, it is.
+func TestLevelsWaitForExposure(t *testing.T) {
+	exposed := false
+	l := levels{exposed: func() bool { return exposed }, live: func() *mcp.ClientSession { return nil }}
+	if err := l.set(context.Background(), "info"); err != nil {
+		t.Fatal(err)
+	}
+	if got := l.forCalls(); got != "" {
+		t.Fatalf("calls are told %q while clients may not hear from the server", got)
+	}
+	exposed = true
+	if got := l.forCalls(); got != "info" {
+		t.Fatalf("calls are told %q once exposed, want info", got)
 	}
 }

@@ -29,7 +29,8 @@ type redactedError struct {
 func (e *redactedError) Error() string { return e.msg }
 func (e *redactedError) Unwrap() error { return e.err }
 
-func (c *Conn) redact(err error) error {
+// redact is err with cfg's secrets masked (see above).
+func redact(cfg *config.Server, err error) error {
 	if err == nil {
 		return err
 	}
@@ -37,15 +38,15 @@ func (c *Conn) redact(err error) error {
 		// The upstream's answer is passed on to the client as it is (see
 		// Answer), so it is masked where it sits; written only when masked,
 		// as an error of the SDK's own may be a shared sentinel.
-		if m := redactText(a.Message, c.Config()); m != a.Message {
+		if m := redactText(a.Message, cfg); m != a.Message {
 			a.Message = m
 		}
-		if d := redactText(string(a.Data), c.Config()); d != string(a.Data) {
+		if d := redactText(string(a.Data), cfg); d != string(a.Data) {
 			a.Data = json.RawMessage(d)
 		}
 	}
 	msg := err.Error()
-	if out := redactText(msg, c.Config()); out != msg {
+	if out := redactText(msg, cfg); out != msg {
 		return &redactedError{msg: out, err: err}
 	}
 	return err

@@ -26,8 +26,6 @@ func TestRedactHidesSecrets(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := cfg.Servers["s"]
-	c := &Conn{}
-	c.cfg.Store(s)
 	_, dialErr := http.Post(s.URL, "application/json", nil) // nothing listens on port 1
 	if dialErr == nil {
 		t.Fatal("want a connection error")
@@ -40,7 +38,7 @@ func TestRedactHidesSecrets(t *testing.T) {
 		errors.New(`invalid token "tok-0123456789" for client-id-42 (header literal-header-secret)`),
 		errors.New(`bad key abc+def/ghi= (sent as "abc+def/ghi=")`),
 	} {
-		got := c.redact(inner)
+		got := redact(s, inner)
 		for _, secret := range secrets {
 			if strings.Contains(got.Error(), secret) {
 				t.Errorf("redact(%q) = %q: shows %q", inner, got, secret)
@@ -50,12 +48,12 @@ func TestRedactHidesSecrets(t *testing.T) {
 			t.Errorf("redact(%q) no longer wraps the error", inner)
 		}
 	}
-	if got := c.redact(dialErr).Error(); !strings.Contains(got, `"http://127.0.0.1:1/mcp/${env:PATHSECRET}"`) {
+	if got := redact(s, dialErr).Error(); !strings.Contains(got, `"http://127.0.0.1:1/mcp/${env:PATHSECRET}"`) {
 		t.Errorf("redact(%q) = %q, want the URL as written, without userinfo and query", dialErr, got)
 	}
 	// The upstream's own answer goes to the client as it is: masked inside.
 	answer := &jsonrpc.Error{Code: -32602, Message: "bad token tok-0123456789", Data: json.RawMessage(`{"echo":"hunter2pass"}`)}
-	c.redact(fmt.Errorf("calling %q: %w", "tools/call", answer))
+	redact(s, fmt.Errorf("calling %q: %w", "tools/call", answer))
 	for _, secret := range secrets {
 		if strings.Contains(answer.Message+string(answer.Data), secret) {
 			t.Errorf("the upstream's answer still shows %q: %q %s", secret, answer.Message, answer.Data)
@@ -65,7 +63,7 @@ func TestRedactHidesSecrets(t *testing.T) {
 		t.Errorf("masked data is no longer JSON: %s", answer.Data)
 	}
 	harmless := errors.New("upstream answered 415: want application/json")
-	if got := c.redact(harmless); got != harmless {
+	if got := redact(s, harmless); got != harmless {
 		t.Errorf("redact(%q) = %q: masked harmless text", harmless, got)
 	}
 }

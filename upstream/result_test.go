@@ -176,7 +176,7 @@ func TestDirectPathReadsAnswersAsSDK(t *testing.T) {
 		`{"content":[],"is\u0045rror":true}`,
 	}
 	paths := map[string]func(context.Context, *mcp.ClientSession, *Call, *mcp.CallToolParams) (*answer.Result, error){
-		"direct": c.direct().call, "sdk": callSDK,
+		"direct": c.callOnSession, "sdk": callSDK, // Start chose the direct path
 	}
 	for _, r := range results {
 		for _, msg := range []string{

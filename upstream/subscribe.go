@@ -15,74 +15,66 @@ import (
 // again is tried anew when the next follower comes. The bookkeeping is
 // c.subs (followers.go); the calls upstream are here.
 
-// Subscribe makes who (a downstream session, or anything comparable that
+// subscribe makes who (a downstream session, or anything comparable that
 // stands for one) a follower of uri, subscribing upstream unless the live
 // session already is.
-func (c *Conn) Subscribe(ctx context.Context, uri string, who any) error {
-	c.subs.ops.Lock() // one change upstream at a time, in order
-	defer c.subs.ops.Unlock()
-	err := c.Do(ctx, func(ctx context.Context, cs *mcp.ClientSession) error {
-		return c.subs.subscribeOn(ctx, cs, uri)
+func (f *followers) subscribe(ctx context.Context, uri string, who any) error {
+	f.ops.Lock() // one change upstream at a time, in order
+	defer f.ops.Unlock()
+	err := f.do(ctx, func(ctx context.Context, cs *mcp.ClientSession) error {
+		return f.subscribeOn(ctx, cs, uri)
 	})
 	if err != nil {
 		return err
 	}
-	c.subs.follow(uri, who)
+	f.follow(uri, who)
 	return nil
 }
 
-// Unsubscribe ends who's following of uri, unsubscribing upstream after the
-// last follower.
-func (c *Conn) Unsubscribe(ctx context.Context, uri string, who any) error {
-	c.subs.ops.Lock()
-	defer c.subs.ops.Unlock()
-	if !c.subs.unfollow(uri, who) {
+// unsubscribe ends who's following of uri, unsubscribing upstream after
+// the last follower.
+func (f *followers) unsubscribe(ctx context.Context, uri string, who any) error {
+	f.ops.Lock()
+	defer f.ops.Unlock()
+	if !f.unfollow(uri, who) {
 		return nil
 	}
-	return c.unsubscribe(ctx, uri)
+	return f.end(ctx, uri)
 }
 
-func (c *Conn) unsubscribe(ctx context.Context, uri string) error {
-	return c.Do(ctx, func(ctx context.Context, cs *mcp.ClientSession) error {
+// end unsubscribes the live session from uri.
+func (f *followers) end(ctx context.Context, uri string) error {
+	return f.do(ctx, func(ctx context.Context, cs *mcp.ClientSession) error {
 		return cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri})
 	})
 }
 
-// Unfollow ends every subscription of who (its session ended).
-func (c *Conn) Unfollow(who any) {
-	c.subs.ops.Lock()
-	defer c.subs.ops.Unlock()
-	for _, uri := range c.subs.followedBy(who) {
-		if c.subs.unfollow(uri, who) {
-			ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
-			_ = c.unsubscribe(ctx, uri)
+// leave ends every subscription of who (its session ended).
+func (f *followers) leave(who any) {
+	f.ops.Lock()
+	defer f.ops.Unlock()
+	for _, uri := range f.followedBy(who) {
+		if f.unfollow(uri, who) {
+			ctx, cancel := context.WithTimeout(f.ctx, 5*time.Second)
+			_ = f.end(ctx, uri)
 			cancel()
 		}
-	}
-}
-
-// Adopt takes over the followers of the connection c replaces (a changed
-// config), so that their subscriptions carry on upstream.
-func (c *Conn) Adopt(old *Conn) {
-	c.subs.adopt(old.subs)
-	if cs := c.live(); cs != nil { // connected already: its first resubscribe may have missed them
-		go c.resubscribe(cs)
 	}
 }
 
 // resubscribe subscribes a new upstream session to what is followed, off
 // the path that makes the session available to calls; not while clients may
 // not hear from the server (Expose does it then).
-func (c *Conn) resubscribe(cs *mcp.ClientSession) {
-	c.subs.ops.Lock()
-	defer c.subs.ops.Unlock()
-	if !c.exposed() {
+func (f *followers) resubscribe(cs *mcp.ClientSession) {
+	f.ops.Lock()
+	defer f.ops.Unlock()
+	if !f.exposed() {
 		return
 	}
-	for _, uri := range c.subs.followed() {
-		ctx, cancel := context.WithTimeout(c.ctx, c.Config().CallTimeout)
-		if err := c.subs.subscribeOn(ctx, cs, uri); err != nil {
-			c.log.Warn("subscribing again after reconnecting failed; the next subscriber tries again", "uri", uri, "err", c.redact(err))
+	for _, uri := range f.followed() {
+		ctx, cancel := context.WithTimeout(f.ctx, f.cfg.Load().CallTimeout)
+		if err := f.subscribeOn(ctx, cs, uri); err != nil {
+			f.log.Warn("subscribing again after reconnecting failed; the next subscriber tries again", "uri", uri, "err", redact(f.cfg.Load(), err))
 		}
 		cancel()
 	}
