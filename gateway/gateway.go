@@ -55,7 +55,7 @@ func New(deps Deps) *Gateway {
 	}
 	g := &Gateway{deps: deps, log: deps.Logger, router: newRouter(), gate: newCallGate()}
 	g.inv = newInventories(func(server string) { g.views.each(func(v View) { v.Changed(server) }) })
-	g.deps.Upstream.Peer = g
+	g.deps.Upstream.Peer = peer{g}
 	g.deps.Upstream.Logger = deps.Logger
 	g.deps.Upstream.NoticeDropped = func(server string) { deps.Metrics.NoticeDropped(server, "flood") }
 	if g.deps.Upstream.Answers == nil {
@@ -161,8 +161,13 @@ func (g *Gateway) startOnDemand(c *upstream.Conn) {
 	g.inv.seed(c.Name, &upstream.Inventory{Tools: tools}) // Seq 0: any listing replaces it
 }
 
-// StateChanged publishes connection state (upstream.Peer).
-func (g *Gateway) StateChanged(server string, st upstream.Status) {
+// peer is the gateway as upstream's Peer. Its methods are on this
+// unexported type, not on Gateway, so that nothing Gateway exports takes or
+// gives an upstream type: only upstream calls them.
+type peer struct{ *Gateway }
+
+// StateChanged publishes connection state.
+func (g peer) StateChanged(server string, st upstream.Status) {
 	g.deps.Metrics.SetState(server, string(st.State))
 	g.deps.Events.Publish(events.Event{Type: "server", Server: server, Data: st})
 }

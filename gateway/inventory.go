@@ -87,13 +87,13 @@ func (s *inventories) listed(server string) Listing {
 	return l
 }
 
-// Inventory applies a new listing to the approval records (upstream.Peer).
+// Inventory applies a new listing to the approval records.
 // Only a listing the records have taken is served: until then, and when a
 // listing is refused (a duplicate or nameless tool), the last applied one
 // stays, so a definition is never shown or run under an older approval.
 // The views are told once, after the listing is in place, also of the
 // approval changes it caused.
-func (g *Gateway) Inventory(server string, inv *upstream.Inventory) {
+func (g peer) Inventory(server string, inv *upstream.Inventory) {
 	c, ok := g.conn(server)
 	if !ok {
 		return

@@ -16,7 +16,9 @@ import (
 	"github.com/wardenmcp/warden/writes"
 )
 
-func newTestGateway(t *testing.T) *Gateway {
+// newTestGateway is a gateway with one server, "s", as its upstream sees
+// it (peer), so that the test can hand it what an upstream would.
+func newTestGateway(t *testing.T) peer {
 	t.Helper()
 	db, err := bbolt.Open(filepath.Join(t.TempDir(), "w.db"), 0o600, nil)
 	if err != nil {
@@ -40,7 +42,7 @@ func newTestGateway(t *testing.T) *Gateway {
 	// An upstream nothing answers: the test hands the gateway its listings.
 	g.Reconcile(map[string]*config.Server{"s": {Name: "s", URL: "http://127.0.0.1:1/mcp", Transport: "http", Trusted: true, CallTimeout: time.Second}})
 	t.Cleanup(g.Close)
-	return g
+	return peer{g}
 }
 
 func writeTool(desc string, readOnly bool) *mcp.Tool {

@@ -59,7 +59,7 @@ func TestReconcile(t *testing.T) {
 
 	// Disabled: out of the live servers, and a call says why.
 	g.Reconcile(servers(t, fmt.Sprintf(`{"fx": {"url": %q, "disabled": true}}`, url)))
-	if len(g.Servers()) != 0 || !g.Disabled("fx") || g.Tools("fx") != nil || g.Exposed("fx") {
+	if len(g.Servers()) != 0 || !g.Disabled("fx") || g.Tools("fx") != nil {
 		t.Fatalf("after disabling fx: servers %v, disabled %v, tools %v", g.Servers(), g.Disabled("fx"), g.Tools("fx"))
 	}
 	expectRefusal(t, p, "fx", fixture.ToolRead, "", nil, gateway.CodeUnavailable, "disabled in the config")

@@ -133,13 +133,13 @@ func relatedContext(f *inflight, upstream context.Context) (context.Context, con
 	return ctx, func() { stop(); cancel() }
 }
 
-// The upstream.Peer side of routing. What a server sends reaches only the
-// calls and sessions made to that server, and nothing of a server that is
-// quarantined, disabled or removed reaches any client: its requests are
-// answered with an error, its notifications dropped.
+// The upstream.Peer side of routing (see peer). What a server sends
+// reaches only the calls and sessions made to that server, and nothing of a
+// server that is quarantined, disabled or removed reaches any client: its
+// requests are answered with an error, its notifications dropped.
 
-// Exposed reports whether clients may hear from server (upstream.Peer).
-func (g *Gateway) Exposed(server string) bool {
+// Exposed reports whether clients may hear from server.
+func (g peer) Exposed(server string) bool {
 	_, live := g.conn(server)
 	return live && !g.deps.Approvals.Quarantined(server)
 }
@@ -147,7 +147,7 @@ func (g *Gateway) Exposed(server string) bool {
 var errNotExposed = errors.New("the server is quarantined or disabled in Warden, so it may not reach any client until an operator approves it")
 
 // askedBy is the call a server's request goes to, or why there is none.
-func (g *Gateway) askedBy(ctx context.Context, server, what string) (*inflight, error) {
+func (g peer) askedBy(ctx context.Context, server, what string) (*inflight, error) {
 	if !g.Exposed(server) {
 		return nil, fmt.Errorf("%s from %q refused: %w", what, server, errNotExposed)
 	}
@@ -157,11 +157,11 @@ func (g *Gateway) askedBy(ctx context.Context, server, what string) (*inflight, 
 	return nil, fmt.Errorf("%s from %q: %w", what, server, errNoCaller)
 }
 
-// Ask puts a server's question to the client of the call it came with
-// (upstream.Peer), if that client declared it can answer it: else it is
-// refused with MissingRequiredClientCapability, whatever the client's era.
+// Ask puts a server's question to the client of the call it came with, if
+// that client declared it can answer it: else it is refused with
+// MissingRequiredClientCapability, whatever the client's era.
 // A roots request with no client waiting is answered with no roots.
-func (g *Gateway) Ask(ctx context.Context, server, key string, q mcp.InputRequest) (mcp.InputResponse, error) {
+func (g peer) Ask(ctx context.Context, server, key string, q mcp.InputRequest) (mcp.InputResponse, error) {
 	f, err := g.askedBy(ctx, server, question.Method(q))
 	if _, roots := q.(*mcp.ListRootsParams); roots && errors.Is(err, errNoCaller) {
 		return &mcp.ListRootsResult{Roots: []*mcp.Root{}}, nil
@@ -179,7 +179,7 @@ func (g *Gateway) Ask(ctx context.Context, server, key string, q mcp.InputReques
 
 // Progress goes to the call its token was minted for, and only if server is
 // the one that call went to.
-func (g *Gateway) Progress(server string, p *mcp.ProgressNotificationParams) {
+func (g peer) Progress(server string, p *mcp.ProgressNotificationParams) {
 	f := g.router.byProgressToken(p.ProgressToken)
 	if f == nil || f.server != server || f.client == nil || !g.Exposed(server) {
 		return
@@ -191,7 +191,7 @@ func (g *Gateway) Progress(server string, p *mcp.ProgressNotificationParams) {
 
 // Log sends an upstream log message to the client whose call is in flight,
 // or, with none, to every client session of the surfaces that show server.
-func (g *Gateway) Log(ctx context.Context, server string, p *mcp.LoggingMessageParams) {
+func (g peer) Log(ctx context.Context, server string, p *mcp.LoggingMessageParams) {
 	if !g.Exposed(server) {
 		return
 	}
@@ -204,7 +204,7 @@ func (g *Gateway) Log(ctx context.Context, server string, p *mcp.LoggingMessageP
 
 // ResourceUpdated passes an update on to the views, which send it only to
 // sessions that subscribed to the resource through server.
-func (g *Gateway) ResourceUpdated(server string, p *mcp.ResourceUpdatedNotificationParams) {
+func (g peer) ResourceUpdated(server string, p *mcp.ResourceUpdatedNotificationParams) {
 	if !g.Exposed(server) {
 		return
 	}

@@ -64,7 +64,7 @@ func (c *fakeClient) Log(ctx context.Context, p *mcp.LoggingMessageParams) {
 }
 
 // testGateway has three servers: "s" and "t", trusted, and "q", quarantined.
-func testGateway(t *testing.T) *Gateway {
+func testGateway(t *testing.T) peer {
 	g := newTestGateway(t)
 	server := func(name string, trusted bool) *config.Server {
 		return &config.Server{Name: name, URL: "http://127.0.0.1:1/mcp", Transport: "http", Trusted: trusted, CallTimeout: time.Second}
@@ -302,7 +302,7 @@ func TestQuarantinedServerReachesNoClient(t *testing.T) {
 }
 
 // ask is g.Ask with its answer as the type q asks for.
-func ask[T any](g *Gateway, ctx context.Context, server string, q mcp.InputRequest) (*T, error) {
+func ask[T any](g peer, ctx context.Context, server string, q mcp.InputRequest) (*T, error) {
 	a, err := g.Ask(ctx, server, "", q)
 	if err != nil {
 		return nil, err
