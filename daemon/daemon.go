@@ -103,6 +103,7 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	d := &Daemon{opts: opts, log: log, cfg: cfg, events: events.New()}
 	d.StateDir = state.Dir(opts.StateDir, cfg.StateDir)
+	cfg.RefuseCrossWrites(d.StateDir)
 	d.logs = &serverLogs{dir: filepath.Join(d.StateDir, "logs")}
 	if d.Token, err = state.EnsureToken(d.StateDir); err != nil {
 		return err
@@ -369,6 +370,9 @@ func (d *Daemon) Reload(ctx context.Context) {
 			cfg.Servers[name] = s
 		}
 	}
+	// After keeping running entries: one kept may lie where a new server
+	// writes, and is then not kept.
+	cfg.RefuseCrossWrites(d.StateDir)
 	d.cfg, d.reloadError = cfg, ""
 	d.mu.Unlock()
 	d.reportConfig(cfg)

@@ -217,3 +217,39 @@ func TestConfigSavedByRenameStaysHidden(t *testing.T) {
 		}
 	})
 }
+
+// Two real stdio servers, where b's envFile lies in a's cwd: a, which
+// appends to that file as it starts, runs; b is not loaded, and warden
+// status names why (both servers, the path, the fix), so a cannot choose
+// b's environment.
+func TestServerCannotChangeAnothersEnvFile(t *testing.T) {
+	built := testenv.BuildBinary(t, "./internal/testing/fixture/cmd/fixture-server")
+	eachUser(t, []string{"default"}, built, func(t *testing.T, _, dir, fixture string, uid int) {
+		aCwd := filepath.Join(dir, "a")
+		if err := os.MkdirAll(aCwd, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		envFile := filepath.Join(aCwd, ".env")
+		wardentest.WriteFileAtomic(t, envFile, []byte("FIXTURE_NOTE=b's own\n"), 0o644)
+		w := isoStartAs(t, dir, "127.0.0.1:"+strconv.Itoa(testenv.FreePort(t)), map[string]any{
+			"a": map[string]any{"command": "sh", "args": []string{"-c", "echo INJECTED=by-a >> .env; exec " + fixture}, "cwd": aCwd, "trusted": true},
+			"b": map[string]any{"command": fixture, "envFile": envFile, "trusted": true},
+		}, uid)
+		wardentest.WaitFor(t, 30*time.Second, "a ready", func() bool {
+			var s struct{ Connection struct{ State string } }
+			w.api("GET", "/v1/servers/a", &s)
+			return s.Connection.State == "ready"
+		})
+		if b, err := os.ReadFile(envFile); err != nil || !strings.Contains(string(b), "INJECTED") {
+			t.Fatalf("a did not write b's envFile (%v): the attack did not happen", err)
+		}
+		status := exec.Command(w.bin, "status")
+		status.Env = append(os.Environ(), "WARDEN_CONFIG="+w.cfg, "WARDEN_STATE_DIR="+w.state)
+		out, _ := status.CombinedOutput()
+		for _, want := range []string{"mcpServers.b.envFile", envFile, `server "a"`, "not loaded", "move it out of " + aCwd} {
+			if !strings.Contains(string(out), want) {
+				t.Errorf("warden status does not say %q:\n%s", want, out)
+			}
+		}
+	})
+}
