@@ -1,9 +1,12 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -30,25 +33,88 @@ func writablePlaces(s *Server, stateDir string) []writable {
 	return out
 }
 
+// startRead is a path whose contents decide what a stdio server runs or
+// with what environment: field is where the entry names it; pathDir, when not
+// empty, is the command it is a PATH directory for.
+type startRead struct {
+	field, path, pathDir string
+}
+
+// interpreters are the commands whose first argument (after "run" for
+// deno and bun), when not a flag, is the script they run.
+var interpreters = []string{"node", "python", "python3", "deno", "bun", "sh", "bash"}
+
 // readsAtStart are the paths whose contents decide what stdio server s
-// runs and with what environment, by field: its envFile, its command when
-// that is a path (relative to its cwd), and its cwd.
-func readsAtStart(s *Server) [][2]string {
-	var out [][2]string
+// runs and with what environment: its envFile; its command when that is a
+// path (relative to its cwd), or else each directory of the PATH it gets
+// (its "env" PATH, or Warden's) up to the one the command is found in,
+// all of them when none holds it, since a program put in an earlier one
+// is run instead; an interpreter's script; and its cwd.
+func readsAtStart(s *Server) []startRead {
+	var out []startRead
+	at := func(field string) string { return join(join("mcpServers", s.Name), field) }
 	if s.EnvFile != "" {
-		out = append(out, [2]string{"envFile", absPath(s.EnvFile)})
+		out = append(out, startRead{field: at("envFile"), path: absPath(s.EnvFile)})
 	}
 	if strings.ContainsRune(s.Command, '/') {
-		cmd := s.Command
-		if !filepath.IsAbs(cmd) && s.Cwd != "" {
-			cmd = filepath.Join(s.Cwd, cmd)
-		}
-		out = append(out, [2]string{"command", absPath(cmd)})
+		out = append(out, startRead{field: at("command"), path: s.fromCwd(s.Command)})
+	} else if s.Command != "" {
+		out = append(out, s.pathDirs(at("command"))...)
+	}
+	if i, script := s.script(); script != "" {
+		out = append(out, startRead{field: index(at("args"), i), path: s.fromCwd(script)})
 	}
 	if s.Cwd != "" {
-		out = append(out, [2]string{"cwd", absPath(s.Cwd)})
+		out = append(out, startRead{field: at("cwd"), path: absPath(s.Cwd)})
 	}
 	return out
+}
+
+// fromCwd is path p taken from s's cwd (Warden's without one), absolute
+// and cleaned.
+func (s *Server) fromCwd(p string) string {
+	if !filepath.IsAbs(p) && s.Cwd != "" {
+		p = filepath.Join(s.Cwd, p)
+	}
+	return absPath(p)
+}
+
+// pathDirs are the directories of the PATH s gets that are searched for
+// its command (field names it), up to the one holding it (all when none
+// does). An empty
+// entry is the current directory; a relative one is taken from s's cwd.
+func (s *Server) pathDirs(field string) []startRead {
+	path, ok := s.Env["PATH"]
+	if !ok {
+		path = os.Getenv("PATH")
+	}
+	var out []startRead
+	for _, dir := range strings.Split(path, ":") {
+		dir = s.fromCwd(cmp.Or(dir, "."))
+		out = append(out, startRead{field: field, path: dir, pathDir: s.Command})
+		if fi, err := os.Stat(filepath.Join(dir, s.Command)); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
+			break
+		}
+	}
+	return out
+}
+
+// script is the script an interpreter command of s runs and its index
+// among s's args; "" when s's command is no interpreter or names none.
+func (s *Server) script() (int, string) {
+	name := filepath.Base(s.Command)
+	if !slices.Contains(interpreters, name) || len(s.Args) == 0 {
+		return 0, ""
+	}
+	i := 0
+	if (name == "deno" || name == "bun") && s.Args[0] == "run" {
+		for i = 1; i < len(s.Args) && strings.HasPrefix(s.Args[i], "-"); i++ {
+		}
+	}
+	if i >= len(s.Args) || s.Args[i] == "" || strings.HasPrefix(s.Args[i], "-") {
+		return 0, ""
+	}
+	return i, s.Args[i]
 }
 
 // RefuseCrossWrites leaves out each stdio server whose envFile, command
@@ -88,22 +154,29 @@ func (c *Config) RefuseCrossWrites(stateDir string) {
 // crossWrite is the problem of b's entry when a path it starts from lies
 // in a place another of the stdio servers names may write; nil when none.
 func (c *Config) crossWrite(b *Server, names []string, stateDir string) *Error {
-	for _, field := range readsAtStart(b) {
+	for _, r := range readsAtStart(b) {
 		for _, a := range names {
 			if a == b.Name {
 				continue
 			}
 			for _, w := range writablePlaces(c.Servers[a], stateDir) {
-				if !inside(field[1], w.dir) {
+				if !inside(r.path, w.dir) {
 					continue
 				}
-				fix := fmt.Sprintf("move it out of %s, or narrow server %q's %s", w.dir, a, strings.TrimPrefix(w.what, "its "))
-				if w.what == "its own directory" {
-					fix = fmt.Sprintf("move it out of %s, which is server %q's own", w.dir, a)
+				what, could, fix := r.path, "change what server "+strconv.Quote(b.Name)+" runs or its environment", "move it out of "+w.dir
+				if r.pathDir != "" {
+					what = fmt.Sprintf("PATH directory %s (searched for %q)", r.path, r.pathDir)
+					could = fmt.Sprintf("put a program there that server %q runs instead of %q", b.Name, r.pathDir)
+					fix = fmt.Sprintf("remove %s from PATH in server %q's \"env\"", r.path, b.Name)
 				}
-				return &Error{File: c.Path, Field: join(join("mcpServers", b.Name), field[0]),
-					Problem: fmt.Sprintf("%s lies in %s, which server %q may write (%s): it could change what server %q runs or its environment at its next start; server %q is not loaded",
-						field[1], w.dir, a, w.what, b.Name, b.Name),
+				if w.what == "its own directory" {
+					fix += fmt.Sprintf(" (%s is server %q's own)", w.dir, a)
+				} else {
+					fix += fmt.Sprintf(", or narrow server %q's %s", a, strings.TrimPrefix(w.what, "its "))
+				}
+				return &Error{File: c.Path, Field: r.field,
+					Problem: fmt.Sprintf("%s lies in %s, which server %q may write (%s): it could %s at its next start; server %q is not loaded",
+						what, w.dir, a, w.what, could, b.Name),
 					Fix: fix}
 			}
 		}

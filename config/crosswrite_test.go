@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -93,5 +94,98 @@ func TestRefuseCrossWritesRelative(t *testing.T) {
 		if e := cfg.Broken[n]; e == nil || e.Field != "mcpServers."+n+".cwd" {
 			t.Errorf("%s: %v, want its cwd refused", n, e)
 		}
+	}
+}
+
+// A command found through PATH is refused when a PATH directory searched
+// before or where it is found lies where another server may write: the
+// PATH of its "env", or else Warden's. Directories after the one that
+// holds it are not searched.
+func TestRefuseCrossWritesPath(t *testing.T) {
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state")
+	testenv.WriteFiles(t, dir, map[string]string{"safe/tool": "#!/bin/sh\n", "a/bin/.keep": ""})
+	if err := os.Chmod(filepath.Join(dir, "safe/tool"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	abin, out, own, safe := filepath.Join(dir, "a/bin"), filepath.Join(dir, "out"), filepath.Join(state, "servers/a/bin"), filepath.Join(dir, "safe")
+	for _, tc := range []struct {
+		name, envPath, wardenPath, refused string
+	}{
+		{"env PATH dir in a's cwd", abin + ":/usr/bin", "/usr/bin", abin},
+		{"earlier dir shadows where it is found", out + ":" + safe, "/usr/bin", out},
+		{"found before a's dir", safe + ":" + abin, "/usr/bin", ""},
+		{"Warden's PATH dir in a's own dir", "", "/usr/bin:" + own, own},
+		{"env PATH wins over Warden's", safe, abin, ""},
+		{"relative dir from b's cwd", "../a/bin", "/usr/bin", abin},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("PATH", tc.wardenPath)
+			env := ""
+			if tc.envPath != "" {
+				env = fmt.Sprintf(`, "env": {"PATH": %q}`, tc.envPath)
+			}
+			file := fmt.Sprintf(`{"mcpServers": {
+  "a": {"command": "/bin/x", "cwd": %q, "sandbox": {"paths": {"write": [%q]}}},
+  "b": {"command": "tool", "cwd": %q`+env+`}}}`, filepath.Join(dir, "a"), out, filepath.Join(dir, "b"))
+			cfg, err := ParseAll(filepath.Join(dir, "config.json"), []byte(file), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.RefuseCrossWrites(state)
+			e := cfg.Broken["b"]
+			if tc.refused == "" {
+				if e != nil {
+					t.Fatalf("b refused: %v", e)
+				}
+				return
+			}
+			if e == nil {
+				t.Fatal("b is not among the broken entries")
+			}
+			for _, want := range []string{"mcpServers.b.command", "PATH directory " + tc.refused, `"tool"`, `server "a"`, "remove " + tc.refused + ` from PATH in server "b"'s "env"`} {
+				if !strings.Contains(e.Error(), want) {
+					t.Errorf("message %q does not say %q", e.Error(), want)
+				}
+			}
+		})
+	}
+}
+
+// An interpreter's script (its first argument, after "run" for deno and
+// bun), absolute or from the server's cwd, is refused where another
+// server may write; a flag is no script.
+func TestRefuseCrossWritesScript(t *testing.T) {
+	dir := t.TempDir()
+	a := filepath.Join(dir, "a")
+	for _, tc := range []struct {
+		name, b, field string
+	}{
+		{"absolute node script", fmt.Sprintf(`"command": "node", "args": [%q]`, filepath.Join(a, "s.js")), "args[0]"},
+		{"relative python script", `"command": "python3", "args": ["../a/s.py", "--x"]`, "args[0]"},
+		{"deno run after flags", fmt.Sprintf(`"command": "/usr/bin/deno", "args": ["run", "-A", %q]`, filepath.Join(a, "s.ts")), "args[2]"},
+		{"bash script", `"command": "bash", "args": ["../a/s.sh"]`, "args[0]"},
+		{"python module", `"command": "python3", "args": ["-m", "../a/s"]`, ""},
+		{"not an interpreter", fmt.Sprintf(`"command": "cat", "args": [%q]`, filepath.Join(a, "s.js")), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := fmt.Sprintf(`{"mcpServers": {"a": {"command": "/bin/x", "cwd": %q},
+  "b": {"cwd": %q, "env": {"PATH": "/usr/bin"}, `+tc.b+`}}}`, a, filepath.Join(dir, "b"))
+			cfg, err := ParseAll(filepath.Join(dir, "config.json"), []byte(file), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.RefuseCrossWrites("")
+			e := cfg.Broken["b"]
+			if tc.field == "" {
+				if e != nil {
+					t.Fatalf("b refused: %v", e)
+				}
+				return
+			}
+			if e == nil || e.Field != "mcpServers.b."+tc.field || !strings.Contains(e.Problem, a+"/s.") || !strings.Contains(e.Problem, `server "a"`) {
+				t.Errorf("b: %v, want its %s refused", e, tc.field)
+			}
+		})
 	}
 }
