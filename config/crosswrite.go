@@ -47,9 +47,8 @@ var interpreters = []string{"node", "python", "python3", "deno", "bun", "sh", "b
 // readsAtStart are the paths whose contents decide what stdio server s
 // runs and with what environment: its envFile; its command when that is a
 // path (relative to its cwd), or else each directory of the PATH it gets
-// (its "env" PATH, or Warden's) up to the one the command is found in,
-// all of them when none holds it, since a program put in an earlier one
-// is run instead; an interpreter's script; and its cwd.
+// (its "env" PATH, or Warden's), since a program put in one is run instead
+// of the command or of what it runs; an interpreter's script; and its cwd.
 func readsAtStart(s *Server) []startRead {
 	var out []startRead
 	at := func(field string) string { return join(join("mcpServers", s.Name), field) }
@@ -79,10 +78,10 @@ func (s *Server) fromCwd(p string) string {
 	return absPath(p)
 }
 
-// pathDirs are the directories of the PATH s gets that are searched for
-// its command (field names it), up to the one holding it (all when none
-// does). An empty
-// entry is the current directory; a relative one is taken from s's cwd.
+// pathDirs are the directories of the PATH s gets, each searched for its
+// command (field names it) or for what the command runs in turn (npx's
+// "#!/usr/bin/env node" searches all of them). An empty entry is the
+// current directory; a relative one is taken from s's cwd.
 func (s *Server) pathDirs(field string) []startRead {
 	path, ok := s.Env["PATH"]
 	if !ok {
@@ -90,11 +89,7 @@ func (s *Server) pathDirs(field string) []startRead {
 	}
 	var out []startRead
 	for _, dir := range strings.Split(path, ":") {
-		dir = s.fromCwd(cmp.Or(dir, "."))
-		out = append(out, startRead{field: field, path: dir, pathDir: s.Command})
-		if fi, err := os.Stat(filepath.Join(dir, s.Command)); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
-			break
-		}
+		out = append(out, startRead{field: field, path: s.fromCwd(cmp.Or(dir, ".")), pathDir: s.Command})
 	}
 	return out
 }
@@ -166,7 +161,7 @@ func (c *Config) crossWrite(b *Server, names []string, stateDir string) *Error {
 				what, could, fix := r.path, "change what server "+strconv.Quote(b.Name)+" runs or its environment", "move it out of "+w.dir
 				if r.pathDir != "" {
 					what = fmt.Sprintf("PATH directory %s (searched for %q)", r.path, r.pathDir)
-					could = fmt.Sprintf("put a program there that server %q runs instead of %q", b.Name, r.pathDir)
+					could = fmt.Sprintf("put a program there that server %q runs instead of %q or of what it runs", b.Name, r.pathDir)
 					fix = fmt.Sprintf("remove %s from PATH in server %q's \"env\"", r.path, b.Name)
 				}
 				if w.what == "its own directory" {

@@ -114,7 +114,7 @@ func TestRefuseCrossWritesPath(t *testing.T) {
 	}{
 		{"env PATH dir in a's cwd", abin + ":/usr/bin", "/usr/bin", abin},
 		{"earlier dir shadows where it is found", out + ":" + safe, "/usr/bin", out},
-		{"found before a's dir", safe + ":" + abin, "/usr/bin", ""},
+		{"a later dir: what the command runs is searched for there too", safe + ":" + abin, "/usr/bin", abin},
 		{"Warden's PATH dir in a's own dir", "", "/usr/bin:" + own, own},
 		{"env PATH wins over Warden's", safe, abin, ""},
 		{"relative dir from b's cwd", "../a/bin", "/usr/bin", abin},
