@@ -502,3 +502,18 @@ func TestEventsRelayed(t *testing.T) {
 		}
 	}
 }
+
+// The overview's pending count is the tools that need a decision: those
+// an operator held back are counted on their own.
+func TestOverviewCountsHeldBackApart(t *testing.T) {
+	e := newLive(t)
+	if _, err := e.Approvals.ApproveTools("q", approval.ToolApproval{All: true, Except: []string{fixture.ToolWrite}}); err != nil {
+		t.Fatal(err)
+	}
+	_, body := e.get("/ui/")
+	row := body[strings.Index(body, `<tr data-server="q"`):]
+	row = row[:strings.Index(row, "</tr>")]
+	if !strings.Contains(row, `<td class="">0</td><td>1</td>`) || strings.Contains(row, "pending tool(s)") {
+		t.Errorf("q, one tool pending but held back, shows:\n%s", row)
+	}
+}
