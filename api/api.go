@@ -159,6 +159,10 @@ func fail(w http.ResponseWriter, status int, code, msg string) {
 	reply(w, status, Error{Error: ErrorBody{Code: code, Message: msg}})
 }
 
+// Fail answers an API request refused before it reaches the API (by the
+// daemon's Host and Origin guard) in the API's error format.
+func Fail(w http.ResponseWriter, status int, code, msg string) { fail(w, status, code, msg) }
+
 // decode reads a JSON body strictly: one JSON object, no unknown fields
 // (a second value would be dropped unread, and with it what it asked for).
 // A refusal says where the route's body is described.

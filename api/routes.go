@@ -99,12 +99,13 @@ func (a *handler) tools(w http.ResponseWriter, r *http.Request) {
 		classes[t.Name] = string(t.Class)
 	}
 	out := []Tool{}
+	quarantined := a.Approvals.Quarantined(sc.Name)
 	for _, rec := range a.Approvals.Tools(sc.Name) {
 		class := classes[rec.Name]
 		if class == "" {
 			class = string(writes.Classify("", rec.Annotations))
 		}
-		t := Tool{Name: rec.Name, Class: class, Status: rec.Status, Present: rec.Present, Hidden: sc.Hidden[rec.Name], HeldBack: rec.HeldBack, HeldBackAt: rec.HeldBackAt, Invalid: rec.Invalid,
+		t := Tool{Name: rec.Name, Class: class, Status: rec.Status, Present: rec.Present, Hidden: sc.Hidden[rec.Name], HeldBack: rec.HeldBack, HeldBackAt: rec.HeldBackAt, Invalid: rec.Invalid, ServerQuarantined: quarantined,
 			ApprovedHash: rec.ApprovedHash, CurrentHash: rec.CurrentHash, Annotations: rec.Annotations,
 			ApprovedBy: rec.ApprovedBy, ApprovedAt: rec.ApprovedAt}
 		if definitions {

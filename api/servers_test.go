@@ -119,7 +119,7 @@ func TestServerTools(t *testing.T) {
 			t.Errorf("unexpected tool %q", tool.Name)
 			continue
 		}
-		if tool.Class != w.class || tool.Hidden != w.hidden || tool.Status != approval.StatusApproved || !tool.Present ||
+		if tool.Class != w.class || tool.Hidden != w.hidden || tool.Status != approval.StatusApproved || !tool.Present || tool.ServerQuarantined ||
 			tool.ApprovedBy != "baseline" || tool.ApprovedAt.IsZero() {
 			t.Errorf("%s: class %q hidden %v status %q present %v by %q at %v; want class %q hidden %v, approved by baseline",
 				tool.Name, tool.Class, tool.Hidden, tool.Status, tool.Present, tool.ApprovedBy, tool.ApprovedAt, w.class, w.hidden)
@@ -143,6 +143,9 @@ func TestServerTools(t *testing.T) {
 	for _, tool := range qTools {
 		if tool.Status != approval.StatusPending || tool.ApprovedHash != "" || tool.CurrentHash == "" {
 			t.Errorf("q's %s: status %q approved %q current %q; want pending, not approved", tool.Name, tool.Status, tool.ApprovedHash, tool.CurrentHash)
+		}
+		if !tool.ServerQuarantined {
+			t.Errorf("q's %s does not say its server is quarantined", tool.Name)
 		}
 	}
 

@@ -45,21 +45,25 @@ type Server struct {
 
 // Tool is one entry of GET /v1/servers/{s}/tools.
 type Tool struct {
-	Name         string               `json:"name"`
-	Class        string               `json:"class"`
-	Status       approval.Status      `json:"status"`
-	Present      bool                 `json:"present"`
-	Hidden       bool                 `json:"hidden"`
-	HeldBack     bool                 `json:"held_back,omitempty"`   // left out of an approval of all tools; approved only by name
-	HeldBackAt   time.Time            `json:"held_back_at,omitzero"` // when it was held back, if recorded
-	Invalid      string               `json:"invalid,omitempty"`     // status invalid: why the name is outside the MCP character set
-	ApprovedHash string               `json:"approved_hash,omitempty"`
-	CurrentHash  string               `json:"current_hash"`
-	Annotations  *mcp.ToolAnnotations `json:"annotations,omitempty"`
-	ApprovedBy   string               `json:"approved_by,omitempty"`
-	ApprovedAt   time.Time            `json:"approved_at,omitzero"`
-	Current      json.RawMessage      `json:"current,omitempty"`  // definition now
-	Approved     json.RawMessage      `json:"approved,omitempty"` // definition last approved
+	Name       string          `json:"name"`
+	Class      string          `json:"class"`
+	Status     approval.Status `json:"status"`
+	Present    bool            `json:"present"`
+	Hidden     bool            `json:"hidden"`
+	HeldBack   bool            `json:"held_back,omitempty"`   // left out of an approval of all tools; approved only by name
+	HeldBackAt time.Time       `json:"held_back_at,omitzero"` // when it was held back, if recorded
+	Invalid    string          `json:"invalid,omitempty"`     // status invalid: why the name is outside the MCP character set
+	// ServerQuarantined: its server is quarantined, so the tool is neither
+	// listed to clients nor run whatever its status. Per tool because the
+	// answer is a bare list (warden tools --json prints it).
+	ServerQuarantined bool                 `json:"server_quarantined,omitempty"`
+	ApprovedHash      string               `json:"approved_hash,omitempty"`
+	CurrentHash       string               `json:"current_hash"`
+	Annotations       *mcp.ToolAnnotations `json:"annotations,omitempty"`
+	ApprovedBy        string               `json:"approved_by,omitempty"`
+	ApprovedAt        time.Time            `json:"approved_at,omitzero"`
+	Current           json.RawMessage      `json:"current,omitempty"`  // definition now
+	Approved          json.RawMessage      `json:"approved,omitempty"` // definition last approved
 }
 
 // CallRequest is the body of POST /v1/servers/{s}/call (warden call).

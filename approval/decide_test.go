@@ -24,6 +24,9 @@ func TestApproveAllExcept(t *testing.T) {
 		if c := statusCount(r, "large"); c[StatusApproved] != 165 || c[StatusPending] != 15 || len(c) != 2 {
 			t.Fatalf("%s: counts %v", when, c)
 		}
+		if st, _ := r.Server("large"); st.Counts.Pending != 15 || st.Counts.HeldBack != 15 || st.Counts.Undecided() != 0 {
+			t.Fatalf("%s: server counts %+v; want the 15 pending held back, none undecided", when, st.Counts)
+		}
 		for _, name := range except {
 			if st, _ := r.Check("large", name); st != StatusPending {
 				t.Fatalf("%s: %s is %s", when, name, st)

@@ -148,7 +148,14 @@ type Counts struct {
 	Blocked  int `json:"blocked"`
 	Invalid  int `json:"invalid"`
 	Absent   int `json:"absent"`
+	// HeldBack counts the pending tools an operator held back (see
+	// ToolRecord.HeldBack), which Pending counts too: Pending-HeldBack
+	// is the pending tools that need a decision.
+	HeldBack int `json:"held_back"`
 }
+
+// Undecided is how many pending tools need a decision: not held back.
+func (c Counts) Undecided() int { return c.Pending - c.HeldBack }
 
 // Change describes one committed transaction, for tools/list_changed and
 // /v1/events. Version increases by one per committed change of the server:

@@ -80,6 +80,9 @@ func (s *server) publish() {
 		switch rec.Status {
 		case StatusPending:
 			v.counts.Pending++
+			if rec.HeldBack {
+				v.counts.HeldBack++
+			}
 		case StatusApproved:
 			v.counts.Approved++
 		case StatusChanged:

@@ -154,6 +154,7 @@ type Server struct {
 	rawArgs    []string
 	rawEnv     map[string]string
 	rawHeaders map[string]string
+	rawOAuth   *OAuth
 	expanded   []string // values of its ${env:} references and its envFile: secrets
 }
 

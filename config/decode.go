@@ -494,7 +494,7 @@ func (d *decoder) server(name string, v *hujson.Value, path string) (*Server, er
 		case "sandbox":
 			err = d.sandbox(v, p, &s.Sandbox)
 		case "oauth":
-			s.OAuth, err = d.oauth(v, p)
+			s.OAuth, s.rawOAuth, err = d.oauth(v, p)
 		case "start":
 			var mode string
 			if mode, err = d.str(v, p); err == nil && mode != StartAlways && mode != StartOnDemand {
@@ -573,17 +573,18 @@ func (d *decoder) tools(v *hujson.Value, path string) (map[string]ToolOverride, 
 }
 
 // oauth reads {"clientId": ..., "clientSecret": ..., "clientMetadataUrl": ..., "scopes": [...]},
-// expanding ${env:} references in the strings.
-func (d *decoder) oauth(v *hujson.Value, path string) (*OAuth, error) {
+// expanding ${env:} references in the strings; written is o as an edit
+// writes it back, with the references kept.
+func (d *decoder) oauth(v *hujson.Value, path string) (o, written *OAuth, err error) {
 	obj, err := d.object(v, path, `write an object such as {"clientId": "my-client", "clientSecret": "${env:CLIENT_SECRET}"}`)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	o := &OAuth{}
+	o, written = &OAuth{}, &OAuth{}
 	err = d.fields(obj, path, oauthFields, func(f string, v *hujson.Value, p string) error {
 		if f == "scopes" {
 			_, scopes, err := d.strList(v, p)
-			o.Scopes = scopes
+			o.Scopes, written.Scopes = scopes, scopes
 			return err
 		}
 		raw, err := d.str(v, p)
@@ -596,21 +597,21 @@ func (d *decoder) oauth(v *hujson.Value, path string) (*OAuth, error) {
 		}
 		switch f {
 		case "clientId":
-			o.ClientID = x.value
+			o.ClientID, written.ClientID = x.value, x.written
 		case "clientSecret":
-			o.ClientSecret = x.value
+			o.ClientSecret, written.ClientSecret = x.value, x.written
 		case "clientMetadataUrl":
 			if u, perr := url.Parse(x.value); perr != nil || u.Scheme != "https" || u.Host == "" || u.Path == "" || u.Path == "/" {
 				return d.errAt(v, p, "is not an https URL with a path", `write the URL of the client ID metadata document, such as "https://example.test/warden-client.json"`)
 			}
-			o.ClientMetadataURL = x.value
+			o.ClientMetadataURL, written.ClientMetadataURL = x.value, x.written
 		}
 		return nil
 	})
 	if err == nil && o.ClientSecret != "" && o.ClientID == "" {
 		err = d.errAt(v, path, `has "clientSecret" but no "clientId"`, `add the "clientId" the secret belongs to`)
 	}
-	return o, err
+	return o, written, err
 }
 
 // inheritEnv reads true, false or a list of variable names.

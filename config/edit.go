@@ -450,6 +450,18 @@ func (e *editor) encodeServer(s *Server, ind string) string {
 	if len(headers) > 0 {
 		add("headers", strMap(headers))
 	}
+	if oauth := s.writtenOAuth(); oauth != nil {
+		var fs []string
+		for _, f := range [][2]string{{"clientId", oauth.ClientID}, {"clientSecret", oauth.ClientSecret}, {"clientMetadataUrl", oauth.ClientMetadataURL}} {
+			if f[1] != "" {
+				fs = append(fs, quote(f[0])+": "+quote(f[1]))
+			}
+		}
+		if oauth.Scopes != nil {
+			fs = append(fs, `"scopes": `+quoteList(oauth.Scopes))
+		}
+		add("oauth", "{"+strings.Join(fs, ", ")+"}")
+	}
 	inferred := TransportStdio
 	if s.Command == "" {
 		inferred = inferTransport(url)

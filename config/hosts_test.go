@@ -298,3 +298,36 @@ func TestParseHostResolvesWorkspace(t *testing.T) {
 		t.Errorf("written entry:\n%s", out)
 	}
 }
+
+// An imported server keeps its "oauth", with ${env:} references as written:
+// encoding and parsing again gives the same OAuth, and the secret's value
+// is never written.
+func TestEncodeServerKeepsOAuth(t *testing.T) {
+	in := `{"mcpServers": {"api": {"url": "https://api.test/mcp", "oauth": {"clientId": "warden", "clientSecret": "${env:OAUTH_SECRET}",
+		"clientMetadataUrl": "https://example.test/client.json", "scopes": ["read", "write"]}}}}`
+	cfg, err := ParseHost("/x/.cursor/mcp.json", []byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := cfg.Servers["api"]
+	if s.OAuth == nil {
+		t.Fatal("no oauth parsed")
+	}
+	e := &editor{nl: "\n", unit: "  "}
+	out := e.encodeServer(s, "")
+	if strings.Contains(out, marker) || !strings.Contains(out, `"clientSecret": "${env:OAUTH_SECRET}"`) {
+		t.Fatalf("written entry:\n%s", out)
+	}
+	again, err := Parse("/x/warden.json", []byte(`{"mcpServers": {"api": `+out+`}}`), env("OAUTH_SECRET", marker))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &OAuth{ClientID: "warden", ClientSecret: marker, ClientMetadataURL: "https://example.test/client.json", Scopes: []string{"read", "write"}}
+	if got := again.Servers["api"].OAuth; !got.Equal(want) {
+		t.Errorf("round trip gives %v, want %v\n%s", got, want, out)
+	}
+	// A Server built in code is written as it is.
+	if out := e.encodeServer(&Server{URL: "https://api.test/mcp", OAuth: &OAuth{ClientID: "c"}}, ""); !strings.Contains(out, `"oauth": {"clientId": "c"}`) {
+		t.Errorf("built server written:\n%s", out)
+	}
+}

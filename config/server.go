@@ -130,6 +130,14 @@ func (s *Server) written() (url string, args []string, env, headers map[string]s
 	return s.URL, s.Args, s.Env, s.Headers
 }
 
+// writtenOAuth is OAuth as written: see written.
+func (s *Server) writtenOAuth() *OAuth {
+	if s.parsed {
+		return s.rawOAuth
+	}
+	return s.OAuth
+}
+
 // splitURL cuts a URL by hand into "scheme://", authority and path, dropping
 // query and fragment. It works on text that url.Parse rejects, such as
 // unexpanded ${env:} references.

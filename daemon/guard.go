@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/wardenmcp/warden/api"
 	"github.com/wardenmcp/warden/surface"
 )
 
@@ -26,21 +27,24 @@ func guard(listenHost string, next http.Handler) http.Handler {
 		return ip != nil && ip.IsLoopback()
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		forbid := func(why string) {
-			if surface.IsMCP(r) {
+		forbid := func(code, why string) {
+			switch {
+			case surface.IsMCP(r):
 				surface.Refuse(w, r, http.StatusForbidden, why)
-			} else {
+			case r.URL.Path == "/v1" || strings.HasPrefix(r.URL.Path, "/v1/"):
+				api.Fail(w, http.StatusForbidden, code, why)
+			default:
 				http.Error(w, why, http.StatusForbidden)
 			}
 		}
 		if !allowed(r.Host) {
-			forbid("Forbidden: Host " + r.Host + " is not this machine; Warden answers only loopback host names (reach it as 127.0.0.1 or localhost)")
+			forbid("forbidden_host", "Forbidden: Host "+r.Host+" is not this machine; Warden answers only loopback host names (reach it as 127.0.0.1 or localhost)")
 			return
 		}
 		if o := r.Header.Get("Origin"); o != "" {
 			u, err := url.Parse(o)
 			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || !allowed(u.Host) {
-				forbid("Forbidden: Origin " + o + " is not allowed; Warden answers only pages served from this machine's loopback")
+				forbid("forbidden_origin", "Forbidden: Origin "+o+" is not allowed; Warden answers only pages served from this machine's loopback")
 				return
 			}
 		}

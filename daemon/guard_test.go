@@ -1,10 +1,13 @@
 package daemon
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/wardenmcp/warden/api"
 )
 
 func guarded(listenHost string) (http.Handler, *int) {
@@ -98,5 +101,36 @@ func TestGuardOrigin(t *testing.T) {
 	// A good Origin does not excuse a bad Host.
 	if rec := serve(h, "evil.example", "http://localhost:1234"); rec.Code != http.StatusForbidden {
 		t.Errorf("bad Host with a good Origin: %d, want 403", rec.Code)
+	}
+}
+
+// A refused /v1 request is answered in the API's error format, with the
+// status kept; other paths keep their plain text.
+func TestGuardAPIRefusalsAreJSON(t *testing.T) {
+	h, _ := guarded("127.0.0.1")
+	for _, c := range []struct{ path, host, origin, code string }{
+		{"/v1/status", "evil.example", "", "forbidden_host"},
+		{"/v1", "evil.example:7373", "", "forbidden_host"},
+		{"/v1/servers", "127.0.0.1:7373", "http://evil.example", "forbidden_origin"},
+	} {
+		r := httptest.NewRequest("GET", "http://127.0.0.1:7373"+c.path, nil)
+		r.Host = c.host
+		if c.origin != "" {
+			r.Header.Set("Origin", c.origin)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, r)
+		var e api.Error
+		if err := json.Unmarshal(rec.Body.Bytes(), &e); rec.Code != http.StatusForbidden || err != nil ||
+			rec.Header().Get("Content-Type") != "application/json" || e.Error.Code != c.code || !strings.HasPrefix(e.Error.Message, "Forbidden: ") {
+			t.Errorf("%s (Host %q, Origin %q): %d %q %s", c.path, c.host, c.origin, rec.Code, rec.Header().Get("Content-Type"), rec.Body)
+		}
+	}
+	r := httptest.NewRequest("GET", "http://127.0.0.1:7373/ui/", nil)
+	r.Host = "evil.example"
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, r)
+	if rec.Code != http.StatusForbidden || !strings.HasPrefix(rec.Body.String(), "Forbidden: Host") {
+		t.Errorf("/ui/ refused as: %d %q", rec.Code, rec.Body)
 	}
 }

@@ -218,6 +218,9 @@ func TestUIReviewStates(t *testing.T) {
 	if got := op.click("#confirm-clear"); !strings.Contains(got, "Cleared beta") {
 		t.Errorf("clear: %q", got)
 	}
+	if at, err := chromedp.Run(op.ctx, chromedp.Evaluate[string]("location.pathname")); err != nil || at != "/ui/servers/beta" {
+		t.Errorf("cleared from beta's page, the browser is at %q (%v), not back on it", at, err)
+	}
 	var ls []any
 	if w.API(t, "GET", "/v1/writes", nil, &ls); len(ls) != 0 {
 		t.Errorf("latches after clearing from beta's page: %v", ls)

@@ -106,7 +106,7 @@ func needs(s api.Server, latches []writes.Latch) []need {
 	if s.Quarantined && seen(s) {
 		out = append(out, need{rankNew, "quarantined", "none of its tools are listed or run until you review and admit it"})
 	}
-	if n := s.Tools.Pending; n > 0 {
+	if n := s.Tools.Undecided(); n > 0 {
 		out = append(out, need{rankNew, fmt.Sprintf("%d pending tool(s)", n), "new tools: not listed or run until you approve them"})
 	}
 	return out

@@ -326,6 +326,31 @@ func TestClearLatchNeedsConfirmation(t *testing.T) {
 	}
 }
 
+// Clearing a latch asked from the server's page returns there: the address
+// is built from the path, whatever the form says.
+func TestClearLatchFromServerPage(t *testing.T) {
+	e := newLive(t)
+	if err := e.Writes.Record(writes.Latch{Server: "q", Tool: fixture.ToolWrite, Reason: writes.ReasonTimeout, Surface: "mcp"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, body := e.get("/ui/servers/q"); !strings.Contains(body, `href="/ui/writes/q/clear?from=server"`) {
+		t.Fatalf("the server's page links to clearing as:\n%s", body)
+	}
+	_, body := e.get("/ui/writes/q/clear?from=server")
+	if !strings.Contains(body, `<input type="hidden" name="from" value="server">`) || !strings.Contains(body, `<a href="/ui/servers/q">Cancel</a>`) {
+		t.Fatalf("the confirmation from the server's page:\n%s", body)
+	}
+	if to := e.post("/ui/writes/q/clear", url.Values{"from": {"server"}}); to != "/ui/servers/q" {
+		t.Fatalf("clear from the server's page returns to %q", to)
+	}
+	if f := e.flash("/ui/servers/q"); f != "ok: Cleared q&#39;s latch: writes are allowed again." {
+		t.Errorf("flash on the server's page: %q", f)
+	}
+	if to := e.post("/ui/writes/q/clear", url.Values{"from": {"https://evil.test/"}}); to != "/ui/writes" {
+		t.Errorf("a from the page never gives returns to %q", to)
+	}
+}
+
 // The activity page lists the calls the API logged, filtered by server
 // and limit as the form asks.
 func TestActivityPage(t *testing.T) {
@@ -475,5 +500,20 @@ func TestEventsRelayed(t *testing.T) {
 		if line == "event: writes\n" {
 			return
 		}
+	}
+}
+
+// The overview's pending count is the tools that need a decision: those
+// an operator held back are counted on their own.
+func TestOverviewCountsHeldBackApart(t *testing.T) {
+	e := newLive(t)
+	if _, err := e.Approvals.ApproveTools("q", approval.ToolApproval{All: true, Except: []string{fixture.ToolWrite}}); err != nil {
+		t.Fatal(err)
+	}
+	_, body := e.get("/ui/")
+	row := body[strings.Index(body, `<tr data-server="q"`):]
+	row = row[:strings.Index(row, "</tr>")]
+	if !strings.Contains(row, `<td class="">0</td><td>1</td>`) || strings.Contains(row, "pending tool(s)") {
+		t.Errorf("q, one tool pending but held back, shows:\n%s", row)
 	}
 }

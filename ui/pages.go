@@ -240,9 +240,10 @@ func (u *UI) confirmClear(w http.ResponseWriter, r *http.Request, s *session) {
 	name := r.PathValue("s")
 	ls, err := u.latchesOf(r, name)
 	u.show(w, s, "confirm", "Clear "+name+"'s latch?", struct {
-		Server  string
-		Latches []writes.Latch
-	}{name, ls}, err)
+		Server     string
+		Latches    []writes.Latch
+		FromServer bool // asked from the server's page, which clearing returns to
+	}{name, ls, r.URL.Query().Get("from") == "server"}, err)
 }
 
 type activityData struct {
@@ -394,5 +395,10 @@ func (u *UI) clear(r *http.Request, s *session) string {
 		msg = name + " had no latched writes; nothing to clear."
 	}
 	u.done(s, name, err, msg)
+	// Back to the page it was asked from, built from the path: the
+	// server's page, else the list of latches.
+	if r.PostForm.Get("from") == "server" {
+		return back(name)
+	}
 	return "/ui/writes"
 }

@@ -18,7 +18,7 @@ import (
 func TestTriageOrdersByNeed(t *testing.T) {
 	ok := gateway.Connection{State: "ready"}
 	servers := []api.Server{
-		{Name: "a-fine", Transport: "stdio", State: ok, Tools: approval.Counts{Approved: 3}},
+		{Name: "a-fine", Transport: "stdio", State: ok, Tools: approval.Counts{Approved: 3, Pending: 2, HeldBack: 2}},
 		{Name: "b-new", Transport: "stdio", State: ok, Quarantined: true, Tools: approval.Counts{Pending: 2}},
 		{Name: "c-broken", ConfigError: "config f: mcpServers.c-broken.comand: unknown field"},
 		{Name: "d-down", Transport: "stdio", Quarantined: true, State: gateway.Connection{State: "backoff", Error: "exit status 1", Failures: 3, RetryAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}},

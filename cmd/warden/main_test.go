@@ -672,11 +672,17 @@ func TestCall(t *testing.T) {
 // warden tools of a quarantined server says so, and how to admit it.
 func TestToolsSaysQuarantined(t *testing.T) {
 	f := newFakeAPI(t)
-	f.handle("GET /v1/servers/q/tools", 200, []api.Tool{pendingTool("echo")})
+	echo := pendingTool("echo")
+	echo.ServerQuarantined = true
+	f.handle("GET /v1/servers/q/tools", 200, []api.Tool{echo})
 	f.handle("GET /v1/servers/q", 200, api.Server{Name: "q", Quarantined: true})
 	code, out, stderr := f.run("", "tools", "q")
 	if code != exitHeld || !strings.Contains(out, "q is quarantined") || !strings.Contains(out, "warden servers approve q") {
 		t.Errorf("exit %d\nstdout %s\nstderr %s", code, out, stderr)
+	}
+	// --json prints the API's list, each tool saying its server is quarantined.
+	if code, out, stderr := f.run("", "tools", "q", "--json"); code != exitHeld || !strings.Contains(out, `"server_quarantined": true`) {
+		t.Errorf("--json: exit %d\nstdout %s\nstderr %s", code, out, stderr)
 	}
 	f.handle("GET /v1/servers/a/tools", 200, []api.Tool{})
 	f.handle("GET /v1/servers/a", 200, api.Server{Name: "a"})

@@ -22,7 +22,7 @@ func newToolsCmd(g *globals) *cobra.Command {
 tools are pending or changed (held until reviewed).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var quarantined bool // said under the list (--json: warden servers --json says it)
+			var quarantined bool // said under the list (--json: each tool's server_quarantined says it)
 			listed := func(c *client.Client) ([]api.Tool, error) {
 				tools, err := c.Tools(cmd.Context(), args[0])
 				if err != nil || g.jsonOut {
