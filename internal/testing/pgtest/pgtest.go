@@ -79,6 +79,7 @@ synchronous_commit = off
 full_page_writes = off
 shared_buffers = 16MB
 max_connections = 100
+deadlock_timeout = 100ms
 `, listen, s.port, dir)
 	f, err := os.OpenFile(filepath.Join(s.data(), "postgresql.conf"), os.O_APPEND|os.O_WRONLY, 0)
 	if err == nil {

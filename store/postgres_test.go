@@ -1,0 +1,125 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/wardenmcp/warden/internal/testing/pgtest"
+	"github.com/wardenmcp/warden/store"
+	"github.com/wardenmcp/warden/store/storetest"
+)
+
+func openPostgres(t *testing.T, url string) store.Store {
+	t.Helper()
+	s, err := store.Open(context.Background(), store.Options{URL: url, Key: storetest.Key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestPostgres(t *testing.T) {
+	pg := pgtest.Start(t, pgtest.Options{})
+	storetest.Run(t, func(t *testing.T) store.Store { return openPostgres(t, pg.NewDatabase()) })
+}
+
+func TestPostgresShared(t *testing.T) {
+	pg := pgtest.Start(t, pgtest.Options{})
+	storetest.RunShared(t, storetest.Shared{
+		Open:  func(t *testing.T) store.Store { return openPostgres(t, pg.URL()) },
+		Stop:  func(*testing.T) { pg.Stop() },
+		Start: func(*testing.T) { pg.Start() },
+	})
+}
+
+// TestPostgresUnavailablePassword: failures to reach PostgreSQL are
+// ErrUnavailable and never show the URL's password.
+func TestPostgresUnavailablePassword(t *testing.T) {
+	pg := pgtest.Start(t, pgtest.Options{TCP: true})
+	const password = "pw-s3cret-never-shown"
+	url := strings.Replace(pg.TCPURL(), "postgres@", "postgres:"+password+"@", 1)
+	s := openPostgres(t, url) // trust: any password connects
+	defer s.Close()
+	pg.Stop()
+	defer pg.Start()
+	err := s.Update(context.Background(), func(tx store.Tx) error { return tx.Put("b", []byte("k"), nil) })
+	if !errors.Is(err, store.ErrUnavailable) || strings.Contains(err.Error(), password) {
+		t.Errorf("Update with the database down: %v; want ErrUnavailable without the password", err)
+	}
+	_, err = store.Open(context.Background(), store.Options{URL: url, Key: storetest.Key})
+	if !errors.Is(err, store.ErrUnavailable) || strings.Contains(err.Error(), password) || !strings.Contains(err.Error(), "xxxxx") {
+		t.Errorf("Open with the database down: %v; want ErrUnavailable naming the URL without the password", err)
+	}
+	_, err = store.Open(context.Background(), store.Options{URL: url + "&sslmode=bogus", Key: storetest.Key})
+	if err == nil || strings.Contains(err.Error(), password) {
+		t.Errorf("Open with a bad URL: %v; want an error without the password", err)
+	}
+}
+
+// TestPostgresMigrateTogether: instances opening a new database at once
+// migrate it once, and all open.
+func TestPostgresMigrateTogether(t *testing.T) {
+	pg := pgtest.Start(t, pgtest.Options{})
+	url := pg.NewDatabase()
+	errs := make(chan error, 6)
+	for range cap(errs) {
+		go func() {
+			s, err := store.Open(context.Background(), store.Options{URL: url, Key: storetest.Key})
+			if err == nil {
+				err = s.Close()
+			}
+			errs <- err
+		}()
+	}
+	for range cap(errs) {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	conn, err := pgx.Connect(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var versions []int
+	rows, _ := conn.Query(context.Background(), `select version from warden_schema order by version`)
+	if versions, err = pgx.CollectRows(rows, pgx.RowTo[int]); err != nil || len(versions) != 1 || versions[0] != 1 {
+		t.Errorf("schema versions %v, %v; want [1], applied once", versions, err)
+	}
+}
+
+func TestRedact(t *testing.T) {
+	for in, want := range map[string]string{
+		"postgres://u:secret@db:5432/w":         "postgres://u:xxxxx@db:5432/w",
+		"postgresql://u:p@ss:w@rd@db/w?x=1":     "postgresql://u:xxxxx@db/w?x=1",
+		"postgres://u@db/w":                     "postgres://u@db/w",
+		"postgres://db/w":                       "postgres://db/w",
+		"not a url":                             "not a url",
+		"postgres://u:secret@/w?host=/tmp/sock": "postgres://u:xxxxx@/w?host=/tmp/sock",
+	} {
+		if got := store.Redact(in); got != want {
+			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestPostgresInstanceNameTaken: a second instance under a running one's
+// name is refused, since Alive could not tell them apart.
+func TestPostgresInstanceNameTaken(t *testing.T) {
+	pg := pgtest.Start(t, pgtest.Options{})
+	o := store.Options{URL: pg.URL(), Key: storetest.Key, Instance: "one"}
+	s, err := store.Open(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if again, err := store.Open(context.Background(), o); err == nil || !strings.Contains(err.Error(), "already running") {
+		if again != nil {
+			again.Close()
+		}
+		t.Errorf("opening a second instance named one: %v; want refused", err)
+	}
+}
