@@ -429,19 +429,16 @@ func (t *pgTx) DeleteBucket(bucket string) error {
 }
 
 func (t *pgTx) Lock(name string) error {
-	if !t.write {
-		return errors.New("store: Lock in a read-only transaction")
+	if err := writable(t.write, "Lock"); err != nil {
+		return err
 	}
 	_, err := t.tx.Exec(t.ctx, `select pg_advisory_xact_lock($1)`, lockKey("lock", name))
 	return err
 }
 
 func (t *pgTx) Publish(topic string, msg []byte) error {
-	if !t.write {
-		return errors.New("store: Publish in a read-only transaction")
-	}
-	if len(msg) > MaxMessage {
-		return fmt.Errorf("store: a message of %d bytes on %s is over %d", len(msg), topic, MaxMessage)
+	if err := checkPublish(t.write, topic, msg); err != nil {
+		return err
 	}
 	if topic == "" || strings.ContainsAny(topic, "\n\x00") || !utf8.ValidString(topic) {
 		return fmt.Errorf("store: topic %q: want printable text", topic)
