@@ -395,10 +395,11 @@ func (t *pgTx) Count(bucket string) (int, error) {
 const children = `bucket > $1 || '/' and bucket < $1 || '0'`
 
 func (t *pgTx) Buckets(parent string, fn func(name string) error) error {
-	if err := checkBucket(parent); err != nil {
-		return err
+	q, args := `select distinct bucket from warden_kv`, []any{}
+	if parent != "" {
+		q, args = q+` where `+children, []any{parent}
 	}
-	rows, err := t.tx.Query(t.ctx, `select distinct bucket from warden_kv where `+children, parent)
+	rows, err := t.tx.Query(t.ctx, q, args...)
 	if err != nil {
 		return err
 	}
@@ -408,7 +409,10 @@ func (t *pgTx) Buckets(parent string, fn func(name string) error) error {
 	}
 	var names []string
 	for _, p := range paths {
-		name, _, _ := strings.Cut(p[len(parent)+1:], "/")
+		if parent != "" {
+			p = p[len(parent)+1:]
+		}
+		name, _, _ := strings.Cut(p, "/")
 		names = append(names, name)
 	}
 	slices.Sort(names)

@@ -261,6 +261,7 @@ func testBuckets(t *testing.T, s store.Store) {
 		{"a_b", []string{"c"}},
 		{"a%", []string{"e"}},
 		{"n/a", nil},
+		{"", []string{"a%", "a_b", "abc", "axb", "n", "nn"}},
 	} {
 		if got := buckets(t, s, c.parent); !slices.Equal(got, c.want) {
 			t.Errorf("Buckets(%q) = %q, want %q", c.parent, got, c.want)
