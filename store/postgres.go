@@ -40,7 +40,7 @@ const channel = "warden"
 // migrations bring the schema from version i to i+1. Append only.
 var migrations = []string{
 	`create table warden_kv (
-		bucket text collate "C" not null,
+		bucket bytea not null, -- a path, "a/b"; any bytes, as in bbolt
 		key bytea not null,
 		value bytea not null,
 		primary key (bucket, key))`,
@@ -278,19 +278,21 @@ type pgTx struct {
 	seq   int // numbers this transaction's events: NOTIFY drops duplicates
 }
 
-func checkBucket(bucket string) error {
+// bucketName is bucket as the bucket column holds it.
+func bucketName(bucket string) ([]byte, error) {
 	if bucket == "" {
-		return errors.New("store: empty bucket name")
+		return nil, errors.New("store: empty bucket name")
 	}
-	return nil
+	return []byte(bucket), nil
 }
 
 func (t *pgTx) Get(bucket string, key []byte) ([]byte, error) {
-	if err := checkBucket(bucket); err != nil {
+	b, err := bucketName(bucket)
+	if err != nil {
 		return nil, err
 	}
 	var v []byte
-	err := t.tx.QueryRow(t.ctx, `select value from warden_kv where bucket = $1 and key = $2`, bucket, key).Scan(&v)
+	err = t.tx.QueryRow(t.ctx, `select value from warden_kv where bucket = $1 and key = $2`, b, key).Scan(&v)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}
@@ -301,7 +303,8 @@ func (t *pgTx) Get(bucket string, key []byte) ([]byte, error) {
 }
 
 func (t *pgTx) Put(bucket string, key, value []byte) error {
-	if err := checkBucket(bucket); err != nil {
+	b, err := bucketName(bucket)
+	if err != nil {
 		return err
 	}
 	if len(key) == 0 {
@@ -310,16 +313,17 @@ func (t *pgTx) Put(bucket string, key, value []byte) error {
 	if value == nil {
 		value = []byte{}
 	}
-	_, err := t.tx.Exec(t.ctx, `insert into warden_kv (bucket, key, value) values ($1, $2, $3)
-		on conflict (bucket, key) do update set value = excluded.value`, bucket, key, value)
+	_, err = t.tx.Exec(t.ctx, `insert into warden_kv (bucket, key, value) values ($1, $2, $3)
+		on conflict (bucket, key) do update set value = excluded.value`, b, key, value)
 	return err
 }
 
 func (t *pgTx) Delete(bucket string, key []byte) error {
-	if err := checkBucket(bucket); err != nil {
+	b, err := bucketName(bucket)
+	if err != nil {
 		return err
 	}
-	_, err := t.tx.Exec(t.ctx, `delete from warden_kv where bucket = $1 and key = $2`, bucket, key)
+	_, err = t.tx.Exec(t.ctx, `delete from warden_kv where bucket = $1 and key = $2`, b, key)
 	return err
 }
 
@@ -328,7 +332,8 @@ func (t *pgTx) Delete(bucket string, key []byte) error {
 const scanPage = 256
 
 func (t *pgTx) Scan(bucket string, prefix []byte, reverse bool, fn func(k, v []byte) error) error {
-	if err := checkBucket(bucket); err != nil {
+	b, err := bucketName(bucket)
+	if err != nil {
 		return err
 	}
 	// Keys in [lo, hi); hi nil: no upper bound. Each page narrows the range
@@ -344,7 +349,7 @@ func (t *pgTx) Scan(bucket string, prefix []byte, reverse bool, fn func(k, v []b
 	q := `select key, value from warden_kv where bucket = $1 and key >= $2 and ($3::bytea is null or key < $3)
 		order by key ` + order + ` limit ` + strconv.Itoa(scanPage)
 	for {
-		rows, err := t.tx.Query(t.ctx, q, bucket, lo, hi)
+		rows, err := t.tx.Query(t.ctx, q, b, lo, hi)
 		if err != nil {
 			return err
 		}
@@ -381,29 +386,30 @@ func (t *pgTx) Scan(bucket string, prefix []byte, reverse bool, fn func(k, v []b
 }
 
 func (t *pgTx) Count(bucket string) (int, error) {
-	if err := checkBucket(bucket); err != nil {
+	b, err := bucketName(bucket)
+	if err != nil {
 		return 0, err
 	}
 	var n int
-	err := t.tx.QueryRow(t.ctx, `select count(*) from warden_kv where bucket = $1`, bucket).Scan(&n)
+	err = t.tx.QueryRow(t.ctx, `select count(*) from warden_kv where bucket = $1`, b).Scan(&n)
 	return n, err
 }
 
 // children is the condition for the buckets under $1: those between
-// "$1/" and "$10" ('0' follows '/'), compared bytewise (collate "C"), so
-// no character of a name is a wildcard.
-const children = `bucket > $1 || '/' and bucket < $1 || '0'`
+// "$1/" and "$10" ('0' follows '/'), compared bytewise, so no character of
+// a name is a wildcard.
+const children = `bucket > $1 || '/'::bytea and bucket < $1 || '0'::bytea`
 
 func (t *pgTx) Buckets(parent string, fn func(name string) error) error {
 	q, args := `select distinct bucket from warden_kv`, []any{}
 	if parent != "" {
-		q, args = q+` where `+children, []any{parent}
+		q, args = q+` where `+children, []any{[]byte(parent)}
 	}
 	rows, err := t.tx.Query(t.ctx, q, args...)
 	if err != nil {
 		return err
 	}
-	paths, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	paths, err := pgx.CollectRows(rows, pgx.RowTo[[]byte])
 	if err != nil {
 		return err
 	}
@@ -412,7 +418,7 @@ func (t *pgTx) Buckets(parent string, fn func(name string) error) error {
 		if parent != "" {
 			p = p[len(parent)+1:]
 		}
-		name, _, _ := strings.Cut(p, "/")
+		name, _, _ := strings.Cut(string(p), "/")
 		names = append(names, name)
 	}
 	slices.Sort(names)
@@ -425,10 +431,11 @@ func (t *pgTx) Buckets(parent string, fn func(name string) error) error {
 }
 
 func (t *pgTx) DeleteBucket(bucket string) error {
-	if err := checkBucket(bucket); err != nil {
+	b, err := bucketName(bucket)
+	if err != nil {
 		return err
 	}
-	_, err := t.tx.Exec(t.ctx, `delete from warden_kv where bucket = $1 or (`+children+`)`, bucket)
+	_, err = t.tx.Exec(t.ctx, `delete from warden_kv where bucket = $1 or (`+children+`)`, b)
 	return err
 }
 

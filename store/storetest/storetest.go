@@ -86,8 +86,14 @@ func testGetPutDelete(t *testing.T, s store.Store) {
 		if err := tx.Put("b", []byte("empty"), nil); err != nil {
 			return err
 		}
+		if err := tx.Put("bytes\xff\x00", []byte("k"), []byte("any bytes name a bucket")); err != nil {
+			return err
+		}
 		return tx.Put("b/c", []byte("k"), []byte("in the child"))
 	})
+	if v := get(t, s, "bytes\xff\x00", "k"); v == nil {
+		t.Error("Get in a bucket named by bytes that are not UTF-8: nothing")
+	}
 	if v := get(t, s, "b", "k"); string(v) != "v2" {
 		t.Errorf("Get = %q, want the last Put, v2", v)
 	}
