@@ -204,8 +204,10 @@ func (s *pgStore) Shared() bool     { return true }
 
 func (s *pgStore) Watch(topic string, fn func(Event)) func() { return s.hub.watch(topic, fn) }
 
+// View reads one snapshot (repeatable read), as bbolt's does, however many
+// queries fn makes; read-only, it never fails to serialize.
 func (s *pgStore) View(ctx context.Context, fn func(Tx) error) error {
-	return s.run(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly}, fn)
+	return s.run(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, fn)
 }
 
 func (s *pgStore) Update(ctx context.Context, fn func(Tx) error) error {
@@ -240,6 +242,8 @@ func unavailable(err error) bool {
 	var ne net.Error
 	var pe *pgconn.PgError
 	switch {
+	case errors.Is(err, context.Canceled) && !errors.As(err, &ce):
+		return false // the caller gave up
 	case errors.As(err, &ce), errors.As(err, &ne),
 		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed):
 		return true

@@ -53,9 +53,11 @@ func TestPostgresUnavailablePassword(t *testing.T) {
 	if !errors.Is(err, store.ErrUnavailable) || strings.Contains(err.Error(), password) || !strings.Contains(err.Error(), "xxxxx") {
 		t.Errorf("Open with the database down: %v; want ErrUnavailable naming the URL without the password", err)
 	}
-	_, err = store.Open(context.Background(), store.Options{URL: url + "&sslmode=bogus", Key: storetest.Key})
-	if err == nil || strings.Contains(err.Error(), password) {
-		t.Errorf("Open with a bad URL: %v; want an error without the password", err)
+	for _, bad := range []string{url + "&sslmode=bogus", pg.TCPURL() + "&password=" + password + "&sslmode=bogus"} {
+		_, err = store.Open(context.Background(), store.Options{URL: bad, Key: storetest.Key})
+		if err == nil || strings.Contains(err.Error(), password) {
+			t.Errorf("Open with a bad URL: %v; want an error without the password", err)
+		}
 	}
 }
 
@@ -93,12 +95,14 @@ func TestPostgresMigrateTogether(t *testing.T) {
 
 func TestRedact(t *testing.T) {
 	for in, want := range map[string]string{
-		"postgres://u:secret@db:5432/w":         "postgres://u:xxxxx@db:5432/w",
-		"postgresql://u:p@ss:w@rd@db/w?x=1":     "postgresql://u:xxxxx@db/w?x=1",
-		"postgres://u@db/w":                     "postgres://u@db/w",
-		"postgres://db/w":                       "postgres://db/w",
-		"not a url":                             "not a url",
-		"postgres://u:secret@/w?host=/tmp/sock": "postgres://u:xxxxx@/w?host=/tmp/sock",
+		"postgres://u:secret@db:5432/w":           "postgres://u:xxxxx@db:5432/w",
+		"postgresql://u:p@ss:w@rd@db/w?x=1":       "postgresql://u:xxxxx@db/w?x=1",
+		"postgres://u@db/w":                       "postgres://u@db/w",
+		"postgres://db/w":                         "postgres://db/w",
+		"not a url":                               "not a url",
+		"postgres://u:secret@/w?host=/tmp/sock":   "postgres://u:xxxxx@/w?host=/tmp/sock",
+		"postgres://u@h/w?password=a@b&sslmode=x": "postgres://u@h/w?password=xxxxx&sslmode=x",
+		"postgres://u:p@h/w?sslmode=x&password=q": "postgres://u:xxxxx@h/w?sslmode=x&password=xxxxx",
 	} {
 		if got := store.Redact(in); got != want {
 			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
@@ -121,5 +125,36 @@ func TestPostgresInstanceNameTaken(t *testing.T) {
 			again.Close()
 		}
 		t.Errorf("opening a second instance named one: %v; want refused", err)
+	}
+}
+
+// TestPostgresViewSnapshot: a View reads one snapshot, as bbolt's does:
+// an Update committed meanwhile is not seen by its later queries.
+func TestPostgresViewSnapshot(t *testing.T) {
+	pg := pgtest.Start(t, pgtest.Options{})
+	s := openPostgres(t, pg.URL())
+	defer s.Close()
+	ctx := context.Background()
+	put := func(v string) error {
+		return s.Update(ctx, func(tx store.Tx) error { return tx.Put("b", []byte("k"), []byte(v)) })
+	}
+	if err := put("before"); err != nil {
+		t.Fatal(err)
+	}
+	err := s.View(ctx, func(tx store.Tx) error {
+		if _, err := tx.Count("b"); err != nil { // the snapshot is taken here
+			return err
+		}
+		if err := put("after"); err != nil {
+			return err
+		}
+		v, err := tx.Get("b", []byte("k"))
+		if string(v) != "before" {
+			t.Errorf("the View read %q, committed after it began; want before", v)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
