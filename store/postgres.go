@@ -242,8 +242,6 @@ func unavailable(err error) bool {
 	var ne net.Error
 	var pe *pgconn.PgError
 	switch {
-	case errors.Is(err, context.Canceled) && !errors.As(err, &ce):
-		return false // the caller gave up
 	case errors.As(err, &ce), errors.As(err, &ne),
 		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed):
 		return true

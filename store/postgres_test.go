@@ -158,3 +158,45 @@ func TestPostgresViewSnapshot(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestPostgresCancelled: an Update its caller cancels, waiting for a lock,
+// fails with the cancellation, not as if the store were unavailable.
+func TestPostgresCancelled(t *testing.T) {
+	pg := pgtest.Start(t, pgtest.Options{})
+	s := openPostgres(t, pg.URL())
+	defer s.Close()
+	holding, release := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- s.Update(context.Background(), func(tx store.Tx) error {
+			err := tx.Lock("l")
+			close(holding)
+			<-release
+			return err
+		})
+	}()
+	<-holding
+	ctx, cancel := context.WithCancel(context.Background())
+	waiting := make(chan error, 1)
+	go func() { waiting <- s.Update(ctx, func(tx store.Tx) error { return tx.Lock("l") }) }()
+	conn, err := pgx.Connect(context.Background(), pg.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	for blocked := false; !blocked; { // until the Update waits for the lock
+		err := conn.QueryRow(context.Background(), `select exists (select 1 from pg_locks where locktype = 'advisory' and not granted)`).Scan(&blocked)
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	cancel()
+	err = <-waiting
+	close(release)
+	if err == nil || errors.Is(err, store.ErrUnavailable) || !errors.Is(err, context.Canceled) {
+		t.Errorf("a cancelled Update: %v; want context.Canceled, not ErrUnavailable", err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
