@@ -242,14 +242,14 @@ func unavailable(err error) bool {
 	var ne net.Error
 	var pe *pgconn.PgError
 	switch {
-	case errors.As(err, &ce), errors.As(err, &ne),
-		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed):
+	case errors.As(err, &ce), errors.As(err, &ne), errors.Is(err, pgconn.ErrConnClosed),
+		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF): // the server went mid-answer
 		return true
 	case errors.As(err, &pe):
 		// 08: connection exception; 57P01-3: shut down, crashed, starting.
 		return strings.HasPrefix(pe.Code, "08") || slices.Contains([]string{"57P01", "57P02", "57P03"}, pe.Code)
 	}
-	return strings.Contains(err.Error(), "conn closed")
+	return false
 }
 
 // fail turns a failure to reach the store into ErrUnavailable, naming the

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -198,5 +199,37 @@ func TestPostgresCancelled(t *testing.T) {
 	}
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestPostgresConnectionLost: when the network to PostgreSQL drops every
+// connection (reset or closed), calls fail with ErrUnavailable; once it is
+// back, watchers resync and calls work.
+func TestPostgresConnectionLost(t *testing.T) {
+	pg := pgtest.Start(t, pgtest.Options{TCP: true})
+	for _, reset := range []bool{true, false} {
+		t.Run(fmt.Sprintf("reset=%v", reset), func(t *testing.T) {
+			p := startProxy(t, fmt.Sprintf("127.0.0.1:%d", pg.Port()))
+			s := openPostgres(t, strings.Replace(pg.TCPURL(), fmt.Sprintf("127.0.0.1:%d", pg.Port()), p.addr, 1))
+			defer s.Close()
+			ch := storetest.Watch(t, s, "t")
+			put := func() error {
+				return s.Update(context.Background(), func(tx store.Tx) error { return tx.Put("b", []byte("k"), []byte("v")) })
+			}
+			if err := put(); err != nil {
+				t.Fatal(err)
+			}
+			p.cut(reset)
+			if err := put(); !errors.Is(err, store.ErrUnavailable) {
+				t.Fatalf("Update with the network down: %v; want ErrUnavailable", err)
+			}
+			p.restore()
+			if e := storetest.Next(t, ch); !e.Resync {
+				t.Fatalf("after the network came back: %+v, want a Resync", e)
+			}
+			if err := put(); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }
