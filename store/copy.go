@@ -15,39 +15,13 @@ import (
 // not change): open to with that key, or with it among OldKeys and then
 // Rekey. Buckets without keys are not copied (PostgreSQL has none).
 func Copy(ctx context.Context, from, to Store) (n int, err error) {
-	paths, err := bucketPaths(ctx, from)
-	if err != nil {
-		return 0, err
-	}
-	for _, b := range paths {
-		kvs, err := read(ctx, from, b)
-		if err != nil {
-			return n, err
+	return rewrite(ctx, from, to, "copy", func(tx Tx, b string, k, v []byte) (bool, error) {
+		old, err := tx.Get(b, k)
+		if err != nil || (old != nil && bytes.Equal(old, v)) {
+			return false, err
 		}
-		written := 0
-		err = to.Update(ctx, func(tx Tx) error {
-			written = 0
-			for _, kv := range kvs {
-				old, err := tx.Get(b, kv[0])
-				if err != nil {
-					return err
-				}
-				if old != nil && bytes.Equal(old, kv[1]) {
-					continue
-				}
-				if err := tx.Put(b, kv[0], kv[1]); err != nil {
-					return err
-				}
-				written++
-			}
-			return nil
-		})
-		if err != nil {
-			return n, fmt.Errorf("copy bucket %s: %w", b, err)
-		}
-		n += written
-	}
-	return n, nil
+		return true, tx.Put(b, k, v)
+	})
 }
 
 // Verify reports, as an error naming the first difference, whether a and b
@@ -84,61 +58,76 @@ type entry struct {
 
 // dump is every key of s, bucket by bucket in bucketPaths' order.
 func dump(ctx context.Context, s Store) ([]entry, error) {
-	paths, err := bucketPaths(ctx, s)
-	if err != nil {
-		return nil, err
-	}
 	var es []entry
-	for _, b := range paths {
-		kvs, err := read(ctx, s, b)
-		if err != nil {
-			return nil, err
-		}
+	err := eachBucket(ctx, s, func(b string, kvs [][2][]byte) error {
 		for _, kv := range kvs {
 			es = append(es, entry{b, kv[0], kv[1]})
 		}
-	}
-	return es, nil
+		return nil
+	})
+	return es, err
 }
 
 // Rekey re-seals every sealed value that is not under s's current key (s is
 // opened with the new key, the old ones among OldKeys) and returns how many
 // it re-sealed. Run again, it re-seals nothing.
 func Rekey(ctx context.Context, s Store) (n int, err error) {
-	paths, err := bucketPaths(ctx, s)
-	if err != nil {
-		return 0, err
-	}
-	for _, b := range paths {
-		kvs, err := read(ctx, s, b)
-		if err != nil {
-			return n, err
+	return rewrite(ctx, s, s, "rekey", func(tx Tx, b string, k, v []byte) (bool, error) {
+		if !Sealed(v) || tx.(sealedTx).s.current(v) {
+			return false, nil
 		}
-		resealed := 0
-		err = s.Update(ctx, func(tx Tx) error {
-			resealed = 0
-			st := tx.(sealedTx)
+		plain, err := tx.GetSecret(b, k) // as it is now, in this transaction
+		if err != nil {
+			return false, err
+		}
+		return true, tx.PutSecret(b, k, plain)
+	})
+}
+
+// rewrite calls each for every key and value of src, bucket by bucket in
+// one Update of dst per bucket, and counts the keys each wrote (true).
+func rewrite(ctx context.Context, src, dst Store, doing string, each func(tx Tx, bucket string, k, v []byte) (bool, error)) (n int, err error) {
+	err = eachBucket(ctx, src, func(b string, kvs [][2][]byte) error {
+		written := 0
+		err := dst.Update(ctx, func(tx Tx) error {
+			written = 0 // fn may run again
 			for _, kv := range kvs {
-				if !Sealed(kv[1]) || st.s.current(kv[1]) {
-					continue
-				}
-				plain, err := tx.GetSecret(b, kv[0]) // as it is now, in this transaction
+				wrote, err := each(tx, b, kv[0], kv[1])
 				if err != nil {
 					return err
 				}
-				if err := tx.PutSecret(b, kv[0], plain); err != nil {
-					return err
+				if wrote {
+					written++
 				}
-				resealed++
 			}
 			return nil
 		})
 		if err != nil {
-			return n, fmt.Errorf("rekey bucket %s: %w", b, err)
+			return fmt.Errorf("%s bucket %s: %w", doing, b, err)
 		}
-		n += resealed
+		n += written
+		return nil
+	})
+	return n, err
+}
+
+// eachBucket calls fn with each bucket of s, in bucketPaths' order, and its
+// keys and values (read in a View of their own).
+func eachBucket(ctx context.Context, s Store, fn func(bucket string, kvs [][2][]byte) error) error {
+	paths, err := bucketPaths(ctx, s)
+	if err != nil {
+		return err
 	}
-	return n, nil
+	for _, b := range paths {
+		kvs, err := read(ctx, s, b)
+		if err != nil {
+			return err
+		}
+		if err := fn(b, kvs); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // bucketPaths lists every bucket of s that holds keys or buckets, parents
