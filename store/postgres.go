@@ -32,6 +32,7 @@ type pgStore struct {
 	hub      *hub
 	stop     context.CancelFunc
 	done     chan struct{}
+	session  uint32 // the listener's backend pid; only the listener uses it
 }
 
 // channel is the one NOTIFY channel every instance listens on.
@@ -134,8 +135,7 @@ func (s *pgStore) listener(ctx context.Context, cfg *pgx.ConnConfig) (*pgx.Conn,
 	if err != nil {
 		return nil, s.fail("connect", err)
 	}
-	var held bool
-	err = conn.QueryRow(ctx, `select pg_try_advisory_lock($1)`, lockKey("instance", s.instance)).Scan(&held)
+	held, err := s.lockInstance(ctx, conn)
 	if err == nil && held {
 		_, err = conn.Exec(ctx, `listen `+channel)
 	}
@@ -148,7 +148,38 @@ func (s *pgStore) listener(ctx context.Context, cfg *pgx.ConnConfig) (*pgx.Conn,
 	if !held {
 		return nil, fmt.Errorf("store %s: an instance named %q is already running: give each instance its own name", s.url, s.instance)
 	}
+	s.session = conn.PgConn().PID()
 	return conn, nil
+}
+
+// lockInstance takes this instance's liveness lock on conn. If this
+// instance's previous listener session still holds it (the network
+// dropped; the server has not noticed), it ends that session first.
+func (s *pgStore) lockInstance(ctx context.Context, conn *pgx.Conn) (bool, error) {
+	key := lockKey("instance", s.instance)
+	var held bool
+	err := conn.QueryRow(ctx, `select pg_try_advisory_lock($1)`, key).Scan(&held)
+	if err != nil || held || s.session == 0 {
+		return held, err
+	}
+	hi, lo := lockHalves(key)
+	_, err = conn.Exec(ctx, `select pg_terminate_backend(pid, 5000) from pg_locks where `+lockHeld+` and pid = $3`,
+		hi, lo, int64(s.session))
+	if err == nil {
+		err = conn.QueryRow(ctx, `select pg_try_advisory_lock($1)`, key).Scan(&held)
+	}
+	return held, err
+}
+
+// lockHeld is the condition for the rows of pg_locks that show the
+// advisory lock $1<<32|$2 (lockHalves) held in this database.
+const lockHeld = `locktype = 'advisory' and granted and objsubid = 1
+	and database = (select oid from pg_database where datname = current_database())
+	and classid::bigint = $1 and objid::bigint = $2`
+
+// lockHalves splits an advisory lock key as pg_locks shows it.
+func lockHalves(key int64) (hi, lo int64) {
+	return int64(uint64(key) >> 32), int64(uint64(key) & 0xffffffff)
 }
 
 // listen hands notifications to the hub until ctx ends. On losing the
@@ -466,13 +497,9 @@ func (t *pgTx) Publish(topic string, msg []byte) error {
 }
 
 func (t *pgTx) Alive(instance string) (bool, error) {
-	key := uint64(lockKey("instance", instance))
+	hi, lo := lockHalves(lockKey("instance", instance))
 	var alive bool
-	err := t.tx.QueryRow(t.ctx, `select exists (select 1 from pg_locks
-		where locktype = 'advisory' and granted and objsubid = 1
-		and database = (select oid from pg_database where datname = current_database())
-		and classid::bigint = $1 and objid::bigint = $2)`,
-		int64(key>>32), int64(key&0xffffffff)).Scan(&alive)
+	err := t.tx.QueryRow(t.ctx, `select exists (select 1 from pg_locks where `+lockHeld+`)`, hi, lo).Scan(&alive)
 	return alive, err
 }
 

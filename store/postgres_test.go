@@ -203,12 +203,13 @@ func TestPostgresCancelled(t *testing.T) {
 }
 
 // TestPostgresConnectionLost: when the network to PostgreSQL drops every
-// connection (reset or closed), calls fail with ErrUnavailable; once it is
-// back, watchers resync and calls work.
+// connection (reset, closed, or lost without the server noticing), calls
+// fail with ErrUnavailable; once it is back, watchers resync and calls
+// work.
 func TestPostgresConnectionLost(t *testing.T) {
 	pg := pgtest.Start(t, pgtest.Options{TCP: true})
-	for _, reset := range []bool{true, false} {
-		t.Run(fmt.Sprintf("reset=%v", reset), func(t *testing.T) {
+	for name, mode := range map[string]cutMode{"reset": reset, "closed": closed, "unnoticed": unnoticed} {
+		t.Run(name, func(t *testing.T) {
 			p := startProxy(t, fmt.Sprintf("127.0.0.1:%d", pg.Port()))
 			s := openPostgres(t, strings.Replace(pg.TCPURL(), fmt.Sprintf("127.0.0.1:%d", pg.Port()), p.addr, 1))
 			defer s.Close()
@@ -219,7 +220,7 @@ func TestPostgresConnectionLost(t *testing.T) {
 			if err := put(); err != nil {
 				t.Fatal(err)
 			}
-			p.cut(reset)
+			p.cut(mode)
 			if err := put(); !errors.Is(err, store.ErrUnavailable) {
 				t.Fatalf("Update with the network down: %v; want ErrUnavailable", err)
 			}
