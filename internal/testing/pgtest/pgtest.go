@@ -89,12 +89,12 @@ deadlock_timeout = 100ms
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.Start()
-	t.Cleanup(func() {
+	t.Cleanup(func() { // before Start: a start that fails half-way is stopped too
 		if _, err := os.Stat(filepath.Join(s.data(), "postmaster.pid")); err == nil {
 			s.Stop()
 		}
 	})
+	s.Start()
 	s.exec("postgres", `create database warden`)
 	return s
 }
