@@ -230,6 +230,9 @@ func (s *pgStore) reconnect(ctx context.Context, cfg *pgx.ConnConfig) *pgx.Conn 
 	}
 }
 
+// sealer is how Copy and Rekey (sealerOf) reach the store's keys.
+func (s *pgStore) sealer() *sealer { return s.seal }
+
 func (s *pgStore) Instance() string { return s.instance }
 func (s *pgStore) Shared() bool     { return true }
 
