@@ -172,23 +172,34 @@ func (s *Server) exec(db, sql string) {
 }
 
 // binDir finds PostgreSQL's programs: on PATH, else Debian's newest
-// /usr/lib/postgresql/VERSION/bin.
+// /usr/lib/postgresql/VERSION/bin. Missing, the test fails.
 func binDir(t testing.TB) string {
-	if p, err := exec.LookPath("pg_ctl"); err == nil {
-		dir := filepath.Dir(p)
-		if _, err := os.Stat(filepath.Join(dir, "initdb")); err == nil {
-			return dir
-		}
+	dir, err := findBin("/usr/lib/postgresql/*/bin")
+	if err != nil {
+		t.Fatal(err)
 	}
-	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	return dir
+}
+
+// findBin looks for initdb and pg_ctl on PATH, then in the newest of the
+// directories debian (a glob) names.
+func findBin(debian string) (string, error) {
+	has := func(dir string) bool {
+		_, err1 := os.Stat(filepath.Join(dir, "initdb"))
+		_, err2 := os.Stat(filepath.Join(dir, "pg_ctl"))
+		return err1 == nil && err2 == nil
+	}
+	if p, err := exec.LookPath("pg_ctl"); err == nil && has(filepath.Dir(p)) {
+		return filepath.Dir(p), nil
+	}
+	dirs, _ := filepath.Glob(debian)
 	slices.SortFunc(dirs, func(a, b string) int { return version(a) - version(b) })
 	for i := len(dirs) - 1; i >= 0; i-- {
-		if _, err := os.Stat(filepath.Join(dirs[i], "initdb")); err == nil {
-			return dirs[i]
+		if has(dirs[i]) {
+			return dirs[i], nil
 		}
 	}
-	t.Fatal("pgtest: PostgreSQL is not installed (no initdb and pg_ctl on PATH or in /usr/lib/postgresql/*/bin): apt-get install postgresql")
-	return ""
+	return "", fmt.Errorf("pgtest: PostgreSQL is not installed (no initdb and pg_ctl on PATH or in %s): apt-get install postgresql", debian)
 }
 
 func version(dir string) int {
