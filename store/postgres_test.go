@@ -24,15 +24,15 @@ func openPostgres(t *testing.T, url string) store.Store {
 
 func TestPostgres(t *testing.T) {
 	pg := pgtest.Start(t, pgtest.Options{})
-	storetest.Run(t, func(t *testing.T) store.Store { return openPostgres(t, pg.NewDatabase()) })
+	storetest.Run(t, func(t *testing.T) store.Store { return openPostgres(t, pg.NewDatabase(t)) })
 }
 
 func TestPostgresShared(t *testing.T) {
 	pg := pgtest.Start(t, pgtest.Options{})
 	storetest.RunShared(t, storetest.Shared{
 		Open:  func(t *testing.T) store.Store { return openPostgres(t, pg.URL()) },
-		Stop:  func(*testing.T) { pg.Stop() },
-		Start: func(*testing.T) { pg.Start() },
+		Stop:  func(t *testing.T) { pg.Stop(t) },
+		Start: func(t *testing.T) { pg.Start(t) },
 	})
 }
 
@@ -44,8 +44,7 @@ func TestPostgresUnavailablePassword(t *testing.T) {
 	url := strings.Replace(pg.TCPURL(), "postgres@", "postgres:"+password+"@", 1)
 	s := openPostgres(t, url) // trust: any password connects
 	defer s.Close()
-	pg.Stop()
-	defer pg.Start()
+	pg.Stop(t)
 	err := s.Update(context.Background(), func(tx store.Tx) error { return tx.Put("b", []byte("k"), nil) })
 	if !errors.Is(err, store.ErrUnavailable) || strings.Contains(err.Error(), password) {
 		t.Errorf("Update with the database down: %v; want ErrUnavailable without the password", err)
@@ -66,7 +65,7 @@ func TestPostgresUnavailablePassword(t *testing.T) {
 // migrate it once, and all open.
 func TestPostgresMigrateTogether(t *testing.T) {
 	pg := pgtest.Start(t, pgtest.Options{})
-	url := pg.NewDatabase()
+	url := pg.NewDatabase(t)
 	errs := make(chan error, 6)
 	for range cap(errs) {
 		go func() {

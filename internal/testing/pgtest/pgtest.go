@@ -18,8 +18,10 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/wardenmcp/warden/internal/testing/testenv"
 )
 
 // Options shape the cluster.
@@ -37,6 +39,7 @@ type Server struct {
 	tcp  bool
 	cred *syscall.Credential // nil: run as ourselves
 	dbs  atomic.Int64
+	proc *testenv.Process // the running postmaster
 }
 
 // Start initdbs and starts a cluster with a database "warden"; it stops
@@ -89,13 +92,8 @@ deadlock_timeout = 100ms
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { // before Start: a start that fails half-way is stopped too
-		if _, err := os.Stat(filepath.Join(s.data(), "postmaster.pid")); err == nil {
-			s.Stop()
-		}
-	})
-	s.Start()
-	s.exec("postgres", `create database warden`)
+	s.Start(t)
+	s.exec(t, "postgres", `create database warden`)
 	return s
 }
 
@@ -114,10 +112,12 @@ func (s *Server) TCPURL() string {
 func (s *Server) Port() int { return s.port }
 
 // NewDatabase creates an empty database and returns its URL over the unix
-// socket: a fresh store for each test on one cluster.
-func (s *Server) NewDatabase() string {
+// socket: a fresh store for each test on one cluster. t is the test that
+// asks.
+func (s *Server) NewDatabase(t testing.TB) string {
+	t.Helper()
 	name := "db" + strconv.FormatInt(s.dbs.Add(1), 10)
-	s.exec("postgres", `create database `+name)
+	s.exec(t, "postgres", `create database `+name)
 	return s.url(name, false)
 }
 
@@ -129,15 +129,45 @@ func (s *Server) url(db string, tcp bool) string {
 }
 
 // Stop shuts the cluster down (fast: sessions are ended), keeping its data.
-func (s *Server) Stop() {
-	s.t.Helper()
-	s.run("pg_ctl", "stop", "-D", s.data(), "-m", "fast", "-w")
+// t is the test that asks (a subtest, say); the cluster stays Start's.
+func (s *Server) Stop(t testing.TB) {
+	t.Helper()
+	if err := s.proc.Signal(syscall.SIGINT); err != nil {
+		t.Fatalf("pgtest: stopping PostgreSQL: %v", err)
+	}
+	if err := s.proc.Wait(time.Minute); err != nil {
+		t.Fatalf("pgtest: stopping PostgreSQL: %v\n%s", err, s.proc.Output())
+	}
 }
 
-// Start starts the cluster again after Stop, on the same data and socket.
-func (s *Server) Start() {
-	s.t.Helper()
-	s.run("pg_ctl", "start", "-D", s.data(), "-w", "-l", filepath.Join(s.data(), "log"))
+// Start starts the cluster again after Stop, on the same data and socket,
+// and waits until it accepts connections. The server is the child of this
+// test process (killed if it dies) and is stopped at the end of the test
+// that called pgtest.Start.
+func (s *Server) Start(t testing.TB) {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(s.bin, "postgres"), "-D", s.data())
+	cmd.Dir = s.dir
+	cmd.Env = append(os.Environ(), "LC_ALL=C")
+	if s.cred != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred}
+	}
+	p := testenv.StartProcess(s.t, cmd)
+	s.proc = p
+	s.t.Cleanup(func() { // before testenv's SIGTERM, which waits for every client to leave
+		p.Signal(syscall.SIGINT) // fast shutdown; ESRCH once stopped is fine
+		p.Wait(time.Minute)
+	})
+	testenv.WaitFor(t, time.Minute, "PostgreSQL to accept connections", func() bool {
+		if s.proc.Exited() {
+			t.Fatalf("pgtest: PostgreSQL exited: %v\n%s", s.proc.Err(), s.proc.Output())
+		}
+		conn, err := pgx.Connect(context.Background(), s.url("postgres", false))
+		if err == nil {
+			conn.Close(context.Background())
+		}
+		return err == nil
+	})
 }
 
 func (s *Server) data() string { return filepath.Join(s.dir, "data") }
@@ -152,22 +182,21 @@ func (s *Server) run(name string, args ...string) {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred}
 	}
 	if out, err := cmd.CombinedOutput(); err != nil {
-		log, _ := os.ReadFile(filepath.Join(s.data(), "log"))
-		s.t.Fatalf("pgtest: %s %s: %v\n%s\n%s", name, strings.Join(args, " "), err, out, log)
+		s.t.Fatalf("pgtest: %s %s: %v\n%s", name, strings.Join(args, " "), err, out)
 	}
 }
 
 // exec runs one SQL statement in db as the superuser.
-func (s *Server) exec(db, sql string) {
-	s.t.Helper()
+func (s *Server) exec(t testing.TB, db, sql string) {
+	t.Helper()
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, s.url(db, false))
 	if err != nil {
-		s.t.Fatalf("pgtest: %v", err)
+		t.Fatalf("pgtest: %v", err)
 	}
 	defer conn.Close(ctx)
 	if _, err := conn.Exec(ctx, sql); err != nil {
-		s.t.Fatalf("pgtest: %s: %v", sql, err)
+		t.Fatalf("pgtest: %s: %v", sql, err)
 	}
 }
 

@@ -27,14 +27,14 @@ func TestStopStart(t *testing.T) {
 		}
 	}
 	query(s.URL(), `create table t (x int); insert into t values (1)`)
-	s.Stop()
+	s.Stop(t)
 	if conn, err := pgx.Connect(ctx, s.URL()); err == nil {
 		conn.Close(ctx)
 		t.Fatal("connected to a stopped cluster")
 	}
-	s.Start()
+	s.Start(t)
 	query(s.TCPURL(), `select 1 / x from t`)
-	query(s.NewDatabase(), `select 1`)
+	query(s.NewDatabase(t), `select 1`)
 }
 
 // TestFindBin: the newest Debian version wins over older ones, and nothing
