@@ -33,7 +33,7 @@ type Options struct {
 // Server is one running cluster.
 type Server struct {
 	t    testing.TB
-	bin  string // the directory of initdb, pg_ctl and postgres
+	bin  string // the directory of initdb and postgres
 	dir  string // the socket dir; the data is in dir/data
 	port int
 	tcp  bool
@@ -210,15 +210,15 @@ func binDir(t testing.TB) string {
 	return dir
 }
 
-// findBin looks for initdb and pg_ctl on PATH, then in the newest of the
+// findBin looks for initdb and postgres on PATH, then in the newest of the
 // directories debian (a glob) names.
 func findBin(debian string) (string, error) {
 	has := func(dir string) bool {
 		_, err1 := os.Stat(filepath.Join(dir, "initdb"))
-		_, err2 := os.Stat(filepath.Join(dir, "pg_ctl"))
+		_, err2 := os.Stat(filepath.Join(dir, "postgres"))
 		return err1 == nil && err2 == nil
 	}
-	if p, err := exec.LookPath("pg_ctl"); err == nil && has(filepath.Dir(p)) {
+	if p, err := exec.LookPath("postgres"); err == nil && has(filepath.Dir(p)) {
 		return filepath.Dir(p), nil
 	}
 	dirs, _ := filepath.Glob(debian)
@@ -228,7 +228,7 @@ func findBin(debian string) (string, error) {
 			return dirs[i], nil
 		}
 	}
-	return "", fmt.Errorf("pgtest: PostgreSQL is not installed (no initdb and pg_ctl on PATH or in %s): apt-get install postgresql", debian)
+	return "", fmt.Errorf("pgtest: PostgreSQL is not installed (no initdb and postgres on PATH or in %s): apt-get install postgresql", debian)
 }
 
 func version(dir string) int {

@@ -47,7 +47,7 @@ func TestFindBin(t *testing.T) {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		for _, name := range []string{"initdb", "pg_ctl"} {
+		for _, name := range []string{"initdb", "postgres"} {
 			if err := os.WriteFile(filepath.Join(dir, name), nil, 0o755); err != nil {
 				t.Fatal(err)
 			}
