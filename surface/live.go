@@ -107,7 +107,9 @@ func (v *view) track(ss *mcp.ServerSession) {
 		v.sessions[id] = l
 	}
 	v.sessMu.Unlock()
-	l.ss.Store(ss)
+	if !l.ss.CompareAndSwap(nil, ss) {
+		return // tracked at initialize already (shared.go)
+	}
 	client, protocol := "unknown", ""
 	if p := ss.InitializeParams(); p != nil {
 		protocol = p.ProtocolVersion

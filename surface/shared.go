@@ -234,7 +234,7 @@ func (s *Surfaces) onRelay(e store.Event) {
 		}
 		ss := l.ss.Load()
 		if ss == nil {
-			return
+			return // not initialized: it asked nothing
 		}
 		var h http.Handler = l.adopted
 		if l.adopted == nil {

@@ -1,6 +1,7 @@
 package surface_test
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/wardenmcp/warden/internal/testing/fixture"
+	"github.com/wardenmcp/warden/internal/testing/pgtest"
 	"github.com/wardenmcp/warden/internal/testing/wardentest/parts"
 	"github.com/wardenmcp/warden/store"
 	"github.com/wardenmcp/warden/surface"
@@ -32,35 +34,72 @@ func (rr *roundRobin) RoundTrip(r *http.Request) (*http.Response, error) {
 	return http.DefaultTransport.RoundTrip(r)
 }
 
-// sharedPair serves two Surfaces over one gateway, their sessions shared
-// through one store: two instances as far as client sessions go.
-func sharedPair(t *testing.T) (*env, *httptest.Server, store.Store) {
+// sharedPair serves two Surfaces over one gateway (fx and rich), their
+// sessions shared through the store: one embedded store both use, or, with
+// postgres, a store handle each on one database, as two instances have.
+func sharedPair(t *testing.T, postgres bool) (*env, *httptest.Server) {
 	t.Helper()
-	fx := fixture.NewServer(fixture.Options{})
-	e := newEnv(t, fmt.Sprintf(`{"fx": {"url": %q, "trusted": true}}`, fx.Serve(t)), 0, 0)
+	fx, rich := fixture.NewServer(fixture.Options{}), fixture.NewRich(t)
+	e := newEnv(t, fmt.Sprintf(`{"fx": {"url": %q, "trusted": true}, "rich": {"url": %q, "trusted": true}}`, fx.Serve(t), rich.URL), 0, 0)
 	e.WaitListed(t, "fx")
-	st, err := store.Open(ctx(t), store.Options{Path: filepath.Join(t.TempDir(), "warden.db")})
-	if err != nil {
-		t.Fatal(err)
+	e.WaitListed(t, "rich")
+	open := func() store.Store {
+		o := store.Options{Path: filepath.Join(t.TempDir(), "warden.db")}
+		if postgres {
+			o = store.Options{URL: pgURL(t), Key: "a key for the tests, long enough"}
+		}
+		st, err := store.Open(ctx(t), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return st
 	}
-	t.Cleanup(func() { st.Close() })
+	st := open()
 	e.S.ShareSessions(st)
+	if postgres {
+		st = open()
+	}
 	other := surface.New(e.Gateway, slog.New(slog.DiscardHandler), "test", 0, 0)
 	t.Cleanup(other.Close)
 	other.ShareSessions(st)
 	srv := httptest.NewServer(other)
 	t.Cleanup(srv.Close)
-	if err := other.WaitListed(ctx(t), "fx", e.Gateway.Listed("fx").Version); err != nil {
-		t.Fatal(err)
+	for _, server := range []string{"fx", "rich"} {
+		if err := other.WaitListed(ctx(t), server, e.Gateway.Listed(server).Version); err != nil {
+			t.Fatal(err)
+		}
 	}
-	return e, srv, st
+	return e, srv
+}
+
+// pgURL is a PostgreSQL database for the test, the same for each call
+// within it.
+var pgURL = func() func(t *testing.T) string {
+	urls := map[*testing.T]string{}
+	return func(t *testing.T) string {
+		if urls[t] == "" {
+			urls[t] = pgtest.Start(t, pgtest.Options{}).URL()
+			t.Cleanup(func() { delete(urls, t) })
+		}
+		return urls[t]
+	}
+}()
+
+// stores runs test on an embedded store shared by both Surfaces, and on
+// PostgreSQL with a store handle each.
+func stores(t *testing.T, test func(t *testing.T, postgres bool)) {
+	t.Run("embedded", func(t *testing.T) { test(t, false) })
+	t.Run("postgres", func(t *testing.T) { test(t, true) })
 }
 
 // A 2025 client's session, begun on one instance, goes on on the other:
 // every second request lands there, and each is answered in the session.
 // A DELETE on one ends it on both.
-func TestSessionWithoutStickiness(t *testing.T) {
-	e, other, _ := sharedPair(t)
+func TestSessionWithoutStickiness(t *testing.T) { stores(t, testSessionWithoutStickiness) }
+
+func testSessionWithoutStickiness(t *testing.T, postgres bool) {
+	e, other := sharedPair(t, postgres)
 	for _, path := range []string{"/mcp", "/mcp/fx", "/mcp?view=search"} {
 		t.Run(path, func(t *testing.T) {
 			rr := &roundRobin{to: []string{e.URL, other.URL}}
@@ -91,8 +130,10 @@ func TestSessionWithoutStickiness(t *testing.T) {
 }
 
 // A session whose instance is gone goes on on another.
-func TestSessionOutlivesItsInstance(t *testing.T) {
-	e, other, _ := sharedPair(t)
+func TestSessionOutlivesItsInstance(t *testing.T) { stores(t, testSessionOutlivesItsInstance) }
+
+func testSessionOutlivesItsInstance(t *testing.T, postgres bool) {
+	e, other := sharedPair(t, postgres)
 	first := httptest.NewServer(e.S)
 	rr := &roundRobin{to: []string{first.URL}}
 	c := mcp.NewClient(&mcp.Implementation{Name: "moved", Version: "1"}, nil)
@@ -106,5 +147,34 @@ func TestSessionOutlivesItsInstance(t *testing.T) {
 	rr.to = []string{other.URL}
 	if out, isErr, _, err := callText(t, cs, "fx__"+fixture.ToolEcho, map[string]any{"text": "still here"}); err != nil || isErr {
 		t.Fatalf("a call after its instance went: %q %v (%v)", out, isErr, err)
+	}
+}
+
+// The client's answers to what an upstream asks during a call (elicitation,
+// roots, sampling) may reach the other instance: they are relayed to the
+// one that asked, and the call completes.
+func TestClientAnswersRelayed(t *testing.T) {
+	e, other := sharedPair(t, true)
+	rr := &roundRobin{to: []string{e.URL, other.URL}}
+	c := mcp.NewClient(&mcp.Implementation{Name: "balanced", Version: "1"}, &mcp.ClientOptions{
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"who": "alice"}}, nil
+		},
+		CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			return &mcp.CreateMessageResult{Model: "m1", Role: "assistant", Content: &mcp.TextContent{Text: "ok"}}, nil
+		},
+	})
+	c.AddRoots(&mcp.Root{URI: "file:///work"})
+	cs, err := c.Connect(ctx(t), &mcp.StreamableClientTransport{Endpoint: e.URL + "/mcp/rich", HTTPClient: &http.Client{Transport: rr},
+		DisableStandaloneSSE: true}, session2025)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	for i := range 4 { // the call and its three answers take turns
+		out, isErr, _, err := callText(t, cs, fixture.RichTool, map[string]any{})
+		if err != nil || isErr || out != "alice|file:///work|m1" {
+			t.Fatalf("ask %d: %q %v (%v)", i, out, isErr, err)
+		}
 	}
 }

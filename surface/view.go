@@ -140,7 +140,12 @@ func (v *view) intercept(next mcp.MethodHandler) mcp.MethodHandler {
 		case *mcp.ServerRequest[*mcp.InitializeParams]:
 			res, err := next(ctx, method, req)
 			if err == nil {
-				v.saveSession(r.Session, "") // before the client can go on, maybe on another instance
+				// Before the client goes on, maybe on another instance
+				// or after a restart.
+				v.saveSession(r.Session, "")
+				if v.st != nil && v.st.Shared() {
+					v.track(r.Session) // its initialized notification may go elsewhere
+				}
 			}
 			return res, err
 		case *mcp.ServerRequest[*mcp.SetLoggingLevelParams]:
