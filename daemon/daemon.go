@@ -20,7 +20,6 @@ import (
 	"syscall"
 	"time"
 
-
 	"github.com/wardenmcp/warden/activity"
 	"github.com/wardenmcp/warden/api"
 	"github.com/wardenmcp/warden/approval"
