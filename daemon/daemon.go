@@ -221,7 +221,7 @@ func (d *Daemon) openStore(ctx context.Context, cfg *config.Config) error {
 	}
 	d.st = st
 	db := store.Bolt(st)
-	if d.approvals, err = approval.Open(db); err == nil {
+	if d.approvals, err = approval.Open(ctx, st); err == nil {
 		if d.ledger, err = writes.Open(db); err == nil {
 			if d.activity, err = activity.Open(db, cfg.Activity.MaxEntries, cfg.Activity.MaxAge); err == nil {
 				if d.sessions, err = sessions.Open(ctx, st, sessionOwner(d.StateDir)); err == nil {

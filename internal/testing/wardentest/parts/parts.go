@@ -57,7 +57,7 @@ func New(t testing.TB, log *slog.Logger) *Parts {
 			t.Fatal(err)
 		}
 	}
-	p.Approvals, err = approval.Open(db)
+	p.Approvals, err = approval.Open(t.Context(), st)
 	must(err)
 	p.Writes, err = writes.Open(db)
 	must(err)

@@ -1,0 +1,108 @@
+package approval
+
+import (
+	"context"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/wardenmcp/warden/internal/testing/testenv"
+	"github.com/wardenmcp/warden/store"
+)
+
+// twoStores are the ways to give two instances one store: each returns two
+// handles on it (the same handle twice where a store is one process's).
+var twoStores = map[string]func(t *testing.T) (a, b store.Store){
+	// One bbolt handle: two registries in one process, concurrent only
+	// through the store's transactions.
+	"bolt": func(t *testing.T) (store.Store, store.Store) {
+		st, err := store.Open(t.Context(), store.Options{Path: filepath.Join(t.TempDir(), "warden.db")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return st, st
+	},
+}
+
+func openRegistry(t *testing.T, st store.Store) *Registry {
+	t.Helper()
+	r, err := Open(context.Background(), st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// Two instances decide on one server at once: a approves it while b, which
+// loaded the server before, quarantines it. b's decision must wait for a's
+// and apply to the record a left (still baselined, now quarantined): with
+// neither the store lock nor the reload in its transaction, b writes over a
+// with what it held (not baselined), or a over b (not quarantined).
+func TestTwoInstancesDecideOneServerInTurn(t *testing.T) {
+	for name, open := range twoStores {
+		t.Run(name, func(t *testing.T) {
+			sa, sb := open(t)
+			a := openRegistry(t, sa)
+			must[ApplyResult](t)(a.Apply("s", false, 1, inventory(3, "t")))
+			b := openRegistry(t, sb)
+
+			wait := interleave(t, a, "s", func() {
+				if err := b.Quarantine("s"); err != nil {
+					t.Error(err)
+				}
+			})
+			must[Answer](t)(a.ApproveServer("s", ServerApproval{}))
+			wait()
+
+			got, ok := openRegistry(t, sb).Server("s")
+			if !ok || !got.Quarantined || got.QuarantinedBy != QuarantinedByOperator || !got.Baselined {
+				t.Fatalf("stored state %+v: want quarantined by the operator and still baselined", got)
+			}
+			if st, _ := b.Server("s"); !st.Quarantined || !st.Baselined || st.Counts.Approved != 3 {
+				t.Fatalf("b holds %+v: want what the store has", st)
+			}
+		})
+	}
+}
+
+// Another instance's change reaches this one's memory and observers by the
+// watch; a Resync reloads every server.
+func TestAnotherInstancesChangeIsReloaded(t *testing.T) {
+	for name, open := range twoStores {
+		t.Run(name, func(t *testing.T) {
+			sa, sb := open(t)
+			a := openRegistry(t, sa)
+			must[ApplyResult](t)(a.Apply("s", false, 1, inventory(2, "t")))
+			b := openRegistry(t, sb)
+			var mu sync.Mutex
+			var seen []Change
+			b.OnChange(func(c Change) {
+				mu.Lock()
+				seen = append(seen, c)
+				mu.Unlock()
+			})
+
+			must[Answer](t)(a.ApproveServer("s", ServerApproval{}))
+			must[ApplyResult](t)(a.Apply("u", true, 1, inventory(1, "u")))
+			if sa == sb { // one handle: a's events are b's own, so deliver them by hand
+				b.remote(store.Event{Topic: topic, Msg: []byte("s"), Instance: "another"})
+				b.remote(store.Event{Topic: topic, Resync: true})
+			}
+			testenv.WaitFor(t, 10*time.Second, "b to reload s and u", func() bool {
+				sst, _ := b.Server("s")
+				ust, _ := b.Server("u")
+				return !sst.Quarantined && sst.Counts.Approved == 2 && ust.Counts.Approved == 1
+			})
+			if st, _ := b.Check("s", "t_0000"); st != StatusApproved {
+				t.Fatalf("b checks t_0000 as %q", st)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(seen) == 0 || seen[0].Server != "s" || seen[0].Cause != "sync" || !seen[0].VisibleChanged {
+				t.Fatalf("b's observers saw %+v: want the approval of s as a sync change that changed what is visible", seen)
+			}
+		})
+	}
+}
