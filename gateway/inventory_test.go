@@ -34,7 +34,7 @@ func newTestGateway(t *testing.T) peer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	act, err := activity.Open(db, 100, time.Hour)
+	act, err := activity.Open(st, 100, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}

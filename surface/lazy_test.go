@@ -38,7 +38,7 @@ func TestServerViewBuiltOnFirstUse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	log, err := activity.Open(db, 100, time.Hour)
+	log, err := activity.Open(st, 100, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -62,7 +62,7 @@ func New(t testing.TB, log *slog.Logger) *Parts {
 	p.Writes, err = writes.Open(db)
 	must(err)
 	t.Cleanup(p.Writes.Close)
-	p.Activity, err = activity.Open(db, 1000, time.Hour)
+	p.Activity, err = activity.Open(st, 1000, time.Hour)
 	must(err)
 	t.Cleanup(func() { p.Activity.Close() })
 	p.Sessions, err = sessions.Open(t.Context(), st, "test")
