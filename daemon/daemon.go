@@ -225,7 +225,7 @@ func (d *Daemon) openStore(ctx context.Context, cfg *config.Config) error {
 		if d.ledger, err = writes.Open(db); err == nil {
 			if d.activity, err = activity.Open(st, cfg.Activity.MaxEntries, cfg.Activity.MaxAge); err == nil {
 				if d.sessions, err = sessions.Open(ctx, st, sessionOwner(d.StateDir)); err == nil {
-					d.auth, err = oauth.Open(db, oauth.Options{Logger: d.log, Event: func(server string, data map[string]string) {
+					d.auth, err = oauth.Open(ctx, st, oauth.Options{Logger: d.log, Event: func(server string, data map[string]string) {
 						d.events.Publish(events.Event{Type: "auth", Server: server, Data: data})
 					}})
 				}

@@ -67,7 +67,7 @@ func New(t testing.TB, log *slog.Logger) *Parts {
 	t.Cleanup(func() { p.Activity.Close() })
 	p.Sessions, err = sessions.Open(t.Context(), st, "test")
 	must(err)
-	p.Auth, err = oauth.Open(db, oauth.Options{Logger: log, Event: func(server string, data map[string]string) {
+	p.Auth, err = oauth.Open(t.Context(), st, oauth.Options{Logger: log, Event: func(server string, data map[string]string) {
 		p.Events.Publish(events.Event{Type: "auth", Server: server, Data: data})
 	}})
 	must(err)
