@@ -206,6 +206,9 @@ func (t *boltTx) Count(bucket string) (int, error) {
 }
 
 func (t *boltTx) Buckets(parent string, fn func(name string) error) error {
+	if parent == "" {
+		return t.tx.ForEach(func(k []byte, _ *bolt.Bucket) error { return fn(string(k)) })
+	}
 	b, err := t.bucket(parent, false)
 	if b == nil {
 		return err
