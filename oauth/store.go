@@ -50,15 +50,17 @@ func (r *Record) config() *oauth2.Config {
 }
 
 // records keeps Records in the store, sealed (Tx.PutSecret: they hold the
-// token and the client secret). Records written before sealing, in
-// plaintext, still read, and are sealed when next written. Every write is
-// committed (and synced) before it returns, so a token is never used before
-// it is durable.
+// token and the client secret). Records written before, in plaintext, still
+// read, and are written again as secrets when the store is opened, so that
+// a storeKey set later, or a copy to a shared store, seals them. Every
+// write is committed (and synced) before it returns, so a token is never
+// used before it is durable.
 type records struct{ st store.Store }
 
 func openRecords(ctx context.Context, st store.Store) (*records, map[string]*Record, error) {
 	recs := map[string]*Record{}
-	err := st.View(ctx, func(tx store.Tx) error {
+	err := st.Update(ctx, func(tx store.Tx) error {
+		clear(recs) // fn may run again
 		var keys [][]byte
 		err := tx.Scan(bucket, nil, false, func(k, _ []byte) error {
 			keys = append(keys, bytes.Clone(k))
@@ -68,9 +70,19 @@ func openRecords(ctx context.Context, st store.Store) (*records, map[string]*Rec
 			return err
 		}
 		for _, k := range keys {
+			raw, err := tx.Get(bucket, k)
+			if err != nil {
+				return err
+			}
+			raw = bytes.Clone(raw)
 			v, err := tx.GetSecret(bucket, k)
 			if err != nil {
 				return err
+			}
+			if bytes.Equal(v, raw) { // written before it was a secret
+				if err := tx.PutSecret(bucket, k, v); err != nil {
+					return err
+				}
 			}
 			var r Record
 			if json.Unmarshal(v, &r) == nil && r.Token != nil {

@@ -14,7 +14,8 @@ import (
 )
 
 // With a store key, a token and a client secret are never in the store in
-// plaintext; a record written before, in plaintext, still reads.
+// plaintext; a record written before, in plaintext, still reads and is
+// sealed once the store is opened.
 func TestRecordsSealedAndPlaintextStillReads(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "db")
 	ctx := context.Background()
@@ -48,6 +49,16 @@ func TestRecordsSealedAndPlaintextStillReads(t *testing.T) {
 	}
 	if r := loaded["old"]; r == nil || r.Token.AccessToken != "OLD-ACCESS-5e1" {
 		t.Fatalf("the plaintext record reads back as %+v", r)
+	}
+	err = st.View(ctx, func(tx store.Tx) error {
+		v, err := tx.Get(bucket, []byte("old"))
+		if !store.Sealed(v) {
+			t.Errorf("the plaintext record was not sealed when the store was opened: %q", v)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
