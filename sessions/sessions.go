@@ -7,10 +7,12 @@
 // Records are kept per instance (bucket upstream_sessions/<owner>): an
 // upstream session belongs to the connection one instance made, so another
 // instance sharing the store never resumes it, while the same instance
-// does after a restart.
+// does after a restart. Records of the versions before (in
+// upstream_sessions itself) go to the first instance that opens the store.
 package sessions
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -50,8 +52,12 @@ func Open(ctx context.Context, st store.Store, owner string) (*Store, error) {
 	if owner == "" || strings.Contains(owner, "/") {
 		return nil, fmt.Errorf("sessions: owner %q: want a non-empty name without \"/\"", owner)
 	}
-	s := &Store{st: st, bucket: "upstream_sessions/" + owner, recs: map[string]Record{}, modes: map[string]string{}}
-	err := st.View(ctx, func(tx store.Tx) error {
+	s := &Store{st: st, bucket: legacyBucket + "/" + owner, recs: map[string]Record{}, modes: map[string]string{}}
+	err := st.Update(ctx, func(tx store.Tx) error {
+		if err := s.adopt(tx); err != nil {
+			return err
+		}
+		clear(s.recs) // fn may run again
 		return tx.Scan(s.bucket, nil, false, func(k, v []byte) error {
 			var r Record
 			if json.Unmarshal(v, &r) == nil {
@@ -64,6 +70,32 @@ func Open(ctx context.Context, st store.Store, owner string) (*Store, error) {
 		return nil, fmt.Errorf("sessions: %w", err)
 	}
 	return s, nil
+}
+
+// legacyBucket held the records of the versions before, keyed by server
+// alone; the owners' buckets are its children.
+const legacyBucket = "upstream_sessions"
+
+// adopt moves records of the versions before into owner's bucket: they are
+// this state dir's, from before an upgrade.
+func (s *Store) adopt(tx store.Tx) error {
+	var keys, vals [][]byte
+	err := tx.Scan(legacyBucket, nil, false, func(k, v []byte) error {
+		keys, vals = append(keys, bytes.Clone(k)), append(vals, bytes.Clone(v))
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for i, k := range keys {
+		if err := tx.Put(s.bucket, k, vals[i]); err != nil {
+			return err
+		}
+		if err := tx.Delete(legacyBucket, k); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Load returns server's record if it was made for fingerprint.

@@ -85,3 +85,23 @@ func TestRecordsAreNotResumedByAnotherInstance(t *testing.T) {
 		t.Fatal("instance one lost its own session across a restart")
 	}
 }
+
+// A record of the versions before, keyed by server alone, is resumed after
+// the upgrade.
+func TestRecordOfTheVersionsBeforeAdopted(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "w.db")
+	db, err := store.Open(t.Context(), store.Options{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, _ := json.Marshal(Record{Server: "up", Fingerprint: "fp", SessionID: "sid-before"})
+	if err := db.Update(t.Context(), func(tx store.Tx) error { return tx.Put(legacyBucket, []byte("up"), old) }); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	s, db := open(t, path)
+	defer db.Close()
+	if r, ok := s.Load("up", "fp"); !ok || r.SessionID != "sid-before" {
+		t.Fatalf("Load = %+v, %v: want the record from before", r, ok)
+	}
+}
