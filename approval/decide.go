@@ -100,19 +100,7 @@ func (r *Registry) ApproveServer(server string, req ServerApproval) (Answer, err
 	if err != nil {
 		return Answer{}, err
 	}
-	now := r.now()
-	var targets []string
-	chs, err := r.commit(s, "approve", func() (c change, err error) {
-		targets, c, err = s.approveServer(req, now)
-		return c, err
-	})
-	var ans Answer
-	if err == nil {
-		ans = s.answer(targets, req.Block)
-	}
-	s.unlock()
-	r.notify(chs...)
-	return ans, err
+	return r.decide(s, "approve", req.Block, func(now time.Time) ([]string, change, error) { return s.approveServer(req, now) })
 }
 
 // approveServer decides a server approval: the tools it approves and what
@@ -182,19 +170,7 @@ func (r *Registry) ApproveTools(server string, req ToolApproval) (Answer, error)
 	if err != nil {
 		return Answer{}, err
 	}
-	now := r.now()
-	var targets []string
-	chs, err := r.commit(s, "approve", func() (c change, err error) {
-		targets, c, err = s.approveTools(req, now)
-		return c, err
-	})
-	var ans Answer
-	if err == nil {
-		ans = s.answer(targets, nil)
-	}
-	s.unlock()
-	r.notify(chs...)
-	return ans, err
+	return r.decide(s, "approve", nil, func(now time.Time) ([]string, change, error) { return s.approveTools(req, now) })
 }
 
 // approveTools decides a tool approval: the tools it approves and what to
@@ -264,18 +240,30 @@ func (r *Registry) Block(server string, tools []string) (Answer, error) {
 	if err != nil {
 		return Answer{}, err
 	}
-	chs, err := r.commit(s, "block", func() (change, error) {
+	return r.decide(s, "block", tools, func(time.Time) ([]string, change, error) {
 		if err := s.known(tools); err != nil {
-			return change{}, err
+			return nil, change{}, err
 		}
 		if err := s.refuseInvalid("blocked", tools); err != nil {
-			return change{}, err
+			return nil, change{}, err
 		}
-		return change{recs: s.blockRecords(tools)}, nil
+		return nil, change{recs: s.blockRecords(tools)}, nil
+	})
+}
+
+// decide commits an operator's decision on s (locked by the caller;
+// unlocked on return) and answers it: fn says which tools it approves and
+// what to write; blocked are the tools it blocks.
+func (r *Registry) decide(s *server, cause string, blocked []string, fn func(now time.Time) ([]string, change, error)) (Answer, error) {
+	now := r.now()
+	var approved []string
+	chs, err := r.commit(s, cause, func() (c change, err error) {
+		approved, c, err = fn(now)
+		return c, err
 	})
 	var ans Answer
 	if err == nil {
-		ans = s.answer(nil, tools)
+		ans = s.answer(approved, blocked)
 	}
 	s.unlock()
 	r.notify(chs...)

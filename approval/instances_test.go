@@ -26,6 +26,16 @@ var twoStores = map[string]func(t *testing.T) (a, b store.Store){
 	},
 }
 
+// twoRegistries are two instances' registries on one store, a having seen
+// server s untrusted with tools t_0000.. before b opened.
+func twoRegistries(t *testing.T, open func(t *testing.T) (a, b store.Store), tools int) (*Registry, *Registry) {
+	t.Helper()
+	sa, sb := open(t)
+	a := openRegistry(t, sa)
+	must[ApplyResult](t)(a.Apply("s", false, 1, inventory(tools, "t")))
+	return a, openRegistry(t, sb)
+}
+
 func openRegistry(t *testing.T, st store.Store) *Registry {
 	t.Helper()
 	r, err := Open(context.Background(), st)
@@ -43,10 +53,7 @@ func openRegistry(t *testing.T, st store.Store) *Registry {
 func TestTwoInstancesDecideOneServerInTurn(t *testing.T) {
 	for name, open := range twoStores {
 		t.Run(name, func(t *testing.T) {
-			sa, sb := open(t)
-			a := openRegistry(t, sa)
-			must[ApplyResult](t)(a.Apply("s", false, 1, inventory(3, "t")))
-			b := openRegistry(t, sb)
+			a, b := twoRegistries(t, open, 3)
 
 			wait := interleave(t, a, "s", func() {
 				if err := b.Quarantine("s"); err != nil {
@@ -56,7 +63,7 @@ func TestTwoInstancesDecideOneServerInTurn(t *testing.T) {
 			must[Answer](t)(a.ApproveServer("s", ServerApproval{}))
 			wait()
 
-			got, ok := openRegistry(t, sb).Server("s")
+			got, ok := openRegistry(t, b.st).Server("s")
 			if !ok || !got.Quarantined || got.QuarantinedBy != QuarantinedByOperator || !got.Baselined {
 				t.Fatalf("stored state %+v: want quarantined by the operator and still baselined", got)
 			}
@@ -72,10 +79,7 @@ func TestTwoInstancesDecideOneServerInTurn(t *testing.T) {
 func TestAnotherInstancesChangeIsReloaded(t *testing.T) {
 	for name, open := range twoStores {
 		t.Run(name, func(t *testing.T) {
-			sa, sb := open(t)
-			a := openRegistry(t, sa)
-			must[ApplyResult](t)(a.Apply("s", false, 1, inventory(2, "t")))
-			b := openRegistry(t, sb)
+			a, b := twoRegistries(t, open, 2)
 			var mu sync.Mutex
 			var seen []Change
 			b.OnChange(func(c Change) {
@@ -86,7 +90,7 @@ func TestAnotherInstancesChangeIsReloaded(t *testing.T) {
 
 			must[Answer](t)(a.ApproveServer("s", ServerApproval{}))
 			must[ApplyResult](t)(a.Apply("u", true, 1, inventory(1, "u")))
-			if sa == sb { // one handle: a's events are b's own, so deliver them by hand
+			if a.st == b.st { // one handle: a's events are b's own, so deliver them by hand
 				b.remote(store.Event{Topic: topic, Msg: []byte("s"), Instance: "another"})
 				b.remote(store.Event{Topic: topic, Resync: true})
 			}
