@@ -63,11 +63,17 @@ func serve(u *UI, method, target, cookie string, form url.Values) *httptest.Resp
 // login spends a fresh code and answers the session cookie.
 func login(t *testing.T, u *UI) *http.Cookie {
 	t.Helper()
-	code, err := u.NewCode()
+	return loginOn(t, u, u)
+}
+
+// loginOn spends a code minted by one UI on another.
+func loginOn(t *testing.T, minted, on *UI) *http.Cookie {
+	t.Helper()
+	code, err := minted.NewCode()
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := serve(u, "GET", "/ui/login?code="+code, "", nil)
+	w := serve(on, "GET", "/ui/login?code="+code, "", nil)
 	cs := w.Result().Cookies()
 	if w.Code != http.StatusOK || len(cs) != 1 {
 		t.Fatalf("login: %d, cookies %v", w.Code, cs)
