@@ -1,6 +1,6 @@
 // Package parts assembles Warden's real policy parts (approvals, write
-// ledger, activity log, sessions, OAuth, events, metrics) over a bbolt store
-// in a test's temp dir, and a gateway over them, without the daemon, for
+// ledger, activity log, sessions, OAuth, events, metrics) over an embedded
+// store in a test's temp dir, and a gateway over them, without the daemon, for
 // tests of the packages above the gateway (api, surface) at their own level.
 // It is apart from wardentest, which runs the whole daemon: the daemon
 // imports those packages, so their own tests cannot import wardentest.
