@@ -2,6 +2,8 @@ package approval
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -108,5 +110,35 @@ func TestAnotherInstancesChangeIsReloaded(t *testing.T) {
 				t.Fatalf("b's observers saw %+v: want the approval of s as a sync change that changed what is visible", seen)
 			}
 		})
+	}
+}
+
+// down is a store that cannot be reached for writes.
+type down struct{ store.Store }
+
+func (down) Update(context.Context, func(store.Tx) error) error {
+	return fmt.Errorf("connect: %w", store.ErrUnavailable)
+}
+
+func (d down) Batch(ctx context.Context, fn func(store.Tx) error) error { return d.Update(ctx, fn) }
+
+// With the store unreachable a decision fails with store.ErrUnavailable
+// (the caller refuses with STORE_UNAVAILABLE) and changes nothing; what
+// memory holds still answers.
+func TestStoreUnavailableChangesNothing(t *testing.T) {
+	ts := newStore(t)
+	must[ApplyResult](t)(ts.r.Apply("s", false, 1, inventory(2, "t")))
+	r := openRegistry(t, down{ts.db})
+	if _, err := r.ApproveServer("s", ServerApproval{}); !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("ApproveServer: %v, want store.ErrUnavailable", err)
+	}
+	if _, err := r.Apply("s", false, 2, inventory(3, "t")); !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("Apply: %v, want store.ErrUnavailable", err)
+	}
+	if st, ok := r.Server("s"); !ok || !st.Quarantined || st.Counts.Pending != 2 {
+		t.Fatalf("after the failures s is %+v: want it as it was", st)
+	}
+	if st, known := r.Check("s", "t_0000"); !known || st != StatusPending {
+		t.Fatalf("Check: %q %v", st, known)
 	}
 }

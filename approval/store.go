@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -195,6 +196,16 @@ func (r *Registry) put(tx store.Tx, bucket, key string, v []byte) error {
 	return tx.Put(bucket, []byte(key), v)
 }
 
+// errNotDecided: update has not decided on the records as the store has
+// them yet.
+var errNotDecided = errors.New("not decided")
+
+// refusal carries decide's error out of the transaction, apart from the
+// store's.
+type refusal struct{ err error }
+
+func (r refusal) Error() string { return r.err.Error() }
+
 // change is what one decision writes to one server: its meta (nil: as it
 // is) and the records that change.
 type change struct {
@@ -208,9 +219,10 @@ func (c change) empty() bool { return c.meta == nil && len(c.recs) == 0 }
 // each s.mu held by the caller). decide reads their state in memory and says
 // what to write to each, in order; it may run more than once.
 //
-// decide runs first against memory; a decision that writes nothing ends
-// there: no transaction (most discovery passes). Otherwise, in one
-// transaction, each server's store lock is taken and its records reloaded
+// For a discovery pass or a config load, decide runs first against memory;
+// one that writes nothing ends there: no transaction (most passes; memory
+// that missed another instance's change is brought up to date by Watch).
+// Otherwise, in one transaction, each server's store lock is taken and its records reloaded
 // (another instance may have changed them; those changes are returned
 // first, cause "sync"), decide runs again if the reload changed anything,
 // and its writes are put and announced on topic. Once committed they are installed. A discovery pass
@@ -219,11 +231,14 @@ func (c change) empty() bool { return c.meta == nil && len(c.recs) == 0 }
 // same time, and one commit after another held the last ones back.
 //
 // decide's error is returned as it is; the store's wrapped (errors.Is
-// finds store.ErrUnavailable), and then nothing was written.
+// finds store.ErrUnavailable). Either way nothing was written.
 func (r *Registry) update(ss []*server, cause string, decide func() ([]change, error)) ([]*Change, error) {
-	cs, decideErr := decide()
-	if decideErr == nil && !slices.ContainsFunc(cs, func(c change) bool { return !c.empty() }) {
-		return nil, nil
+	var cs []change
+	decideErr := errNotDecided // an operator's decision is made on what the store has
+	if cause == "discovery" || cause == "config" {
+		if cs, decideErr = decide(); decideErr == nil && !slices.ContainsFunc(cs, func(c change) bool { return !c.empty() }) {
+			return nil, nil
+		}
 	}
 	run := r.st.Update
 	if cause == "discovery" {
@@ -245,7 +260,7 @@ func (r *Registry) update(ss []*server, cause string, decide func() ([]change, e
 		}
 		if len(synced) > 0 || decideErr != nil { // else memory was the store: cs stands
 			if cs, decideErr = decide(); decideErr != nil {
-				return decideErr
+				return refusal{decideErr}
 			}
 		}
 		for _, s := range ss {
@@ -260,8 +275,8 @@ func (r *Registry) update(ss []*server, cause string, decide func() ([]change, e
 		}
 		return nil
 	})
-	if decideErr != nil {
-		return synced, decideErr
+	if ref := (refusal{}); errors.As(err, &ref) {
+		return synced, ref.err
 	}
 	if err != nil {
 		names := make([]string, len(ss))
@@ -294,6 +309,9 @@ func (r *Registry) remote(e store.Event) {
 		return
 	}
 	names := []string{string(e.Msg)}
+	if !e.Resync && len(e.Msg) == 0 {
+		return
+	}
 	if e.Resync {
 		names = names[:0]
 		err := r.st.View(context.Background(), func(tx store.Tx) error {
