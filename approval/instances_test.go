@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wardenmcp/warden/internal/testing/pgtest"
 	"github.com/wardenmcp/warden/internal/testing/testenv"
 	"github.com/wardenmcp/warden/store"
 )
@@ -25,6 +26,19 @@ var twoStores = map[string]func(t *testing.T) (a, b store.Store){
 		}
 		t.Cleanup(func() { st.Close() })
 		return st, st
+	},
+	// Two PostgreSQL handles: two instances.
+	"postgres": func(t *testing.T) (store.Store, store.Store) {
+		url := pgtest.Start(t, pgtest.Options{}).URL()
+		open := func(name string) store.Store {
+			st, err := store.Open(context.Background(), store.Options{URL: url, Key: "a test key, not a secret", Instance: name})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { st.Close() })
+			return st
+		}
+		return open("a"), open("b")
 	},
 }
 
@@ -49,9 +63,10 @@ func openRegistry(t *testing.T, st store.Store) *Registry {
 
 // Two instances decide on one server at once: a approves it while b, which
 // loaded the server before, quarantines it. b's decision must wait for a's
-// and apply to the record a left (still baselined, now quarantined): with
-// neither the store lock nor the reload in its transaction, b writes over a
-// with what it held (not baselined), or a over b (not quarantined).
+// and apply to the record a left (still baselined, now quarantined).
+// Without the reload in its transaction b writes over a with what it held
+// (not baselined: fails on bolt); without the store lock b reads before a
+// commits and a writes over b (not quarantined: fails on postgres).
 func TestTwoInstancesDecideOneServerInTurn(t *testing.T) {
 	for name, open := range twoStores {
 		t.Run(name, func(t *testing.T) {
