@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wardenmcp/warden/internal/testing/pgtest"
 	"github.com/wardenmcp/warden/store"
 )
 
@@ -118,5 +119,34 @@ func TestExpiredSessionsAndCodesRemoved(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// On PostgreSQL, two instances with their own handles: a cookie issued by
+// one works on the other, and a code spent on one is spent for both.
+func TestSessionAcrossPostgresInstances(t *testing.T) {
+	url := pgtest.Start(t, pgtest.Options{}).URL()
+	open := func(name string) *UI {
+		st, err := store.Open(context.Background(), store.Options{URL: url, Key: "a test key, not a secret", Instance: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return &UI{API: &fakeAPI{}, Token: "tok", Store: st}
+	}
+	one, two := open("one"), open("two")
+	c := loginOn(t, one, two)
+	if w := serve(one, "GET", "/ui/", c.Value, nil); w.Code != http.StatusOK {
+		t.Fatalf("one with two's cookie: %d", w.Code)
+	}
+	code, err := one.NewCode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := serve(two, "GET", "/ui/login?code="+code, "", nil); w.Code != http.StatusOK {
+		t.Fatalf("first use, on two: %d", w.Code)
+	}
+	if w := serve(one, "GET", "/ui/login?code="+code, "", nil); w.Code != http.StatusUnauthorized {
+		t.Fatalf("second use, on one: %d", w.Code)
 	}
 }
