@@ -2,6 +2,7 @@ package activity
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/wardenmcp/warden/internal/canon"
+	"github.com/wardenmcp/warden/internal/testing/pgtest"
 	"github.com/wardenmcp/warden/store"
 )
 
@@ -379,5 +381,37 @@ func TestInstancesShareOneLog(t *testing.T) {
 	}
 	if got := query(t, b, "", 0); len(got) != 6 || got[0].Tool != "later9" {
 		t.Fatalf("log holds %d entries, newest %q: want 6, later9", len(got), got[0].Tool)
+	}
+}
+
+// On PostgreSQL, two instances with their own handles write to one log:
+// entries at the same moment all stay, each naming its instance.
+func TestInstancesShareOneLogOnPostgres(t *testing.T) {
+	url := pgtest.Start(t, pgtest.Options{}).URL()
+	at := time.Now()
+	logs := map[string]*Log{}
+	for _, name := range []string{"a", "b"} {
+		st, err := store.Open(context.Background(), store.Options{URL: url, Key: "a test key, not a secret", Instance: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		logs[name] = mustOpen(t, st, 100, time.Hour, options{now: func() time.Time { return at }})
+	}
+	for name, l := range logs {
+		for range 3 {
+			l.Add(Entry{At: at, Server: "s", Tool: name})
+		}
+		l.Flush()
+	}
+	n := map[string]int{}
+	for _, e := range query(t, logs["a"], "", 0) {
+		if e.Tool != e.Instance {
+			t.Fatalf("entry %+v names another instance", e)
+		}
+		n[e.Instance]++
+	}
+	if n["a"] != 3 || n["b"] != 3 {
+		t.Fatalf("the log holds %v entries by instance: want 3 each", n)
 	}
 }
