@@ -4,22 +4,29 @@
 //
 // Add is on the call path and never blocks: it hands the entry to a buffered
 // channel and, when the buffer is full, drops it and counts the drop. One
-// writer goroutine drains the channel and writes many entries per bbolt
+// writer goroutine drains the channel and writes many entries per store
 // transaction, then enforces retention (at most maxEntries, none older than
-// maxAge). Keys are the entry time (big-endian Unix nanoseconds) followed by
-// a big-endian sequence, so iteration is in time order.
+// maxAge).
+//
+// Every instance sharing the store writes to the one log. Keys are the entry
+// time (big-endian Unix nanoseconds), then 8 bytes of the instance's name
+// hashed, then a big-endian sequence: iteration is in time order and two
+// instances' keys never collide. (Keys of the versions before, time and
+// sequence only, still read and age out.)
 package activity
 
 import (
+	"context"
+	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"github.com/wardenmcp/warden/internal/canon"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	"github.com/wardenmcp/warden/internal/canon"
+	"github.com/wardenmcp/warden/store"
 )
 
 // Outcomes.
@@ -44,6 +51,9 @@ type Entry struct {
 	Outcome       string          `json:"outcome"`
 	Code          string          `json:"code,omitempty"`
 	LatencyMicros int64           `json:"latency_micros"`
+	// Instance is the instance that served the call (store.Store.Instance),
+	// set by the writer.
+	Instance string `json:"instance,omitempty"`
 }
 
 // Defaults used when Open gets a non-positive bound.
@@ -54,7 +64,12 @@ const (
 	maxBatch          = 1024
 )
 
-var bucketName = []byte("activity_log")
+const (
+	bucketName = "activity_log"
+	// recountEvery bounds how long the writer trusts its own count of the
+	// log: other instances add entries it does not see.
+	recountEvery = time.Minute
+)
 
 type item struct {
 	e     Entry
@@ -64,7 +79,9 @@ type item struct {
 // Log is the activity log. Add, Flush, Query and Dropped are safe for
 // concurrent use.
 type Log struct {
-	db         *bolt.DB
+	st         store.Store
+	instance   string
+	keyID      [8]byte // the instance's part of every key
 	maxEntries int
 	maxAge     time.Duration
 	now        func() time.Time
@@ -80,7 +97,8 @@ type Log struct {
 	dropped    atomic.Uint64
 	writeErrs  atomic.Uint64
 	seq        uint64    // writer goroutine only
-	count      int       // entries in the bucket; writer goroutine only (after Open)
+	count      int       // entries in the log as of counted plus this instance's since; writer goroutine only (after Open)
+	counted    time.Time // when count was last read from the store; writer goroutine only
 	lastCommit time.Time // writer goroutine only
 }
 
@@ -90,14 +108,16 @@ type options struct {
 	now      func() time.Time
 }
 
-// Open starts the log on db (bucket "activity_log"). maxEntries <= 0 and
+// Open starts the log on st (bucket "activity_log"). maxEntries <= 0 and
 // maxAge <= 0 select DefaultMaxEntries and DefaultMaxAge. Retention is applied
-// once at Open and after every batch.
-func Open(db *bolt.DB, maxEntries int, maxAge time.Duration) (*Log, error) {
-	return open(db, maxEntries, maxAge, options{})
+// once at Open and after every batch; the log is counted at Open and at most
+// every recountEvery after, so with several instances it may pass
+// maxEntries by what the others wrote since.
+func Open(st store.Store, maxEntries int, maxAge time.Duration) (*Log, error) {
+	return open(st, maxEntries, maxAge, options{})
 }
 
-func open(db *bolt.DB, maxEntries int, maxAge time.Duration, o options) (*Log, error) {
+func open(st store.Store, maxEntries int, maxAge time.Duration, o options) (*Log, error) {
 	if maxEntries <= 0 {
 		maxEntries = DefaultMaxEntries
 	}
@@ -111,19 +131,17 @@ func open(db *bolt.DB, maxEntries int, maxAge time.Duration, o options) (*Log, e
 		o.now = time.Now
 	}
 	l := &Log{
-		db: db, maxEntries: maxEntries, maxAge: maxAge, now: o.now, beforeTx: o.beforeTx,
+		st: st, instance: st.Instance(), maxEntries: maxEntries, maxAge: maxAge, now: o.now, beforeTx: o.beforeTx,
 		ch: make(chan item, o.buffer), kick: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{}),
+		// Sequences start at the time, so a restarted instance of the same
+		// name does not reuse one.
+		seq: uint64(o.now().UnixNano()),
 	}
-	err := db.Update(func(tx *bolt.Tx) error {
-		b, err := tx.CreateBucketIfNotExists(bucketName)
-		if err != nil {
-			return err
-		}
-		l.count = b.Stats().KeyN
-		if k, _ := b.Cursor().Last(); k != nil && len(k) == 16 {
-			l.seq = binary.BigEndian.Uint64(k[8:])
-		}
-		return l.retain(b)
+	sum := sha256.Sum256([]byte(l.instance))
+	copy(l.keyID[:], sum[:])
+	err := st.Update(context.Background(), func(tx store.Tx) error {
+		l.counted = time.Time{} // fn may run again: count again
+		return l.retain(tx)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("activity: open: %w", err)
@@ -261,12 +279,9 @@ func (l *Log) write(batch []item) {
 		}
 	}
 	if n > 0 {
-		seq, count := l.seq, l.count
-		err := l.db.Update(func(tx *bolt.Tx) error {
-			b, err := tx.CreateBucketIfNotExists(bucketName)
-			if err != nil {
-				return err
-			}
+		seq, count, counted := l.seq, l.count, l.counted
+		err := l.st.Update(context.Background(), func(tx store.Tx) error {
+			l.seq, l.count, l.counted = seq, count, counted // fn may run again
 			for _, it := range batch {
 				if it.flush != nil {
 					continue
@@ -275,23 +290,22 @@ func (l *Log) write(batch []item) {
 					it.e.ArgsSHA256 = canon.ArgsSHA256(it.e.Args)
 				}
 				it.e.Args = nil
+				it.e.Instance = l.instance
 				v, err := json.Marshal(&it.e)
 				if err != nil {
 					return err
 				}
-				seq++
-				if err := b.Put(key(it.e.At, seq), v); err != nil {
+				l.seq++
+				if err := tx.Put(bucketName, l.key(it.e.At), v); err != nil {
 					return err
 				}
 				l.count++
 			}
-			return l.retain(b)
+			return l.retain(tx)
 		})
 		if err != nil {
-			l.count = count // the transaction rolled back
+			l.count, l.counted = count, counted // the transaction rolled back
 			l.writeErrs.Add(uint64(n))
-		} else {
-			l.seq = seq
 		}
 		l.lastCommit = time.Now()
 	}
@@ -302,33 +316,44 @@ func (l *Log) write(batch []item) {
 	}
 }
 
-func key(at time.Time, seq uint64) []byte {
-	k := make([]byte, 16)
-	ns := at.UnixNano()
-	if ns < 0 {
-		ns = 0
-	}
-	binary.BigEndian.PutUint64(k, uint64(ns))
-	binary.BigEndian.PutUint64(k[8:], seq)
+// key is the next key for an entry at at: time, instance, sequence.
+func (l *Log) key(at time.Time) []byte {
+	k := make([]byte, 24)
+	binary.BigEndian.PutUint64(k, uint64(max(at.UnixNano(), 0)))
+	copy(k[8:], l.keyID[:])
+	binary.BigEndian.PutUint64(k[16:], l.seq)
 	return k
 }
 
 // retain deletes the oldest entries beyond maxEntries and every entry older
 // than maxAge. Keys start with the time, so both are a prefix of the bucket.
-func (l *Log) retain(b *bolt.Bucket) error {
-	cutoff := l.now().Add(-l.maxAge).UnixNano()
+// It counts the log when the count is older than recountEvery (or was never
+// taken); in between, it trusts its own.
+func (l *Log) retain(tx store.Tx) error {
+	now := l.now()
+	if l.counted.IsZero() || now.Sub(l.counted) >= recountEvery {
+		n, err := tx.Count(bucketName)
+		if err != nil {
+			return err
+		}
+		l.count, l.counted = n, now
+	}
+	cutoff := now.Add(-l.maxAge).UnixNano()
 	excess := l.count - l.maxEntries
 	var del [][]byte
-	c := b.Cursor()
-	for k, _ := c.First(); k != nil; k, _ = c.Next() {
-		old := len(k) != 16 || int64(binary.BigEndian.Uint64(k)) < cutoff
+	err := tx.Scan(bucketName, nil, false, func(k, _ []byte) error {
+		old := len(k) < 8 || int64(binary.BigEndian.Uint64(k)) < cutoff
 		if !old && len(del) >= excess {
-			break
+			return store.ErrStop
 		}
 		del = append(del, append([]byte(nil), k...))
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	for _, k := range del {
-		if err := b.Delete(k); err != nil {
+		if err := tx.Delete(bucketName, k); err != nil {
 			return err
 		}
 	}
@@ -341,26 +366,21 @@ func (l *Log) retain(b *bolt.Bucket) error {
 // (Flush first to see them).
 func (l *Log) Query(server string, limit int) ([]Entry, error) {
 	out := []Entry{} // none is an empty list, not null, in JSON
-	err := l.db.View(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketName)
-		if b == nil {
-			return nil
-		}
-		c := b.Cursor()
-		for k, v := c.Last(); k != nil; k, v = c.Prev() {
+	err := l.st.View(context.Background(), func(tx store.Tx) error {
+		return tx.Scan(bucketName, nil, true, func(k, v []byte) error {
 			var e Entry
 			if err := json.Unmarshal(v, &e); err != nil {
 				return fmt.Errorf("entry %x: %w", k, err)
 			}
 			if server != "" && e.Server != server {
-				continue
+				return nil
 			}
 			out = append(out, e)
 			if limit > 0 && len(out) >= limit {
-				break
+				return store.ErrStop
 			}
-		}
-		return nil
+			return nil
+		})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("activity: query: %w", err)

@@ -2,6 +2,7 @@ package activity
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -14,15 +15,15 @@ import (
 	"testing"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
 	"github.com/wardenmcp/warden/internal/canon"
+	"github.com/wardenmcp/warden/internal/testing/pgtest"
+	"github.com/wardenmcp/warden/store"
 )
 
-func openDB(t testing.TB) (*bolt.DB, string) {
+func openDB(t testing.TB) (store.Store, string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "state.db")
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
+	db, err := store.Open(t.Context(), store.Options{Path: path})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +31,7 @@ func openDB(t testing.TB) (*bolt.DB, string) {
 	return db, path
 }
 
-func mustOpen(t testing.TB, db *bolt.DB, n int, age time.Duration, o options) *Log {
+func mustOpen(t testing.TB, db store.Store, n int, age time.Duration, o options) *Log {
 	t.Helper()
 	l, err := open(db, n, age, o)
 	if err != nil {
@@ -69,6 +70,7 @@ func TestOutcomesRoundTrip(t *testing.T) {
 	}
 	for i, g := range got {
 		w := in[len(in)-1-i] // newest first
+		w.Instance = db.Instance()
 		if !g.At.Equal(w.At) {
 			t.Errorf("entry %d At %v, want %v", i, g.At, w.At)
 		}
@@ -246,12 +248,12 @@ func TestStoreHoldsOnlyTheHash(t *testing.T) {
 	}
 }
 
-// BenchmarkAdd measures Add as the call path pays it. The bbolt writer's
+// BenchmarkAdd measures Add as the call path pays it. The store writer's
 // throughput is a separate matter (it batches; Dropped counts what it cannot
 // absorb), so "queued" stalls the real writer and drains the channel with a
 // discarding consumer: the cost of a successful Add, consumer wake-ups
 // included. "saturated" lets the buffer fill: the cost of the drop path.
-// BenchmarkAdd measures Add as the call path pays it; the bbolt writer's
+// BenchmarkAdd measures Add as the call path pays it; the store writer's
 // throughput is a separate matter (it batches, and Dropped counts what it
 // cannot absorb). "queued" stalls the real writer and drains the channel with
 // a discarding consumer, pausing the timer whenever the buffer is half full,
@@ -328,5 +330,88 @@ func TestArgsHashedNotStored(t *testing.T) {
 	}
 	if bytes.Contains(b, []byte("marker-7f3a9")) {
 		t.Fatal("the store holds the raw arguments")
+	}
+}
+
+// named is a store as another instance sees it.
+type named struct {
+	store.Store
+	name string
+}
+
+func (n named) Instance() string { return n.name }
+
+// Two instances write to one log: entries made at the same moment, with the
+// same sequences (their clocks agree), all stay, each naming its instance;
+// retention holds the log to its bound, counting the others' entries at
+// least every recountEvery.
+func TestInstancesShareOneLog(t *testing.T) {
+	db, _ := openDB(t)
+	at := time.Now()
+	var mu sync.Mutex
+	now := at
+	clock := func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return now
+	}
+	a := mustOpen(t, named{db, "a"}, 6, time.Hour, options{now: clock})
+	b := mustOpen(t, named{db, "b"}, 6, time.Hour, options{now: clock})
+	for i := range 2 {
+		a.Add(Entry{At: at, Server: "s", Tool: fmt.Sprint("a", i)})
+		b.Add(Entry{At: at, Server: "s", Tool: fmt.Sprint("b", i)})
+	}
+	a.Flush()
+	b.Flush()
+	got := query(t, a, "", 0)
+	by := map[string]string{}
+	for _, e := range got {
+		by[e.Tool] = e.Instance
+	}
+	if len(got) != 4 || by["a0"] != "a" || by["a1"] != "a" || by["b0"] != "b" || by["b1"] != "b" {
+		t.Fatalf("log holds %+v: want a0, a1 from a and b0, b1 from b", got)
+	}
+	// a counts the log again once its count is old: b's entries count too.
+	mu.Lock()
+	now = now.Add(recountEvery)
+	mu.Unlock()
+	for i := range 10 {
+		a.Add(Entry{At: at.Add(time.Duration(i+1) * time.Millisecond), Server: "s", Tool: fmt.Sprint("later", i)})
+		a.Flush()
+	}
+	if got := query(t, b, "", 0); len(got) != 6 || got[0].Tool != "later9" {
+		t.Fatalf("log holds %d entries, newest %q: want 6, later9", len(got), got[0].Tool)
+	}
+}
+
+// On PostgreSQL, two instances with their own handles write to one log:
+// entries at the same moment all stay, each naming its instance.
+func TestInstancesShareOneLogOnPostgres(t *testing.T) {
+	url := pgtest.Start(t, pgtest.Options{}).URL()
+	at := time.Now()
+	logs := map[string]*Log{}
+	for _, name := range []string{"a", "b"} {
+		st, err := store.Open(context.Background(), store.Options{URL: url, Key: "a test key, not a secret", Instance: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		logs[name] = mustOpen(t, st, 100, time.Hour, options{now: func() time.Time { return at }})
+	}
+	for name, l := range logs {
+		for range 3 {
+			l.Add(Entry{At: at, Server: "s", Tool: name})
+		}
+		l.Flush()
+	}
+	n := map[string]int{}
+	for _, e := range query(t, logs["a"], "", 0) {
+		if e.Tool != e.Instance {
+			t.Fatalf("entry %+v names another instance", e)
+		}
+		n[e.Instance]++
+	}
+	if n["a"] != 3 || n["b"] != 3 {
+		t.Fatalf("the log holds %v entries by instance: want 3 each", n)
 	}
 }

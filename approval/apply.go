@@ -42,7 +42,8 @@ type entry struct {
 // it starts fetching. A pass with seq <= the last applied one writes nothing
 // and reports Stale. Seqs live in memory only; a new process accepts seq 1.
 //
-// Under the server's lock, in one transaction: a trusted, unquarantined
+// Under the server's lock (this process's and the store's), in one
+// transaction, against the records as the store has them: a trusted, unquarantined
 // server without a baseline decision is baselined (its pending and new tools
 // approved by "baseline", the decision stored even for no tools); otherwise
 // new tools are pending. An approved tool whose hash differs becomes changed
@@ -61,9 +62,9 @@ func (r *Registry) Apply(server string, trusted bool, seq uint64, tools []*mcp.T
 	}
 	s := r.serverFor(server)
 	s.lock()
-	res, ch, err := r.applyLocked(s, trusted, seq, inv)
+	res, chs, err := r.applyLocked(s, trusted, seq, inv)
 	s.unlock()
-	r.notify(ch)
+	r.notify(chs...)
 	return res, err
 }
 
@@ -124,15 +125,32 @@ func cloneAnnotations(a *mcp.ToolAnnotations) *mcp.ToolAnnotations {
 }
 
 // applyLocked decides and commits one pass. Caller holds s.mu.
-func (r *Registry) applyLocked(s *server, trusted bool, seq uint64, inv []entry) (ApplyResult, *Change, error) {
-	var res ApplyResult
+func (r *Registry) applyLocked(s *server, trusted bool, seq uint64, inv []entry) (ApplyResult, []*Change, error) {
 	if seq <= s.lastSeq {
-		res.Stale = true
-		return res, nil, nil
+		return ApplyResult{Stale: true}, nil, nil
 	}
 	now := r.now()
+	var res ApplyResult
+	chs, err := r.commit(s, "discovery", func() (change, error) {
+		var c change
+		res, c = s.pass(trusted, inv, now)
+		return c, nil
+	})
+	if err != nil {
+		return ApplyResult{}, chs, err
+	}
+	s.lastSeq = seq
+	s.lastPass.Store(now.UnixNano())
+	if len(chs) > 0 && chs[len(chs)-1].Cause == "discovery" {
+		res.VisibleChanged = chs[len(chs)-1].VisibleChanged
+	}
+	return res, chs, nil
+}
 
-	// Read: the server's meta and records as they are now.
+// pass decides one inventory against s's meta and records as they are now:
+// what it did and what to write (only what changed). Caller holds s.mu.
+func (s *server) pass(trusted bool, inv []entry, now time.Time) (ApplyResult, change) {
+	var res ApplyResult
 	meta, metaDirty := s.meta, false
 	if !s.hasMeta {
 		meta, metaDirty = initialMeta(trusted, now), true
@@ -173,31 +191,16 @@ func (r *Registry) applyLocked(s *server, trusted bool, seq uint64, inv []entry)
 		out = append(out, &rec)
 		res.Gone = append(res.Gone, name)
 	}
-
-	if h := r.testHookAfterRead; h != nil {
-		h(s.name)
-	}
-
-	// Write: one transaction, only what changed.
-	var metaOut *serverMeta
+	c := change{recs: out}
 	if metaDirty {
-		metaOut = &meta
+		c.meta = &meta
 	}
-	ch, err := r.commit(s, metaOut, out, "discovery")
-	if err != nil {
-		return ApplyResult{}, nil, err
-	}
-	s.lastSeq = seq
-	s.lastPass.Store(now.UnixNano())
 	res.Written = len(out)
-	if ch != nil {
-		res.VisibleChanged = ch.VisibleChanged
-	}
 	slices.Sort(res.New)
 	slices.Sort(res.Changed)
 	slices.Sort(res.Restored)
 	slices.Sort(res.Gone)
-	return res, ch, nil
+	return res, c
 }
 
 // initialMeta is a server's state when first seen: an untrusted server is

@@ -3,6 +3,7 @@ package approval
 import (
 	"maps"
 	"slices"
+	"time"
 )
 
 // ServerApproval admits a quarantined server. ExpectedHashes binds the
@@ -39,33 +40,30 @@ func (r *Registry) EnsureServers(servers map[string]bool) error {
 		return invalid("empty server name")
 	}
 	locked := make([]*server, len(names))
-	metas := make([]*serverMeta, len(names))
-	now := r.now()
 	for i, name := range names { // in name order; nothing else holds two servers
-		s := r.serverFor(name)
-		s.lock()
-		locked[i] = s
-		switch trusted := servers[name]; {
-		case !s.hasMeta:
-			m := initialMeta(trusted, now)
-			metas[i] = &m
-		case trusted && s.meta.Quarantined && s.meta.QuarantinedBy == QuarantinedUntrusted:
-			m := s.meta
-			m.Quarantined, m.QuarantinedBy, m.QuarantinedAt = false, "", now
-			metas[i] = &m
-		}
+		locked[i] = r.serverFor(name)
+		locked[i].lock()
 	}
-	err := r.storeMetas(names, metas)
-	var changes []*Change
-	for i, s := range locked {
-		if err == nil && metas[i] != nil {
-			changes = append(changes, r.install(s, metas[i], nil, "config"))
+	now := r.now()
+	chs, err := r.update(locked, "config", func() ([]change, error) {
+		cs := make([]change, len(names))
+		for i, s := range locked {
+			switch trusted := servers[s.name]; {
+			case !s.hasMeta:
+				m := initialMeta(trusted, now)
+				cs[i].meta = &m
+			case trusted && s.meta.Quarantined && s.meta.QuarantinedBy == QuarantinedUntrusted:
+				m := s.meta
+				m.Quarantined, m.QuarantinedBy, m.QuarantinedAt = false, "", now
+				cs[i].meta = &m
+			}
 		}
+		return cs, nil
+	})
+	for _, s := range locked {
 		s.unlock()
 	}
-	for _, ch := range changes {
-		r.notify(ch)
-	}
+	r.notify(chs...)
 	return err
 }
 
@@ -76,15 +74,17 @@ func (r *Registry) Quarantine(server string) error {
 	if err != nil {
 		return err
 	}
-	var meta *serverMeta
-	if !s.meta.Quarantined || s.meta.QuarantinedBy != QuarantinedByOperator {
+	now := r.now()
+	chs, err := r.commit(s, "quarantine", func() (change, error) {
+		if s.meta.Quarantined && s.meta.QuarantinedBy == QuarantinedByOperator {
+			return change{}, nil
+		}
 		m := s.meta
-		m.Quarantined, m.QuarantinedBy, m.QuarantinedAt = true, QuarantinedByOperator, r.now()
-		meta = &m
-	}
-	ch, err := r.commit(s, meta, nil, "quarantine")
+		m.Quarantined, m.QuarantinedBy, m.QuarantinedAt = true, QuarantinedByOperator, now
+		return change{meta: &m}, nil
+	})
 	s.unlock()
-	r.notify(ch)
+	r.notify(chs...)
 	return err
 }
 
@@ -100,24 +100,23 @@ func (r *Registry) ApproveServer(server string, req ServerApproval) (Answer, err
 	if err != nil {
 		return Answer{}, err
 	}
-	ans, ch, err := r.approveServerLocked(s, req)
-	s.unlock()
-	r.notify(ch)
-	return ans, err
+	return r.decide(s, "approve", req.Block, func(now time.Time) ([]string, change, error) { return s.approveServer(req, now) })
 }
 
-func (r *Registry) approveServerLocked(s *server, req ServerApproval) (Answer, *Change, error) {
+// approveServer decides a server approval: the tools it approves and what
+// to write. Caller holds s.mu.
+func (s *server) approveServer(req ServerApproval, now time.Time) ([]string, change, error) {
 	if err := s.known(req.Block); err != nil {
-		return Answer{}, nil, err
+		return nil, change{}, err
 	}
 	if err := s.refuseInvalid("blocked", req.Block); err != nil {
-		return Answer{}, nil, err
+		return nil, change{}, err
 	}
 	if err := s.refuseInvalid("approved", slices.Collect(maps.Keys(req.ExpectedHashes))); err != nil {
-		return Answer{}, nil, err
+		return nil, change{}, err
 	}
 	if err := s.checkHashes(req.ExpectedHashes, nil); err != nil {
-		return Answer{}, nil, err
+		return nil, change{}, err
 	}
 	blocked := set(req.Block)
 	var targets []string
@@ -134,7 +133,6 @@ func (r *Registry) approveServerLocked(s *server, req ServerApproval) (Answer, *
 			}
 		}
 	}
-	now := r.now()
 	var out []*ToolRecord
 	for _, name := range targets {
 		if old := s.tools[name]; old.Status == StatusPending {
@@ -149,11 +147,7 @@ func (r *Registry) approveServerLocked(s *server, req ServerApproval) (Answer, *
 	if !m.Baselined {
 		m.Baselined, m.BaselineBy, m.BaselineAt = true, ApprovedByOperator, now
 	}
-	ch, err := r.commit(s, &m, out, "approve")
-	if err != nil {
-		return Answer{}, nil, err
-	}
-	return s.answer(targets, req.Block), ch, nil
+	return targets, change{meta: &m, recs: out}, nil
 }
 
 // ApproveTools approves tools by name, or all pending and changed present
@@ -176,18 +170,17 @@ func (r *Registry) ApproveTools(server string, req ToolApproval) (Answer, error)
 	if err != nil {
 		return Answer{}, err
 	}
-	ans, ch, err := r.approveToolsLocked(s, req)
-	s.unlock()
-	r.notify(ch)
-	return ans, err
+	return r.decide(s, "approve", nil, func(now time.Time) ([]string, change, error) { return s.approveTools(req, now) })
 }
 
-func (r *Registry) approveToolsLocked(s *server, req ToolApproval) (Answer, *Change, error) {
+// approveTools decides a tool approval: the tools it approves and what to
+// write. Caller holds s.mu.
+func (s *server) approveTools(req ToolApproval, now time.Time) ([]string, change, error) {
 	if err := s.known(append(slices.Clone(req.Tools), req.Except...)); err != nil {
-		return Answer{}, nil, err
+		return nil, change{}, err
 	}
 	if err := s.refuseInvalid("approved", req.Tools); err != nil {
-		return Answer{}, nil, err
+		return nil, change{}, err
 	}
 	var targets, holdBack []string
 	if req.All {
@@ -211,15 +204,14 @@ func (r *Registry) approveToolsLocked(s *server, req ToolApproval) (Answer, *Cha
 			targets = append(targets, name)
 		}
 		if err := s.checkHashes(req.ExpectedHashes, nil); err != nil {
-			return Answer{}, nil, err
+			return nil, change{}, err
 		}
 	} else {
 		targets = req.Tools
 		if err := s.checkHashes(req.ExpectedHashes, targets); err != nil {
-			return Answer{}, nil, err
+			return nil, change{}, err
 		}
 	}
-	now := r.now()
 	var out []*ToolRecord
 	for _, name := range dedupe(targets) {
 		old := s.tools[name]
@@ -235,11 +227,7 @@ func (r *Registry) approveToolsLocked(s *server, req ToolApproval) (Answer, *Cha
 		rec.holdBack(now)
 		out = append(out, &rec)
 	}
-	ch, err := r.commit(s, nil, out, "approve")
-	if err != nil {
-		return Answer{}, nil, err
-	}
-	return s.answer(targets, nil), ch, nil
+	return targets, change{recs: out}, nil
 }
 
 // Block blocks tools by name: they stay blocked, whatever their definition,
@@ -252,21 +240,33 @@ func (r *Registry) Block(server string, tools []string) (Answer, error) {
 	if err != nil {
 		return Answer{}, err
 	}
-	err = s.known(tools)
-	if err == nil {
-		err = s.refuseInvalid("blocked", tools)
-	}
-	if err != nil {
-		s.unlock()
-		return Answer{}, err
-	}
-	ch, err := r.commit(s, nil, s.blockRecords(tools), "block")
+	return r.decide(s, "block", tools, func(time.Time) ([]string, change, error) {
+		if err := s.known(tools); err != nil {
+			return nil, change{}, err
+		}
+		if err := s.refuseInvalid("blocked", tools); err != nil {
+			return nil, change{}, err
+		}
+		return nil, change{recs: s.blockRecords(tools)}, nil
+	})
+}
+
+// decide commits an operator's decision on s (locked by the caller;
+// unlocked on return) and answers it: fn says which tools it approves and
+// what to write; blocked are the tools it blocks.
+func (r *Registry) decide(s *server, cause string, blocked []string, fn func(now time.Time) ([]string, change, error)) (Answer, error) {
+	now := r.now()
+	var approved []string
+	chs, err := r.commit(s, cause, func() (c change, err error) {
+		approved, c, err = fn(now)
+		return c, err
+	})
 	var ans Answer
 	if err == nil {
-		ans = s.answer(nil, tools)
+		ans = s.answer(approved, blocked)
 	}
 	s.unlock()
-	r.notify(ch)
+	r.notify(chs...)
 	return ans, err
 }
 

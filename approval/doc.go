@@ -3,9 +3,12 @@
 // current form.
 //
 // Every record of one server is read, decided and written under that server's
-// own mutex, in one bbolt transaction per discovery pass or operator decision.
+// own mutex and its store lock (held across every instance sharing the
+// store), in one transaction per discovery pass or operator decision that
+// first reads the server's records again: memory is a cache of the store.
 // Concurrent discovery passes, reloads and approvals therefore serialize per
-// server, and a pass whose inventory is older than one already applied writes
-// nothing. The hot path (Check, Quarantined) reads an immutable per-server
+// server, on one instance or many, and a pass whose inventory is older than
+// one already applied by this instance writes nothing. Other instances'
+// changes are announced on the store's topic "approval" and reloaded. The hot path (Check, Quarantined) reads an immutable per-server
 // snapshot published after each commit: no lock, no I/O, no allocation.
 package approval

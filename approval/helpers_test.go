@@ -2,20 +2,22 @@ package approval
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"go.etcd.io/bbolt"
+
+	"github.com/wardenmcp/warden/store"
 )
 
-// testStore is a registry over a bbolt file that can be reopened.
+// testStore is a registry over a store file that can be reopened.
 type testStore struct {
 	t    testing.TB
 	path string
-	db   *bbolt.DB
+	db   store.Store
 	r    *Registry
 	puts atomic.Int64
 }
@@ -29,11 +31,11 @@ func newStore(t testing.TB) *testStore {
 
 func (ts *testStore) open() {
 	ts.t.Helper()
-	db, err := bbolt.Open(ts.path, 0o600, nil)
+	db, err := store.Open(context.Background(), store.Options{Path: ts.path})
 	if err != nil {
 		ts.t.Fatal(err)
 	}
-	r, err := Open(db)
+	r, err := Open(context.Background(), db)
 	if err != nil {
 		ts.t.Fatal(err)
 	}
@@ -55,23 +57,17 @@ func (ts *testStore) reopen() *Registry {
 func (ts *testStore) dump() []byte {
 	ts.t.Helper()
 	var buf bytes.Buffer
-	err := ts.db.View(func(tx *bbolt.Tx) error {
-		var walk func(prefix string, b *bbolt.Bucket) error
-		walk = func(prefix string, b *bbolt.Bucket) error {
-			return b.ForEach(func(k, v []byte) error {
-				if v == nil {
-					return walk(prefix+string(k)+"/", b.Bucket(k))
-				}
-				fmt.Fprintf(&buf, "%s%s=%s\n", prefix, k, v)
+	err := ts.db.View(context.Background(), func(tx store.Tx) error {
+		scan := func(bucket string) error {
+			return tx.Scan(bucket, nil, false, func(k, v []byte) error {
+				fmt.Fprintf(&buf, "%s/%s=%s\n", bucket, k, v)
 				return nil
 			})
 		}
-		for _, name := range [][]byte{bucketServers, bucketTools} {
-			if err := walk(string(name)+"/", tx.Bucket(name)); err != nil {
-				return err
-			}
+		if err := scan(bucketServers); err != nil {
+			return err
 		}
-		return nil
+		return tx.Buckets(bucketTools, func(name string) error { return scan(bucketTools + "/" + name) })
 	})
 	if err != nil {
 		ts.t.Fatal(err)

@@ -1,12 +1,13 @@
 package approval
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"go.etcd.io/bbolt"
+	"github.com/wardenmcp/warden/store"
 )
 
 func TestNameProblem(t *testing.T) {
@@ -78,14 +79,17 @@ func TestInvalidNameHeld(t *testing.T) {
 	}
 
 	// A store written before names were checked: the record says approved.
-	err := ts.db.Update(func(tx *bbolt.Tx) error {
-		b := tx.Bucket(bucketTools).Bucket([]byte("s"))
-		old := string(b.Get([]byte(esc)))
+	err := ts.db.Update(context.Background(), func(tx store.Tx) error {
+		b, err := tx.Get(bucketTools+"/s", []byte(esc))
+		if err != nil {
+			return err
+		}
+		old := string(b)
 		v := strings.Replace(old, `"status":"invalid"`, `"status":"approved"`, 1)
 		if v == old {
 			t.Fatalf("stored record %s", old)
 		}
-		return b.Put([]byte(esc), []byte(v))
+		return tx.Put(bucketTools+"/s", []byte(esc), []byte(v))
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -162,7 +162,7 @@ func (c Counts) Undecided() int { return c.Pending - c.HeldBack }
 // subscribers run outside the lock and may see changes out of order.
 type Change struct {
 	Server            string       `json:"server"`
-	Cause             string       `json:"cause"` // discovery | config | approve | block | quarantine
+	Cause             string       `json:"cause"` // discovery | config | approve | block | quarantine | sync (another instance's, reloaded)
 	Version           uint64       `json:"version"`
 	Tools             []ToolChange `json:"tools,omitempty"` // every record written, by name
 	Quarantined       bool         `json:"quarantined"`     // after the change

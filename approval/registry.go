@@ -1,6 +1,7 @@
 package approval
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"strings"
@@ -8,13 +9,15 @@ import (
 	"sync/atomic"
 	"time"
 
-	"go.etcd.io/bbolt"
+	"github.com/wardenmcp/warden/store"
 )
 
-// Registry holds every server's approval state in memory, backed by bbolt.
-// Writers serialize per server; readers use published snapshots.
+// Registry holds every server's approval state in memory, a cache of the
+// store, which decides: writers serialize per server, in this process (a
+// mutex) and across instances (a store lock, see update); readers use
+// published snapshots. Changes other instances make arrive by Watch.
 type Registry struct {
-	db  *bbolt.DB
+	st  store.Store
 	now func() time.Time
 
 	// servers is copy-on-write: addMu only guards adding an entry and is
@@ -25,8 +28,9 @@ type Registry struct {
 	subsMu sync.RWMutex
 	subs   []func(Change)
 
-	// Test hooks. testHookAfterRead runs inside Apply between deciding and
-	// writing, with the server's lock held; testHookPut sees every bbolt put.
+	// Test hooks. testHookAfterRead runs in every write transaction between
+	// deciding and writing, with the server's locks held; testHookPut sees
+	// every put.
 	testHookAfterRead func(server string)
 	testHookPut       func(bucket, key string)
 }
@@ -97,39 +101,33 @@ func (s *server) publish() {
 	s.view.Store(v)
 }
 
-// Open creates the registry's buckets if needed and loads every record.
-func Open(db *bbolt.DB) (*Registry, error) {
-	if db == nil {
-		return nil, errors.New("approval: Open needs an open bbolt database")
+// Open loads every server's records from st and watches for other
+// instances' changes for as long as st is open.
+func Open(ctx context.Context, st store.Store) (*Registry, error) {
+	if st == nil {
+		return nil, errors.New("approval: Open needs an open store")
 	}
-	r := &Registry{db: db, now: func() time.Time { return time.Now().UTC().Round(0) }}
-	metas, tools, err := r.load()
+	r := &Registry{st: st, now: func() time.Time { return time.Now().UTC().Round(0) }}
+	m := map[string]*server{}
+	err := st.View(ctx, func(tx store.Tx) error {
+		names, err := storedServers(tx)
+		if err != nil {
+			return err
+		}
+		for _, name := range names {
+			s := newServer(name)
+			if _, err := r.reload(tx, s); err != nil {
+				return err
+			}
+			m[name] = s
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	m := make(map[string]*server, len(metas)+len(tools))
-	for name, recs := range tools {
-		s := newServer(name)
-		s.tools = recs
-		for _, rec := range recs {
-			holdInvalid(rec) // in memory; written with the record's next change
-		}
-		// Records without a server record cannot have been admitted: fail closed.
-		s.meta, s.hasMeta = serverMeta{Quarantined: true, QuarantinedBy: QuarantinedUntrusted}, true
-		m[name] = s
-	}
-	for name, meta := range metas {
-		s := m[name]
-		if s == nil {
-			s = newServer(name)
-			m[name] = s
-		}
-		s.meta, s.hasMeta = meta, true
-	}
-	for _, s := range m {
-		s.publish()
-	}
 	r.servers.Store(&m)
+	st.Watch(topic, r.remote)
 	return r, nil
 }
 
@@ -231,36 +229,27 @@ func (r *Registry) Servers() []string {
 }
 
 // OnChange registers fn to run after every committed transaction that
-// changed anything, outside any lock, on the committing goroutine.
+// changed anything, outside any lock, on the committing goroutine; and
+// after another instance's change was reloaded (Cause "sync"), on the
+// store's watch goroutine.
 func (r *Registry) OnChange(fn func(Change)) {
 	r.subsMu.Lock()
 	r.subs = append(r.subs, fn)
 	r.subsMu.Unlock()
 }
 
-func (r *Registry) notify(ch *Change) {
-	if ch == nil {
-		return
-	}
+func (r *Registry) notify(chs ...*Change) {
 	r.subsMu.RLock()
 	subs := r.subs
 	r.subsMu.RUnlock()
-	for _, fn := range subs {
-		fn(*ch)
+	for _, ch := range chs {
+		if ch == nil {
+			continue
+		}
+		for _, fn := range subs {
+			fn(*ch)
+		}
 	}
-}
-
-// commit writes meta (if non-nil) and recs in one bbolt transaction and, only
-// once it committed, installs them and publishes a new snapshot. Caller holds
-// s.mu. It returns nil when there was nothing to write.
-func (r *Registry) commit(s *server, meta *serverMeta, recs []*ToolRecord, cause string) (*Change, error) {
-	if meta == nil && len(recs) == 0 {
-		return nil, nil
-	}
-	if err := r.store(s.name, meta, recs, cause == "discovery"); err != nil {
-		return nil, err
-	}
-	return r.install(s, meta, recs, cause), nil
 }
 
 // install makes meta (if non-nil) and recs, once committed, s's state and

@@ -2,22 +2,30 @@ package approval
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"go.etcd.io/bbolt"
+
+	"github.com/wardenmcp/warden/store"
 )
 
 // Layout: bucketServers maps server name to its serverMeta (JSON);
-// bucketTools holds one nested bucket per server mapping tool name to its
-// storedRecord (JSON). Other packages share the file, hence the prefix.
-var (
-	bucketServers = []byte("approval.servers")
-	bucketTools   = []byte("approval.tools")
+// bucketTools holds one child bucket per server ("approval.tools/<server>")
+// mapping tool name to its storedRecord (JSON). Other packages share the
+// store, hence the prefix. Server names never contain "/" (config.Validate).
+const (
+	bucketServers = "approval.servers"
+	bucketTools   = "approval.tools"
+	// topic announces the name of a server whose records an Update changed.
+	topic = "approval"
+	// lockPrefix + server is the store lock of one server's records.
+	lockPrefix = "approval/"
 )
 
 // storedRecord is a ToolRecord as stored: server and name are the bucket and
@@ -105,139 +113,250 @@ func decodeRecord(server, name string, v []byte) (*ToolRecord, error) {
 	return rec, nil
 }
 
-// load creates the buckets if needed and reads every server and record.
-func (r *Registry) load() (map[string]serverMeta, map[string]map[string]*ToolRecord, error) {
-	err := r.db.Update(func(tx *bbolt.Tx) error {
-		for _, b := range [][]byte{bucketServers, bucketTools} {
-			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
-				return fmt.Errorf("approval: create bucket %s: %w", b, err)
-			}
-		}
-		return nil
-	})
+// reload reads server s's meta and records from tx and installs those that
+// differ from memory, as a change with cause "sync" (nil: none differ). A
+// server with records but no server record was never admitted: it reads as
+// quarantined (fail closed). Caller holds s.mu.
+func (r *Registry) reload(tx store.Tx, s *server) (*Change, error) {
+	var meta *serverMeta
+	v, err := tx.Get(bucketServers, []byte(s.name))
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	metas := map[string]serverMeta{}
-	tools := map[string]map[string]*ToolRecord{}
-	err = r.db.View(func(tx *bbolt.Tx) error {
-		err := tx.Bucket(bucketServers).ForEach(func(k, v []byte) error {
+	if v != nil {
+		cur, _ := json.Marshal(s.meta)
+		if !s.hasMeta || !bytes.Equal(cur, v) {
 			var m serverMeta
 			if err := json.Unmarshal(v, &m); err != nil {
-				return fmt.Errorf("approval: server record %q is unreadable (%v); restore the state dir from a backup or remove the server's record", k, err)
+				return nil, fmt.Errorf("approval: server record %q is unreadable (%v); restore the state dir from a backup or remove the server's record", s.name, err)
 			}
-			metas[string(k)] = m
-			return nil
-		})
-		if err != nil {
-			return err
+			meta = &m
 		}
-		tb := tx.Bucket(bucketTools)
-		return tb.ForEachBucket(func(srv []byte) error {
-			recs := map[string]*ToolRecord{}
-			tools[string(srv)] = recs
-			return tb.Bucket(srv).ForEach(func(k, v []byte) error {
-				rec, err := decodeRecord(string(srv), string(k), v)
-				if err != nil {
-					return fmt.Errorf("approval: tool record %q/%q is unreadable (%v); restore the state dir from a backup or remove the record", srv, k, err)
-				}
-				recs[string(k)] = rec
+	}
+	var recs []*ToolRecord
+	err = tx.Scan(bucketTools+"/"+s.name, nil, false, func(k, v []byte) error {
+		old := s.tools[string(k)]
+		var oldJSON []byte
+		if old != nil {
+			if oldJSON = encodeRecord(old); bytes.Equal(oldJSON, v) {
 				return nil
-			})
-		})
-	})
-	if err != nil {
-		return nil, nil, err
-	}
-	return metas, tools, nil
-}
-
-// store writes a server's meta (if non-nil) and records in one transaction.
-// Encoding happens before the transaction to keep the writer lock short.
-// A discovery pass's transaction may be shared with those of other
-// servers' passes made at the same moment (bbolt's Batch: at most 10 ms
-// later), one sync to disk for all: at start every server's first listing
-// is written at about the same time, and one commit after another held the
-// last ones back (1.7% of the start with 28 servers, in two runs of ten
-// starts each). A person's decision is written at once.
-func (r *Registry) store(server string, meta *serverMeta, recs []*ToolRecord, discovery bool) error {
-	var metaJSON []byte
-	if meta != nil {
-		b, err := json.Marshal(meta)
-		if err != nil {
-			return fmt.Errorf("approval: encode server %q: %w", server, err)
-		}
-		metaJSON = b
-	}
-	// Keys in order with fuller pages: a first pass of a large server writes
-	// about half the pages bbolt's default split would.
-	recs = slices.Clone(recs)
-	slices.SortFunc(recs, func(a, b *ToolRecord) int { return strings.Compare(a.Name, b.Name) })
-	vals := make([][]byte, len(recs))
-	for i, rec := range recs {
-		vals[i] = encodeRecord(rec)
-	}
-	key := []byte(server)
-	update := r.db.Update
-	if discovery {
-		update = r.db.Batch // which may run the function again: it only puts
-	}
-	err := update(func(tx *bbolt.Tx) error {
-		if metaJSON != nil {
-			if err := r.put("servers", tx.Bucket(bucketServers), key, metaJSON); err != nil {
-				return err
 			}
 		}
-		if len(recs) == 0 {
-			return nil
-		}
-		tb, err := tx.Bucket(bucketTools).CreateBucketIfNotExists(key)
+		rec, err := decodeRecord(s.name, string(k), v)
 		if err != nil {
+			return fmt.Errorf("approval: tool record %q/%q is unreadable (%v); restore the state dir from a backup or remove the record", s.name, k, err)
+		}
+		holdInvalid(rec) // in memory; written with the record's next change
+		if old == nil || !bytes.Equal(oldJSON, encodeRecord(rec)) {
+			recs = append(recs, rec)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if v == nil && !s.hasMeta && len(recs) > 0 {
+		meta = &serverMeta{Quarantined: true, QuarantinedBy: QuarantinedUntrusted}
+	}
+	if meta == nil && len(recs) == 0 {
+		return nil, nil
+	}
+	return r.install(s, meta, recs, "sync"), nil
+}
+
+// write puts c for server in tx and announces it on topic. Records go in
+// name order.
+func (r *Registry) write(tx store.Tx, server string, c change) error {
+	if c.empty() {
+		return nil
+	}
+	if c.meta != nil {
+		b, err := json.Marshal(c.meta)
+		if err != nil {
+			return fmt.Errorf("encode server %q: %w", server, err)
+		}
+		if err := r.put(tx, bucketServers, server, b); err != nil {
 			return err
 		}
-		tb.FillPercent = 0.9
-		for i, rec := range recs {
-			if err := r.put("tools/"+server, tb, []byte(rec.Name), vals[i]); err != nil {
+	}
+	recs := slices.Clone(c.recs)
+	slices.SortFunc(recs, func(a, b *ToolRecord) int { return strings.Compare(a.Name, b.Name) })
+	for _, rec := range recs {
+		if err := r.put(tx, bucketTools+"/"+server, rec.Name, encodeRecord(rec)); err != nil {
+			return err
+		}
+	}
+	return tx.Publish(topic, []byte(server))
+}
+
+func (r *Registry) put(tx store.Tx, bucket, key string, v []byte) error {
+	if h := r.testHookPut; h != nil {
+		h(bucket, key)
+	}
+	return tx.Put(bucket, []byte(key), v)
+}
+
+// errNotDecided: update has not decided on the records as the store has
+// them yet.
+var errNotDecided = errors.New("not decided")
+
+// refusal carries decide's error out of the transaction, apart from the
+// store's.
+type refusal struct{ err error }
+
+func (r refusal) Error() string { return r.err.Error() }
+
+// change is what one decision writes to one server: its meta (nil: as it
+// is) and the records that change.
+type change struct {
+	meta *serverMeta
+	recs []*ToolRecord
+}
+
+func (c change) empty() bool { return c.meta == nil && len(c.recs) == 0 }
+
+// update is every read-modify-write of servers' records (ss in name order,
+// each s.mu held by the caller). decide reads their state in memory and says
+// what to write to each, in order; it may run more than once.
+//
+// For a discovery pass or a config load, decide runs first against memory;
+// one that writes nothing ends there: no transaction (most passes; memory
+// that missed another instance's change is brought up to date by Watch).
+// Otherwise, in one transaction, each server's store lock is taken and its records reloaded
+// (another instance may have changed them; those changes are returned
+// first, cause "sync"), decide runs again if the reload changed anything,
+// and its writes are put and announced on topic. Once committed they are installed. A discovery pass
+// may share its commit with other servers' passes made at the same moment
+// (Batch): at start every server's first listing is written at about the
+// same time, and one commit after another held the last ones back.
+//
+// decide's error is returned as it is; the store's wrapped (errors.Is
+// finds store.ErrUnavailable). Either way nothing was written.
+func (r *Registry) update(ss []*server, cause string, decide func() ([]change, error)) ([]*Change, error) {
+	var cs []change
+	decideErr := errNotDecided // an operator's decision is made on what the store has
+	if cause == "discovery" || cause == "config" {
+		if cs, decideErr = decide(); decideErr == nil && !slices.ContainsFunc(cs, func(c change) bool { return !c.empty() }) {
+			return nil, nil
+		}
+	}
+	run := r.st.Update
+	if cause == "discovery" {
+		run = r.st.Batch
+	}
+	var synced []*Change
+	err := run(context.Background(), func(tx store.Tx) error {
+		for _, s := range ss {
+			if err := tx.Lock(lockPrefix + s.name); err != nil {
+				return err
+			}
+			ch, err := r.reload(tx, s)
+			if err != nil {
+				return err
+			}
+			if ch != nil {
+				synced = append(synced, ch)
+			}
+		}
+		if len(synced) > 0 || decideErr != nil { // else memory was the store: cs stands
+			if cs, decideErr = decide(); decideErr != nil {
+				return refusal{decideErr}
+			}
+		}
+		for _, s := range ss {
+			if h := r.testHookAfterRead; h != nil {
+				h(s.name)
+			}
+		}
+		for i, s := range ss {
+			if err := r.write(tx, s.name, cs[i]); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
-	if err != nil {
-		return fmt.Errorf("approval: write server %q: %w", server, err)
+	if ref := (refusal{}); errors.As(err, &ref) {
+		return synced, ref.err
 	}
-	return nil
+	if err != nil {
+		names := make([]string, len(ss))
+		for i, s := range ss {
+			names[i] = s.name
+		}
+		return synced, fmt.Errorf("approval: write %s: %w", strings.Join(names, ", "), err)
+	}
+	out := synced
+	for i, s := range ss {
+		if !cs[i].empty() {
+			out = append(out, r.install(s, cs[i].meta, cs[i].recs, cause))
+		}
+	}
+	return out, nil
 }
 
-// storeMetas writes the servers' metas (those not nil) in one transaction.
-func (r *Registry) storeMetas(names []string, metas []*serverMeta) error {
-	if !slices.ContainsFunc(metas, func(m *serverMeta) bool { return m != nil }) {
-		return nil
+// commit is update for one server.
+func (r *Registry) commit(s *server, cause string, decide func() (change, error)) ([]*Change, error) {
+	return r.update([]*server{s}, cause, func() ([]change, error) {
+		c, err := decide()
+		return []change{c}, err
+	})
+}
+
+// remote reloads what another instance changed: the server named in e, or
+// every server on a Resync, and tells the observers as a local change would.
+func (r *Registry) remote(e store.Event) {
+	if e.Mine(r.st) {
+		return
 	}
-	err := r.db.Update(func(tx *bbolt.Tx) error {
-		for i, m := range metas {
-			if m == nil {
-				continue
-			}
-			b, err := json.Marshal(m)
-			if err != nil {
-				return fmt.Errorf("encode server %q: %w", names[i], err)
-			}
-			if err := r.put("servers", tx.Bucket(bucketServers), []byte(names[i]), b); err != nil {
-				return fmt.Errorf("write server %q: %w", names[i], err)
+	names := []string{string(e.Msg)}
+	if !e.Resync && len(e.Msg) == 0 {
+		return
+	}
+	if e.Resync {
+		names = names[:0]
+		err := r.st.View(context.Background(), func(tx store.Tx) error {
+			var err error
+			names, err = storedServers(tx)
+			return err
+		})
+		if err != nil {
+			return // the store is unreachable again: its next Resync retries
+		}
+		for name := range *r.servers.Load() {
+			if !slices.Contains(names, name) {
+				names = append(names, name)
 			}
 		}
+	}
+	for _, name := range names {
+		s := r.serverFor(name)
+		s.lock()
+		var ch *Change
+		_ = r.st.View(context.Background(), func(tx store.Tx) error { // on failure memory stays as it was
+			var err error
+			ch, err = r.reload(tx, s)
+			return err
+		})
+		s.unlock()
+		r.notify(ch)
+	}
+}
+
+// storedServers lists the servers the store has a record or records of.
+func storedServers(tx store.Tx) ([]string, error) {
+	var names []string
+	err := tx.Scan(bucketServers, nil, false, func(k, _ []byte) error {
+		names = append(names, string(k))
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("approval: %w", err)
+		return nil, err
 	}
-	return nil
-}
-
-func (r *Registry) put(label string, b *bbolt.Bucket, k, v []byte) error {
-	if h := r.testHookPut; h != nil {
-		h(label, string(k))
-	}
-	return b.Put(k, v)
+	err = tx.Buckets(bucketTools, func(name string) error {
+		if !slices.Contains(names, name) {
+			names = append(names, name)
+		}
+		return nil
+	})
+	return names, err
 }

@@ -5,7 +5,6 @@ package daemon
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -16,11 +15,10 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
-
-	"go.etcd.io/bbolt"
 
 	"github.com/wardenmcp/warden/activity"
 	"github.com/wardenmcp/warden/api"
@@ -33,6 +31,7 @@ import (
 	"github.com/wardenmcp/warden/oauth"
 	"github.com/wardenmcp/warden/sandbox"
 	"github.com/wardenmcp/warden/sessions"
+	"github.com/wardenmcp/warden/store"
 	"github.com/wardenmcp/warden/surface"
 	"github.com/wardenmcp/warden/ui"
 	"github.com/wardenmcp/warden/upstream"
@@ -70,7 +69,7 @@ type Daemon struct {
 	StateDir string
 	Token    string
 
-	db        *bbolt.DB
+	st        store.Store
 	approvals *approval.Registry
 	ledger    *writes.Ledger
 	activity  *activity.Log
@@ -114,7 +113,7 @@ func Run(ctx context.Context, opts Options) error {
 			log.Info("warden stopped")
 		}
 	}()
-	if err := d.openStore(cfg); err != nil {
+	if err := d.openStore(ctx, cfg); err != nil {
 		return err
 	}
 	defer d.closeStore()
@@ -214,21 +213,19 @@ func Run(ctx context.Context, opts Options) error {
 	return nil
 }
 
-func (d *Daemon) openStore(cfg *config.Config) error {
+func (d *Daemon) openStore(ctx context.Context, cfg *config.Config) error {
 	path := filepath.Join(d.StateDir, "warden.db")
-	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: time.Second})
-	if errors.Is(err, bbolt.ErrTimeout) {
-		return fmt.Errorf("the store %s is in use: another warden is running with this state dir; stop it or use --state-dir", path)
-	}
+	st, err := store.Open(ctx, store.Options{Path: path})
 	if err != nil {
-		return fmt.Errorf("open store %s: %w", path, err)
+		return err
 	}
-	d.db = db
-	if d.approvals, err = approval.Open(db); err == nil {
+	d.st = st
+	db := store.Bolt(st)
+	if d.approvals, err = approval.Open(ctx, st); err == nil {
 		if d.ledger, err = writes.Open(db); err == nil {
-			if d.activity, err = activity.Open(db, cfg.Activity.MaxEntries, cfg.Activity.MaxAge); err == nil {
-				if d.sessions, err = sessions.Open(db); err == nil {
-					d.auth, err = oauth.Open(db, oauth.Options{Logger: d.log, Event: func(server string, data map[string]string) {
+			if d.activity, err = activity.Open(st, cfg.Activity.MaxEntries, cfg.Activity.MaxAge); err == nil {
+				if d.sessions, err = sessions.Open(ctx, st, sessionOwner(d.StateDir)); err == nil {
+					d.auth, err = oauth.Open(ctx, st, oauth.Options{Logger: d.log, Event: func(server string, data map[string]string) {
 						d.events.Publish(events.Event{Type: "auth", Server: server, Data: data})
 					}})
 				}
@@ -236,7 +233,7 @@ func (d *Daemon) openStore(cfg *config.Config) error {
 		}
 	}
 	if err != nil {
-		db.Close()
+		st.Close()
 		return fmt.Errorf("store %s: %w", path, err)
 	}
 	return nil
@@ -249,7 +246,14 @@ func (d *Daemon) closeStore() {
 	if d.ledger != nil {
 		d.ledger.Close()
 	}
-	_ = d.db.Close()
+	_ = d.st.Close()
+}
+
+// sessionOwner names this instance across its restarts, for its upstream
+// sessions: its host and state dir, which no two running instances share.
+func sessionOwner(stateDir string) string {
+	host, _ := os.Hostname()
+	return strings.ReplaceAll(host+":"+stateDir, "/", "_")
 }
 
 func (d *Daemon) routes(s *surface.Surfaces, m *metrics.Metrics) http.Handler {
@@ -257,7 +261,7 @@ func (d *Daemon) routes(s *surface.Surfaces, m *metrics.Metrics) http.Handler {
 	mux.Handle("/mcp", s)
 	mux.Handle("/mcp/", s)
 	// The review page reads and decides through the API, in-process.
-	review := &ui.UI{Token: d.Token}
+	review := &ui.UI{Token: d.Token, Store: d.st}
 	review.API = api.Handler(api.Deps{
 		Version: d.opts.Version, Token: d.Token, Started: time.Now(), Gateway: d.gw,
 		Approvals: d.approvals, Writes: d.ledger, Activity: d.activity, Events: d.events,

@@ -7,11 +7,11 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"go.etcd.io/bbolt"
 
 	"github.com/wardenmcp/warden/activity"
 	"github.com/wardenmcp/warden/approval"
 	"github.com/wardenmcp/warden/config"
+	"github.com/wardenmcp/warden/store"
 	"github.com/wardenmcp/warden/upstream"
 	"github.com/wardenmcp/warden/writes"
 )
@@ -20,12 +20,13 @@ import (
 // it (peer), so that the test can hand it what an upstream would.
 func newTestGateway(t *testing.T) peer {
 	t.Helper()
-	db, err := bbolt.Open(filepath.Join(t.TempDir(), "w.db"), 0o600, nil)
+	st, err := store.Open(t.Context(), store.Options{Path: filepath.Join(t.TempDir(), "w.db")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { db.Close() })
-	approvals, err := approval.Open(db)
+	t.Cleanup(func() { st.Close() })
+	db := store.Bolt(st)
+	approvals, err := approval.Open(t.Context(), st)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +34,7 @@ func newTestGateway(t *testing.T) peer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	act, err := activity.Open(db, 100, time.Hour)
+	act, err := activity.Open(st, 100, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,12 +15,12 @@ import (
 	"testing"
 	"time"
 
-	"go.etcd.io/bbolt"
 	"golang.org/x/oauth2"
 
 	"github.com/wardenmcp/warden/config"
 	"github.com/wardenmcp/warden/internal/testing/fixture"
 	"github.com/wardenmcp/warden/internal/testing/testenv"
+	"github.com/wardenmcp/warden/store"
 	"github.com/wardenmcp/warden/upstream"
 )
 
@@ -35,7 +35,7 @@ import (
 // authorization server and Warden's callback served on loopback.
 type env struct {
 	t      *testing.T
-	db     *bbolt.DB
+	db     store.Store
 	m      *Manager
 	as     *fixture.AuthServer
 	cfg    *config.Server
@@ -56,7 +56,7 @@ func (s *switchable) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	db, err := bbolt.Open(filepath.Join(t.TempDir(), "db"), 0o600, nil)
+	db, err := store.Open(t.Context(), store.Options{Path: filepath.Join(t.TempDir(), "db"), Key: "a test key, not a secret"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func newEnv(t *testing.T) *env {
 
 // open opens a Manager on the env's store, as a start of Warden does.
 func (e *env) open() *Manager {
-	m, err := Open(e.db, Options{Logger: slog.New(slog.NewTextHandler(e.logs, nil)), Event: func(server string, data map[string]string) {
+	m, err := Open(context.Background(), e.db, Options{Logger: slog.New(slog.NewTextHandler(e.logs, nil)), Event: func(server string, data map[string]string) {
 		e.mu.Lock()
 		e.events = append(e.events, data)
 		e.mu.Unlock()
@@ -157,7 +157,7 @@ func (e *env) mustCall() {
 
 // rec is the record the store holds for the server.
 func (e *env) rec() *Record {
-	_, recs, err := openStore(e.db)
+	_, recs, err := openRecords(context.Background(), e.db)
 	if err != nil {
 		e.t.Fatal(err)
 	}

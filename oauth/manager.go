@@ -14,10 +14,10 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
-	"go.etcd.io/bbolt"
 	"golang.org/x/oauth2"
 
 	"github.com/wardenmcp/warden/config"
+	"github.com/wardenmcp/warden/store"
 	"github.com/wardenmcp/warden/upstream"
 )
 
@@ -27,7 +27,7 @@ const refreshEarly = 30 * time.Second
 
 // Manager holds every server's authorization state.
 type Manager struct {
-	store  *store
+	store  *records
 	log    *slog.Logger
 	event  func(server string, data map[string]string)
 	client *http.Client // talks to authorization servers
@@ -59,12 +59,12 @@ type Options struct {
 }
 
 // Open loads the stored authorizations.
-func Open(db *bbolt.DB, opts Options) (*Manager, error) {
-	st, recs, err := openStore(db)
+func Open(ctx context.Context, st store.Store, opts Options) (*Manager, error) {
+	recs, loaded, err := openRecords(ctx, st)
 	if err != nil {
 		return nil, err
 	}
-	m := &Manager{store: st, log: opts.Logger, event: opts.Event, client: opts.Client,
+	m := &Manager{store: recs, log: opts.Logger, event: opts.Event, client: opts.Client,
 		servers: map[string]*server{}, logins: map[string]*login{}}
 	if m.log == nil {
 		m.log = slog.Default()
@@ -75,7 +75,7 @@ func Open(db *bbolt.DB, opts Options) (*Manager, error) {
 	if m.client == nil {
 		m.client = &http.Client{Timeout: 30 * time.Second}
 	}
-	for name, r := range recs {
+	for name, r := range loaded {
 		m.get(name).rec = r
 	}
 	return m, nil

@@ -1,6 +1,7 @@
 package oauth
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -11,10 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"go.etcd.io/bbolt"
 	"golang.org/x/oauth2"
 
 	"github.com/wardenmcp/warden/config"
+	"github.com/wardenmcp/warden/store"
 	"github.com/wardenmcp/warden/upstream"
 )
 
@@ -22,7 +23,7 @@ import (
 // store before any request carries it. When the refresh is refused, the
 // request fails with ErrAuthRequired and the server needs a login.
 func TestRefreshOnceStoredBeforeUse(t *testing.T) {
-	db, err := bbolt.Open(filepath.Join(t.TempDir(), "db"), 0o600, nil)
+	db, err := store.Open(t.Context(), store.Options{Path: filepath.Join(t.TempDir(), "db")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,9 +49,10 @@ func TestRefreshOnceStoredBeforeUse(t *testing.T) {
 			w.WriteHeader(http.StatusUnauthorized)
 			return
 		}
-		_ = db.View(func(tx *bbolt.Tx) error {
+		_ = db.View(context.Background(), func(tx store.Tx) error {
 			var rec Record
-			if json.Unmarshal(tx.Bucket(bucket).Get([]byte("s")), &rec) != nil || rec.Token.AccessToken != "A2" || rec.Token.RefreshToken != "R2" {
+			v, _ := tx.GetSecret(bucket, []byte("s"))
+			if json.Unmarshal(v, &rec) != nil || rec.Token.AccessToken != "A2" || rec.Token.RefreshToken != "R2" {
 				unstored.Add(1)
 			}
 			return nil
@@ -59,7 +61,7 @@ func TestRefreshOnceStoredBeforeUse(t *testing.T) {
 	defer up.Close()
 
 	cfg := &config.Server{Name: "s", URL: up.URL, Transport: config.TransportHTTP}
-	st, _, err := openStore(db)
+	st, _, err := openRecords(context.Background(), db)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +69,7 @@ func TestRefreshOnceStoredBeforeUse(t *testing.T) {
 		AuthStyle: int(oauth2.AuthStyleInParams), Token: &oauth2.Token{AccessToken: "A1", RefreshToken: "R1", Expiry: time.Now().Add(time.Hour)}}); err != nil {
 		t.Fatal(err)
 	}
-	m, err := Open(db, Options{}) // loads the record, as at a start
+	m, err := Open(context.Background(), db, Options{}) // loads the record, as at a start
 	if err != nil {
 		t.Fatal(err)
 	}

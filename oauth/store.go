@@ -10,15 +10,18 @@
 package oauth
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"time"
 
-	"go.etcd.io/bbolt"
 	"golang.org/x/oauth2"
+
+	"github.com/wardenmcp/warden/store"
 )
 
-var bucket = []byte("upstream_auth")
+const bucket = "upstream_auth"
 
 // Record is one server's authorization: the client it registered as, the
 // endpoints, and the current token.
@@ -46,39 +49,70 @@ func (r *Record) config() *oauth2.Config {
 		Endpoint: oauth2.Endpoint{AuthURL: r.AuthURL, TokenURL: r.TokenURL, AuthStyle: oauth2.AuthStyle(r.AuthStyle)}}
 }
 
-// store keeps records in bbolt. Every write is committed (and synced) before
-// it returns, so a token is never used before it is durable.
-type store struct{ db *bbolt.DB }
+// records keeps Records in the store, sealed (Tx.PutSecret: they hold the
+// token and the client secret). Records written before, in plaintext, still
+// read, and are written again as secrets when the store is opened, so that
+// a storeKey set later, or a copy to a shared store, seals them. Every
+// write is committed (and synced) before it returns, so a token is never
+// used before it is durable.
+type records struct{ st store.Store }
 
-func openStore(db *bbolt.DB) (*store, map[string]*Record, error) {
+func openRecords(ctx context.Context, st store.Store) (*records, map[string]*Record, error) {
 	recs := map[string]*Record{}
-	err := db.Update(func(tx *bbolt.Tx) error {
-		b, err := tx.CreateBucketIfNotExists(bucket)
+	err := st.Update(ctx, func(tx store.Tx) error {
+		clear(recs) // fn may run again
+		var keys [][]byte
+		err := tx.Scan(bucket, nil, false, func(k, _ []byte) error {
+			keys = append(keys, bytes.Clone(k))
+			return nil
+		})
 		if err != nil {
 			return err
 		}
-		return b.ForEach(func(k, v []byte) error {
+		for _, k := range keys {
+			raw, err := tx.Get(bucket, k)
+			if err != nil {
+				return err
+			}
+			raw = bytes.Clone(raw)
+			v, err := tx.GetSecret(bucket, k)
+			if err != nil {
+				return err
+			}
+			if bytes.Equal(v, raw) { // written before it was a secret
+				if err := tx.PutSecret(bucket, k, v); err != nil {
+					return err
+				}
+			}
 			var r Record
 			if json.Unmarshal(v, &r) == nil && r.Token != nil {
 				recs[string(k)] = &r
 			}
-			return nil
-		})
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("oauth store: %w", err)
 	}
-	return &store{db}, recs, nil
+	return &records{st}, recs, nil
 }
 
-func (s *store) put(r *Record) error {
+func (s *records) put(r *Record) error {
 	b, err := json.Marshal(r)
 	if err != nil {
 		return err
 	}
-	return s.db.Update(func(tx *bbolt.Tx) error { return tx.Bucket(bucket).Put([]byte(r.Server), b) })
+	err = s.st.Update(context.Background(), func(tx store.Tx) error { return tx.PutSecret(bucket, []byte(r.Server), b) })
+	if err != nil {
+		return fmt.Errorf("oauth store: save %s: %w", r.Server, err)
+	}
+	return nil
 }
 
-func (s *store) delete(server string) error {
-	return s.db.Update(func(tx *bbolt.Tx) error { return tx.Bucket(bucket).Delete([]byte(server)) })
+func (s *records) delete(server string) error {
+	err := s.st.Update(context.Background(), func(tx store.Tx) error { return tx.Delete(bucket, []byte(server)) })
+	if err != nil {
+		return fmt.Errorf("oauth store: delete %s: %w", server, err)
+	}
+	return nil
 }

@@ -3,9 +3,17 @@
 // session id, the negotiated protocol version and the initialize result,
 // keyed by server name and a fingerprint of the server's URL and transport.
 // It never holds headers, tokens or anything derived from them.
+//
+// Records are kept per instance (bucket upstream_sessions/<owner>): an
+// upstream session belongs to the connection one instance made, so another
+// instance sharing the store never resumes it, while the same instance
+// does after a restart. Records of the versions before (in
+// upstream_sessions itself) go to the first instance that opens the store.
 package sessions
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -13,10 +21,8 @@ import (
 	"sync"
 	"time"
 
-	"go.etcd.io/bbolt"
+	"github.com/wardenmcp/warden/store"
 )
-
-var bucket = []byte("upstream_sessions")
 
 // Record is one persisted upstream session.
 type Record struct {
@@ -29,24 +35,30 @@ type Record struct {
 	LastUsed        time.Time       `json:"last_used"`
 }
 
-// Store keeps records in bbolt with a copy in memory.
+// Store keeps one instance's records in the store with a copy in memory.
 type Store struct {
-	db *bbolt.DB
+	st     store.Store
+	bucket string
 
 	mu    sync.Mutex
 	recs  map[string]Record
 	modes map[string]string // server → "resumed" or "fresh", this process only
 }
 
-// Open loads the records in db.
-func Open(db *bbolt.DB) (*Store, error) {
-	s := &Store{db: db, recs: map[string]Record{}, modes: map[string]string{}}
-	err := db.Update(func(tx *bbolt.Tx) error {
-		b, err := tx.CreateBucketIfNotExists(bucket)
-		if err != nil {
+// Open loads the records owner made. owner names this instance and must
+// stay the same across its restarts (unlike st.Instance(), which names the
+// process); it must not contain "/".
+func Open(ctx context.Context, st store.Store, owner string) (*Store, error) {
+	if owner == "" || strings.Contains(owner, "/") {
+		return nil, fmt.Errorf("sessions: owner %q: want a non-empty name without \"/\"", owner)
+	}
+	s := &Store{st: st, bucket: legacyBucket + "/" + owner, recs: map[string]Record{}, modes: map[string]string{}}
+	err := st.Update(ctx, func(tx store.Tx) error {
+		if err := s.adopt(tx); err != nil {
 			return err
 		}
-		return b.ForEach(func(k, v []byte) error {
+		clear(s.recs) // fn may run again
+		return tx.Scan(s.bucket, nil, false, func(k, v []byte) error {
 			var r Record
 			if json.Unmarshal(v, &r) == nil {
 				s.recs[string(k)] = r
@@ -58,6 +70,32 @@ func Open(db *bbolt.DB) (*Store, error) {
 		return nil, fmt.Errorf("sessions: %w", err)
 	}
 	return s, nil
+}
+
+// legacyBucket held the records of the versions before, keyed by server
+// alone; the owners' buckets are its children.
+const legacyBucket = "upstream_sessions"
+
+// adopt moves records of the versions before into owner's bucket: they are
+// this state dir's, from before an upgrade.
+func (s *Store) adopt(tx store.Tx) error {
+	var keys, vals [][]byte
+	err := tx.Scan(legacyBucket, nil, false, func(k, v []byte) error {
+		keys, vals = append(keys, bytes.Clone(k)), append(vals, bytes.Clone(v))
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for i, k := range keys {
+		if err := tx.Put(s.bucket, k, vals[i]); err != nil {
+			return err
+		}
+		if err := tx.Delete(legacyBucket, k); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Load returns server's record if it was made for fingerprint.
@@ -74,9 +112,9 @@ func (s *Store) Save(r Record, mode string) error {
 	if err != nil {
 		return err
 	}
-	err = s.db.Update(func(tx *bbolt.Tx) error { return tx.Bucket(bucket).Put([]byte(r.Server), b) })
+	err = s.st.Update(context.Background(), func(tx store.Tx) error { return tx.Put(s.bucket, []byte(r.Server), b) })
 	if err != nil {
-		return err
+		return fmt.Errorf("sessions: save %s: %w", r.Server, err)
 	}
 	s.mu.Lock()
 	s.recs[r.Server] = r
@@ -102,7 +140,11 @@ func (s *Store) Delete(server string) error {
 	if !ok {
 		return nil
 	}
-	return s.db.Update(func(tx *bbolt.Tx) error { return tx.Bucket(bucket).Delete([]byte(server)) })
+	err := s.st.Update(context.Background(), func(tx store.Tx) error { return tx.Delete(s.bucket, []byte(server)) })
+	if err != nil {
+		return fmt.Errorf("sessions: delete %s: %w", server, err)
+	}
+	return nil
 }
 
 // Servers lists the servers that have a record.

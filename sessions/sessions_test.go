@@ -7,16 +7,20 @@ import (
 	"testing"
 	"time"
 
-	"go.etcd.io/bbolt"
+	"github.com/wardenmcp/warden/store"
 )
 
-func open(t *testing.T, path string) (*Store, *bbolt.DB) {
+func open(t *testing.T, path string) (*Store, store.Store) {
+	return openAs(t, path, "one")
+}
+
+func openAs(t *testing.T, path, owner string) (*Store, store.Store) {
 	t.Helper()
-	db, err := bbolt.Open(path, 0o600, nil)
+	db, err := store.Open(t.Context(), store.Options{Path: path})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := Open(db)
+	s, err := Open(t.Context(), db, owner)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,5 +64,44 @@ func TestRecordsSurviveReopenAndMatchTheirFingerprint(t *testing.T) {
 	defer db.Close()
 	if _, ok := s.Load("up", "fp1"); ok {
 		t.Fatal("a deleted record came back after reopen")
+	}
+}
+
+func TestRecordsAreNotResumedByAnotherInstance(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "w.db")
+	s, db := openAs(t, path, "one")
+	if err := s.Save(Record{Server: "up", Fingerprint: "fp", SessionID: "sid"}, "fresh"); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	other, db := openAs(t, path, "two")
+	if _, ok := other.Load("up", "fp"); ok || len(other.Servers()) != 0 {
+		t.Fatal("instance two sees instance one's upstream session")
+	}
+	db.Close()
+	s, db = openAs(t, path, "one")
+	defer db.Close()
+	if _, ok := s.Load("up", "fp"); !ok {
+		t.Fatal("instance one lost its own session across a restart")
+	}
+}
+
+// A record of the versions before, keyed by server alone, is resumed after
+// the upgrade.
+func TestRecordOfTheVersionsBeforeAdopted(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "w.db")
+	db, err := store.Open(t.Context(), store.Options{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, _ := json.Marshal(Record{Server: "up", Fingerprint: "fp", SessionID: "sid-before"})
+	if err := db.Update(t.Context(), func(tx store.Tx) error { return tx.Put(legacyBucket, []byte("up"), old) }); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	s, db := open(t, path)
+	defer db.Close()
+	if r, ok := s.Load("up", "fp"); !ok || r.SessionID != "sid-before" {
+		t.Fatalf("Load = %+v, %v: want the record from before", r, ok)
 	}
 }

@@ -14,6 +14,7 @@ type hub struct {
 	wake    chan struct{}
 	quit    chan struct{}
 	done    chan struct{}
+	stop    sync.Once
 }
 
 func newHub() *hub {
@@ -92,7 +93,8 @@ func (h *hub) run() {
 	}
 }
 
+// close stops the hub; closing again does nothing.
 func (h *hub) close() {
-	close(h.quit)
+	h.stop.Do(func() { close(h.quit) })
 	<-h.done
 }

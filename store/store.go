@@ -86,7 +86,7 @@ type Tx interface {
 	GetSecret(bucket string, key []byte) ([]byte, error)
 
 	// Lock holds name until the transaction ends, against every other
-	// transaction holding it on any instance. Update only.
+	// transaction holding it on any instance. Update or Batch only.
 	Lock(name string) error
 	// Publish announces msg on topic once the transaction commits (see
 	// Watch). Messages are small: at most MaxMessage bytes.

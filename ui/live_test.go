@@ -65,9 +65,9 @@ func newLive(t *testing.T) *live {
 	h := api.Handler(api.Deps{Version: "test", Token: "tok", Started: time.Now(), Gateway: p.Gateway,
 		Approvals: p.Approvals, Writes: p.Writes, Activity: p.Activity, Events: p.Events, Auth: p.Auth,
 		Config: configInfo, Sessions: func() any { return p.Sessions.List() }})
-	e := &live{Parts: p, t: t, u: &UI{API: h, Token: "tok"}}
+	e := &live{Parts: p, t: t, u: &UI{API: h, Token: "tok", Store: p.Store}}
 	c := login(t, e.u)
-	e.cookie, e.csrf = c.Value, e.u.sessions[c.Value].csrf
+	e.cookie, e.csrf = c.Value, csrfOf(t, e.u, c)
 	return e
 }
 

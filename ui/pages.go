@@ -121,7 +121,7 @@ func render(w http.ResponseWriter, status int, name string, p page) {
 func (u *UI) show(w http.ResponseWriter, s *session, name, title string, data any, err error) {
 	// The title can name a tool, the problem and the flash quote the
 	// daemon, which quotes servers: shown escaped (package display).
-	p := page{Title: display.Escape(title), CSRF: s.csrf, Flash: u.takeFlash(s), Data: data}
+	p := page{Title: display.Escape(title), CSRF: s.CSRF, Flash: u.takeFlash(s), Data: data}
 	if p.Flash != nil {
 		p.Flash.Message = display.Text(p.Flash.Message)
 	}

@@ -111,9 +111,9 @@ func TestReviewOrder(t *testing.T) {
 // A decision sent from a tool's page returns to that page; the form cannot
 // send the browser anywhere else.
 func TestDecisionReturnsToItsPage(t *testing.T) {
-	u := &UI{API: &fakeAPI{}, Token: "tok"}
+	u := newUI(t, &fakeAPI{})
 	c := login(t, u)
-	csrf := u.sessions[c.Value].csrf
+	csrf := csrfOf(t, u, c)
 	for _, tc := range []struct {
 		form url.Values
 		want string

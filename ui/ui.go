@@ -7,20 +7,21 @@
 // A browser gets in only with a one-time code from POST /v1/ui/login
 // (`warden ui`), exchanged for a session cookie (HttpOnly, SameSite=Strict);
 // each form that changes state is a POST carrying the session's CSRF token.
+// Codes and sessions are kept in the store (session.go), so a code minted by
+// one instance, and a cookie issued by one, work on every instance.
 package ui
 
 import (
-	"crypto/rand"
 	"crypto/subtle"
 	"embed"
-	"encoding/base64"
+	"errors"
 	"html/template"
 	"io/fs"
 	"net/http"
 	"sync"
 	"time"
 
-	"github.com/wardenmcp/warden/api"
+	"github.com/wardenmcp/warden/store"
 )
 
 //go:embed templates/*.html static/*
@@ -38,116 +39,11 @@ const (
 	sessionTTL = 12 * time.Hour
 )
 
-// UI serves /ui/. Set API and Token before serving.
+// UI serves /ui/. Set API, Token and Store before serving.
 type UI struct {
 	API   http.Handler // the operator REST API (/v1/)
 	Token string       // the operator token, sent to API in-process only
-
-	mu       sync.Mutex
-	codes    map[string]time.Time // one-time login codes: expiry
-	sessions map[string]*session  // by cookie value
-}
-
-type session struct {
-	csrf    string
-	expires time.Time
-	flash   *flash // shown once, on the next page
-}
-
-// flash is what a form's POST reports on the page it redirects to.
-type flash struct {
-	OK         bool
-	Message    string
-	Server     string
-	Mismatches []mismatch
-}
-
-func token() (string, error) {
-	b := make([]byte, 32)
-	if _, err := rand.Read(b); err != nil {
-		return "", err
-	}
-	return base64.RawURLEncoding.EncodeToString(b), nil
-}
-
-// NewCode mints a login code, good once within api.UILoginTTL.
-func (u *UI) NewCode() (string, error) {
-	c, err := token()
-	if err != nil {
-		return "", err
-	}
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	if u.codes == nil {
-		u.codes = map[string]time.Time{}
-	}
-	now := time.Now()
-	for k, exp := range u.codes {
-		if now.After(exp) {
-			delete(u.codes, k)
-		}
-	}
-	u.codes[c] = now.Add(api.UILoginTTL)
-	return c, nil
-}
-
-// redeem spends a login code and starts a session: its cookie value.
-func (u *UI) redeem(code string) (string, bool) {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	exp, ok := u.codes[code]
-	delete(u.codes, code)
-	if !ok || time.Now().After(exp) {
-		return "", false
-	}
-	id, err := token()
-	if err != nil {
-		return "", false
-	}
-	csrf, err := token()
-	if err != nil {
-		return "", false
-	}
-	if u.sessions == nil {
-		u.sessions = map[string]*session{}
-	}
-	now := time.Now()
-	for k, s := range u.sessions {
-		if now.After(s.expires) {
-			delete(u.sessions, k)
-		}
-	}
-	u.sessions[id] = &session{csrf: csrf, expires: now.Add(sessionTTL)}
-	return id, true
-}
-
-// session finds the request's session; nil without a valid cookie.
-func (u *UI) session(r *http.Request) *session {
-	c, err := r.Cookie(cookieName)
-	if err != nil {
-		return nil
-	}
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	s := u.sessions[c.Value]
-	if s == nil || time.Now().After(s.expires) {
-		return nil
-	}
-	return s
-}
-
-func (u *UI) setFlash(s *session, f *flash) {
-	u.mu.Lock()
-	s.flash = f
-	u.mu.Unlock()
-}
-
-func (u *UI) takeFlash(s *session) *flash {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	f := s.flash
-	s.flash = nil
-	return f
+	Store store.Store  // login codes and sessions
 }
 
 // ServeHTTP routes /ui/.
@@ -197,9 +93,13 @@ func (u *UI) login(w http.ResponseWriter, r *http.Request) {
 		u.loginPage(w, http.StatusUnauthorized, "")
 		return
 	}
-	id, ok := u.redeem(code)
-	if !ok {
+	id, err := u.redeem(code)
+	if errors.Is(err, errNoCode) {
 		u.loginPage(w, http.StatusUnauthorized, "This login link was used already or has expired: each link works once, for a few minutes.")
+		return
+	}
+	if err != nil {
+		u.loginPage(w, http.StatusServiceUnavailable, unavailable)
 		return
 	}
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: id, Path: "/ui/", HttpOnly: true,
@@ -220,12 +120,15 @@ type handlerFunc func(w http.ResponseWriter, r *http.Request, s *session)
 // authed serves a page to a session; a stranger gets the login page.
 func (u *UI) authed(next handlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		s := u.session(r)
-		if s == nil {
+		s, err := u.session(r)
+		switch {
+		case err != nil:
+			u.loginPage(w, http.StatusServiceUnavailable, unavailable)
+		case s == nil:
 			u.loginPage(w, http.StatusUnauthorized, "")
-			return
+		default:
+			next(w, r, s)
 		}
-		next(w, r, s)
 	}
 }
 
@@ -233,7 +136,11 @@ func (u *UI) authed(next handlerFunc) http.HandlerFunc {
 // redirects (post/redirect/get) to where next says.
 func (u *UI) posted(next func(r *http.Request, s *session) string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		s := u.session(r)
+		s, err := u.session(r)
+		if err != nil {
+			http.Error(w, unavailable, http.StatusServiceUnavailable)
+			return
+		}
 		if s == nil {
 			http.Error(w, "Forbidden: no session; open the link `warden ui` prints", http.StatusForbidden)
 			return
@@ -243,7 +150,7 @@ func (u *UI) posted(next func(r *http.Request, s *session) string) http.HandlerF
 			http.Error(w, "bad form: "+err.Error(), http.StatusBadRequest)
 			return
 		}
-		if subtle.ConstantTimeCompare([]byte(r.PostForm.Get("csrf")), []byte(s.csrf)) != 1 {
+		if subtle.ConstantTimeCompare([]byte(r.PostForm.Get("csrf")), []byte(s.CSRF)) != 1 {
 			http.Error(w, "Forbidden: the form's CSRF token is missing or not this session's; reload the page and try again", http.StatusForbidden)
 			return
 		}
@@ -252,12 +159,6 @@ func (u *UI) posted(next func(r *http.Request, s *session) string) http.HandlerF
 }
 
 func (u *UI) logout(r *http.Request, s *session) string {
-	u.mu.Lock()
-	for k, v := range u.sessions {
-		if v == s {
-			delete(u.sessions, k)
-		}
-	}
-	u.mu.Unlock()
+	_ = u.end(r.Context(), s) // an unreachable store: the session ends when it expires
 	return "/ui/login"
 }

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/wardenmcp/warden/approval"
 )
@@ -64,11 +63,17 @@ func serve(u *UI, method, target, cookie string, form url.Values) *httptest.Resp
 // login spends a fresh code and answers the session cookie.
 func login(t *testing.T, u *UI) *http.Cookie {
 	t.Helper()
-	code, err := u.NewCode()
+	return loginOn(t, u, u)
+}
+
+// loginOn spends a code minted by one UI on another.
+func loginOn(t *testing.T, minted, on *UI) *http.Cookie {
+	t.Helper()
+	code, err := minted.NewCode()
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := serve(u, "GET", "/ui/login?code="+code, "", nil)
+	w := serve(on, "GET", "/ui/login?code="+code, "", nil)
 	cs := w.Result().Cookies()
 	if w.Code != http.StatusOK || len(cs) != 1 {
 		t.Fatalf("login: %d, cookies %v", w.Code, cs)
@@ -78,7 +83,7 @@ func login(t *testing.T, u *UI) *http.Cookie {
 
 func TestLoginCodeWorksOnce(t *testing.T) {
 	api := &fakeAPI{}
-	u := &UI{API: api, Token: "tok"}
+	u := newUI(t, api)
 	code, _ := u.NewCode()
 	w := serve(u, "GET", "/ui/login?code="+code, "", nil)
 	c := w.Result().Cookies()
@@ -101,7 +106,7 @@ func TestLoginCodeWorksOnce(t *testing.T) {
 // Without a session: the login page on every page, no API call, no POST.
 func TestStrangerSeesNothing(t *testing.T) {
 	api := &fakeAPI{}
-	u := &UI{API: api, Token: "tok"}
+	u := newUI(t, api)
 	login(t, u) // someone else's session exists
 	for _, p := range []string{"/ui/", "/ui/servers/s", "/ui/servers/s/tools/t", "/ui/writes", "/ui/writes/s/clear", "/ui/activity", "/ui/sessions", "/ui/events"} {
 		for _, cookie := range []string{"", "forged"} {
@@ -123,10 +128,10 @@ func TestStrangerSeesNothing(t *testing.T) {
 // hashes the page showed.
 func TestFormsNeedTheSessionsCSRFToken(t *testing.T) {
 	api := &fakeAPI{}
-	u := &UI{API: api, Token: "tok"}
+	u := newUI(t, api)
 	mine, other := login(t, u), login(t, u)
 	form := url.Values{"tool": {"t"}, "hash.t": {"sha256:aa"}}
-	for _, csrf := range []string{"", "wrong", u.sessions[other.Value].csrf} {
+	for _, csrf := range []string{"", "wrong", csrfOf(t, u, other)} {
 		form.Set("csrf", csrf)
 		if w := serve(u, "POST", "/ui/servers/s/approve", mine.Value, form); w.Code != http.StatusForbidden {
 			t.Fatalf("POST with csrf %q: %d", csrf, w.Code)
@@ -135,7 +140,7 @@ func TestFormsNeedTheSessionsCSRFToken(t *testing.T) {
 	if got := api.requests(); len(got) != 0 {
 		t.Fatalf("refused forms reached the API: %q", got)
 	}
-	form.Set("csrf", u.sessions[mine.Value].csrf)
+	form.Set("csrf", csrfOf(t, u, mine))
 	if w := serve(u, "POST", "/ui/servers/s/approve", mine.Value, form); w.Code != http.StatusSeeOther || w.Header().Get("Location") != "/ui/servers/s" {
 		t.Fatalf("POST with the session's token: %d %s", w.Code, w.Header().Get("Location"))
 	}
@@ -170,14 +175,14 @@ func TestDiffLines(t *testing.T) {
 }
 
 func TestExpiredCodeAndLogout(t *testing.T) {
-	u := &UI{API: &fakeAPI{}, Token: "tok"}
+	u := newUI(t, &fakeAPI{})
 	code, _ := u.NewCode()
-	u.codes[code] = time.Now().Add(-time.Second)
+	expire(t, u, code)
 	if w := serve(u, "GET", "/ui/login?code="+code, "", nil); w.Code != http.StatusUnauthorized || len(w.Result().Cookies()) != 0 {
 		t.Fatalf("an expired code: %d %v", w.Code, w.Result().Cookies())
 	}
 	c := login(t, u)
-	w := serve(u, "POST", "/ui/logout", c.Value, url.Values{"csrf": {u.sessions[c.Value].csrf}})
+	w := serve(u, "POST", "/ui/logout", c.Value, url.Values{"csrf": {csrfOf(t, u, c)}})
 	if w.Code != http.StatusSeeOther {
 		t.Fatalf("logout: %d", w.Code)
 	}

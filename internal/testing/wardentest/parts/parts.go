@@ -1,6 +1,6 @@
 // Package parts assembles Warden's real policy parts (approvals, write
-// ledger, activity log, sessions, OAuth, events, metrics) over a bbolt store
-// in a test's temp dir, and a gateway over them, without the daemon, for
+// ledger, activity log, sessions, OAuth, events, metrics) over an embedded
+// store in a test's temp dir, and a gateway over them, without the daemon, for
 // tests of the packages above the gateway (api, surface) at their own level.
 // It is apart from wardentest, which runs the whole daemon: the daemon
 // imports those packages, so their own tests cannot import wardentest.
@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"go.etcd.io/bbolt"
-
 	"github.com/wardenmcp/warden/activity"
 	"github.com/wardenmcp/warden/approval"
 	"github.com/wardenmcp/warden/config"
@@ -23,13 +21,14 @@ import (
 	"github.com/wardenmcp/warden/metrics"
 	"github.com/wardenmcp/warden/oauth"
 	"github.com/wardenmcp/warden/sessions"
+	"github.com/wardenmcp/warden/store"
 	"github.com/wardenmcp/warden/upstream"
 	"github.com/wardenmcp/warden/writes"
 )
 
 // Parts are the stores and the gateway of one test.
 type Parts struct {
-	DB        *bbolt.DB
+	Store     store.Store
 	Approvals *approval.Registry
 	Writes    *writes.Ledger
 	Activity  *activity.Log
@@ -45,29 +44,30 @@ type Parts struct {
 // start with Gateway.Reconcile.
 func New(t testing.TB, log *slog.Logger) *Parts {
 	t.Helper()
-	db, err := bbolt.Open(filepath.Join(t.TempDir(), "warden.db"), 0o600, &bbolt.Options{Timeout: time.Second})
+	st, err := store.Open(t.Context(), store.Options{Path: filepath.Join(t.TempDir(), "warden.db")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { db.Close() })
-	p := &Parts{DB: db, Events: events.New(), Metrics: metrics.New()}
+	t.Cleanup(func() { st.Close() })
+	db := store.Bolt(st)
+	p := &Parts{Store: st, Events: events.New(), Metrics: metrics.New()}
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
-	p.Approvals, err = approval.Open(db)
+	p.Approvals, err = approval.Open(t.Context(), st)
 	must(err)
 	p.Writes, err = writes.Open(db)
 	must(err)
 	t.Cleanup(p.Writes.Close)
-	p.Activity, err = activity.Open(db, 1000, time.Hour)
+	p.Activity, err = activity.Open(st, 1000, time.Hour)
 	must(err)
 	t.Cleanup(func() { p.Activity.Close() })
-	p.Sessions, err = sessions.Open(db)
+	p.Sessions, err = sessions.Open(t.Context(), st, "test")
 	must(err)
-	p.Auth, err = oauth.Open(db, oauth.Options{Logger: log, Event: func(server string, data map[string]string) {
+	p.Auth, err = oauth.Open(t.Context(), st, oauth.Options{Logger: log, Event: func(server string, data map[string]string) {
 		p.Events.Publish(events.Event{Type: "auth", Server: server, Data: data})
 	}})
 	must(err)
