@@ -255,3 +255,13 @@ func (t *boltTx) Publish(topic string, msg []byte) error {
 
 // Alive: the file is this process's alone, so only this instance runs.
 func (t *boltTx) Alive(instance string) (bool, error) { return instance == t.s.instance, nil }
+
+// BoltDB is the embedded store's file, nil for another store: only for the
+// packages not moved onto Store yet, which share that file meanwhile. It goes
+// once they have moved.
+func BoltDB(s Store) *bolt.DB {
+	if b, ok := s.(*boltStore); ok {
+		return b.db
+	}
+	return nil
+}
