@@ -258,7 +258,7 @@ func (a *handler) writes(w http.ResponseWriter, r *http.Request) {
 func (a *handler) clearWrites(w http.ResponseWriter, r *http.Request) {
 	ls, err := a.Writes.Clear(r.PathValue("s"))
 	if err != nil {
-		fail(w, http.StatusInternalServerError, "store_error", err.Error())
+		storeError(w, err)
 		return
 	}
 	if len(ls) == 0 {
@@ -283,7 +283,7 @@ func (a *handler) activity(w http.ResponseWriter, r *http.Request) {
 	server := r.URL.Query().Get("server")
 	entries, err := a.Activity.Query(server, queryInt(r, "limit", 100))
 	if err != nil {
-		fail(w, http.StatusInternalServerError, "store_error", err.Error())
+		storeError(w, err)
 		return
 	}
 	if server != "" && len(entries) == 0 {

@@ -93,7 +93,9 @@ type Error struct {
 	Error ErrorBody `json:"error"`
 }
 
-// ErrorBody says what went wrong and how to fix it.
+// ErrorBody says what went wrong and how to fix it. Code is for programs:
+// for example STORE_UNAVAILABLE (503) when the store could not be reached
+// and nothing was changed; retry once it is back.
 type ErrorBody struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`

@@ -5,7 +5,6 @@ package daemon
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -20,8 +19,6 @@ import (
 	"syscall"
 	"time"
 
-	"go.etcd.io/bbolt"
-
 	"github.com/wardenmcp/warden/activity"
 	"github.com/wardenmcp/warden/api"
 	"github.com/wardenmcp/warden/approval"
@@ -33,6 +30,7 @@ import (
 	"github.com/wardenmcp/warden/oauth"
 	"github.com/wardenmcp/warden/sandbox"
 	"github.com/wardenmcp/warden/sessions"
+	"github.com/wardenmcp/warden/store"
 	"github.com/wardenmcp/warden/surface"
 	"github.com/wardenmcp/warden/ui"
 	"github.com/wardenmcp/warden/upstream"
@@ -70,7 +68,7 @@ type Daemon struct {
 	StateDir string
 	Token    string
 
-	db        *bbolt.DB
+	store     store.Store
 	approvals *approval.Registry
 	ledger    *writes.Ledger
 	activity  *activity.Log
@@ -216,16 +214,14 @@ func Run(ctx context.Context, opts Options) error {
 
 func (d *Daemon) openStore(cfg *config.Config) error {
 	path := filepath.Join(d.StateDir, "warden.db")
-	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: time.Second})
-	if errors.Is(err, bbolt.ErrTimeout) {
-		return fmt.Errorf("the store %s is in use: another warden is running with this state dir; stop it or use --state-dir", path)
-	}
+	st, err := store.Open(context.Background(), store.Options{Path: path})
 	if err != nil {
-		return fmt.Errorf("open store %s: %w", path, err)
+		return err
 	}
-	d.db = db
+	d.store = st
+	db := store.BoltDB(st) // for the packages not on Store yet
 	if d.approvals, err = approval.Open(db); err == nil {
-		if d.ledger, err = writes.Open(db); err == nil {
+		if d.ledger, err = writes.Open(st); err == nil {
 			if d.activity, err = activity.Open(db, cfg.Activity.MaxEntries, cfg.Activity.MaxAge); err == nil {
 				if d.sessions, err = sessions.Open(db); err == nil {
 					d.auth, err = oauth.Open(db, oauth.Options{Logger: d.log, Event: func(server string, data map[string]string) {
@@ -236,7 +232,7 @@ func (d *Daemon) openStore(cfg *config.Config) error {
 		}
 	}
 	if err != nil {
-		db.Close()
+		st.Close()
 		return fmt.Errorf("store %s: %w", path, err)
 	}
 	return nil
@@ -249,7 +245,7 @@ func (d *Daemon) closeStore() {
 	if d.ledger != nil {
 		d.ledger.Close()
 	}
-	_ = d.db.Close()
+	_ = d.store.Close()
 }
 
 func (d *Daemon) routes(s *surface.Surfaces, m *metrics.Metrics) http.Handler {

@@ -7,11 +7,11 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"go.etcd.io/bbolt"
 
 	"github.com/wardenmcp/warden/activity"
 	"github.com/wardenmcp/warden/approval"
 	"github.com/wardenmcp/warden/config"
+	"github.com/wardenmcp/warden/store"
 	"github.com/wardenmcp/warden/upstream"
 	"github.com/wardenmcp/warden/writes"
 )
@@ -20,16 +20,17 @@ import (
 // it (peer), so that the test can hand it what an upstream would.
 func newTestGateway(t *testing.T) peer {
 	t.Helper()
-	db, err := bbolt.Open(filepath.Join(t.TempDir(), "w.db"), 0o600, nil)
+	st, err := store.Open(t.Context(), store.Options{Path: filepath.Join(t.TempDir(), "w.db")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { db.Close() })
+	t.Cleanup(func() { st.Close() })
+	db := store.BoltDB(st)
 	approvals, err := approval.Open(db)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ledger, err := writes.Open(db)
+	ledger, err := writes.Open(st)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,23 +17,24 @@ import (
 	"github.com/wardenmcp/warden/gateway"
 	"github.com/wardenmcp/warden/internal/testing/fixture"
 	"github.com/wardenmcp/warden/metrics"
+	"github.com/wardenmcp/warden/store"
 	"github.com/wardenmcp/warden/writes"
-	"go.etcd.io/bbolt"
 )
 
 // A server's own endpoint is built when first used, not when the server
 // connects: then it lists what the server has, and follows its changes.
 func TestServerViewBuiltOnFirstUse(t *testing.T) {
-	db, err := bbolt.Open(filepath.Join(t.TempDir(), "warden.db"), 0o600, nil)
+	st, err := store.Open(t.Context(), store.Options{Path: filepath.Join(t.TempDir(), "warden.db")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
+	defer st.Close()
+	db := store.BoltDB(st)
 	approvals, err := approval.Open(db)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ledger, err := writes.Open(db)
+	ledger, err := writes.Open(st)
 	if err != nil {
 		t.Fatal(err)
 	}

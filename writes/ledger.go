@@ -28,14 +28,28 @@
 // and never while calling Record for the same server (that would deadlock).
 // Read calls never touch the gate, Check or Record.
 //
-// The latch is durable: Record commits (bbolt fsyncs unless the DB was opened
-// with NoSync, which Warden must not do) before it returns. The store holds
-// one key per latched server: the JSON object of its one latch (the format
-// of earlier versions, which still reads) or a JSON array of several.
+// The latch is durable: Record commits before it returns. The store holds
+// one key per latched server (bucket "write_latches"): the JSON object of its
+// one latch (the format of earlier versions, which still reads) or a JSON
+// array of several.
+//
+// # Across instances
+//
+// Instances sharing a store share the latches; memory is a cache and the
+// store decides. Begin is the admission: one transaction that takes the
+// server's lock (store.Tx.Lock "writes/<server>"), reads the server's stored
+// latches and refuses if there are any, turns the server's intents left by
+// instances that are not alive into latches and refuses, and otherwise
+// writes the call's intent. Record and Clear take the same lock, so a latch
+// recorded anywhere is seen by every admission after it. Each change is
+// published (topic "latches"), and every instance reloads that server's
+// latches into its gates, so Admit and the observers follow within the
+// store's event delay.
 package writes
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -44,7 +58,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	"github.com/wardenmcp/warden/store"
 )
 
 // Reason says why a call's outcome is unknown.
@@ -79,12 +93,22 @@ type Latch struct {
 	ArgsOmitted int       `json:"args_omitted,omitempty"` // arguments beyond MaxArgs, not listed
 }
 
-var bucketName = []byte("write_latches")
+// The store's names: the latches by server, the lock of a server's latches
+// and intents, and the topic announcing a server's latches changed.
+const (
+	latchBucket = "write_latches"
+	topic       = "latches"
+)
 
-// Ledger holds the latches, in memory for the call path and in bbolt for
-// durability. All methods are safe for concurrent use.
+func lockName(server string) string { return "writes/" + server }
+
+// Ledger holds the latches, in memory for the call path and in the store
+// for durability and for the other instances. All methods are safe for
+// concurrent use.
 type Ledger struct {
-	db *bolt.DB
+	st        store.Store
+	seq       atomic.Uint64 // the last intent's number, this run
+	stopWatch func()
 
 	mu      sync.Mutex                             // guards writes to servers and the observers
 	servers atomic.Pointer[map[string]*serverGate] // copy on write; read without locks
@@ -96,7 +120,7 @@ type Ledger struct {
 }
 
 type serverGate struct {
-	gate    sync.RWMutex            // read side: admitted calls until dispatch; write side: Record, Clear
+	gate    sync.RWMutex            // read side: admitted calls until dispatch; write side: Record, Clear, reload
 	latches atomic.Pointer[[]Latch] // nil when not latched, else oldest first; the pointee is never modified
 }
 
@@ -107,36 +131,37 @@ func (g *serverGate) first() *Latch {
 	return nil
 }
 
-// Open loads the latches stored in db (bucket "write_latches", created if
-// missing). A stored record that cannot be decoded still latches its server.
-// Calls written down (Begin) and never struck off latch their servers now.
-func Open(db *bolt.DB) (*Ledger, error) {
-	l := &Ledger{db: db}
-	latched := map[string][]Latch{}
-	err := db.Update(func(tx *bolt.Tx) error {
-		b, err := tx.CreateBucketIfNotExists(bucketName)
-		if err != nil {
-			return err
-		}
-		err = b.ForEach(func(k, v []byte) error {
-			latched[string(k)] = decodeLatches(string(k), v)
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		return recoverIntents(tx, b, latched)
-	})
-	if err != nil {
+// set stores ls (none: nil) as the gate's latches and reports whether that
+// changed how many there are.
+func (g *serverGate) set(ls []Latch) bool {
+	var old []Latch
+	if p := g.latches.Load(); p != nil {
+		old = *p
+	}
+	if len(ls) == 0 {
+		g.latches.Store(nil)
+	} else {
+		g.latches.Store(&ls)
+	}
+	return len(old) != len(ls)
+}
+
+// Open loads the latches in st. A stored record that cannot be decoded still
+// latches its server. Calls written down (Begin) and never struck off, by
+// this instance or by one no longer alive, latch their servers now. The
+// ledger follows the latches other instances record and clear until Close.
+func Open(st store.Store) (*Ledger, error) {
+	l := &Ledger{st: st}
+	l.seq.Store(uint64(time.Now().UnixNano())) // unique across runs should an instance keep its name
+	l.servers.Store(&map[string]*serverGate{})
+	if err := l.recoverIntents(context.Background()); err != nil {
 		return nil, fmt.Errorf("writes: open ledger: %w", err)
 	}
-	m := make(map[string]*serverGate, len(latched))
-	for server, ls := range latched {
-		g := &serverGate{}
-		g.latches.Store(&ls)
-		m[server] = g
+	l.stopWatch = st.Watch(topic, l.changed)
+	if err := l.reloadAll(); err != nil {
+		l.stopWatch()
+		return nil, fmt.Errorf("writes: open ledger: %w", err)
 	}
-	l.servers.Store(&m)
 	return l, nil
 }
 
@@ -164,9 +189,18 @@ func decodeLatches(server string, v []byte) []Latch {
 	return ls
 }
 
+// getLatches reads a server's stored latches (none: nil).
+func getLatches(tx store.Tx, server string) ([]Latch, error) {
+	v, err := tx.Get(latchBucket, []byte(server))
+	if v == nil || err != nil {
+		return nil, err
+	}
+	return decodeLatches(server, v), nil
+}
+
 // putLatches stores a server's latches, one as the object earlier versions
-// read.
-func putLatches(b *bolt.Bucket, server string, ls []Latch) error {
+// read, and announces the change.
+func putLatches(tx store.Tx, server string, ls []Latch) error {
 	var v []byte
 	var err error
 	if len(ls) == 1 {
@@ -177,7 +211,10 @@ func putLatches(b *bolt.Bucket, server string, ls []Latch) error {
 	if err != nil {
 		return err
 	}
-	return b.Put([]byte(server), v)
+	if err := tx.Put(latchBucket, []byte(server), v); err != nil {
+		return err
+	}
+	return tx.Publish(topic, []byte(server))
 }
 
 func (l *Ledger) lookup(server string) *serverGate {
@@ -202,6 +239,58 @@ func (l *Ledger) gateFor(server string) *serverGate {
 	m[server] = g
 	l.servers.Store(&m)
 	return g
+}
+
+// changed follows a change announced by any instance (this one's too):
+// the server's latches are read again; a Resync reads them all.
+func (l *Ledger) changed(e store.Event) {
+	if e.Resync {
+		_ = l.reloadAll() // unreachable again: the next Resync retries
+		return
+	}
+	_ = l.reload(string(e.Msg)) // the store's next Resync retries
+}
+
+// reload reads server's latches from the store into its gate. It holds the
+// gate's write side, so that it cannot undo a Record or Clear of this
+// instance that finished after its read.
+func (l *Ledger) reload(server string) error {
+	g := l.gateFor(server)
+	g.gate.Lock()
+	var ls []Latch
+	err := l.st.View(context.Background(), func(tx store.Tx) (err error) {
+		ls, err = getLatches(tx, server)
+		return err
+	})
+	changed := err == nil && g.set(ls)
+	g.gate.Unlock()
+	if changed {
+		l.notify(server, len(ls) > 0)
+	}
+	return err
+}
+
+// reloadAll reloads every server latched in the store or in memory.
+func (l *Ledger) reloadAll() error {
+	servers := map[string]bool{}
+	for s := range *l.servers.Load() {
+		servers[s] = true
+	}
+	err := l.st.View(context.Background(), func(tx store.Tx) error {
+		return tx.Scan(latchBucket, nil, false, func(k, _ []byte) error {
+			servers[string(k)] = true
+			return nil
+		})
+	})
+	if err != nil {
+		return err
+	}
+	for s := range servers {
+		if err := l.reload(s); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Check reports the server's first latch. It reads memory only: no locks, no I/O,
@@ -249,7 +338,8 @@ func (l *Ledger) Admit(server string) (Permit, *Latch) {
 // Record latches lt.Server with one more call of unknown outcome (a server
 // already latched keeps its earlier ones too). It waits for admitted calls to
 // reach their dispatch boundary, commits the record, and only then returns;
-// calls admitted afterwards are refused. A zero lt.At is set to now.
+// calls admitted afterwards are refused, on every instance. A zero lt.At is
+// set to now.
 //
 // The call's intent (in, nil for none) is struck off in the same commit, so
 // that a crash cannot latch the call a second time at the next start.
@@ -268,24 +358,31 @@ func (l *Ledger) Record(lt Latch, in *Intent) error {
 	g := l.gateFor(lt.Server)
 	g.gate.Lock()
 	var ls []Latch
-	if old := g.latches.Load(); old != nil {
-		ls = append(ls, *old...)
-	}
-	ls = append(ls, lt)
-	err := l.db.Update(func(tx *bolt.Tx) error {
-		b, err := tx.CreateBucketIfNotExists(bucketName)
+	err := l.st.Update(context.Background(), func(tx store.Tx) error {
+		if err := tx.Lock(lockName(lt.Server)); err != nil {
+			return err
+		}
+		stored, err := getLatches(tx, lt.Server)
 		if err != nil {
 			return err
 		}
-		if err := putLatches(b, lt.Server, ls); err != nil {
+		ls = append(stored, lt)
+		if err := putLatches(tx, lt.Server, ls); err != nil {
 			return err
 		}
-		if ib := tx.Bucket(intentBucket); in != nil && ib != nil {
-			return ib.Delete(in.key)
+		if in != nil {
+			return tx.Delete(intentBucket, in.key)
 		}
 		return nil
 	})
-	g.latches.Store(&ls)
+	if err != nil { // fail closed: what memory held, and this one
+		ls = nil
+		if old := g.latches.Load(); old != nil {
+			ls = append(ls, *old...)
+		}
+		ls = append(ls, lt)
+	}
+	g.set(ls)
 	g.gate.Unlock()
 	l.notify(lt.Server, true)
 	if err != nil {
@@ -294,35 +391,37 @@ func (l *Ledger) Record(lt Latch, in *Intent) error {
 	return nil
 }
 
-// Clear removes the server's latches and answers them, oldest first (none
-// when the server was not latched). The deletion is committed before the
-// latch is lifted; if the commit fails the server stays latched.
+// Clear removes the server's latches, on every instance, and answers them,
+// oldest first (none when the server was not latched). The deletion is
+// committed before the latch is lifted; if the commit fails the server stays
+// latched.
 func (l *Ledger) Clear(server string) ([]Latch, error) {
-	g := l.lookup(server)
-	if g == nil {
-		return nil, nil
-	}
+	g := l.gateFor(server)
 	g.gate.Lock()
-	ls := g.latches.Load()
-	if ls == nil {
-		g.gate.Unlock()
-		return nil, nil
-	}
-	err := l.db.Update(func(tx *bolt.Tx) error {
-		b, err := tx.CreateBucketIfNotExists(bucketName)
-		if err != nil {
+	var ls []Latch
+	err := l.st.Update(context.Background(), func(tx store.Tx) error {
+		if err := tx.Lock(lockName(server)); err != nil {
 			return err
 		}
-		return b.Delete([]byte(server))
+		var err error
+		if ls, err = getLatches(tx, server); err != nil || ls == nil {
+			return err
+		}
+		if err := tx.Delete(latchBucket, []byte(server)); err != nil {
+			return err
+		}
+		return tx.Publish(topic, []byte(server))
 	})
 	if err != nil {
 		g.gate.Unlock()
 		return nil, fmt.Errorf("writes: clear latch for %q: %w", server, err)
 	}
-	g.latches.Store(nil)
+	changed := g.set(nil)
 	g.gate.Unlock()
-	l.notify(server, false)
-	return *ls, nil
+	if changed {
+		l.notify(server, false)
+	}
+	return ls, nil
 }
 
 // List returns every latched call: by server, each server's oldest first.
@@ -339,8 +438,9 @@ func (l *Ledger) List() []Latch {
 }
 
 // OnChange registers f, called after a latch is recorded (latched true) or
-// cleared (false). It runs synchronously on the recording or clearing
-// goroutine, after the gate is released; keep it short (e.g. publish an event).
+// cleared (false), here or on another instance. It runs synchronously on
+// the recording or clearing goroutine, after the gate is released; keep it
+// short (e.g. publish an event).
 func (l *Ledger) OnChange(f func(server string, latched bool)) {
 	l.mu.Lock()
 	l.obs = append(l.obs, f)

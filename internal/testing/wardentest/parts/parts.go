@@ -23,13 +23,15 @@ import (
 	"github.com/wardenmcp/warden/metrics"
 	"github.com/wardenmcp/warden/oauth"
 	"github.com/wardenmcp/warden/sessions"
+	"github.com/wardenmcp/warden/store"
 	"github.com/wardenmcp/warden/upstream"
 	"github.com/wardenmcp/warden/writes"
 )
 
 // Parts are the stores and the gateway of one test.
 type Parts struct {
-	DB        *bbolt.DB
+	Store     store.Store
+	DB        *bbolt.DB // the store's file, for the packages not on Store yet
 	Approvals *approval.Registry
 	Writes    *writes.Ledger
 	Activity  *activity.Log
@@ -45,12 +47,13 @@ type Parts struct {
 // start with Gateway.Reconcile.
 func New(t testing.TB, log *slog.Logger) *Parts {
 	t.Helper()
-	db, err := bbolt.Open(filepath.Join(t.TempDir(), "warden.db"), 0o600, &bbolt.Options{Timeout: time.Second})
+	st, err := store.Open(t.Context(), store.Options{Path: filepath.Join(t.TempDir(), "warden.db")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { db.Close() })
-	p := &Parts{DB: db, Events: events.New(), Metrics: metrics.New()}
+	t.Cleanup(func() { st.Close() })
+	db := store.BoltDB(st)
+	p := &Parts{Store: st, DB: db, Events: events.New(), Metrics: metrics.New()}
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
@@ -59,7 +62,7 @@ func New(t testing.TB, log *slog.Logger) *Parts {
 	}
 	p.Approvals, err = approval.Open(db)
 	must(err)
-	p.Writes, err = writes.Open(db)
+	p.Writes, err = writes.Open(st)
 	must(err)
 	t.Cleanup(p.Writes.Close)
 	p.Activity, err = activity.Open(db, 1000, time.Hour)
