@@ -2,6 +2,7 @@ package instances
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -34,7 +35,7 @@ func TestHeartbeat(t *testing.T) {
 	if err != nil || len(got) != 1 {
 		t.Fatalf("List = %+v, %v", got, err)
 	}
-	if i := got[0]; i.ID != "host:7373" || i.Run != "run-1" || i.Listen != "127.0.0.1:7373" || i.Version != "v1" ||
+	if i := got[0]; i.ID != "host:7373" || !strings.HasPrefix(i.Run, "run-1/") || i.Listen != "127.0.0.1:7373" || i.Version != "v1" ||
 		i.Started.IsZero() || i.LastSeen.Before(i.Started) || i.Gone {
 		t.Fatalf("the record: %+v", i)
 	}
