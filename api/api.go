@@ -18,6 +18,7 @@ import (
 	"github.com/wardenmcp/warden/approval"
 	"github.com/wardenmcp/warden/events"
 	"github.com/wardenmcp/warden/gateway"
+	"github.com/wardenmcp/warden/instances"
 	"github.com/wardenmcp/warden/oauth"
 	"github.com/wardenmcp/warden/store"
 	"github.com/wardenmcp/warden/writes"
@@ -50,6 +51,10 @@ type Deps struct {
 	// UILogin mints a one-time code that the review page (/ui/) exchanges
 	// for a browser session; nil: no review page.
 	UILogin func() (string, error)
+	// Instances lists the instances sharing the store (GET /v1/instances);
+	// with SharedStore, GET /v1/status shows them too.
+	Instances   func(context.Context) ([]instances.Instance, error)
+	SharedStore bool
 }
 
 // LogFile is a stdio server's stderr log (secrets already masked).

@@ -63,7 +63,23 @@ func (a *handler) status(w http.ResponseWriter, r *http.Request) {
 		st.Servers = append(st.Servers, info)
 	}
 	st.ViewTokens = map[string]int{"all": all, "search": a.SearchTokens}
+	if a.SharedStore {
+		var err error
+		if st.Instances, err = a.Instances(r.Context()); err != nil {
+			storeError(w, err)
+			return
+		}
+	}
 	reply(w, http.StatusOK, st)
+}
+
+func (a *handler) instances(w http.ResponseWriter, r *http.Request) {
+	out, err := a.Instances(r.Context())
+	if err != nil {
+		storeError(w, err)
+		return
+	}
+	reply(w, http.StatusOK, out)
 }
 
 func (a *handler) servers(w http.ResponseWriter, r *http.Request) {

@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/wardenmcp/warden/approval"
 	"github.com/wardenmcp/warden/gateway"
+	"github.com/wardenmcp/warden/instances"
 )
 
 // Status answers GET /v1/status.
@@ -25,6 +26,9 @@ type Status struct {
 	// context: "all" (every visible tool, /mcp without the search view) and
 	// "search" (/mcp?view=search); bytes of the JSON definitions / 4.
 	ViewTokens map[string]int `json:"view_tokens"`
+	// Instances sharing the store, when it is shared (PostgreSQL); absent
+	// for the embedded store, which has one.
+	Instances []instances.Instance `json:"instances,omitempty"`
 }
 
 // Server answers GET /v1/servers/{s}.

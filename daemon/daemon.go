@@ -58,6 +58,9 @@ type Options struct {
 	// downstream, upstream/fastcall.go upstream): every call goes through
 	// the SDK's server and client. WARDEN_FASTPATH=off; for diagnosis.
 	NoFastPath bool
+	// Instance names this instance among those sharing a store (serve
+	// --instance); "" is the host's name and the listen port.
+	Instance string
 }
 
 // Daemon is a running Warden.
@@ -144,7 +147,19 @@ func Run(ctx context.Context, opts Options) error {
 	conns := newConnLimit(ln, lim.MaxConns, log)
 	d.auth.SetCallbackURL("http://" + d.Addr + "/oauth/callback")
 
-	m := metrics.New()
+	name := d.storeOptions(cfg).Instance
+	stopBeat, err := d.heartbeat(ctx, name)
+	if err != nil {
+		ln.Close()
+		sock.Close()
+		return err
+	}
+	defer stopBeat()
+	label := "" // one instance: series as before
+	if d.store.Shared() {
+		label = name
+	}
+	m := metrics.New(label)
 	d.gw = gateway.New(gateway.Deps{
 		Approvals: d.approvals, Writes: d.ledger, Activity: d.activity, Events: d.events, Metrics: m, Logger: log,
 		Upstream: upstream.Options{Launcher: d.launcher, Version: opts.Version, Stderr: d.logs.writer, NoFastPath: opts.NoFastPath,
@@ -213,10 +228,11 @@ func Run(ctx context.Context, opts Options) error {
 }
 
 func (d *Daemon) openStore(cfg *config.Config) error {
-	path := filepath.Join(d.StateDir, "warden.db")
-	st, err := store.Open(context.Background(), store.Options{Path: path})
+	o := d.storeOptions(cfg)
+	path := o.Path
+	st, err := store.Open(context.Background(), o)
 	if err != nil {
-		return err
+		return storeError(cfg, err)
 	}
 	d.store = st
 	db := store.BoltDB(st) // for the packages not on Store yet
@@ -261,6 +277,7 @@ func (d *Daemon) routes(s *surface.Surfaces, m *metrics.Metrics) http.Handler {
 		Logs:         func(server string) (api.LogFile, error) { return d.logs.file(server) },
 		SearchTokens: surface.SearchViewTokens(),
 		UILogin:      review.NewCode,
+		Instances:    d.instanceList, SharedStore: d.store.Shared(),
 	})
 	mux.Handle("/v1/", review.API)
 	mux.Handle("/ui/", review)

@@ -43,7 +43,7 @@ func TestServerViewBuiltOnFirstUse(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer log.Close()
-	g := gateway.New(gateway.Deps{Approvals: approvals, Writes: ledger, Activity: log, Events: events.New(), Metrics: metrics.New(),
+	g := gateway.New(gateway.Deps{Approvals: approvals, Writes: ledger, Activity: log, Events: events.New(), Metrics: metrics.New(""),
 		Logger: slog.New(slog.DiscardHandler)})
 	defer g.Close()
 	s := New(g, slog.New(slog.DiscardHandler), "test", 0, 0)

@@ -30,7 +30,8 @@ import (
 
 // Parts are the stores and the gateway of one test.
 type Parts struct {
-	Store     store.Store
+	Store     store.Store // StoreDown cuts it off
+	outage    *outage
 	DB        *bbolt.DB // the store's file, for the packages not on Store yet
 	Approvals *approval.Registry
 	Writes    *writes.Ledger
@@ -53,7 +54,8 @@ func New(t testing.TB, log *slog.Logger) *Parts {
 	}
 	t.Cleanup(func() { st.Close() })
 	db := store.BoltDB(st)
-	p := &Parts{Store: st, DB: db, Events: events.New(), Metrics: metrics.New()}
+	o := &outage{Store: st}
+	p := &Parts{Store: o, outage: o, DB: db, Events: events.New(), Metrics: metrics.New("")}
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
@@ -62,7 +64,7 @@ func New(t testing.TB, log *slog.Logger) *Parts {
 	}
 	p.Approvals, err = approval.Open(db)
 	must(err)
-	p.Writes, err = writes.Open(st)
+	p.Writes, err = writes.Open(p.Store)
 	must(err)
 	t.Cleanup(p.Writes.Close)
 	p.Activity, err = activity.Open(db, 1000, time.Hour)

@@ -1,0 +1,57 @@
+package api
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/wardenmcp/warden/instances"
+)
+
+// While the store cannot be reached a write is refused STORE_UNAVAILABLE
+// (whether it is latched is unknown) and so is a clear (503); both work
+// again once it is back.
+func TestStoreUnavailable(t *testing.T) {
+	e := callEnv(t)
+	e.StoreDown(true)
+	res := e.call("w", `{"tool": "write_value", "arguments": {"value": "v"}}`)
+	if !res.IsError || res.Meta.Refusal.Code != "STORE_UNAVAILABLE" || !strings.Contains(res.text(), `the database the "store" setting names`) ||
+		!strings.Contains(res.text(), "nothing was sent") {
+		t.Fatalf("a write with the store down: %+v", res)
+	}
+	if res := e.call("w", `{"tool": "echo", "arguments": {"said": "hi"}}`); res.IsError {
+		t.Errorf("a read with the store down: %+v; want it served", res)
+	}
+	expectError(t, e.do("DELETE", "/v1/writes/w", ""), refusal{http.StatusServiceUnavailable, "STORE_UNAVAILABLE",
+		[]string{"nothing was changed", `the database the "store" setting names`, "warden status"}})
+
+	e.StoreDown(false)
+	if res := e.call("w", `{"tool": "write_value", "arguments": {"value": "v"}}`); res.IsError {
+		t.Fatalf("a write with the store back: %+v", res)
+	}
+	if rec := e.do("DELETE", "/v1/writes/w", ""); rec.Code != http.StatusOK {
+		t.Fatalf("a clear with the store back: %d %s", rec.Code, rec.Body)
+	}
+}
+
+// GET /v1/instances lists the instances recorded in the store; the status
+// of an embedded store does not.
+func TestInstances(t *testing.T) {
+	e := newEnv(t, `{}`)
+	h, err := instances.Start(t.Context(), e.Store, instances.Instance{ID: "host:7373", Listen: "127.0.0.1:7373", Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Stop(context.Background()) })
+	var list []instances.Instance
+	decodeInto(t, e.do("GET", "/v1/instances", ""), &list)
+	if len(list) != 1 || list[0].ID != "host:7373" || list[0].Listen != "127.0.0.1:7373" || list[0].LastSeen.IsZero() || list[0].Gone {
+		t.Fatalf("GET /v1/instances: %+v", list)
+	}
+	var st Status
+	decodeInto(t, e.do("GET", "/v1/status", ""), &st)
+	if st.Instances != nil {
+		t.Fatalf("status of an embedded store lists instances: %+v", st.Instances)
+	}
+}
