@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/wardenmcp/warden/instances"
+	"github.com/wardenmcp/warden/store"
 )
 
 // While the store cannot be reached a write is refused STORE_UNAVAILABLE
@@ -14,7 +15,7 @@ import (
 // again once it is back.
 func TestStoreUnavailable(t *testing.T) {
 	e := callEnv(t)
-	e.StoreDown(true)
+	e.Store.Down(true)
 	res := e.call("w", `{"tool": "write_value", "arguments": {"value": "v"}}`)
 	if !res.IsError || res.Meta.Refusal.Code != "STORE_UNAVAILABLE" || !strings.Contains(res.text(), `the database the "store" setting names`) ||
 		!strings.Contains(res.text(), "nothing was sent") {
@@ -26,7 +27,7 @@ func TestStoreUnavailable(t *testing.T) {
 	expectError(t, e.do("DELETE", "/v1/writes/w", ""), refusal{http.StatusServiceUnavailable, "STORE_UNAVAILABLE",
 		[]string{"nothing was changed", `the database the "store" setting names`, "warden status"}})
 
-	e.StoreDown(false)
+	e.Store.Down(false)
 	if res := e.call("w", `{"tool": "write_value", "arguments": {"value": "v"}}`); res.IsError {
 		t.Fatalf("a write with the store back: %+v", res)
 	}
@@ -53,5 +54,22 @@ func TestInstances(t *testing.T) {
 	decodeInto(t, e.do("GET", "/v1/status", ""), &st)
 	if st.Instances != nil {
 		t.Fatalf("status of an embedded store lists instances: %+v", st.Instances)
+	}
+}
+
+// A latch in the store that this instance's memory has not heard of (one
+// another instance recorded) refuses the write at its admission:
+// WRITES_LATCHED, with the stored call.
+func TestLatchOnlyInTheStore(t *testing.T) {
+	e := callEnv(t)
+	err := e.Store.Update(t.Context(), func(tx store.Tx) error { // no Publish: as if the event were still on its way
+		return tx.Put("write_latches", []byte("w"), []byte(`{"server":"w","tool":"elsewhere","reason":"timeout"}`))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := e.call("w", `{"tool": "write_value", "arguments": {"value": "v"}}`)
+	if !res.IsError || res.Meta.Refusal.Code != "WRITES_LATCHED" || !strings.Contains(res.text(), `"elsewhere"`) {
+		t.Fatalf("a write to a server latched in the store: %+v; want WRITES_LATCHED naming the stored call", res)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wardenmcp/warden/internal/testing/storefault"
 	"github.com/wardenmcp/warden/store"
 )
 
@@ -140,5 +141,54 @@ func TestRecordStrikesTheIntentOff(t *testing.T) {
 	}
 	if got := l.List(); len(got) != 1 || got[0].Reason != ReasonTimeout {
 		t.Fatalf("latches %+v, want the one timeout", got)
+	}
+}
+
+// A latch recorded while the store cannot be reached latches in memory
+// (fail closed), Begin and Clear refuse with store.ErrUnavailable, and once
+// the store is back (its Resync) the latch is stored, the call's intent with
+// it: a restart then finds the one latch.
+func TestRecordWhileTheStoreIsDown(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "w.db")
+	st := storefault.Wrap(openDB(t, path))
+	l, err := Open(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := l.Begin(ctx, Latch{Server: "s", Tool: "w"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Down(true)
+	if err := l.Record(Latch{Server: "s", Tool: "w", Reason: ReasonTimeout}, in); !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("Record with the store down: %v", err)
+	}
+	if _, lt := l.Admit("s"); lt == nil {
+		t.Fatal("not latched in memory")
+	}
+	if _, err := l.Begin(ctx, Latch{Server: "t", Tool: "w"}); !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("Begin with the store down: %v", err)
+	}
+	if _, err := l.Clear("s"); !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("Clear with the store down: %v", err)
+	}
+	if _, lt := l.Admit("s"); lt == nil {
+		t.Fatal("a failed Clear lifted the latch")
+	}
+	st.Down(false)
+	l.changed(store.Event{Topic: topic, Resync: true}) // what the store sends once it is back
+	l.Close()
+	st.Close()
+
+	st2 := openDB(t, path)
+	defer st2.Close()
+	l, err = Open(st2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if got := l.List(); len(got) != 1 || got[0].Reason != ReasonTimeout {
+		t.Fatalf("after a restart: %+v; want the one timeout (stored, its intent struck off)", got)
 	}
 }

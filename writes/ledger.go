@@ -53,6 +53,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -122,6 +123,13 @@ type Ledger struct {
 type serverGate struct {
 	gate    sync.RWMutex            // read side: admitted calls until dispatch; write side: Record, Clear, reload
 	latches atomic.Pointer[[]Latch] // nil when not latched, else oldest first; the pointee is never modified
+	unsaved []unsaved               // recorded while the store could not be reached; guarded by gate's write side
+}
+
+// unsaved is a latch Record could not store, and its call's intent.
+type unsaved struct {
+	latch  Latch
+	intent []byte // nil for none
 }
 
 func (g *serverGate) first() *Latch {
@@ -257,17 +265,53 @@ func (l *Ledger) changed(e store.Event) {
 func (l *Ledger) reload(server string) error {
 	g := l.gateFor(server)
 	g.gate.Lock()
+	_, err := l.save(g, server)
 	var ls []Latch
-	err := l.st.View(context.Background(), func(tx store.Tx) (err error) {
-		ls, err = getLatches(tx, server)
-		return err
-	})
+	if err == nil {
+		err = l.st.View(context.Background(), func(tx store.Tx) (err error) {
+			ls, err = getLatches(tx, server)
+			return err
+		})
+	}
 	changed := err == nil && g.set(ls)
 	g.gate.Unlock()
 	if changed {
 		l.notify(server, len(ls) > 0)
 	}
 	return err
+}
+
+// save stores the latches recorded and not stored yet (holding g's write
+// side), and answers the server's stored latches then (nil when there was
+// nothing to store).
+func (l *Ledger) save(g *serverGate, server string) ([]Latch, error) {
+	if len(g.unsaved) == 0 {
+		return nil, nil
+	}
+	var ls []Latch
+	err := l.st.Update(context.Background(), func(tx store.Tx) error {
+		if err := tx.Lock(lockName(server)); err != nil {
+			return err
+		}
+		var err error
+		if ls, err = getLatches(tx, server); err != nil {
+			return err
+		}
+		for _, u := range g.unsaved {
+			ls = append(ls, u.latch)
+			if u.intent != nil {
+				if err := tx.Delete(intentBucket, u.intent); err != nil {
+					return err
+				}
+			}
+		}
+		return putLatches(tx, server, ls)
+	})
+	if err != nil {
+		return nil, err
+	}
+	g.unsaved = nil
+	return ls, nil
 }
 
 // reloadAll reloads every server latched in the store or in memory.
@@ -357,36 +401,23 @@ func (l *Ledger) Record(lt Latch, in *Intent) error {
 	lt.At, lt.SentAt = lt.At.Round(0), lt.SentAt.Round(0) // drop the monotonic reading; stored and loaded values compare equal
 	g := l.gateFor(lt.Server)
 	g.gate.Lock()
-	var ls []Latch
-	err := l.st.Update(context.Background(), func(tx store.Tx) error {
-		if err := tx.Lock(lockName(lt.Server)); err != nil {
-			return err
-		}
-		stored, err := getLatches(tx, lt.Server)
-		if err != nil {
-			return err
-		}
-		ls = append(stored, lt)
-		if err := putLatches(tx, lt.Server, ls); err != nil {
-			return err
-		}
-		if in != nil {
-			return tx.Delete(intentBucket, in.key)
-		}
-		return nil
-	})
-	if err != nil { // fail closed: what memory held, and this one
-		ls = nil
+	var key []byte
+	if in != nil {
+		key = in.key
+	}
+	g.unsaved = append(g.unsaved, unsaved{latch: lt, intent: key})
+	ls, err := l.save(g, lt.Server) // with any earlier ones not stored yet
+	if err != nil {                 // fail closed: latched in memory, stored at the next reload (a Resync once the store is back)
+		ls = []Latch{lt}
 		if old := g.latches.Load(); old != nil {
-			ls = append(ls, *old...)
+			ls = append(slices.Clone(*old), lt)
 		}
-		ls = append(ls, lt)
 	}
 	g.set(ls)
 	g.gate.Unlock()
 	l.notify(lt.Server, true)
 	if err != nil {
-		return fmt.Errorf("writes: record latch for %q (latched in memory only): %w", lt.Server, err)
+		return fmt.Errorf("writes: record latch for %q (latched in memory only, stored once the store is back): %w", lt.Server, err)
 	}
 	return nil
 }
@@ -404,8 +435,19 @@ func (l *Ledger) Clear(server string) ([]Latch, error) {
 			return err
 		}
 		var err error
-		if ls, err = getLatches(tx, server); err != nil || ls == nil {
+		if ls, err = getLatches(tx, server); err != nil {
 			return err
+		}
+		for _, u := range g.unsaved { // recorded here while the store was away
+			ls = append(ls, u.latch)
+			if u.intent != nil {
+				if err := tx.Delete(intentBucket, u.intent); err != nil {
+					return err
+				}
+			}
+		}
+		if ls == nil {
+			return nil
 		}
 		if err := tx.Delete(latchBucket, []byte(server)); err != nil {
 			return err
@@ -416,6 +458,7 @@ func (l *Ledger) Clear(server string) ([]Latch, error) {
 		g.gate.Unlock()
 		return nil, fmt.Errorf("writes: clear latch for %q: %w", server, err)
 	}
+	g.unsaved = nil
 	changed := g.set(nil)
 	g.gate.Unlock()
 	if changed {

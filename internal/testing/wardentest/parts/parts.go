@@ -19,6 +19,7 @@ import (
 	"github.com/wardenmcp/warden/config"
 	"github.com/wardenmcp/warden/events"
 	"github.com/wardenmcp/warden/gateway"
+	"github.com/wardenmcp/warden/internal/testing/storefault"
 	"github.com/wardenmcp/warden/internal/testing/testenv"
 	"github.com/wardenmcp/warden/metrics"
 	"github.com/wardenmcp/warden/oauth"
@@ -30,8 +31,7 @@ import (
 
 // Parts are the stores and the gateway of one test.
 type Parts struct {
-	Store     store.Store // StoreDown cuts it off
-	outage    *outage
+	Store     *storefault.Store // Store.Down cuts it off (for the parts on store.Store)
 	DB        *bbolt.DB // the store's file, for the packages not on Store yet
 	Approvals *approval.Registry
 	Writes    *writes.Ledger
@@ -54,8 +54,7 @@ func New(t testing.TB, log *slog.Logger) *Parts {
 	}
 	t.Cleanup(func() { st.Close() })
 	db := store.BoltDB(st)
-	o := &outage{Store: st}
-	p := &Parts{Store: o, outage: o, DB: db, Events: events.New(), Metrics: metrics.New("")}
+	p := &Parts{Store: storefault.Wrap(st), DB: db, Events: events.New(), Metrics: metrics.New("")}
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
