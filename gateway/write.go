@@ -45,7 +45,7 @@ func (w *writeAdmission) admit() (release func(), err error) {
 	case errors.Is(err, store.ErrUnavailable):
 		return permit.Release, storeUnavailable()
 	case err != nil:
-		return permit.Release, refuse(CodeUnavailable, "Warden could not write the call down before sending it (%v), so it did not send it. Check the disk holding the state dir, then retry.", err)
+		return permit.Release, refuse(CodeUnavailable, "Warden could not write the call down before sending it (%v), so it did not send it. Check the store (the disk holding the state dir, or the database the \"store\" setting names), then retry.", err)
 	}
 	w.intent = in
 	return permit.Release, nil
