@@ -206,6 +206,9 @@ func (t *boltTx) Count(bucket string) (int, error) {
 }
 
 func (t *boltTx) Buckets(parent string, fn func(name string) error) error {
+	if parent == "" {
+		return t.tx.ForEach(func(k []byte, _ *bolt.Bucket) error { return fn(string(k)) })
+	}
 	b, err := t.bucket(parent, false)
 	if b == nil {
 		return err
@@ -235,19 +238,11 @@ func (t *boltTx) DeleteBucket(bucket string) error {
 
 // Lock: bbolt runs one read-write transaction at a time, and one process
 // has the file, so every Update already holds every lock.
-func (t *boltTx) Lock(string) error {
-	if !t.write {
-		return errors.New("store: Lock in a read-only transaction")
-	}
-	return nil
-}
+func (t *boltTx) Lock(string) error { return writable(t.write, "Lock") }
 
 func (t *boltTx) Publish(topic string, msg []byte) error {
-	if !t.write {
-		return errors.New("store: Publish in a read-only transaction")
-	}
-	if len(msg) > MaxMessage {
-		return fmt.Errorf("store: a message of %d bytes on %s is over %d", len(msg), topic, MaxMessage)
+	if err := checkPublish(t.write, topic, msg); err != nil {
+		return err
 	}
 	t.events = append(t.events, Event{Topic: topic, Msg: bytes.Clone(msg), Instance: t.s.instance})
 	return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"regexp"
 	"strings"
 )
 
@@ -49,8 +50,13 @@ func Open(ctx context.Context, o Options) (Store, error) {
 	}
 }
 
-// Redact returns url with any password replaced, for messages.
+// passwordParam is a password given as a URL parameter (?password=...).
+var passwordParam = regexp.MustCompile(`([?&])password=[^&]*`)
+
+// Redact returns url with any password replaced, for messages: the user
+// info's and a password parameter's.
 func Redact(url string) string {
+	url = passwordParam.ReplaceAllString(url, "${1}password=xxxxx")
 	scheme, rest, ok := strings.Cut(url, "://")
 	if !ok {
 		return url

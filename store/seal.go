@@ -12,8 +12,13 @@ import (
 
 // A sealed value: magic, the sealing key's id, a nonce, then AES-256-GCM
 // ciphertext whose additional data is the bucket and key, so that a sealed
-// value copied to another record does not open.
-var sealMagic = []byte("wsk1")
+// value copied to another record does not open. Without a key a secret is
+// kept as plainMagic and the value: marked, so that a copy into a shared
+// store (Copy) or a key set later (Rekey) seals it.
+var (
+	sealMagic  = []byte("wsk1")
+	plainMagic = []byte("wsp0")
+)
 
 const keyIDLen = 4
 
@@ -64,7 +69,7 @@ func additional(bucket string, key []byte) []byte {
 // seal returns value sealed for bucket and key; value itself without a key.
 func (s *sealer) seal(bucket string, key, value []byte) []byte {
 	if s == nil {
-		return value
+		return append(bytes.Clone(plainMagic), value...)
 	}
 	nonce := make([]byte, s.aead.NonceSize())
 	_, _ = rand.Read(nonce)
@@ -75,8 +80,11 @@ func (s *sealer) seal(bucket string, key, value []byte) []byte {
 // open undoes seal. A value that was never sealed (written before a key was
 // set) reads as it is.
 func (s *sealer) open(bucket string, key, value []byte) ([]byte, error) {
+	if bytes.HasPrefix(value, plainMagic) {
+		return value[len(plainMagic):], nil
+	}
 	if value == nil || !Sealed(value) {
-		return value, nil
+		return value, nil // written before secrets were marked
 	}
 	if s == nil {
 		return nil, fmt.Errorf("%s: the value is sealed and no storeKey is set: give Warden the storeKey it was written with", bucket)
@@ -100,6 +108,9 @@ func (s *sealer) open(bucket string, key, value []byte) ([]byte, error) {
 func (s *sealer) current(value []byte) bool {
 	return s != nil && Sealed(value) && bytes.Equal(value[len(sealMagic):len(sealMagic)+keyIDLen], s.id)
 }
+
+// secret reports whether value was written by PutSecret.
+func secret(value []byte) bool { return Sealed(value) || bytes.HasPrefix(value, plainMagic) }
 
 // Sealed reports whether value is a sealed value.
 func Sealed(value []byte) bool {

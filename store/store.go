@@ -73,7 +73,8 @@ type Tx interface {
 	// Count returns the number of keys in bucket.
 	Count(bucket string) (int, error)
 	// Buckets calls fn with the name of each child bucket of parent
-	// ("tools" lists "tools/github" as "github"), in order.
+	// ("tools" lists "tools/github" as "github"), in order; parent ""
+	// lists the top-level buckets.
 	Buckets(parent string, fn func(name string) error) error
 	// DeleteBucket deletes bucket, its keys and its children.
 	DeleteBucket(bucket string) error

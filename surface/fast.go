@@ -59,15 +59,8 @@ func (v *view) serveFast(w http.ResponseWriter, r *http.Request, l *live, body [
 		return false // the SDK says what is wrong
 	}
 	switch {
-	case m.Method == "" && bytes.HasPrefix(bytes.TrimLeft(m.ID, `"`), []byte(fastRequestPrefix)):
-		var id string
-		if json.Unmarshal(m.ID, &id) != nil || !l.deliver(id, body) {
-			return false
-		}
-		w.WriteHeader(http.StatusAccepted)
-		return true
-	case m.Method == "notifications/cancelled":
-		if !l.cancel(string(m.Params.RequestID)) {
+	case m.Method == "" || m.Method == "notifications/cancelled":
+		if !l.answer(&m, body) {
 			return false
 		}
 		w.WriteHeader(http.StatusAccepted)

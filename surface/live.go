@@ -1,6 +1,7 @@
 package surface
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -38,6 +39,9 @@ type live struct {
 	calls   map[string]context.CancelFunc   // JSON-RPC id of a fast call → cancel
 	early   map[string]time.Time            // ids cancelled before their call came → when
 	pending map[string]chan json.RawMessage // id of a request to the client → its answer
+
+	adopted *mcp.StreamableServerTransport // a session recorded elsewhere, served here (shared.go)
+	touched atomic.Int64                   // when its record's last use was written (Unix ns)
 
 	// Log messages no call of the session waits for go through a queue of
 	// at most maxQueued, sent by one goroutine per session: a client that
@@ -262,6 +266,20 @@ func (l *live) drain(ss *mcp.ServerSession, m *metrics.Metrics) {
 			return
 		}
 	}
+}
+
+// answer hands m (body) to the fast path, reporting whether it took it: the
+// client's answer to a request Warden sent it on a fast call, or its
+// cancellation of a fast call.
+func (l *live) answer(m *rpc, body []byte) bool {
+	switch {
+	case m.Method == "" && bytes.HasPrefix(bytes.TrimLeft(m.ID, `"`), []byte(fastRequestPrefix)):
+		var id string
+		return json.Unmarshal(m.ID, &id) == nil && l.deliver(id, body)
+	case m.Method == "notifications/cancelled":
+		return l.cancel(string(m.Params.RequestID))
+	}
+	return false
 }
 
 // deliver hands the client's answer to a request Warden sent it.

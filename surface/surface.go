@@ -17,6 +17,7 @@ import (
 	"github.com/wardenmcp/warden/config"
 	"github.com/wardenmcp/warden/gateway"
 	"github.com/wardenmcp/warden/protocol"
+	"github.com/wardenmcp/warden/store"
 )
 
 // Surfaces holds the aggregated view and one view per server, and serves them
@@ -38,6 +39,7 @@ type Surfaces struct {
 	toolSearch  atomic.Pointer[ToolSearch]
 	noFast      atomic.Bool              // every request to the SDK server (DisableFastPath)
 	stdio       func(*http.Request) bool // SetStdio's, set before serving
+	st          store.Store              // ShareSessions's, set before serving
 
 	mu    sync.Mutex
 	views map[string]*view
@@ -170,6 +172,7 @@ const unusedIdle = time.Minute
 func (s *Surfaces) closeIdle(idle time.Duration) {
 	t := time.NewTicker(max(min(idle/4, time.Minute), 10*time.Millisecond))
 	defer t.Stop()
+	swept := time.Now()
 	for {
 		select {
 		case <-t.C:
@@ -178,6 +181,10 @@ func (s *Surfaces) closeIdle(idle time.Duration) {
 		}
 		for _, v := range s.allViews() {
 			v.closeIdle(idle, min(idle, 30*time.Second), min(idle, unusedIdle))
+		}
+		if s.st != nil && time.Since(swept) > touchEvery {
+			s.sweepSessions(idle)
+			swept = time.Now()
 		}
 	}
 }
@@ -203,10 +210,39 @@ func (s *Surfaces) serve(v *view, h endpoint, stateless bool, w http.ResponseWri
 		toSDK(h.stateless, w, r)
 		return
 	}
-	l := v.live(r.Header.Get("Mcp-Session-Id"))
+	id := r.Header.Get("Mcp-Session-Id")
+	l := v.live(id)
+	if l == nil && id != "" && s.st != nil {
+		l = v.adopt(s.st, id)
+	}
 	if l != nil {
 		l.enter()
 		defer l.leave()
+		if s.st != nil {
+			v.touchSession(s.st, l, id)
+		}
+	}
+	if l != nil && l.adopted != nil {
+		h.sessions = l.adopted
+	}
+	switch {
+	case l == nil || s.st == nil:
+	case r.Method == http.MethodDelete:
+		v.endShared(s.st, id)
+		if l.adopted != nil { // the SDK's handler does not hold it
+			if ss := l.ss.Load(); ss != nil {
+				ss.Close()
+			}
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+	case r.Method == http.MethodPost && s.st.Shared():
+		if body, err := readBody(r); err == nil {
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			if relayable(body) {
+				v.relay(s.st, id, body)
+			}
+		}
 	}
 	if r.Method == http.MethodPost && l != nil && l.ss.Load() != nil && !s.noFast.Load() && sessionHeaders(r) && // initialized
 		offerFast(w, r, func(body []byte) bool { return v.serveFast(w, r, l, body) }) {
@@ -293,6 +329,7 @@ func (s *Surfaces) view(server string) (*view, endpoint) {
 	v, ok := s.views[server]
 	if !ok {
 		v = newView(s.g, server, s.log, s.version)
+		v.st = s.st
 		// Filled before anyone can find it: update rebuilds only the
 		// views it finds, so a change after this one reaches it there.
 		v.Changed(server)
@@ -382,7 +419,7 @@ func (s *Surfaces) aggregated(r *http.Request) (*view, endpoint, string) {
 		return nil, endpoint{}, fmt.Sprintf("no view named %q; use /mcp?view=search (search_tools and call_tool) or /mcp?view=all (every tool)", name)
 	}
 	if id := r.Header.Get("Mcp-Session-Id"); id != "" {
-		if s.search.live(id) != nil {
+		if s.search.live(id) != nil || s.agg.live(id) == nil && s.st != nil && s.search.recorded(id) {
 			return s.useSearch()
 		}
 		return s.agg, s.aggH, ""

@@ -22,6 +22,7 @@ import (
 	"github.com/wardenmcp/warden/answer"
 	"github.com/wardenmcp/warden/gateway"
 	"github.com/wardenmcp/warden/search"
+	"github.com/wardenmcp/warden/store"
 )
 
 // ref is an upstream object behind an exposed name.
@@ -51,6 +52,8 @@ type view struct {
 
 	sessMu   sync.Mutex
 	sessions map[string]*live // initialized downstream sessions by id
+	st       store.Store      // where sessions are shared (shared.go); nil: not shared
+	adoptMu  sync.Mutex       // one adoption at a time
 
 	// Resource updates wait in a queue of at most maxQueued, sent by one
 	// goroutine: the SDK writes each to every subscriber in turn, and a
@@ -134,10 +137,17 @@ func (v *view) intercept(next mcp.MethodHandler) mcp.MethodHandler {
 				v.withDefinitions(list)
 			}
 			return res, err
+		case *mcp.ServerRequest[*mcp.InitializeParams]:
+			res, err := next(ctx, method, req)
+			if err == nil {
+				v.saveSession(r.Session, "") // before the client can go on, maybe on another instance
+			}
+			return res, err
 		case *mcp.ServerRequest[*mcp.SetLoggingLevelParams]:
 			v.g.SetLogLevel(ctx, v.servers(), r.Params.Level)
 			if l := v.liveFor(r.Session); l != nil {
 				l.setLevel(r.Params.Level)
+				v.saveSession(r.Session, r.Params.Level)
 			}
 		}
 		return next(ctx, method, req)

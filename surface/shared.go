@@ -1,0 +1,324 @@
+package surface
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/wardenmcp/warden/store"
+)
+
+// Client sessions of the 2025 revisions, shared through the store, so that a
+// client's session continues on whichever instance a load balancer picks,
+// and after a restart.
+//
+// The state lives in the store rather than sealed in the session id (as
+// some gateways do): a DELETE then ends the session everywhere, a log level
+// set on one instance holds on all, and ids stay short. Each session has a
+// record: what the client said at initialize, its log level, when it was
+// last used. It is keyed by the endpoint and the SHA-256 of the id, never
+// the id, so a copy of the database gives no one a session.
+//
+// A request naming a session this instance does not hold adopts it: an SDK
+// session is connected with the recorded state, without initialize, and
+// serves the request. The client's answers to requests Warden sent it (and
+// its cancellations) may reach an instance other than the one that asked:
+// each is also published on relayTopic, and the instance holding the asking
+// side hands it over.
+
+const (
+	sessionsBucket = "client_sessions"
+	relayTopic     = "client_relay"
+	endedTopic     = "client_session_ended"
+	// A record's last use is written at most this often; a record unused
+	// for the idle time is removed by the instance that finds it so.
+	touchEvery = 5 * time.Minute
+)
+
+// sessionRecord is a shared session's record.
+type sessionRecord struct {
+	State mcp.ServerSessionState `json:"state"`
+	Used  time.Time              `json:"used"`
+}
+
+// relayed is a message handed between instances for a session.
+type relayed struct {
+	Surface string          `json:"surface"`
+	Session string          `json:"session"` // sessionKey's hash
+	Body    json.RawMessage `json:"body"`
+}
+
+// ShareSessions keeps the 2025 client sessions in st (call before serving).
+func (s *Surfaces) ShareSessions(st store.Store) {
+	s.st = st
+	s.agg.st, s.search.st = st, st
+	st.Watch(relayTopic, s.onRelay)
+	st.Watch(endedTopic, s.onEnded)
+}
+
+// sessionKey is a session's key in the store: its endpoint and id hash.
+func sessionKey(surface, id string) []byte {
+	sum := sha256.Sum256([]byte(id))
+	return []byte(surface + "\x00" + hex.EncodeToString(sum[:]))
+}
+
+// saveSession records ss (just initialized) for the other instances. A
+// failure is logged: the session works here all the same.
+func (v *view) saveSession(ss *mcp.ServerSession, level mcp.LoggingLevel) {
+	p, st := ss.InitializeParams(), v.st
+	if st == nil || p == nil || ss.ID() == "" || isStateless(ss) {
+		return
+	}
+	version := p.ProtocolVersion
+	if !slices.Contains(sessionVersions, version) {
+		version = sessionVersions[0] // what the SDK answers an unknown one
+	}
+	rec := sessionRecord{State: mcp.ServerSessionState{InitializeParams: p,
+		NegotiatedProtocolVersion: version, LogLevel: level}, Used: time.Now()}
+	b, err := json.Marshal(rec)
+	if err == nil {
+		err = st.Update(context.Background(), func(tx store.Tx) error { return tx.Put(sessionsBucket, sessionKey(v.surface, ss.ID()), b) })
+	}
+	if err != nil {
+		v.log.Warn("client session not shared: another instance will not know it", "session", ss.ID(), "err", err)
+	}
+}
+
+// touchSession notes that session id is in use, at most every touchEvery.
+func (v *view) touchSession(st store.Store, l *live, id string) {
+	now := time.Now()
+	if last := l.touched.Load(); now.UnixNano()-last < int64(touchEvery) || !l.touched.CompareAndSwap(last, now.UnixNano()) {
+		return
+	}
+	go func() {
+		_ = st.Batch(context.Background(), func(tx store.Tx) error {
+			k := sessionKey(v.surface, id)
+			var rec sessionRecord
+			if b, err := tx.Get(sessionsBucket, k); err != nil || b == nil || json.Unmarshal(b, &rec) != nil {
+				return err
+			}
+			rec.Used = now
+			b, _ := json.Marshal(rec)
+			return tx.Put(sessionsBucket, k, b)
+		})
+	}()
+}
+
+// recorded reports whether the store has a record of session id on v.
+func (v *view) recorded(id string) bool {
+	found := false
+	_ = v.st.View(context.Background(), func(tx store.Tx) error {
+		b, err := tx.Get(sessionsBucket, sessionKey(v.surface, id))
+		found = b != nil
+		return err
+	})
+	return found
+}
+
+// adopt connects the session id recorded by another instance (or before a
+// restart), or returns nil if there is none.
+func (v *view) adopt(st store.Store, id string) *live {
+	v.adoptMu.Lock()
+	defer v.adoptMu.Unlock()
+	if l := v.live(id); l != nil {
+		return l // adopted meanwhile
+	}
+	var rec sessionRecord
+	err := st.View(context.Background(), func(tx store.Tx) error {
+		b, err := tx.Get(sessionsBucket, sessionKey(v.surface, id))
+		if b == nil || err != nil {
+			return err
+		}
+		return json.Unmarshal(b, &rec)
+	})
+	if err != nil {
+		v.log.Warn("a client session could not be looked up in the store", "session", id, "err", err)
+		return nil
+	}
+	if rec.State.InitializeParams == nil {
+		return nil
+	}
+	// Its client initialized it, maybe on another instance: here it is
+	// simply initialized (a late notifications/initialized is ignored).
+	rec.State.InitializedParams = &mcp.InitializedParams{}
+	t := &mcp.StreamableServerTransport{SessionID: id}
+	l := newLive()
+	l.adopted = t
+	v.sessMu.Lock()
+	v.sessions[id] = l
+	v.sessMu.Unlock()
+	ss, err := v.srv.Connect(context.Background(), t, &mcp.ServerSessionOptions{State: &rec.State})
+	if err != nil {
+		v.sessMu.Lock()
+		delete(v.sessions, id)
+		v.sessMu.Unlock()
+		v.log.Warn("a client session could not be adopted", "session", id, "err", err)
+		return nil
+	}
+	l.setLevel(rec.State.LogLevel)
+	l.touched.Store(time.Now().UnixNano())
+	v.log.Info("client session adopted from the store", "session", id)
+	v.track(ss)
+	return l
+}
+
+// endShared ends session id on every instance (the client sent DELETE).
+func (v *view) endShared(st store.Store, id string) {
+	err := st.Update(context.Background(), func(tx store.Tx) error {
+		k := sessionKey(v.surface, id)
+		if err := tx.Delete(sessionsBucket, k); err != nil {
+			return err
+		}
+		return tx.Publish(endedTopic, k)
+	})
+	if err != nil {
+		v.log.Warn("an ended client session's record stays in the store until it idles out", "session", id, "err", err)
+	}
+}
+
+// relay publishes body, a client's answer or cancellation on session id,
+// for the instance that holds the request it is about.
+func (v *view) relay(st store.Store, id string, body []byte) {
+	msg, err := json.Marshal(relayed{Surface: v.surface, Session: string(sessionKey("", id)[1:]), Body: body})
+	if err == nil && len(msg) <= store.MaxMessage {
+		err = st.Update(context.Background(), func(tx store.Tx) error { return tx.Publish(relayTopic, msg) })
+	}
+	if err != nil {
+		v.log.Warn("a client's answer could not be handed to the other instances", "session", id, "err", err)
+	}
+}
+
+// relayable reports whether body is what relay hands on: responses (to
+// requests Warden sent the client) and cancellations.
+func relayable(body []byte) bool {
+	var msgs []rpc
+	if err := json.Unmarshal(body, &msgs); err != nil {
+		var m rpc
+		if json.Unmarshal(body, &m) != nil {
+			return false
+		}
+		msgs = []rpc{m}
+	}
+	for _, m := range msgs {
+		if (m.Method == "" && len(m.ID) > 0) || m.Method == "notifications/cancelled" {
+			return true
+		}
+	}
+	return false
+}
+
+// onRelay hands a relayed message to the session it names, if this
+// instance holds it, as if the client had sent it here.
+func (s *Surfaces) onRelay(e store.Event) {
+	if e.Resync || e.Mine(s.st) {
+		return
+	}
+	var m relayed
+	if json.Unmarshal(e.Msg, &m) != nil {
+		return
+	}
+	for _, v := range s.allViews() {
+		if v.surface != m.Surface {
+			continue
+		}
+		id, l := v.sessionByKey(m.Session)
+		if l == nil {
+			return
+		}
+		ss := l.ss.Load()
+		if ss == nil {
+			return
+		}
+		var h http.Handler = l.adopted
+		if l.adopted == nil {
+			h = s.endpointOf(v).sessions
+		}
+		r := httptest.NewRequest(http.MethodPost, "/"+v.surface, bytes.NewReader(m.Body))
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set("Accept", "application/json, text/event-stream")
+		r.Header.Set("Mcp-Session-Id", id)
+		if p := ss.InitializeParams(); p != nil && slices.Contains(sessionVersions, p.ProtocolVersion) {
+			r.Header.Set("Mcp-Protocol-Version", p.ProtocolVersion)
+		}
+		var fast rpc
+		if json.Unmarshal(m.Body, &fast) != nil || !l.answer(&fast, m.Body) {
+			h.ServeHTTP(httptest.NewRecorder(), r)
+		}
+		return
+	}
+}
+
+// onEnded closes this instance's copy of a session its client ended on
+// another instance.
+func (s *Surfaces) onEnded(e store.Event) {
+	if e.Resync {
+		return
+	}
+	surface, hash, _ := bytes.Cut(e.Msg, []byte{0})
+	for _, v := range s.allViews() {
+		if v.surface != string(surface) {
+			continue
+		}
+		if _, l := v.sessionByKey(string(hash)); l != nil {
+			if ss := l.ss.Load(); ss != nil {
+				go ss.Close()
+			}
+		}
+	}
+}
+
+// sessionByKey finds the view's session whose id hashes to hash.
+func (v *view) sessionByKey(hash string) (string, *live) {
+	v.sessMu.Lock()
+	defer v.sessMu.Unlock()
+	for id, l := range v.sessions {
+		if string(sessionKey("", id)[1:]) == hash {
+			return id, l
+		}
+	}
+	return "", nil
+}
+
+// endpointOf returns v's pair of SDK handlers.
+func (s *Surfaces) endpointOf(v *view) endpoint {
+	switch v {
+	case s.agg:
+		return s.aggH
+	case s.search:
+		return s.searchH
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.hs[v.single]
+}
+
+// sweepSessions removes the records of sessions unused for idle.
+func (s *Surfaces) sweepSessions(idle time.Duration) {
+	cutoff := time.Now().Add(-idle - touchEvery) // Used may lag by touchEvery
+	err := s.st.Update(context.Background(), func(tx store.Tx) error {
+		var stale [][]byte
+		err := tx.Scan(sessionsBucket, nil, false, func(k, b []byte) error {
+			var rec sessionRecord
+			if json.Unmarshal(b, &rec) != nil || rec.Used.Before(cutoff) {
+				stale = append(stale, bytes.Clone(k))
+			}
+			return nil
+		})
+		for _, k := range stale {
+			if err == nil {
+				err = tx.Delete(sessionsBucket, k)
+			}
+		}
+		return err
+	})
+	if err != nil {
+		s.log.Warn("idle client sessions' records could not be removed; retrying later", "err", err)
+	}
+}
