@@ -19,19 +19,14 @@ type Options struct {
 	Key string
 	// OldKeys still open secrets sealed under them (while rotating).
 	OldKeys []string
-	// Instance names this instance (stable across its restarts); the
-	// store's Instance() is it and a name of this run, so that what a run
-	// left behind is told apart from the next run's.
+	// Instance names this process; empty picks a random name.
 	Instance string
 }
 
 // Open opens the store o names.
 func Open(ctx context.Context, o Options) (Store, error) {
-	run := strings.ToLower(rand.Text()[:10])
 	if o.Instance == "" {
-		o.Instance = run
-	} else {
-		o.Instance += "/" + run
+		o.Instance = strings.ToLower(rand.Text()[:10])
 	}
 	seal, err := newSealer(o.Key, o.OldKeys)
 	if err != nil {
