@@ -72,6 +72,7 @@ type Daemon struct {
 	Token    string
 
 	store     store.Store
+	closeDB   func() error // the file of the packages not on store yet, when not the store's (legacyDB)
 	approvals *approval.Registry
 	ledger    *writes.Ledger
 	activity  *activity.Log
@@ -235,7 +236,12 @@ func (d *Daemon) openStore(cfg *config.Config) error {
 		return storeError(cfg, err)
 	}
 	d.store = st
-	db := store.BoltDB(st) // for the packages not on Store yet
+	db, closeDB, err := legacyDB(st, path)
+	if err != nil {
+		st.Close()
+		return err
+	}
+	d.closeDB = closeDB
 	if d.approvals, err = approval.Open(db); err == nil {
 		if d.ledger, err = writes.Open(st); err == nil {
 			if d.activity, err = activity.Open(db, cfg.Activity.MaxEntries, cfg.Activity.MaxAge); err == nil {
@@ -248,8 +254,8 @@ func (d *Daemon) openStore(cfg *config.Config) error {
 		}
 	}
 	if err != nil {
-		st.Close()
-		return fmt.Errorf("store %s: %w", path, err)
+		d.closeStore()
+		return storeError(cfg, fmt.Errorf("store %s: %w", path, err))
 	}
 	return nil
 }
@@ -260,6 +266,9 @@ func (d *Daemon) closeStore() {
 	}
 	if d.ledger != nil {
 		d.ledger.Close()
+	}
+	if d.closeDB != nil {
+		_ = d.closeDB()
 	}
 	_ = d.store.Close()
 }

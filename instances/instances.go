@@ -7,7 +7,9 @@ package instances
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
+	"strings"
 	"sync"
 	"time"
 
@@ -49,7 +51,7 @@ type Heartbeat struct {
 // keeps it fresh every Every. A beat that fails (the store unreachable) is
 // retried at the next.
 func Start(ctx context.Context, st store.Store, self Instance) (*Heartbeat, error) {
-	self.Run, self.Started, self.Gone = st.Instance(), time.Now().UTC().Round(0), false
+	self.Run, self.Started, self.Gone = strings.ToLower(rand.Text()[:10]), time.Now().UTC().Round(0), false
 	h := &Heartbeat{st: st, rec: self, stop: make(chan struct{}), done: make(chan struct{})}
 	if err := h.beat(ctx); err != nil {
 		return nil, err
