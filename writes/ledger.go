@@ -289,21 +289,9 @@ func (l *Ledger) save(g *serverGate, server string) ([]Latch, error) {
 		return nil, nil
 	}
 	var ls []Latch
-	err := l.st.Update(context.Background(), func(tx store.Tx) error {
-		if err := tx.Lock(lockName(server)); err != nil {
+	err := l.st.Update(context.Background(), func(tx store.Tx) (err error) {
+		if ls, err = g.withUnsaved(tx, server); err != nil {
 			return err
-		}
-		var err error
-		if ls, err = getLatches(tx, server); err != nil {
-			return err
-		}
-		for _, u := range g.unsaved {
-			ls = append(ls, u.latch)
-			if u.intent != nil {
-				if err := tx.Delete(intentBucket, u.intent); err != nil {
-					return err
-				}
-			}
 		}
 		return putLatches(tx, server, ls)
 	})
@@ -311,6 +299,28 @@ func (l *Ledger) save(g *serverGate, server string) ([]Latch, error) {
 		return nil, err
 	}
 	g.unsaved = nil
+	return ls, nil
+}
+
+// withUnsaved takes server's lock in tx and answers its stored latches and
+// after them those recorded here and not stored yet (g's write side held),
+// whose intents it strikes off.
+func (g *serverGate) withUnsaved(tx store.Tx, server string) ([]Latch, error) {
+	if err := tx.Lock(lockName(server)); err != nil {
+		return nil, err
+	}
+	ls, err := getLatches(tx, server)
+	if err != nil {
+		return nil, err
+	}
+	for _, u := range g.unsaved {
+		ls = append(ls, u.latch)
+		if u.intent != nil {
+			if err := tx.Delete(intentBucket, u.intent); err != nil {
+				return nil, err
+			}
+		}
+	}
 	return ls, nil
 }
 
@@ -430,24 +440,9 @@ func (l *Ledger) Clear(server string) ([]Latch, error) {
 	g := l.gateFor(server)
 	g.gate.Lock()
 	var ls []Latch
-	err := l.st.Update(context.Background(), func(tx store.Tx) error {
-		if err := tx.Lock(lockName(server)); err != nil {
+	err := l.st.Update(context.Background(), func(tx store.Tx) (err error) {
+		if ls, err = g.withUnsaved(tx, server); err != nil || ls == nil {
 			return err
-		}
-		var err error
-		if ls, err = getLatches(tx, server); err != nil {
-			return err
-		}
-		for _, u := range g.unsaved { // recorded here while the store was away
-			ls = append(ls, u.latch)
-			if u.intent != nil {
-				if err := tx.Delete(intentBucket, u.intent); err != nil {
-					return err
-				}
-			}
-		}
-		if ls == nil {
-			return nil
 		}
 		if err := tx.Delete(latchBucket, []byte(server)); err != nil {
 			return err

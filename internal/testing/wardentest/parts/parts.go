@@ -32,7 +32,7 @@ import (
 // Parts are the stores and the gateway of one test.
 type Parts struct {
 	Store     *storefault.Store // Store.Down cuts it off (for the parts on store.Store)
-	DB        *bbolt.DB // the store's file, for the packages not on Store yet
+	DB        *bbolt.DB         // the store's file, for the packages not on Store yet
 	Approvals *approval.Registry
 	Writes    *writes.Ledger
 	Activity  *activity.Log
