@@ -2,7 +2,9 @@ package api
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -72,4 +74,12 @@ func TestLatchOnlyInTheStore(t *testing.T) {
 	if !res.IsError || res.Meta.Refusal.Code != "WRITES_LATCHED" || !strings.Contains(res.text(), `"elsewhere"`) {
 		t.Fatalf("a write to a server latched in the store: %+v; want WRITES_LATCHED naming the stored call", res)
 	}
+}
+
+// An approval or block the store could not take answers 503
+// STORE_UNAVAILABLE, as a clear does.
+func TestDecisionStoreUnavailable(t *testing.T) {
+	rec := httptest.NewRecorder()
+	decisionError(rec, fmt.Errorf("approval: save: %w", store.ErrUnavailable))
+	expectError(t, rec, refusal{http.StatusServiceUnavailable, "STORE_UNAVAILABLE", []string{"nothing was changed", "warden status"}})
 }
