@@ -11,7 +11,7 @@
 //	p, latched := ledger.Admit(server) // gate read side, then latch check
 //	if latched != nil { refuse WRITES_LATCHED }   // gate already released
 //	defer p.Release()                  // idempotent; covers every error path
-//	in, err := ledger.Begin(call)      // durable (see intent.go); on error send nothing
+//	in, err := ledger.Begin(ctx, call) // the admission across instances, durable (intent.go); on error send nothing
 //	defer in.End()                     // once the outcome is known or latched
 //	send the request upstream          // the dispatch boundary
 //	p.Release()                        // right after the bytes are written / body sent
@@ -44,7 +44,9 @@
 // recorded anywhere is seen by every admission after it. Each change is
 // published (topic "latches"), and every instance reloads that server's
 // latches into its gates, so Admit and the observers follow within the
-// store's event delay.
+// store's event delay. While the store cannot be reached Begin and Clear
+// fail (store.ErrUnavailable: STORE_UNAVAILABLE to the caller), and a latch
+// Record cannot store is kept in memory and stored at the store's Resync.
 package writes
 
 import (
