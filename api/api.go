@@ -18,7 +18,9 @@ import (
 	"github.com/wardenmcp/warden/approval"
 	"github.com/wardenmcp/warden/events"
 	"github.com/wardenmcp/warden/gateway"
+	"github.com/wardenmcp/warden/instances"
 	"github.com/wardenmcp/warden/oauth"
+	"github.com/wardenmcp/warden/store"
 	"github.com/wardenmcp/warden/writes"
 )
 
@@ -49,6 +51,10 @@ type Deps struct {
 	// UILogin mints a one-time code that the review page (/ui/) exchanges
 	// for a browser session; nil: no review page.
 	UILogin func() (string, error)
+	// Instances lists the instances sharing the store (GET /v1/instances);
+	// with SharedStore, GET /v1/status shows them too.
+	Instances   func(context.Context) ([]instances.Instance, error)
+	SharedStore bool
 }
 
 // LogFile is a stdio server's stderr log (secrets already masked).
@@ -183,6 +189,17 @@ func decode(w http.ResponseWriter, r *http.Request, v any) bool {
 	return true
 }
 
+// storeError answers a failure of the store: STORE_UNAVAILABLE (503) when
+// it cannot be reached, so nothing was changed.
+func storeError(w http.ResponseWriter, err error) {
+	if errors.Is(err, store.ErrUnavailable) {
+		fail(w, http.StatusServiceUnavailable, string(gateway.CodeStoreUnavailable),
+			fmt.Sprintf("Warden could not reach its store, so nothing was changed (%v). To fix it, %s.", err, gateway.StoreHelp))
+		return
+	}
+	fail(w, http.StatusInternalServerError, "store_error", err.Error())
+}
+
 // decisionError maps approval errors to answers.
 func decisionError(w http.ResponseWriter, err error) {
 	var mm *approval.HashMismatchError
@@ -193,6 +210,8 @@ func decisionError(w http.ResponseWriter, err error) {
 		fail(w, http.StatusNotFound, "unknown_server", err.Error())
 	case errors.Is(err, approval.ErrUnknownTool):
 		fail(w, http.StatusNotFound, "unknown_tool", err.Error())
+	case errors.Is(err, store.ErrUnavailable):
+		storeError(w, err)
 	default:
 		fail(w, http.StatusBadRequest, "bad_request", err.Error())
 	}

@@ -68,7 +68,7 @@ func (a *handler) authLogout(w http.ResponseWriter, r *http.Request) {
 	}
 	revoked, err := a.Auth.Logout(r.Context(), cfg)
 	if err != nil {
-		fail(w, http.StatusInternalServerError, "store_error", err.Error())
+		storeError(w, err)
 		return
 	}
 	reply(w, http.StatusOK, AuthLogout{Server: cfg.Name, Revoked: revoked})

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/wardenmcp/warden/config"
+	"github.com/wardenmcp/warden/instances"
 	"github.com/wardenmcp/warden/internal/testing/wardentest/parts"
 )
 
@@ -36,7 +37,10 @@ func newEnv(t *testing.T, mcpServers string, opts ...func(*Deps)) *env {
 	e := &env{Parts: p, t: t, cfg: p.Start(t, mcpServers)}
 	d := Deps{Version: "test", Token: testToken, Started: time.Now(), Gateway: p.Gateway,
 		Approvals: p.Approvals, Writes: p.Writes, Activity: p.Activity, Events: p.Events, Auth: p.Auth,
-		Config: e.configInfo, Sessions: func() any { return p.Sessions.List() }, SearchTokens: 42}
+		Config: e.configInfo, Sessions: func() any { return p.Sessions.List() }, SearchTokens: 42,
+		Instances: func(ctx context.Context) ([]instances.Instance, error) {
+			return instances.List(ctx, p.Store, time.Now())
+		}}
 	for _, f := range opts {
 		f(&d)
 	}

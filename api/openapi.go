@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/wardenmcp/warden/activity"
 	"github.com/wardenmcp/warden/approval"
+	"github.com/wardenmcp/warden/instances"
 	"github.com/wardenmcp/warden/oauth"
 	"github.com/wardenmcp/warden/sessions"
 	"github.com/wardenmcp/warden/writes"
@@ -77,6 +78,8 @@ var routes = []route{
 		summary: "Each call of unknown outcome that latched its server: what finds it upstream (tool, when sent and latched, surface, client and session, the arguments' hash, names and sizes; values only where the tool's config says recordArgs)", serve: (*handler).writes},
 	{method: "DELETE", path: "/v1/writes/{s}", id: "clearLatch", answer: Cleared{},
 		summary: "Clear a server's write latch; answers what was cleared", serve: (*handler).clearWrites},
+	{method: "GET", path: "/v1/instances", id: "listInstances", answer: []instances.Instance{},
+		summary: "The instances sharing this store: id, run, listen address, version, started, last_seen, and gone once unseen for 30 s (one that died)", serve: (*handler).instances},
 	{method: "GET", path: "/v1/sessions", id: "listSessions", answer: []sessions.Info{},
 		summary: "Persisted upstream HTTP sessions (never credentials)", serve: (*handler).sessions},
 	{method: "GET", path: "/v1/activity", id: "listActivity", answer: []activity.Entry{},

@@ -63,7 +63,23 @@ func (a *handler) status(w http.ResponseWriter, r *http.Request) {
 		st.Servers = append(st.Servers, info)
 	}
 	st.ViewTokens = map[string]int{"all": all, "search": a.SearchTokens}
+	if a.SharedStore {
+		var err error
+		if st.Instances, err = a.Instances(r.Context()); err != nil {
+			storeError(w, err)
+			return
+		}
+	}
 	reply(w, http.StatusOK, st)
+}
+
+func (a *handler) instances(w http.ResponseWriter, r *http.Request) {
+	out, err := a.Instances(r.Context())
+	if err != nil {
+		storeError(w, err)
+		return
+	}
+	reply(w, http.StatusOK, out)
 }
 
 func (a *handler) servers(w http.ResponseWriter, r *http.Request) {
@@ -258,7 +274,7 @@ func (a *handler) writes(w http.ResponseWriter, r *http.Request) {
 func (a *handler) clearWrites(w http.ResponseWriter, r *http.Request) {
 	ls, err := a.Writes.Clear(r.PathValue("s"))
 	if err != nil {
-		fail(w, http.StatusInternalServerError, "store_error", err.Error())
+		storeError(w, err)
 		return
 	}
 	if len(ls) == 0 {
@@ -283,7 +299,7 @@ func (a *handler) activity(w http.ResponseWriter, r *http.Request) {
 	server := r.URL.Query().Get("server")
 	entries, err := a.Activity.Query(server, queryInt(r, "limit", 100))
 	if err != nil {
-		fail(w, http.StatusInternalServerError, "store_error", err.Error())
+		storeError(w, err)
 		return
 	}
 	if server != "" && len(entries) == 0 {

@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/wardenmcp/warden/approval"
 	"github.com/wardenmcp/warden/gateway"
+	"github.com/wardenmcp/warden/instances"
 )
 
 // Status answers GET /v1/status.
@@ -25,6 +26,9 @@ type Status struct {
 	// context: "all" (every visible tool, /mcp without the search view) and
 	// "search" (/mcp?view=search); bytes of the JSON definitions / 4.
 	ViewTokens map[string]int `json:"view_tokens"`
+	// Instances sharing the store, when it is shared (PostgreSQL); absent
+	// for the embedded store, which has one.
+	Instances []instances.Instance `json:"instances,omitempty"`
 }
 
 // Server answers GET /v1/servers/{s}.
@@ -93,7 +97,9 @@ type Error struct {
 	Error ErrorBody `json:"error"`
 }
 
-// ErrorBody says what went wrong and how to fix it.
+// ErrorBody says what went wrong and how to fix it. Code is for programs:
+// for example STORE_UNAVAILABLE (503) when the store could not be reached
+// and nothing was changed; retry once it is back.
 type ErrorBody struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`

@@ -5,7 +5,7 @@
 // Parse is strict: an unknown field, a wrong type or a bad value is an *Error
 // naming the file, the field and the fix, because a typo silently ignored in a
 // security gateway is a policy silently not applied. ${env:NAME} references
-// in args, env, url, headers and oauth are expanded at parse time, as are
+// in args, env, url, headers, oauth, store and storeKey are expanded at parse time, as are
 // the variables of a stdio server's envFile; these values are treated as
 // secrets and never appear in errors, String() or DisplayURL. The path
 // variables other hosts document (${workspaceFolder}, ${userHome}, ...)
@@ -68,9 +68,14 @@ const (
 
 // Config is a parsed, validated config file with defaults applied.
 type Config struct {
-	Path     string   // file it was read from ("" when none)
-	Listen   string   // host:port of the one listener; default 127.0.0.1:7373
-	StateDir string   // optional; "~/" and paths relative to the config file's directory are resolved
+	Path     string // file it was read from ("" when none)
+	Listen   string // host:port of the one listener; default 127.0.0.1:7373
+	StateDir string // optional; "~/" and paths relative to the config file's directory are resolved
+	// Store is the shared store's postgres:// URL (${env:} expanded); empty
+	// is the embedded store in the state dir. StoreKey seals the secrets
+	// kept in it; every instance sharing the store is given the same.
+	Store    string
+	StoreKey string
 	Activity Activity // activity log retention
 	// ToolSearch is which tools /mcp lists: every tool ("off"), the search
 	// view ("on"), or the search view once the visible tools' definitions

@@ -18,7 +18,7 @@ import (
 
 // Field names, in the order messages list them.
 var (
-	topFields      = []string{"listen", "stateDir", "activity", "toolSearch", "toolSearchBudget", "mcpServers"}
+	topFields      = []string{"listen", "stateDir", "store", "storeKey", "activity", "toolSearch", "toolSearchBudget", "mcpServers"}
 	activityFields = []string{"maxEntries", "maxAge"}
 	serverFields   = []string{"command", "args", "env", "cwd", "url", "headers", "transport", "type",
 		"trusted", "disabled", "callTimeout", "confirmDestructive", "tools", "inheritEnv", "sandbox", "start", "idleTimeout", "oauth", "envFile"}
@@ -120,6 +120,21 @@ func (d *decoder) decode(cfg *Config) error {
 				return err
 			}
 			cfg.StateDir = resolveDir(s, d.file)
+		case "store":
+			x, err := d.secretStr(v, path)
+			if err != nil {
+				return err
+			}
+			if x != "" && !strings.HasPrefix(x, "postgres://") && !strings.HasPrefix(x, "postgresql://") {
+				return d.errAt(v, path, "is not a postgres:// URL", `write "postgres://USER@HOST/DB" (a password as ${env:NAME}), or leave "store" out for the embedded store in the state dir`)
+			}
+			cfg.Store = x
+		case "storeKey":
+			x, err := d.secretStr(v, path)
+			if err != nil {
+				return err
+			}
+			cfg.StoreKey = x
 		case "activity":
 			return d.activity(v, path, &cfg.Activity)
 		case "toolSearch":
@@ -315,6 +330,17 @@ func (d *decoder) strList(v *hujson.Value, path string) (written, expanded []str
 		expanded = append(expanded, x.value)
 	}
 	return written, expanded, nil
+}
+
+// secretStr reads a string in which ${env:} references expand: a value
+// that may hold a secret, never quoted in messages.
+func (d *decoder) secretStr(v *hujson.Value, path string) (string, error) {
+	s, err := d.str(v, path)
+	if err != nil {
+		return "", err
+	}
+	x, err := d.expand(s, v, path, true)
+	return x.value, err
 }
 
 // pathStr reads a string in which the path variables expand but ${env:}

@@ -90,7 +90,7 @@ func (d *decoder) envRef(name string, v *hujson.Value, path string, secrets bool
 		return "", false, d.errAt(v, path, "${env:"+name+"} does not name a variable",
 			"write ${env:NAME} with a name of letters, digits and \"_\"")
 	case !secrets:
-		return "", false, d.errAt(v, path, "${env:"+name+"} is expanded only in args, env, url, headers and oauth, not here",
+		return "", false, d.errAt(v, path, "${env:"+name+"} is expanded only in args, env, url, headers, oauth, store and storeKey, not here",
 			"pass the value to the server in \"args\" or \"env\" instead; for the home folder write ${userHome}")
 	}
 	val, ok = d.lookupEnv(name)

@@ -19,8 +19,8 @@ func TestUnexpandableReferences(t *testing.T) {
 		{`{"url": "https://h/${file:/run/secret}"}`, `mcpServers.s.url: ${file:...} is another host's kind of reference`},
 		{`{"command": "x", "args": ["${a.b}"]}`, `mcpServers.s.args[0]: a ${...} reference here is not one Warden can expand`},
 		{`{"command": "${env:HOME}/bin/x"}`,
-			`mcpServers.s.command: ${env:HOME} is expanded only in args, env, url, headers and oauth, not here; pass the value to the server in "args" or "env" instead; for the home folder write ${userHome}`},
-		{`{"command": "x", "cwd": "${env:DIR}"}`, `mcpServers.s.cwd: ${env:DIR} is expanded only in args, env, url, headers and oauth`},
+			`mcpServers.s.command: ${env:HOME} is expanded only in args, env, url, headers, oauth, store and storeKey, not here; pass the value to the server in "args" or "env" instead; for the home folder write ${userHome}`},
+		{`{"command": "x", "cwd": "${env:DIR}"}`, `mcpServers.s.cwd: ${env:DIR} is expanded only in args, env, url, headers, oauth, store and storeKey`},
 	} {
 		cfg, err := ParseAll("/p/.vscode/mcp.json", []byte(`{"servers": {"s": `+tc.entry+`, "ok": {"command": "y"}}}`), env("HOME", "/h", "DIR", "/d"))
 		if err != nil {

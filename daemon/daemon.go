@@ -59,6 +59,9 @@ type Options struct {
 	// downstream, upstream/fastcall.go upstream): every call goes through
 	// the SDK's server and client. WARDEN_FASTPATH=off; for diagnosis.
 	NoFastPath bool
+	// Instance names this instance among those sharing a store (serve
+	// --instance); "" is the host's name and the listen port.
+	Instance string
 }
 
 // Daemon is a running Warden.
@@ -69,7 +72,7 @@ type Daemon struct {
 	StateDir string
 	Token    string
 
-	st        store.Store
+	store     store.Store
 	approvals *approval.Registry
 	ledger    *writes.Ledger
 	activity  *activity.Log
@@ -145,7 +148,19 @@ func Run(ctx context.Context, opts Options) error {
 	conns := newConnLimit(ln, lim.MaxConns, log)
 	d.auth.SetCallbackURL("http://" + d.Addr + "/oauth/callback")
 
-	m := metrics.New()
+	name := d.storeOptions(cfg).Instance
+	stopBeat, err := d.heartbeat(ctx, name)
+	if err != nil {
+		ln.Close()
+		sock.Close()
+		return err
+	}
+	defer stopBeat()
+	label := "" // one instance: series as before
+	if d.store.Shared() {
+		label = name
+	}
+	m := metrics.New(label)
 	d.gw = gateway.New(gateway.Deps{
 		Approvals: d.approvals, Writes: d.ledger, Activity: d.activity, Events: d.events, Metrics: m, Logger: log,
 		Upstream: upstream.Options{Launcher: d.launcher, Version: opts.Version, Stderr: d.logs.writer, NoFastPath: opts.NoFastPath,
@@ -214,15 +229,14 @@ func Run(ctx context.Context, opts Options) error {
 }
 
 func (d *Daemon) openStore(ctx context.Context, cfg *config.Config) error {
-	path := filepath.Join(d.StateDir, "warden.db")
-	st, err := store.Open(ctx, store.Options{Path: path})
+	o := d.storeOptions(cfg)
+	st, err := store.Open(ctx, o)
 	if err != nil {
-		return err
+		return storeError(cfg, err)
 	}
-	d.st = st
-	db := store.Bolt(st)
+	d.store = st
 	if d.approvals, err = approval.Open(ctx, st); err == nil {
-		if d.ledger, err = writes.Open(db); err == nil {
+		if d.ledger, err = writes.Open(st); err == nil {
 			if d.activity, err = activity.Open(st, cfg.Activity.MaxEntries, cfg.Activity.MaxAge); err == nil {
 				if d.sessions, err = sessions.Open(ctx, st, sessionOwner(d.StateDir)); err == nil {
 					d.auth, err = oauth.Open(ctx, st, oauth.Options{Logger: d.log, Event: func(server string, data map[string]string) {
@@ -233,8 +247,8 @@ func (d *Daemon) openStore(ctx context.Context, cfg *config.Config) error {
 		}
 	}
 	if err != nil {
-		st.Close()
-		return fmt.Errorf("store %s: %w", path, err)
+		d.closeStore()
+		return storeError(cfg, fmt.Errorf("store %s: %w", o.Path, err))
 	}
 	return nil
 }
@@ -246,7 +260,7 @@ func (d *Daemon) closeStore() {
 	if d.ledger != nil {
 		d.ledger.Close()
 	}
-	_ = d.st.Close()
+	_ = d.store.Close()
 }
 
 // sessionOwner names this instance across its restarts, for its upstream
@@ -261,7 +275,7 @@ func (d *Daemon) routes(s *surface.Surfaces, m *metrics.Metrics) http.Handler {
 	mux.Handle("/mcp", s)
 	mux.Handle("/mcp/", s)
 	// The review page reads and decides through the API, in-process.
-	review := &ui.UI{Token: d.Token, Store: d.st}
+	review := &ui.UI{Token: d.Token, Store: d.store}
 	review.API = api.Handler(api.Deps{
 		Version: d.opts.Version, Token: d.Token, Started: time.Now(), Gateway: d.gw,
 		Approvals: d.approvals, Writes: d.ledger, Activity: d.activity, Events: d.events,
@@ -269,6 +283,7 @@ func (d *Daemon) routes(s *surface.Surfaces, m *metrics.Metrics) http.Handler {
 		Logs:         func(server string) (api.LogFile, error) { return d.logs.file(server) },
 		SearchTokens: surface.SearchViewTokens(),
 		UILogin:      review.NewCode,
+		Instances:    d.instanceList, SharedStore: d.store.Shared(),
 	})
 	mux.Handle("/v1/", review.API)
 	mux.Handle("/ui/", review)

@@ -16,6 +16,7 @@ import (
 	"github.com/wardenmcp/warden/api"
 	"github.com/wardenmcp/warden/config"
 	"github.com/wardenmcp/warden/daemon"
+	"github.com/wardenmcp/warden/instances"
 	"github.com/wardenmcp/warden/internal/testing/fixture"
 	"github.com/wardenmcp/warden/internal/testing/wardentest"
 )
@@ -211,7 +212,8 @@ func TestStartPrunesStoredSessions(t *testing.T) {
 }
 
 // A daemon that cannot start says why, before anything runs: a config
-// that does not load, a store another Warden holds, an address in use.
+// that does not load, a store another Warden holds or one it cannot reach,
+// an address in use.
 func TestStartRefusals(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.json")
@@ -226,6 +228,19 @@ func TestStartRefusals(t *testing.T) {
 	w := wardentest.Start(t, map[string]any{})
 	if err := daemon.Run(context.Background(), daemon.Options{ConfigPath: w.ConfigPath, StateDir: w.StateDir}); err == nil || !strings.Contains(err.Error(), "another warden is running") {
 		t.Errorf("a second daemon on a state dir in use: %v", err)
+	}
+
+	// A database that cannot be reached (nothing listens on port 1): the
+	// message names it, its password hidden, and what to do.
+	unreachable := filepath.Join(dir, "store.json")
+	err := os.WriteFile(unreachable, []byte(`{"store": "postgres://warden:pw-9f3e@127.0.0.1:1/warden", "storeKey": "0123456789abcdef0123"}`), 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = daemon.Run(context.Background(), daemon.Options{ConfigPath: unreachable, StateDir: filepath.Join(dir, "s4"), Listen: "127.0.0.1:0"})
+	if err == nil || !strings.Contains(err.Error(), "postgres://warden:xxxxx@127.0.0.1:1/warden") || strings.Contains(err.Error(), "pw-9f3e") ||
+		!strings.Contains(err.Error(), "check that the database is up") {
+		t.Errorf("an unreachable store: %v", err)
 	}
 
 	taken, err := net.Listen("tcp", "127.0.0.1:0")
@@ -270,5 +285,28 @@ func TestStderrLog(t *testing.T) {
 	})
 	if code, body := get(t, w, "GET", "/v1/servers/noisy/logs", w.Token, "", ""); code != http.StatusOK || !strings.Contains(body, "a line on stderr") {
 		t.Fatalf("GET /v1/servers/noisy/logs: %d %q", code, body)
+	}
+}
+
+// A running daemon records itself in the store (GET /v1/instances), under
+// the name --instance gives, and removes the record on a clean stop: the
+// next run lists only itself.
+func TestInstanceRecord(t *testing.T) {
+	named := func(o *daemon.Options) { o.Instance = "alpha" }
+	w := wardentest.Start(t, map[string]any{})
+	w.Stop()
+	var runs []string
+	for range 2 {
+		w = wardentest.StartWith(t, w.ConfigPath, w.StateDir, named)
+		var list []instances.Instance
+		w.API(t, "GET", "/v1/instances", nil, &list)
+		if len(list) != 1 || list[0].ID != "alpha" || list[0].Listen != w.Addr || list[0].Version != "test" || list[0].Gone {
+			t.Fatalf("GET /v1/instances: %+v; want alpha at %s", list, w.Addr)
+		}
+		runs = append(runs, list[0].Run)
+		w.Stop()
+	}
+	if runs[0] == runs[1] {
+		t.Fatalf("two runs share the name %q", runs[0])
 	}
 }

@@ -110,7 +110,7 @@ func (g *Gateway) callTool(ctx context.Context, call Call, entry *activity.Entry
 	f.up.Params, f.up.After = toolParams(call, upToken), call.After
 	var w *writeAdmission // a non-read call's
 	if tool.Class != writes.ClassRead {
-		w = &writeAdmission{ledger: g.deps.Writes, call: call, entry: entry, recordArgs: c.Config().Tools[call.Tool].RecordArgs}
+		w = &writeAdmission{ctx: ctx, ledger: g.deps.Writes, call: call, entry: entry, recordArgs: c.Config().Tools[call.Tool].RecordArgs}
 		f.up.Admit = w.admit
 	}
 	defer func() {
@@ -209,6 +209,12 @@ func unavailable(server string, err error) *Refusal {
 	}
 	// The cause goes last: it may quote the server's stderr, line by line.
 	return refuse(CodeUnavailable, "Server %q could not take the call. Nothing was sent; it is safe to retry. Check the server with: warden status. The cause: %v", server, err)
+}
+
+// storeUnavailable refuses a non-read call whose admission could not reach
+// the store: whether the server is latched is unknown.
+func storeUnavailable() *Refusal {
+	return refuse(CodeStoreUnavailable, "Warden could not reach its store, so it cannot tell whether writes to this server are latched; nothing was sent. To fix it, %s.", StoreHelp)
 }
 
 func latchedRefusal(l *writes.Latch) *Refusal {

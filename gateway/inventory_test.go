@@ -25,12 +25,11 @@ func newTestGateway(t *testing.T) peer {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	db := store.Bolt(st)
 	approvals, err := approval.Open(t.Context(), st)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ledger, err := writes.Open(db)
+	ledger, err := writes.Open(st)
 	if err != nil {
 		t.Fatal(err)
 	}

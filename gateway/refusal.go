@@ -19,7 +19,13 @@ const (
 	CodeUnavailable Code = "UPSTREAM_UNAVAILABLE"
 	CodeDeclined    Code = "CONFIRMATION_DECLINED"
 	CodeAuth        Code = "AUTH_REQUIRED"
+	// The store (the database the "store" setting names) could not be
+	// reached: a write's latch state is unknown, so it is not admitted.
+	CodeStoreUnavailable Code = "STORE_UNAVAILABLE"
 )
+
+// StoreHelp is what to do when the store cannot be reached (STORE_UNAVAILABLE).
+const StoreHelp = `check that the database the "store" setting names is up and reachable from this machine (warden status shows each instance), then retry`
 
 // Refusal is a policy decision not to run a call. It is answered as a tool
 // result with isError, so the agent sees it and can tell the person what to do.

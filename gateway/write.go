@@ -1,10 +1,13 @@
 package gateway
 
 import (
+	"context"
+	"errors"
 	"time"
 
 	"github.com/wardenmcp/warden/activity"
 	"github.com/wardenmcp/warden/internal/canon"
+	"github.com/wardenmcp/warden/store"
 	"github.com/wardenmcp/warden/writes"
 )
 
@@ -15,6 +18,7 @@ import (
 // records an unknown outcome after that; end strikes the intent off once
 // the outcome is known.
 type writeAdmission struct {
+	ctx        context.Context // the call's
 	ledger     *writes.Ledger
 	call       Call
 	entry      *activity.Entry
@@ -33,9 +37,15 @@ func (w *writeAdmission) admit() (release func(), err error) {
 	}
 	w.entry.ArgsSHA256 = canon.ArgsSHA256(w.call.Args) // (the activity log's too)
 	w.pending = latchOf(w.call, w.entry.ArgsSHA256, w.recordArgs)
-	in, err := w.ledger.Begin(w.pending)
-	if err != nil {
-		return permit.Release, refuse(CodeUnavailable, "Warden could not write the call down before sending it (%v), so it did not send it. Check the disk holding the state dir, then retry.", err)
+	in, err := w.ledger.Begin(w.ctx, w.pending)
+	var latched *writes.LatchedError
+	switch {
+	case errors.As(err, &latched): // by another instance, or a call of one that died
+		return permit.Release, latchedRefusal(&latched.Latch)
+	case errors.Is(err, store.ErrUnavailable):
+		return permit.Release, storeUnavailable()
+	case err != nil:
+		return permit.Release, refuse(CodeUnavailable, "Warden could not write the call down before sending it (%v), so it did not send it. Check the store (the disk holding the state dir, or the database the \"store\" setting names), then retry.", err)
 	}
 	w.intent = in
 	return permit.Release, nil

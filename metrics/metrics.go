@@ -26,8 +26,15 @@ type Metrics struct {
 // States a connection can be in, one gauge series each.
 var states = []string{"connecting", "ready", "backoff", "stopped"}
 
-// New registers the collectors.
-func New() *Metrics {
+// InstanceLabel is the label naming the instance on every series when
+// several share a store. (Not "instance": Prometheus sets that one to the
+// scrape target's address.)
+const InstanceLabel = "warden_instance"
+
+// New registers the collectors; a non-empty instance labels every series
+// with it (InstanceLabel), so that one dashboard tells the instances of a
+// team's Warden apart.
+func New(instance string) *Metrics {
 	m := &Metrics{
 		reg: prometheus.NewRegistry(),
 		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -53,7 +60,11 @@ func New() *Metrics {
 			Name: "warden_answer_bytes_in_flight", Help: "Bytes of large tool answers Warden holds while relaying them (bounded).",
 		}),
 	}
-	m.reg.MustRegister(m.calls, m.latency, m.state, m.session, m.dropped, m.queued, m.answers, prometheus.NewGoCollector())
+	var reg prometheus.Registerer = m.reg
+	if instance != "" {
+		reg = prometheus.WrapRegistererWith(prometheus.Labels{InstanceLabel: instance}, reg)
+	}
+	reg.MustRegister(m.calls, m.latency, m.state, m.session, m.dropped, m.queued, m.answers, prometheus.NewGoCollector())
 	return m
 }
 

@@ -29,7 +29,7 @@ func mustHave(t *testing.T, body string, lines ...string) {
 }
 
 func TestCallsByServerClassOutcome(t *testing.T) {
-	m := New()
+	m := New("")
 	m.ObserveCall("fs", "read", "ok", time.Millisecond)
 	m.ObserveCall("fs", "read", "ok", 2*time.Millisecond)
 	m.ObserveCall("fs", "write", "refused", 0)
@@ -45,7 +45,7 @@ func TestCallsByServerClassOutcome(t *testing.T) {
 }
 
 func TestStateIsOneHotPerServer(t *testing.T) {
-	m := New()
+	m := New("")
 	m.SetState("fs", "connecting")
 	m.SetState("fs", "ready")
 	m.SetState("db", "backoff")
@@ -61,7 +61,7 @@ func TestStateIsOneHotPerServer(t *testing.T) {
 }
 
 func TestSessionEvents(t *testing.T) {
-	m := New()
+	m := New("")
 	m.SessionEvent("remote", "resumed")
 	m.SessionEvent("remote", "resumed")
 	m.SessionEvent("remote", "fresh")
@@ -72,7 +72,7 @@ func TestSessionEvents(t *testing.T) {
 }
 
 func TestForgetDropsAServersSeries(t *testing.T) {
-	m := New()
+	m := New("")
 	m.SetState("gone", "stopped")
 	m.SetState("kept", "ready")
 	m.ObserveCall("gone", "read", "ok", time.Millisecond)
@@ -90,4 +90,15 @@ func TestNilMetricsRecordNothing(t *testing.T) {
 	m.SetState("s", "ready")
 	m.SessionEvent("s", "fresh")
 	m.Forget("s")
+}
+
+// With an instance, every series carries it.
+func TestInstanceLabel(t *testing.T) {
+	m := New("host:7373")
+	m.ObserveCall("fs", "read", "ok", time.Millisecond)
+	m.SetState("fs", "ready")
+	mustHave(t, scrape(t, m),
+		`warden_tool_calls_total{class="read",outcome="ok",server="fs",warden_instance="host:7373"} 1`,
+		`warden_upstream_state{server="fs",state="ready",warden_instance="host:7373"} 1`,
+	)
 }

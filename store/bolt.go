@@ -250,12 +250,3 @@ func (t *boltTx) Publish(topic string, msg []byte) error {
 
 // Alive: the file is this process's alone, so only this instance runs.
 func (t *boltTx) Alive(instance string) (bool, error) { return instance == t.s.instance, nil }
-
-// Bolt returns the embedded store's bbolt database, nil for another store.
-// Transitional: for package writes until it is on Store; remove with it.
-func Bolt(s Store) *bolt.DB {
-	if b, ok := s.(*boltStore); ok {
-		return b.db
-	}
-	return nil
-}

@@ -29,12 +29,11 @@ func TestServerViewBuiltOnFirstUse(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	db := store.Bolt(st)
 	approvals, err := approval.Open(t.Context(), st)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ledger, err := writes.Open(db)
+	ledger, err := writes.Open(st)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +42,7 @@ func TestServerViewBuiltOnFirstUse(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer log.Close()
-	g := gateway.New(gateway.Deps{Approvals: approvals, Writes: ledger, Activity: log, Events: events.New(), Metrics: metrics.New(),
+	g := gateway.New(gateway.Deps{Approvals: approvals, Writes: ledger, Activity: log, Events: events.New(), Metrics: metrics.New(""),
 		Logger: slog.New(slog.DiscardHandler)})
 	defer g.Close()
 	s := New(g, slog.New(slog.DiscardHandler), "test", 0, 0)

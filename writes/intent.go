@@ -2,21 +2,27 @@ package writes
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	"github.com/wardenmcp/warden/store"
 )
 
 // Intents. A non-read call is written down, durably, before its request
 // leaves Warden, and struck off once its outcome is known (or latched). One
-// still written down when Warden opens its store again was in flight when
-// Warden died (kill -9, power loss): its outcome is unknown, so Open latches
-// its server with ReasonInterrupted.
+// still written down when its instance is gone (kill -9, power loss) was in
+// flight when it died: its outcome is unknown, so its server latches with
+// ReasonInterrupted, at this instance's next Open or at the next admission
+// to that server on any instance.
+//
+// An intent's key names the server and the instance: server, 0, instance,
+// 0, an 8-byte number. Earlier versions wrote server, 0, the number: such an
+// intent is from a run that ended.
 
-var intentBucket = []byte("write_intents")
+const intentBucket = "write_intents"
 
 // ReasonInterrupted: Warden stopped (was killed) while the call was in
 // flight.
@@ -28,10 +34,22 @@ type Intent struct {
 	key []byte
 }
 
-// Begin writes lt (the call, as its latch would read) down and returns once
-// that is committed. A call whose intent cannot be written must not be sent.
-// A zero lt.SentAt is set to now; a latch recovered from it is at that time.
-func (l *Ledger) Begin(lt Latch) (*Intent, error) {
+// LatchedError is Begin's refusal: the store holds a latch for the server
+// (recorded by another instance, or just now for a call a dead instance left
+// in flight). Nothing was written down; do not send the call.
+type LatchedError struct{ Latch Latch }
+
+func (e *LatchedError) Error() string {
+	return fmt.Sprintf("writes to %q are latched", e.Latch.Server)
+}
+
+// Begin admits the call across instances and writes lt (the call, as its
+// latch would read) down; it returns once that is committed. It refuses with
+// a *LatchedError when the server is latched in the store. A call whose
+// intent cannot be written must not be sent: when the store cannot be
+// reached the error wraps store.ErrUnavailable. A zero lt.SentAt is set to
+// now; a latch recovered from it is at that time.
+func (l *Ledger) Begin(ctx context.Context, lt Latch) (*Intent, error) {
 	if lt.SentAt.IsZero() {
 		lt.SentAt = time.Now()
 	}
@@ -42,25 +60,50 @@ func (l *Ledger) Begin(lt Latch) (*Intent, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The key names the server, so that even a record that cannot be read
-	// back latches it.
-	var key []byte
-	err = l.db.Update(func(tx *bolt.Tx) error {
-		b, err := tx.CreateBucketIfNotExists(intentBucket)
-		if err != nil {
+	self := l.st.Instance()
+	key := binary.BigEndian.AppendUint64(intentPrefix(lt.Server, self), l.seq.Add(1))
+	var latched []Latch
+	err = l.st.Update(ctx, func(tx store.Tx) error {
+		if err := tx.Lock(lockName(lt.Server)); err != nil {
 			return err
 		}
-		seq, err := b.NextSequence()
-		if err != nil {
+		var err error
+		if latched, err = getLatches(tx, lt.Server); err != nil || latched != nil {
 			return err
 		}
-		key = binary.BigEndian.AppendUint64(append([]byte(lt.Server), 0), seq)
-		return b.Put(key, v)
+		// Calls other instances left in flight when they died.
+		if latched, err = latchLeftovers(tx, lt.Server, gone(tx, self, false)); err != nil || latched != nil {
+			return err
+		}
+		return tx.Put(intentBucket, key, v)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("writes: writing down the call before sending it: %w", err)
 	}
+	if latched != nil {
+		return nil, &LatchedError{Latch: latched[0]}
+	}
 	return &Intent{l: l, key: key}, nil
+}
+
+// intentPrefix is the start of the keys of server's intents; with instance,
+// of that instance's.
+func intentPrefix(server, instance string) []byte {
+	k := append([]byte(server), 0)
+	if instance != "" {
+		k = append(append(k, instance...), 0)
+	}
+	return k
+}
+
+// intentInstance is the instance that wrote the intent at key (server's):
+// "" for one of an earlier version.
+func intentInstance(server string, key []byte) string {
+	rest := key[len(server)+1:]
+	if len(rest) <= 8 {
+		return ""
+	}
+	return string(rest[:len(rest)-9])
 }
 
 // End strikes the call off, off the caller's path: a nil Intent does
@@ -81,55 +124,102 @@ func (in *Intent) End() {
 		defer l.ending.Done()
 		// Should this fail, the server latches at the next start: safe.
 		// (Batch: strike-offs of concurrent calls share a commit.)
-		_ = l.db.Batch(func(tx *bolt.Tx) error {
-			if b := tx.Bucket(intentBucket); b != nil {
-				return b.Delete(in.key)
-			}
-			return nil
+		_ = l.st.Batch(context.Background(), func(tx store.Tx) error {
+			return tx.Delete(intentBucket, in.key)
 		})
 	}()
 }
 
-// Close waits until the calls that ended are struck off; call it before
-// closing the store.
+// Close stops following other instances and waits until the calls that
+// ended are struck off; call it before closing the store.
 func (l *Ledger) Close() {
+	l.stopWatch()
 	l.endMu.Lock()
 	l.closed = true
 	l.endMu.Unlock()
 	l.ending.Wait()
 }
 
-// recoverIntents latches the servers of the calls written down and never
-// struck off (in tx, while opening), each call a latch of its own, and
-// clears them.
-func recoverIntents(tx *bolt.Tx, latches *bolt.Bucket, m map[string][]Latch) error {
-	b := tx.Bucket(intentBucket)
-	if b == nil {
-		return nil
-	}
-	changed := map[string]bool{}
-	err := b.ForEach(func(k, v []byte) error {
-		server, _, found := bytes.Cut(k, []byte{0})
-		if !found || len(server) == 0 {
-			return nil // not an intent: nothing to latch
+// latchLeftovers turns server's intents whose instance is gone (in tx,
+// holding the server's lock) into latches, each call a latch of its own
+// after those stored, and strikes them off. It answers the server's latches
+// if it added any, else nil. An intent of an earlier version is always gone.
+func latchLeftovers(tx store.Tx, server string, isGone func(instance string) (bool, error)) ([]Latch, error) {
+	var found []Latch
+	var keys [][]byte
+	err := tx.Scan(intentBucket, intentPrefix(server, ""), false, func(k, v []byte) error {
+		if inst := intentInstance(server, k); inst != "" {
+			if g, err := isGone(inst); err != nil || !g {
+				return err
+			}
 		}
 		lt := Latch{}
 		if json.Unmarshal(v, &lt) != nil {
 			lt = Latch{} // fail closed: the server is latched all the same
 		}
-		lt.Server = string(server)
+		lt.Server = server
 		lt.Reason = ReasonInterrupted
-		m[lt.Server] = append(m[lt.Server], lt)
-		changed[lt.Server] = true
+		found = append(found, lt)
+		keys = append(keys, bytes.Clone(k))
 		return nil
+	})
+	if err != nil || len(found) == 0 {
+		return nil, err
+	}
+	for _, k := range keys {
+		if err := tx.Delete(intentBucket, k); err != nil {
+			return nil, err
+		}
+	}
+	stored, err := getLatches(tx, server)
+	if err != nil {
+		return nil, err
+	}
+	ls := append(stored, found...)
+	return ls, putLatches(tx, server, ls)
+}
+
+// recoverIntents latches the servers of the calls written down and never
+// struck off by this instance or by instances not alive, each server in a
+// transaction of its own that holds its lock.
+func (l *Ledger) recoverIntents(ctx context.Context) error {
+	self := l.st.Instance()
+	var servers []string
+	err := l.st.View(ctx, func(tx store.Tx) error {
+		return tx.Scan(intentBucket, nil, false, func(k, _ []byte) error {
+			server, _, found := bytes.Cut(k, []byte{0})
+			if found && len(server) > 0 && (len(servers) == 0 || servers[len(servers)-1] != string(server)) {
+				servers = append(servers, string(server))
+			}
+			return nil
+		})
 	})
 	if err != nil {
 		return err
 	}
-	for server := range changed {
-		if err := putLatches(latches, server, m[server]); err != nil {
+	for _, server := range servers {
+		err := l.st.Update(ctx, func(tx store.Tx) error {
+			if err := tx.Lock(lockName(server)); err != nil {
+				return err
+			}
+			_, err := latchLeftovers(tx, server, gone(tx, self, true))
+			return err
+		})
+		if err != nil {
 			return err
 		}
 	}
-	return tx.DeleteBucket(intentBucket)
+	return nil
+}
+
+// gone tells latchLeftovers which intents' instances are gone: those not
+// alive, and with mine this instance's own (at Open: from its last run).
+func gone(tx store.Tx, self string, mine bool) func(string) (bool, error) {
+	return func(inst string) (bool, error) {
+		if inst == self {
+			return mine, nil
+		}
+		alive, err := tx.Alive(inst)
+		return !alive, err
+	}
 }

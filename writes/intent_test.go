@@ -1,45 +1,59 @@
 package writes
 
 import (
+	"bytes"
+	"errors"
 	"path/filepath"
 	"testing"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	"github.com/wardenmcp/warden/internal/testing/storefault"
+	"github.com/wardenmcp/warden/store"
 )
 
 // A call written down and never struck off (Warden died mid-call) latches
 // its server at the next open, with the call's tool and argument hash; one
 // struck off leaves nothing; a server already latched gets the call as one
-// more latch.
+// more latch (a call admitted before the latch); Begin refuses a latched
+// server.
 func TestIntentsLatchAfterACrash(t *testing.T) {
+	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "w.db")
 	db := openDB(t, path)
 	l, err := Open(db)
 	if err != nil {
 		t.Fatal(err)
 	}
-	done, err := l.Begin(Latch{Server: "finished", Tool: "w", ArgsSHA256: "aa", Surface: "mcp"})
+	done, err := l.Begin(ctx, Latch{Server: "finished", Tool: "w", ArgsSHA256: "aa", Surface: "mcp"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	done.End()
-	if _, err := l.Begin(Latch{Server: "crashed", Tool: "w", ArgsSHA256: "bb", Surface: "mcp/crashed"}); err != nil {
+	if _, err := l.Begin(ctx, Latch{Server: "crashed", Tool: "w", ArgsSHA256: "bb", Surface: "mcp/crashed"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Begin(ctx, Latch{Server: "latched", Tool: "second"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := l.Record(Latch{Server: "latched", Tool: "first", Reason: ReasonTimeout}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Begin(Latch{Server: "latched", Tool: "second"}); err != nil {
+	if _, err := l.Begin(ctx, Latch{Server: "latched", Tool: "third"}); !errors.As(err, new(*LatchedError)) {
+		t.Fatalf("Begin on a latched server: %v, want refused", err)
+	}
+	if _, err := l.Begin(ctx, Latch{Server: "garbled", Tool: "w"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Begin(Latch{Server: "garbled", Tool: "w"}); err != nil {
-		t.Fatal(err)
-	}
-	err = db.Update(func(tx *bolt.Tx) error { // a record that cannot be read back
-		b := tx.Bucket(intentBucket)
-		k, _ := b.Cursor().Seek([]byte("garbled\x00"))
-		return b.Put(k, []byte("not json"))
+	err = db.Update(ctx, func(tx store.Tx) error { // a record that cannot be read back
+		var key []byte
+		err := tx.Scan(intentBucket, []byte("garbled\x00"), false, func(k, _ []byte) error {
+			key = bytes.Clone(k)
+			return store.ErrStop
+		})
+		if err != nil {
+			return err
+		}
+		return tx.Put(intentBucket, key, []byte("not json"))
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -82,6 +96,7 @@ func TestIntentsLatchAfterACrash(t *testing.T) {
 //
 //	go test -run '^$' -bench BenchmarkBegin ./writes/
 func BenchmarkBegin(b *testing.B) {
+	ctx := b.Context()
 	db := openDB(b, filepath.Join(b.TempDir(), "w.db"))
 	defer db.Close()
 	l, err := Open(db)
@@ -90,7 +105,7 @@ func BenchmarkBegin(b *testing.B) {
 	}
 	defer l.Close()
 	for b.Loop() {
-		in, err := l.Begin(Latch{Server: "s", Tool: "w", ArgsSHA256: "aa"})
+		in, err := l.Begin(ctx, Latch{Server: "s", Tool: "w", ArgsSHA256: "aa"})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -101,6 +116,7 @@ func BenchmarkBegin(b *testing.B) {
 // A call latched as unknown is struck off in the latch's own commit: a crash
 // right after Record (before End) does not latch it a second time.
 func TestRecordStrikesTheIntentOff(t *testing.T) {
+	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "w.db")
 	db := openDB(t, path)
 	l, err := Open(db)
@@ -108,7 +124,7 @@ func TestRecordStrikesTheIntentOff(t *testing.T) {
 		t.Fatal(err)
 	}
 	call := Latch{Server: "s", Tool: "w", ArgsSHA256: "aa", Surface: "mcp"}
-	in, err := l.Begin(call)
+	in, err := l.Begin(ctx, call)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,5 +141,54 @@ func TestRecordStrikesTheIntentOff(t *testing.T) {
 	}
 	if got := l.List(); len(got) != 1 || got[0].Reason != ReasonTimeout {
 		t.Fatalf("latches %+v, want the one timeout", got)
+	}
+}
+
+// A latch recorded while the store cannot be reached latches in memory
+// (fail closed), Begin and Clear refuse with store.ErrUnavailable, and once
+// the store is back (its Resync) the latch is stored, the call's intent with
+// it: a restart then finds the one latch.
+func TestRecordWhileTheStoreIsDown(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "w.db")
+	st := storefault.Wrap(openDB(t, path))
+	l, err := Open(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := l.Begin(ctx, Latch{Server: "s", Tool: "w"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Down(true)
+	if err := l.Record(Latch{Server: "s", Tool: "w", Reason: ReasonTimeout}, in); !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("Record with the store down: %v", err)
+	}
+	if _, lt := l.Admit("s"); lt == nil {
+		t.Fatal("not latched in memory")
+	}
+	if _, err := l.Begin(ctx, Latch{Server: "t", Tool: "w"}); !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("Begin with the store down: %v", err)
+	}
+	if _, err := l.Clear("s"); !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("Clear with the store down: %v", err)
+	}
+	if _, lt := l.Admit("s"); lt == nil {
+		t.Fatal("a failed Clear lifted the latch")
+	}
+	st.Down(false)
+	l.changed(store.Event{Topic: topic, Resync: true}) // what the store sends once it is back
+	l.Close()
+	st.Close()
+
+	st2 := openDB(t, path)
+	defer st2.Close()
+	l, err = Open(st2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if got := l.List(); len(got) != 1 || got[0].Reason != ReasonTimeout {
+		t.Fatalf("after a restart: %+v; want the one timeout (stored, its intent struck off)", got)
 	}
 }

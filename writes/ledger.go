@@ -11,7 +11,7 @@
 //	p, latched := ledger.Admit(server) // gate read side, then latch check
 //	if latched != nil { refuse WRITES_LATCHED }   // gate already released
 //	defer p.Release()                  // idempotent; covers every error path
-//	in, err := ledger.Begin(call)      // durable (see intent.go); on error send nothing
+//	in, err := ledger.Begin(ctx, call) // the admission across instances, durable (intent.go); on error send nothing
 //	defer in.End()                     // once the outcome is known or latched
 //	send the request upstream          // the dispatch boundary
 //	p.Release()                        // right after the bytes are written / body sent
@@ -28,23 +28,40 @@
 // and never while calling Record for the same server (that would deadlock).
 // Read calls never touch the gate, Check or Record.
 //
-// The latch is durable: Record commits (bbolt fsyncs unless the DB was opened
-// with NoSync, which Warden must not do) before it returns. The store holds
-// one key per latched server: the JSON object of its one latch (the format
-// of earlier versions, which still reads) or a JSON array of several.
+// The latch is durable: Record commits before it returns. The store holds
+// one key per latched server (bucket "write_latches"): the JSON object of its
+// one latch (the format of earlier versions, which still reads) or a JSON
+// array of several.
+//
+// # Across instances
+//
+// Instances sharing a store share the latches; memory is a cache and the
+// store decides. Begin is the admission: one transaction that takes the
+// server's lock (store.Tx.Lock "writes/<server>"), reads the server's stored
+// latches and refuses if there are any, turns the server's intents left by
+// instances that are not alive into latches and refuses, and otherwise
+// writes the call's intent. Record and Clear take the same lock, so a latch
+// recorded anywhere is seen by every admission after it. Each change is
+// published (topic "latches"), and every instance reloads that server's
+// latches into its gates, so Admit and the observers follow within the
+// store's event delay. While the store cannot be reached Begin and Clear
+// fail (store.ErrUnavailable: STORE_UNAVAILABLE to the caller), and a latch
+// Record cannot store is kept in memory and stored at the store's Resync.
 package writes
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	"github.com/wardenmcp/warden/store"
 )
 
 // Reason says why a call's outcome is unknown.
@@ -79,12 +96,22 @@ type Latch struct {
 	ArgsOmitted int       `json:"args_omitted,omitempty"` // arguments beyond MaxArgs, not listed
 }
 
-var bucketName = []byte("write_latches")
+// The store's names: the latches by server, the lock of a server's latches
+// and intents, and the topic announcing a server's latches changed.
+const (
+	latchBucket = "write_latches"
+	topic       = "latches"
+)
 
-// Ledger holds the latches, in memory for the call path and in bbolt for
-// durability. All methods are safe for concurrent use.
+func lockName(server string) string { return "writes/" + server }
+
+// Ledger holds the latches, in memory for the call path and in the store
+// for durability and for the other instances. All methods are safe for
+// concurrent use.
 type Ledger struct {
-	db *bolt.DB
+	st        store.Store
+	seq       atomic.Uint64 // the last intent's number, this run
+	stopWatch func()
 
 	mu      sync.Mutex                             // guards writes to servers and the observers
 	servers atomic.Pointer[map[string]*serverGate] // copy on write; read without locks
@@ -96,8 +123,15 @@ type Ledger struct {
 }
 
 type serverGate struct {
-	gate    sync.RWMutex            // read side: admitted calls until dispatch; write side: Record, Clear
+	gate    sync.RWMutex            // read side: admitted calls until dispatch; write side: Record, Clear, reload
 	latches atomic.Pointer[[]Latch] // nil when not latched, else oldest first; the pointee is never modified
+	unsaved []unsaved               // recorded while the store could not be reached; guarded by gate's write side
+}
+
+// unsaved is a latch Record could not store, and its call's intent.
+type unsaved struct {
+	latch  Latch
+	intent []byte // nil for none
 }
 
 func (g *serverGate) first() *Latch {
@@ -107,36 +141,37 @@ func (g *serverGate) first() *Latch {
 	return nil
 }
 
-// Open loads the latches stored in db (bucket "write_latches", created if
-// missing). A stored record that cannot be decoded still latches its server.
-// Calls written down (Begin) and never struck off latch their servers now.
-func Open(db *bolt.DB) (*Ledger, error) {
-	l := &Ledger{db: db}
-	latched := map[string][]Latch{}
-	err := db.Update(func(tx *bolt.Tx) error {
-		b, err := tx.CreateBucketIfNotExists(bucketName)
-		if err != nil {
-			return err
-		}
-		err = b.ForEach(func(k, v []byte) error {
-			latched[string(k)] = decodeLatches(string(k), v)
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		return recoverIntents(tx, b, latched)
-	})
-	if err != nil {
+// set stores ls (none: nil) as the gate's latches and reports whether that
+// changed how many there are.
+func (g *serverGate) set(ls []Latch) bool {
+	var old []Latch
+	if p := g.latches.Load(); p != nil {
+		old = *p
+	}
+	if len(ls) == 0 {
+		g.latches.Store(nil)
+	} else {
+		g.latches.Store(&ls)
+	}
+	return len(old) != len(ls)
+}
+
+// Open loads the latches in st. A stored record that cannot be decoded still
+// latches its server. Calls written down (Begin) and never struck off, by
+// this instance or by one no longer alive, latch their servers now. The
+// ledger follows the latches other instances record and clear until Close.
+func Open(st store.Store) (*Ledger, error) {
+	l := &Ledger{st: st}
+	l.seq.Store(uint64(time.Now().UnixNano())) // unique across runs should an instance keep its name
+	l.servers.Store(&map[string]*serverGate{})
+	if err := l.recoverIntents(context.Background()); err != nil {
 		return nil, fmt.Errorf("writes: open ledger: %w", err)
 	}
-	m := make(map[string]*serverGate, len(latched))
-	for server, ls := range latched {
-		g := &serverGate{}
-		g.latches.Store(&ls)
-		m[server] = g
+	l.stopWatch = st.Watch(topic, l.changed)
+	if err := l.reloadAll(); err != nil {
+		l.stopWatch()
+		return nil, fmt.Errorf("writes: open ledger: %w", err)
 	}
-	l.servers.Store(&m)
 	return l, nil
 }
 
@@ -164,9 +199,18 @@ func decodeLatches(server string, v []byte) []Latch {
 	return ls
 }
 
+// getLatches reads a server's stored latches (none: nil).
+func getLatches(tx store.Tx, server string) ([]Latch, error) {
+	v, err := tx.Get(latchBucket, []byte(server))
+	if v == nil || err != nil {
+		return nil, err
+	}
+	return decodeLatches(server, v), nil
+}
+
 // putLatches stores a server's latches, one as the object earlier versions
-// read.
-func putLatches(b *bolt.Bucket, server string, ls []Latch) error {
+// read, and announces the change.
+func putLatches(tx store.Tx, server string, ls []Latch) error {
 	var v []byte
 	var err error
 	if len(ls) == 1 {
@@ -177,7 +221,10 @@ func putLatches(b *bolt.Bucket, server string, ls []Latch) error {
 	if err != nil {
 		return err
 	}
-	return b.Put([]byte(server), v)
+	if err := tx.Put(latchBucket, []byte(server), v); err != nil {
+		return err
+	}
+	return tx.Publish(topic, []byte(server))
 }
 
 func (l *Ledger) lookup(server string) *serverGate {
@@ -202,6 +249,104 @@ func (l *Ledger) gateFor(server string) *serverGate {
 	m[server] = g
 	l.servers.Store(&m)
 	return g
+}
+
+// changed follows a change announced by any instance (this one's too):
+// the server's latches are read again; a Resync reads them all.
+func (l *Ledger) changed(e store.Event) {
+	if e.Resync {
+		_ = l.reloadAll() // unreachable again: the next Resync retries
+		return
+	}
+	_ = l.reload(string(e.Msg)) // the store's next Resync retries
+}
+
+// reload reads server's latches from the store into its gate. It holds the
+// gate's write side, so that it cannot undo a Record or Clear of this
+// instance that finished after its read.
+func (l *Ledger) reload(server string) error {
+	g := l.gateFor(server)
+	g.gate.Lock()
+	_, err := l.save(g, server)
+	var ls []Latch
+	if err == nil {
+		err = l.st.View(context.Background(), func(tx store.Tx) (err error) {
+			ls, err = getLatches(tx, server)
+			return err
+		})
+	}
+	changed := err == nil && g.set(ls)
+	g.gate.Unlock()
+	if changed {
+		l.notify(server, len(ls) > 0)
+	}
+	return err
+}
+
+// save stores the latches recorded and not stored yet (holding g's write
+// side), and answers the server's stored latches then (nil when there was
+// nothing to store).
+func (l *Ledger) save(g *serverGate, server string) ([]Latch, error) {
+	if len(g.unsaved) == 0 {
+		return nil, nil
+	}
+	var ls []Latch
+	err := l.st.Update(context.Background(), func(tx store.Tx) (err error) {
+		if ls, err = g.withUnsaved(tx, server); err != nil {
+			return err
+		}
+		return putLatches(tx, server, ls)
+	})
+	if err != nil {
+		return nil, err
+	}
+	g.unsaved = nil
+	return ls, nil
+}
+
+// withUnsaved takes server's lock in tx and answers its stored latches and
+// after them those recorded here and not stored yet (g's write side held),
+// whose intents it strikes off.
+func (g *serverGate) withUnsaved(tx store.Tx, server string) ([]Latch, error) {
+	if err := tx.Lock(lockName(server)); err != nil {
+		return nil, err
+	}
+	ls, err := getLatches(tx, server)
+	if err != nil {
+		return nil, err
+	}
+	for _, u := range g.unsaved {
+		ls = append(ls, u.latch)
+		if u.intent != nil {
+			if err := tx.Delete(intentBucket, u.intent); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return ls, nil
+}
+
+// reloadAll reloads every server latched in the store or in memory.
+func (l *Ledger) reloadAll() error {
+	servers := map[string]bool{}
+	for s := range *l.servers.Load() {
+		servers[s] = true
+	}
+	err := l.st.View(context.Background(), func(tx store.Tx) error {
+		return tx.Scan(latchBucket, nil, false, func(k, _ []byte) error {
+			servers[string(k)] = true
+			return nil
+		})
+	})
+	if err != nil {
+		return err
+	}
+	for s := range servers {
+		if err := l.reload(s); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Check reports the server's first latch. It reads memory only: no locks, no I/O,
@@ -249,7 +394,8 @@ func (l *Ledger) Admit(server string) (Permit, *Latch) {
 // Record latches lt.Server with one more call of unknown outcome (a server
 // already latched keeps its earlier ones too). It waits for admitted calls to
 // reach their dispatch boundary, commits the record, and only then returns;
-// calls admitted afterwards are refused. A zero lt.At is set to now.
+// calls admitted afterwards are refused, on every instance. A zero lt.At is
+// set to now.
 //
 // The call's intent (in, nil for none) is struck off in the same commit, so
 // that a crash cannot latch the call a second time at the next start.
@@ -267,62 +413,55 @@ func (l *Ledger) Record(lt Latch, in *Intent) error {
 	lt.At, lt.SentAt = lt.At.Round(0), lt.SentAt.Round(0) // drop the monotonic reading; stored and loaded values compare equal
 	g := l.gateFor(lt.Server)
 	g.gate.Lock()
-	var ls []Latch
-	if old := g.latches.Load(); old != nil {
-		ls = append(ls, *old...)
+	var key []byte
+	if in != nil {
+		key = in.key
 	}
-	ls = append(ls, lt)
-	err := l.db.Update(func(tx *bolt.Tx) error {
-		b, err := tx.CreateBucketIfNotExists(bucketName)
-		if err != nil {
-			return err
+	g.unsaved = append(g.unsaved, unsaved{latch: lt, intent: key})
+	ls, err := l.save(g, lt.Server) // with any earlier ones not stored yet
+	if err != nil {                 // fail closed: latched in memory, stored at the next reload (a Resync once the store is back)
+		ls = []Latch{lt}
+		if old := g.latches.Load(); old != nil {
+			ls = append(slices.Clone(*old), lt)
 		}
-		if err := putLatches(b, lt.Server, ls); err != nil {
-			return err
-		}
-		if ib := tx.Bucket(intentBucket); in != nil && ib != nil {
-			return ib.Delete(in.key)
-		}
-		return nil
-	})
-	g.latches.Store(&ls)
+	}
+	g.set(ls)
 	g.gate.Unlock()
 	l.notify(lt.Server, true)
 	if err != nil {
-		return fmt.Errorf("writes: record latch for %q (latched in memory only): %w", lt.Server, err)
+		return fmt.Errorf("writes: record latch for %q (latched in memory only, stored once the store is back): %w", lt.Server, err)
 	}
 	return nil
 }
 
-// Clear removes the server's latches and answers them, oldest first (none
-// when the server was not latched). The deletion is committed before the
-// latch is lifted; if the commit fails the server stays latched.
+// Clear removes the server's latches, on every instance, and answers them,
+// oldest first (none when the server was not latched). The deletion is
+// committed before the latch is lifted; if the commit fails the server stays
+// latched.
 func (l *Ledger) Clear(server string) ([]Latch, error) {
-	g := l.lookup(server)
-	if g == nil {
-		return nil, nil
-	}
+	g := l.gateFor(server)
 	g.gate.Lock()
-	ls := g.latches.Load()
-	if ls == nil {
-		g.gate.Unlock()
-		return nil, nil
-	}
-	err := l.db.Update(func(tx *bolt.Tx) error {
-		b, err := tx.CreateBucketIfNotExists(bucketName)
-		if err != nil {
+	var ls []Latch
+	err := l.st.Update(context.Background(), func(tx store.Tx) (err error) {
+		if ls, err = g.withUnsaved(tx, server); err != nil || ls == nil {
 			return err
 		}
-		return b.Delete([]byte(server))
+		if err := tx.Delete(latchBucket, []byte(server)); err != nil {
+			return err
+		}
+		return tx.Publish(topic, []byte(server))
 	})
 	if err != nil {
 		g.gate.Unlock()
 		return nil, fmt.Errorf("writes: clear latch for %q: %w", server, err)
 	}
-	g.latches.Store(nil)
+	g.unsaved = nil
+	changed := g.set(nil)
 	g.gate.Unlock()
-	l.notify(server, false)
-	return *ls, nil
+	if changed {
+		l.notify(server, false)
+	}
+	return ls, nil
 }
 
 // List returns every latched call: by server, each server's oldest first.
@@ -339,8 +478,9 @@ func (l *Ledger) List() []Latch {
 }
 
 // OnChange registers f, called after a latch is recorded (latched true) or
-// cleared (false). It runs synchronously on the recording or clearing
-// goroutine, after the gate is released; keep it short (e.g. publish an event).
+// cleared (false), here or on another instance. It runs synchronously on
+// the recording or clearing goroutine, after the gate is released; keep it
+// short (e.g. publish an event).
 func (l *Ledger) OnChange(f func(server string, latched bool)) {
 	l.mu.Lock()
 	l.obs = append(l.obs, f)

@@ -2,6 +2,7 @@ package writes
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -14,16 +15,18 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/wardenmcp/warden/internal/canon"
+	"github.com/wardenmcp/warden/store"
 	bolt "go.etcd.io/bbolt"
 )
 
-func openDB(t testing.TB, path string) *bolt.DB {
+// openDB opens the embedded store at path, as a new run of an instance.
+func openDB(t testing.TB, path string) store.Store {
 	t.Helper()
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
+	st, err := store.Open(context.Background(), store.Options{Path: path})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return db
+	return st
 }
 
 func newLedger(t testing.TB) (*Ledger, string) {
@@ -35,6 +38,7 @@ func newLedger(t testing.TB) (*Ledger, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(l.Close)
 	return l, path
 }
 
@@ -369,10 +373,13 @@ func TestReleaseConcurrent(t *testing.T) {
 // still latches, and a further call adds to it.
 func TestOldSingleLatchStillReads(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.db")
-	db := openDB(t, path)
+	db, err := bolt.Open(path, 0o600, nil) // as earlier versions wrote it
+	if err != nil {
+		t.Fatal(err)
+	}
 	old := Latch{Server: "fs", Tool: "move_file", ArgsSHA256: "aa", At: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), Reason: ReasonTimeout, Surface: "mcp"}
-	err := db.Update(func(tx *bolt.Tx) error {
-		b, err := tx.CreateBucket(bucketName)
+	err = db.Update(func(tx *bolt.Tx) error {
+		b, err := tx.CreateBucket([]byte(latchBucket))
 		if err != nil {
 			return err
 		}
@@ -383,14 +390,26 @@ func TestOldSingleLatchStillReads(t *testing.T) {
 		if err := b.Put([]byte("two"), []byte("["+strings.ReplaceAll(v, "fs", "two")+","+v+"]")); err != nil {
 			return err
 		}
-		return b.Put([]byte("garbled"), []byte("{not json"))
+		if err := b.Put([]byte("garbled"), []byte("{not json")); err != nil {
+			return err
+		}
+		ib, err := tx.CreateBucket([]byte(intentBucket)) // a call in flight when an earlier version died
+		if err != nil {
+			return err
+		}
+		return ib.Put([]byte("legacy\x00\x00\x00\x00\x00\x00\x00\x00\x07"), []byte(`{"server":"legacy","tool":"w"}`))
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := Open(db)
+	db.Close()
+	st := openDB(t, path)
+	l, err := Open(st)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if got, ok := l.Check("legacy"); !ok || got.Tool != "w" || got.Reason != ReasonInterrupted {
+		t.Fatalf("an earlier version's call in flight: %+v, %v; want latched", got, ok)
 	}
 	if got, ok := l.Check("fs"); !ok || !reflect.DeepEqual(got, old) {
 		t.Fatalf("Check = %+v, %v; want %+v", got, ok, old)
@@ -402,16 +421,17 @@ func TestOldSingleLatchStillReads(t *testing.T) {
 	if err := l.Record(next, nil); err != nil {
 		t.Fatal(err)
 	}
-	db.Close()
+	l.Close()
+	st.Close()
 
-	db = openDB(t, path)
-	defer db.Close()
-	if l, err = Open(db); err != nil {
+	st = openDB(t, path)
+	defer st.Close()
+	if l, err = Open(st); err != nil {
 		t.Fatal(err)
 	}
 	got := l.List()
-	if len(got) != 5 || got[0].Tool != "move_file" || !got[0].At.Equal(old.At) || got[1].Tool != "write_file" || got[2].Server != "garbled" ||
-		got[3].Server != "two" || got[4].Server != "two" || got[4].Tool != "move_file" {
+	if len(got) != 6 || got[0].Tool != "move_file" || !got[0].At.Equal(old.At) || got[1].Tool != "write_file" || got[2].Server != "garbled" ||
+		got[3].Server != "legacy" || got[4].Server != "two" || got[5].Server != "two" || got[5].Tool != "move_file" {
 		t.Fatalf("List = %+v", got)
 	}
 }

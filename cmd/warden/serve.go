@@ -31,7 +31,7 @@ const answersMemoryLimit = 2 * upstream.DefaultAnswersTotal
 func daemonProcs(n int) int { return max(1, n/2) }
 
 func newServeCmd(g *globals) *cobra.Command {
-	var listen string
+	var listen, instance string
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the Warden daemon (the gateway, the operator API and the metrics) until stopped",
@@ -80,10 +80,11 @@ func newServeCmd(g *globals) *cobra.Command {
 			}
 			return daemon.Run(ctx, daemon.Options{
 				ConfigPath: g.configPath, StateDir: g.stateDir, Listen: listen, Version: build.Version, Self: self, Isolation: isolation,
-				NoFastPath: noFast,
+				NoFastPath: noFast, Instance: instance,
 			})
 		},
 	}
 	cmd.Flags().StringVar(&listen, "listen", "", "`host:port` to listen on instead of the config's listen (the CLI finds it by itself)")
+	cmd.Flags().StringVar(&instance, "instance", "", "`name` of this instance among those sharing a store (default: the host's name and the listen port)")
 	return cmd
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/wardenmcp/warden/api"
+	"github.com/wardenmcp/warden/instances"
 )
 
 func newStatusCmd(g *globals) *cobra.Command {
@@ -37,6 +38,7 @@ not all of the file as it is now.`,
 			fmt.Fprintf(g.stdout, "warden %s at %s, up %s\n", st.Version, baseURL(st.Listen), ago(up))
 			fmt.Fprintf(g.stdout, "config %s\n", st.ConfigPath)
 			printReloadError(g, st.ReloadError)
+			printInstances(g, st.Instances)
 			if len(st.Servers) == 0 {
 				fmt.Fprintln(g.stdout, "no servers; add one with: warden servers add NAME --url URL  (or: -- COMMAND ARGS...)")
 				return configProblems(st)
@@ -71,4 +73,20 @@ func configProblems(st *api.Status) error {
 			len(broken), st.ConfigPath, strings.Join(broken, ", "))
 	}
 	return nil
+}
+
+// printInstances lists the instances sharing the store (none: the
+// embedded store, one instance), each with when it was last seen.
+func printInstances(g *globals, list []instances.Instance) {
+	if len(list) == 0 {
+		return
+	}
+	fmt.Fprintf(g.stdout, "%d instances share the store:\n", len(list))
+	for _, i := range list {
+		state := "last seen " + ago(time.Since(i.LastSeen)) + " ago"
+		if i.Gone {
+			state = "GONE: " + state + " (it stopped without removing itself; it is listed until an instance of that name starts)"
+		}
+		fmt.Fprintf(g.stdout, "  %s  %s  %s  %s\n", i.ID, baseURL(i.Listen), i.Version, state)
+	}
 }

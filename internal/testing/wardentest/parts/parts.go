@@ -17,6 +17,7 @@ import (
 	"github.com/wardenmcp/warden/config"
 	"github.com/wardenmcp/warden/events"
 	"github.com/wardenmcp/warden/gateway"
+	"github.com/wardenmcp/warden/internal/testing/storefault"
 	"github.com/wardenmcp/warden/internal/testing/testenv"
 	"github.com/wardenmcp/warden/metrics"
 	"github.com/wardenmcp/warden/oauth"
@@ -28,7 +29,7 @@ import (
 
 // Parts are the stores and the gateway of one test.
 type Parts struct {
-	Store     store.Store
+	Store     *storefault.Store // Store.Down cuts it off
 	Approvals *approval.Registry
 	Writes    *writes.Ledger
 	Activity  *activity.Log
@@ -49,25 +50,24 @@ func New(t testing.TB, log *slog.Logger) *Parts {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	db := store.Bolt(st)
-	p := &Parts{Store: st, Events: events.New(), Metrics: metrics.New()}
+	p := &Parts{Store: storefault.Wrap(st), Events: events.New(), Metrics: metrics.New("")}
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
-	p.Approvals, err = approval.Open(t.Context(), st)
+	p.Approvals, err = approval.Open(t.Context(), p.Store)
 	must(err)
-	p.Writes, err = writes.Open(db)
+	p.Writes, err = writes.Open(p.Store)
 	must(err)
 	t.Cleanup(p.Writes.Close)
-	p.Activity, err = activity.Open(st, 1000, time.Hour)
+	p.Activity, err = activity.Open(p.Store, 1000, time.Hour)
 	must(err)
 	t.Cleanup(func() { p.Activity.Close() })
-	p.Sessions, err = sessions.Open(t.Context(), st, "test")
+	p.Sessions, err = sessions.Open(t.Context(), p.Store, "test")
 	must(err)
-	p.Auth, err = oauth.Open(t.Context(), st, oauth.Options{Logger: log, Event: func(server string, data map[string]string) {
+	p.Auth, err = oauth.Open(t.Context(), p.Store, oauth.Options{Logger: log, Event: func(server string, data map[string]string) {
 		p.Events.Publish(events.Event{Type: "auth", Server: server, Data: data})
 	}})
 	must(err)

@@ -1,0 +1,73 @@
+package instances
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/wardenmcp/warden/store"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func open(t *testing.T) store.Store {
+	t.Helper()
+	st, err := store.Open(t.Context(), store.Options{Path: filepath.Join(t.TempDir(), "warden.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// An instance is listed from its start, gone once unseen for GoneAfter,
+// and no longer listed after a clean stop.
+func TestHeartbeat(t *testing.T) {
+	ctx := t.Context()
+	st := open(t)
+	h, err := Start(ctx, st, Instance{ID: "host:7373", Listen: "127.0.0.1:7373", Version: "v1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := List(ctx, st, time.Now())
+	if err != nil || len(got) != 1 {
+		t.Fatalf("List = %+v, %v", got, err)
+	}
+	if i := got[0]; i.ID != "host:7373" || i.Run == "" || i.Listen != "127.0.0.1:7373" || i.Version != "v1" ||
+		i.Started.IsZero() || i.LastSeen.Before(i.Started) || i.Gone {
+		t.Fatalf("the record: %+v", i)
+	}
+	if later, _ := List(ctx, st, got[0].LastSeen.Add(GoneAfter+time.Second)); len(later) != 1 || !later[0].Gone {
+		t.Fatalf("unseen for longer than GoneAfter: %+v, want gone", later)
+	}
+	if err := h.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := List(ctx, st, time.Now()); err != nil || len(got) != 0 {
+		t.Fatalf("after a clean stop: %+v, %v", got, err)
+	}
+}
+
+// A stop leaves the record of a later run of the same ID (one that
+// restarted while this one was hung) in place.
+func TestStopLeavesALaterRun(t *testing.T) {
+	ctx := t.Context()
+	st := open(t)
+	h, err := Start(ctx, st, Instance{ID: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = st.Update(ctx, func(tx store.Tx) error {
+		return tx.Put(bucket, []byte("a"), []byte(`{"id":"a","run":"run-2"}`))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := List(ctx, st, time.Now()); len(got) != 1 || got[0].Run != "run-2" {
+		t.Fatalf("List = %+v, want run-2's record", got)
+	}
+}
