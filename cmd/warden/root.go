@@ -89,6 +89,7 @@ approvals that leave tools held).`,
 		newLogsCmd(g),
 		newAuthCmd(g),
 		newUICmd(g),
+		newStoreCmd(g),
 	)
 	root.SetVersionTemplate("warden {{.Version}}\n")
 	completeBashWithoutPackage(root)

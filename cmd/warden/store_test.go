@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/wardenmcp/warden/internal/testing/pgtest"
+	"github.com/wardenmcp/warden/store"
+)
+
+// warden store migrate copies the embedded store into PostgreSQL, sealing
+// its secrets, and checks the copy; a second run writes nothing. warden
+// store rotate-key then seals them under a new key.
+func TestStoreMigrateAndRotateKey(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	stateDir, cfgPath := filepath.Join(dir, "state"), filepath.Join(dir, "config.json")
+	if err := os.MkdirAll(stateDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	const oldKey, newKey = "the team's first key, long enough", "the team's second key, long enough"
+	writeConfig := func(url, key string) {
+		cfg := fmt.Sprintf(`{"store": %q, "storeKey": %q, "mcpServers": {}}`, url, key)
+		if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	emb, err := store.Open(ctx, store.Options{Path: filepath.Join(stateDir, "warden.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = emb.Update(ctx, func(tx store.Tx) error {
+		if err := tx.Put("tools/github", []byte("create_issue"), []byte(`{"status":"approved"}`)); err != nil {
+			return err
+		}
+		return tx.PutSecret("oauth", []byte("github"), []byte("gho_token"))
+	})
+	emb.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := pgtest.Start(t, pgtest.Options{}).URL()
+	writeConfig("", oldKey)
+
+	code, out, errOut := runCLI(t, "", "--config", cfgPath, "--state-dir", stateDir, "store", "migrate", "--to", url)
+	if code != 0 || !strings.Contains(out, "copied 2 records") || !strings.Contains(out, "the copy matches") {
+		t.Fatalf("migrate: %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = runCLI(t, "", "--config", cfgPath, "--state-dir", stateDir, "store", "migrate", "--to", url)
+	if code != 0 || !strings.Contains(out, "copied 0 records") {
+		t.Fatalf("migrate again: %d\n%s%s; want nothing copied", code, out, errOut)
+	}
+
+	open := func(key string) store.Store {
+		st, err := store.Open(ctx, store.Options{URL: url, Key: key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return st
+	}
+	secret := func(st store.Store) (raw, opened string, err error) {
+		err = st.View(ctx, func(tx store.Tx) error {
+			r, _ := tx.Get("oauth", []byte("github"))
+			raw = string(r)
+			v, err := tx.GetSecret("oauth", []byte("github"))
+			opened = string(v)
+			return err
+		})
+		return raw, opened, err
+	}
+	st := open(oldKey)
+	if raw, opened, err := secret(st); err != nil || opened != "gho_token" || strings.Contains(raw, "gho_token") {
+		t.Fatalf("the token in PostgreSQL: raw %q, opened %q, %v; want it sealed", raw, opened, err)
+	}
+	st.Close()
+
+	writeConfig(url, newKey)
+	t.Setenv("OLD_WARDEN_KEY", oldKey)
+	code, out, errOut = runCLI(t, "", "--config", cfgPath, "--state-dir", stateDir, "store", "rotate-key", "--old-key-env", "OLD_WARDEN_KEY")
+	if code != 0 || !strings.Contains(out, "sealed 1 secrets again") {
+		t.Fatalf("rotate-key: %d\n%s%s", code, out, errOut)
+	}
+	if _, opened, err := secret(open(newKey)); err != nil || opened != "gho_token" {
+		t.Fatalf("under the new key: %q, %v", opened, err)
+	}
+	if _, _, err := secret(open(oldKey)); err == nil {
+		t.Fatal("the old key still opens the token after rotate-key")
+	}
+}
+
+// Wrong use names what to give.
+func TestStoreCommandsSayWhatIsMissing(t *testing.T) {
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "config.json")
+	if err := os.WriteFile(cfgPath, []byte(`{"mcpServers": {}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"store", "migrate"}, 2, "--to postgres://"},
+		{[]string{"store", "migrate", "--to", "postgres://u:hunter2@127.0.0.1:1/db"}, 1, "sets no storeKey"},
+		{[]string{"store", "rotate-key"}, 2, "--old-key-env"},
+	} {
+		code, out, errOut := runCLI(t, "", append([]string{"--config", cfgPath, "--state-dir", filepath.Join(dir, "s")}, c.args...)...)
+		if code != c.code || !strings.Contains(errOut, c.want) || strings.Contains(out+errOut, "hunter2") {
+			t.Errorf("%v: %d %q %q; want %d naming %q", c.args, code, out, errOut, c.code, c.want)
+		}
+	}
+}
