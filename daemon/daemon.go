@@ -175,6 +175,7 @@ func Run(ctx context.Context, opts Options) error {
 	defer surfaces.Close()
 	d.surfaces = surfaces
 	surfaces.SetStdio(viaSocket)
+	surfaces.ShareSessions(d.store)
 	if opts.NoFastPath {
 		surfaces.DisableFastPath()
 		log.Warn("the tools/call fast paths are off (WARDEN_FASTPATH=off): every call goes through the SDK, slower")

@@ -91,7 +91,8 @@ defaults
   timeout tunnel 1h
   retries 3
   option redispatch 1
-  option httpchk GET /healthz
+  option httpchk
+  http-check send meth GET uri /healthz ver HTTP/1.1 hdr Host 127.0.0.1
 frontend warden
   bind 127.0.0.1:$port
   default_backend instances

@@ -1,0 +1,331 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/wardenmcp/warden/internal/testing/fixture"
+	"github.com/wardenmcp/warden/internal/testing/pgtest"
+	"github.com/wardenmcp/warden/internal/testing/testenv"
+	"github.com/wardenmcp/warden/internal/testing/wardentest"
+)
+
+// A team: three `warden serve` processes on one PostgreSQL, behind Debian's
+// haproxy in round robin (no stickiness), over real upstreams.
+type team struct {
+	pg     *pgtest.Server
+	bin    string
+	config string
+	key    string
+	inst   []*instance
+	lb     *testenv.HAProxy
+}
+
+// instance is one `warden serve` of a team.
+type instance struct {
+	*testenv.Process
+	name     string
+	addr     string
+	stateDir string
+	token    string
+}
+
+const teamKey = "a team's store key, for the tests only"
+
+// startTeam starts PostgreSQL, n instances sharing it with mcpServers, and
+// haproxy in front of them.
+func startTeam(t testing.TB, n int, servers map[string]any) *team {
+	t.Helper()
+	tm := &team{pg: pgtest.Start(t, pgtest.Options{}), bin: testenv.BuildBinary(t, "./cmd/warden"), key: teamKey}
+	tm.config = filepath.Join(t.TempDir(), "config.json")
+	cfg, err := json.Marshal(map[string]any{"store": tm.pg.URL(), "storeKey": "${env:WARDEN_STORE_KEY}", "mcpServers": servers})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(tm.config, cfg, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var addrs []string
+	for i := range n {
+		in := tm.start(t, fmt.Sprintf("i%d", i+1), "")
+		tm.inst = append(tm.inst, in)
+		addrs = append(addrs, in.addr)
+	}
+	tm.lb = testenv.StartHAProxy(t, addrs...)
+	return tm
+}
+
+// start runs one instance (addr "" picks a free port).
+func (tm *team) start(t testing.TB, name, addr string) *instance {
+	t.Helper()
+	if addr == "" {
+		addr = "127.0.0.1:" + strconv.Itoa(testenv.FreePort(t))
+	}
+	in := &instance{name: name, addr: addr, stateDir: filepath.Join(t.TempDir(), name)}
+	cmd := exec.Command(tm.bin, "serve", "--config", tm.config, "--state-dir", in.stateDir, "--listen", addr)
+	cmd.Env = append(os.Environ(), "WARDEN_STORE_KEY="+tm.key)
+	in.Process = testenv.StartProcess(t, cmd)
+	testenv.WaitHTTP(t, "http://"+addr+"/healthz", 30*time.Second)
+	token, err := os.ReadFile(filepath.Join(in.stateDir, "api-token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.token = strings.TrimSpace(string(token))
+	return in
+}
+
+func (in *instance) url(path string) string { return "http://" + in.addr + path }
+
+// api calls the instance's operator API; out may be nil.
+func (in *instance) api(t testing.TB, method, path string, body, out any) int {
+	t.Helper()
+	var rd bytes.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd.Reset(b)
+	}
+	req, _ := http.NewRequest(method, in.url(path), &rd)
+	req.Header.Set("Authorization", "Bearer "+in.token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s on %s: %v", method, path, in.name, err)
+	}
+	defer resp.Body.Close()
+	if out != nil {
+		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+			t.Fatalf("%s %s on %s: %v", method, path, in.name, err)
+		}
+	}
+	return resp.StatusCode
+}
+
+// toolStatus is a tool's approval status on the instance.
+func (in *instance) toolStatus(t testing.TB, server, tool string) string {
+	var tools []struct{ Name, Status string }
+	if in.api(t, "GET", "/v1/servers/"+server+"/tools?definitions=false", nil, &tools) != http.StatusOK {
+		return ""
+	}
+	for _, tl := range tools {
+		if tl.Name == tool {
+			return tl.Status
+		}
+	}
+	return ""
+}
+
+// refusal returns a call's refusal code, "" when it was answered.
+func refusal(res *mcp.CallToolResult) string {
+	if res == nil || !res.IsError {
+		return ""
+	}
+	if m, ok := res.Meta["warden/refusal"].(map[string]any); ok {
+		code, _ := m["code"].(string)
+		return code
+	}
+	return "error: " + wardentest.ResultText(res)
+}
+
+func tryCall(t *testing.T, cs *mcp.ClientSession, name string, args any) (*mcp.CallToolResult, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+}
+
+var eras = map[string]*mcp.ClientSessionOptions{"2025-11-25": {ProtocolVersion: "2025-11-25"}, "2026-07-28": nil}
+
+// Three instances behind a balancer are one Warden: an approval on one
+// holds on all (their clients are told), a latch on one refuses writes on
+// all, an instance killed during a write leaves the server latched, a
+// 2025 session outlives its instance, and PostgreSQL stopped for ten
+// seconds costs writes, not reads, and nothing after.
+func TestTeam(t *testing.T) {
+	fx := fixture.NewServer(fixture.Options{})
+	rich := fixture.NewRich(t)
+	tm := startTeam(t, 3, map[string]any{
+		"fx":     map[string]any{"url": fx.Serve(t)}, // untrusted: quarantined until approved
+		"rich":   map[string]any{"url": rich.URL, "trusted": true},
+		"memory": memoryServer(t),
+	})
+	i1, i2, i3 := tm.inst[0], tm.inst[1], tm.inst[2]
+	whole := t // what is started for the later steps lives as long as the test
+	lb := "http://" + tm.lb.Addr
+
+	// A client of i3 hears of the approval made on i1.
+	changed := make(chan struct{}, 16)
+	watcher := wardentest.ConnectURL(t, i3.url("/mcp/fx"), &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+		changed <- struct{}{}
+	}}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+
+	t.Run("approve on one, call through the balancer", func(t *testing.T) {
+		wardentest.WaitFor(t, 30*time.Second, "fx listed, pending, on every instance", func() bool {
+			return i1.toolStatus(t, "fx", fixture.ToolRead) != "" && i2.toolStatus(t, "fx", fixture.ToolRead) != "" && i3.toolStatus(t, "fx", fixture.ToolRead) != ""
+		})
+		if code := i1.api(t, "POST", "/v1/servers/fx/approve", map[string]any{}, nil); code != http.StatusOK {
+			t.Fatalf("approving fx on i1: %d", code)
+		}
+		for _, in := range tm.inst {
+			wardentest.WaitFor(t, 10*time.Second, "fx approved on "+in.name, func() bool { return in.toolStatus(t, "fx", fixture.ToolRead) == "approved" })
+		}
+		select {
+		case <-changed:
+		case <-time.After(10 * time.Second):
+			t.Fatal("a client of i3 was not told the tools changed after the approval on i1")
+		}
+		if names := wardentest.ToolNames(t, watcher); !slices.Contains(names, fixture.ToolRead) {
+			t.Fatalf("i3's client lists %v after the approval", names)
+		}
+		for era, so := range eras {
+			cs := wardentest.ConnectURL(t, lb+"/mcp", nil, so)
+			for i := range 6 { // every instance, twice
+				res, err := tryCall(t, cs, "fx__"+fixture.ToolRead, map[string]any{})
+				if err != nil || refusal(res) != "" {
+					t.Fatalf("%s: call %d through the balancer: %v %v", era, i, refusal(res), err)
+				}
+			}
+		}
+	})
+
+	t.Run("a client's answers reach the instance that asked", func(t *testing.T) {
+		cs := wardentest.ConnectURL(t, lb+"/mcp/rich", &mcp.ClientOptions{
+			ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+				return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"who": "alice"}}, nil
+			},
+			CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+				return &mcp.CreateMessageResult{Model: "m1", Role: "assistant", Content: &mcp.TextContent{Text: "ok"}}, nil
+			},
+		}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+		for i := range 3 {
+			res, err := tryCall(t, cs, fixture.RichTool, map[string]any{})
+			if err != nil || res.IsError || !strings.HasPrefix(wardentest.ResultText(res), "alice|") {
+				t.Fatalf("ask %d through the balancer: %v %v", i, res, err)
+			}
+		}
+	})
+
+	t.Run("a latch on one refuses writes on all", func(t *testing.T) {
+		cs := wardentest.ConnectURL(t, i1.url("/mcp"), nil, nil)
+		ctx, cancel := context.WithCancel(context.Background())
+		before := fx.WriteDispatches()
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_, _ = cs.CallTool(ctx, &mcp.CallToolParams{Name: "fx__" + fixture.ToolWrite, Arguments: map[string]any{"value": "x", "sleep_ms": 3000}})
+		}()
+		wardentest.WaitFor(t, 10*time.Second, "the write sent upstream", func() bool { return fx.WriteDispatches() > before })
+		cancel() // its outcome is unknown now
+		<-done
+		for _, in := range tm.inst {
+			c := wardentest.ConnectURL(t, in.url("/mcp"), nil, nil)
+			wardentest.WaitFor(t, 10*time.Second, "writes latched on "+in.name, func() bool {
+				res, err := tryCall(t, c, "fx__"+fixture.ToolWrite, map[string]any{"value": "y"})
+				return err == nil && refusal(res) == "WRITES_LATCHED"
+			})
+		}
+		if code := i2.api(t, "DELETE", "/v1/writes/fx", nil, nil); code != http.StatusOK {
+			t.Fatalf("clearing on i2: %d", code)
+		}
+		c := wardentest.ConnectURL(t, i3.url("/mcp"), nil, nil)
+		wardentest.WaitFor(t, 10*time.Second, "writes admitted on i3 after the clear on i2", func() bool {
+			res, err := tryCall(t, c, "fx__"+fixture.ToolWrite, map[string]any{"value": "z"})
+			return err == nil && refusal(res) == ""
+		})
+	})
+
+	t.Run("a 2025 session outlives its instance; kill -9 during a write latches", func(t *testing.T) {
+		sessions := map[string]*mcp.ClientSession{}
+		for era, so := range eras {
+			sessions[era] = wardentest.ConnectURL(t, lb+"/mcp", nil, so)
+		}
+		c2 := wardentest.ConnectURL(t, i2.url("/mcp"), nil, nil)
+		before := fx.WriteDispatches()
+		go func() { _, _ = tryCall(t, c2, "fx__"+fixture.ToolWrite, map[string]any{"value": "lost", "sleep_ms": 5000}) }()
+		wardentest.WaitFor(t, 10*time.Second, "the write sent upstream", func() bool { return fx.WriteDispatches() > before })
+		if err := i2.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		<-i2.Done()
+		for era, cs := range sessions {
+			for i := range 6 {
+				res, err := tryCall(t, cs, "fx__"+fixture.ToolRead, map[string]any{})
+				if err != nil || refusal(res) != "" {
+					t.Fatalf("%s: read %d after i2 died: %v %v", era, i, refusal(res), err)
+				}
+			}
+			res, err := tryCall(t, cs, "fx__"+fixture.ToolWrite, map[string]any{"value": "after"})
+			if err != nil || refusal(res) != "WRITES_LATCHED" {
+				t.Fatalf("%s: a write after i2 died during one: %v %v; want WRITES_LATCHED", era, refusal(res), err)
+			}
+		}
+		var latches []struct{ Server, Reason string }
+		i1.api(t, "GET", "/v1/writes", nil, &latches)
+		if !slices.ContainsFunc(latches, func(l struct{ Server, Reason string }) bool { return l.Reason == "warden_interrupted" }) {
+			t.Fatalf("latches after i2 died: %+v; want one warden_interrupted", latches)
+		}
+		i1.api(t, "DELETE", "/v1/writes/fx", nil, nil)
+		tm.inst[1] = tm.start(whole, "i2", i2.addr) // back, for what follows
+	})
+
+	t.Run("PostgreSQL down for ten seconds", func(t *testing.T) {
+		cs := wardentest.ConnectURL(t, lb+"/mcp", nil, nil)
+		tm.pg.Stop(t)
+		for i := range 6 {
+			res, err := tryCall(t, cs, "fx__"+fixture.ToolRead, map[string]any{})
+			if err != nil || refusal(res) != "" {
+				t.Fatalf("read %d with the store down: %v %v", i, refusal(res), err)
+			}
+		}
+		res, err := tryCall(t, cs, "fx__"+fixture.ToolWrite, map[string]any{"value": "down"})
+		if err != nil || refusal(res) != "STORE_UNAVAILABLE" {
+			t.Fatalf("a write with the store down: %v %v; want STORE_UNAVAILABLE", refusal(res), err)
+		}
+		var fail struct{ Error struct{ Code string } }
+		if code := i3.api(t, "POST", "/v1/servers/fx/tools/block", map[string]any{"tools": []string{fixture.ToolEcho}}, &fail); code != http.StatusServiceUnavailable || fail.Error.Code != "STORE_UNAVAILABLE" {
+			t.Fatalf("a decision with the store down: %d %+v; want 503 STORE_UNAVAILABLE", code, fail)
+		}
+		time.Sleep(10 * time.Second)
+		tm.pg.Start(t)
+		wardentest.WaitFor(t, 30*time.Second, "writes admitted again", func() bool {
+			res, err := tryCall(t, cs, "fx__"+fixture.ToolWrite, map[string]any{"value": "up"})
+			return err == nil && refusal(res) == ""
+		})
+		if code := i3.api(t, "POST", "/v1/servers/fx/tools/block", map[string]any{"tools": []string{fixture.ToolEcho}}, nil); code != http.StatusOK {
+			t.Fatalf("blocking on i3 after the store came back: %d", code)
+		}
+		for _, in := range tm.inst {
+			wardentest.WaitFor(t, 10*time.Second, "the block seen on "+in.name, func() bool { return in.toolStatus(t, "fx", fixture.ToolEcho) == "blocked" })
+		}
+	})
+
+	t.Run("instances", func(t *testing.T) {
+		var list []struct {
+			Listen string `json:"listen"`
+			Gone   bool   `json:"gone"`
+		}
+		if code := i1.api(t, "GET", "/v1/instances", nil, &list); code != http.StatusOK {
+			t.Fatalf("GET /v1/instances: %d", code)
+		}
+		for _, in := range tm.inst {
+			if !slices.ContainsFunc(list, func(l struct {
+				Listen string `json:"listen"`
+				Gone   bool   `json:"gone"`
+			}) bool {
+				return l.Listen == in.addr && !l.Gone
+			}) {
+				t.Errorf("GET /v1/instances does not list %s (%s) as running: %+v", in.name, in.addr, list)
+			}
+		}
+	})
+}
