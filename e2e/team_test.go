@@ -251,7 +251,9 @@ func TestTeam(t *testing.T) {
 		}
 		c2 := wardentest.ConnectURL(t, i2.url("/mcp"), nil, nil)
 		before := fx.WriteDispatches()
-		go func() { _, _ = tryCall(t, c2, "fx__"+fixture.ToolWrite, map[string]any{"value": "lost", "sleep_ms": 5000}) }()
+		go func() {
+			_, _ = tryCall(t, c2, "fx__"+fixture.ToolWrite, map[string]any{"value": "lost", "sleep_ms": 5000})
+		}()
 		wardentest.WaitFor(t, 10*time.Second, "the write sent upstream", func() bool { return fx.WriteDispatches() > before })
 		if err := i2.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
