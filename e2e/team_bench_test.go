@@ -36,7 +36,7 @@ func BenchmarkTeam(b *testing.B) {
 
 	tm := startTeam(b, 3, servers)
 	embedded := wardentest.ServeProcess(b, tm.bin, servers)
-	upLB := testenv.StartHAProxy(b, upAddr)
+	upLB := testenv.StartHAProxy(b, "", upAddr)
 	token, err := state.ReadToken(embedded.StateDir)
 	if err != nil {
 		b.Fatal(err)

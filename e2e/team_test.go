@@ -64,7 +64,7 @@ func startTeam(t testing.TB, n int, servers map[string]any) *team {
 		tm.inst = append(tm.inst, in)
 		addrs = append(addrs, in.addr)
 	}
-	tm.lb = testenv.StartHAProxy(t, addrs...)
+	tm.lb = testenv.StartHAProxy(t, "/healthz", addrs...)
 	return tm
 }
 

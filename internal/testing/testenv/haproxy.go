@@ -20,9 +20,10 @@ type HAProxy struct {
 }
 
 // StartHAProxy starts haproxy on a free loopback port in front of backends
-// (host:port each), checking each backend's /healthz twice a second, and
-// stops it when the test ends. A missing haproxy fails the test.
-func StartHAProxy(t testing.TB, backends ...string) *HAProxy {
+// (host:port each), checking each twice a second (GET health, answered
+// 2xx; with health "", a TCP connect), and stops it when the test ends. A
+// missing haproxy fails the test.
+func StartHAProxy(t testing.TB, health string, backends ...string) *HAProxy {
 	t.Helper()
 	bin, err := exec.LookPath("haproxy")
 	if err != nil {
@@ -38,6 +39,10 @@ func StartHAProxy(t testing.TB, backends ...string) *HAProxy {
 		// dispatched to another (redispatch); checks bring it back.
 		fmt.Fprintf(&servers, "  server w%d %s check inter 500ms fall 1 rise 1 observe layer4 error-limit 1 on-error mark-down\n", i+1, b)
 	}
+	check := ""
+	if health != "" {
+		check = "  option httpchk\n  http-check send meth GET uri " + health + " ver HTTP/1.1 hdr Host 127.0.0.1\n"
+	}
 	cfg := fmt.Sprintf(`global
   maxconn 2000
 defaults
@@ -48,14 +53,12 @@ defaults
   timeout tunnel 1h
   retries 3
   option redispatch 1
-  option httpchk
-  http-check send meth GET uri /healthz ver HTTP/1.1 hdr Host 127.0.0.1
-frontend warden
+%sfrontend warden
   bind %s
   default_backend instances
 backend instances
   balance roundrobin
-%s`, h.Addr, servers.String())
+%s`, check, h.Addr, servers.String())
 	path := filepath.Join(t.TempDir(), "haproxy.cfg")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)

@@ -22,7 +22,7 @@ func TestHAProxyRoundRobin(t *testing.T) {
 		srvs = append(srvs, s)
 		urls = append(urls, strings.TrimPrefix(s.URL, "http://"))
 	}
-	h := testenv.StartHAProxy(t, urls...)
+	h := testenv.StartHAProxy(t, "/healthz", urls...)
 	seen := map[string]int{}
 	for range 9 {
 		resp, err := http.Get("http://" + h.Addr + "/x")
