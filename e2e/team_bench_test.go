@@ -27,30 +27,37 @@ import (
 //
 //	go test -run '^$' -bench BenchmarkTeam -benchtime 2000x ./e2e/
 func BenchmarkTeam(b *testing.B) {
+	// Each era against an upstream of its own: the 2025 one keeps
+	// sessions, the 2026-07-28 one none (so its clients speak that revision).
 	fixtureBin := testenv.BuildBinary(b, fixturePkg)
-	upAddr := "127.0.0.1:" + strconv.Itoa(testenv.FreePort(b))
-	testenv.StartProcess(b, exec.Command(fixtureBin, "-http", upAddr))
-	upURL := "http://" + upAddr + "/mcp"
-	testenv.WaitHTTP(b, upURL, 20*time.Second)
-	servers := map[string]any{"bench": map[string]any{"url": upURL, "trusted": true}}
-
+	upstream := func(args ...string) string {
+		addr := "127.0.0.1:" + strconv.Itoa(testenv.FreePort(b))
+		testenv.StartProcess(b, exec.Command(fixtureBin, append([]string{"-http", addr}, args...)...))
+		testenv.WaitHTTP(b, "http://"+addr+"/mcp", 20*time.Second)
+		return addr
+	}
+	ups := map[string]string{"2025-11-25": upstream(), "2026-07-28": upstream("-stateless")}
+	servers := map[string]any{
+		"bench":     map[string]any{"url": "http://" + ups["2025-11-25"] + "/mcp", "trusted": true},
+		"stateless": map[string]any{"url": "http://" + ups["2026-07-28"] + "/mcp", "trusted": true},
+	}
 	tm := startTeam(b, 3, servers)
 	embedded := wardentest.ServeProcess(b, tm.bin, servers)
-	upLB := testenv.StartHAProxy(b, "", upAddr)
 	token, err := state.ReadToken(embedded.StateDir)
 	if err != nil {
 		b.Fatal(err)
 	}
 	emb := &instance{name: "embedded", addr: embedded.Addr, stateDir: embedded.StateDir, token: token}
 
-	const era2025, era2026 = "2025-11-25", "2026-07-28"
 	var ways []benchWay
-	for _, era := range []string{era2025, era2026} {
+	for era, server := range map[string]string{"2025-11-25": "bench", "2026-07-28": "stateless"} {
+		lb := testenv.StartHAProxy(b, "", ups[era])
+		direct := "direct-" + era
 		ways = append(ways,
-			benchWay{name: "direct-" + era, url: upURL, tool: "echo", version: era},
-			benchWay{name: "haproxy-upstream-" + era, url: "http://" + upLB.Addr + "/mcp", tool: "echo", version: era, base: "direct-" + era},
-			benchWay{name: "embedded-" + era, url: "http://" + emb.addr + "/mcp/bench", tool: "echo", version: era, base: "direct-" + era},
-			benchWay{name: "team-" + era, url: "http://" + tm.lb.Addr + "/mcp/bench", tool: "echo", version: era, base: "direct-" + era},
+			benchWay{name: direct, url: "http://" + ups[era] + "/mcp", tool: "echo", version: era, base: direct},
+			benchWay{name: "haproxy-upstream-" + era, url: "http://" + lb.Addr + "/mcp", tool: "echo", version: era, base: direct},
+			benchWay{name: "embedded-" + era, url: "http://" + emb.addr + "/mcp/" + server, tool: "echo", version: era, base: direct},
+			benchWay{name: "team-" + era, url: "http://" + tm.lb.Addr + "/mcp/" + server, tool: "echo", version: era, base: direct},
 		)
 	}
 	for _, in := range append([]*instance{emb}, tm.inst...) {
@@ -78,7 +85,7 @@ func BenchmarkTeam(b *testing.B) {
 			t := runs[w.name]
 			b.ReportMetric(float64(t.p(50).Microseconds()), w.name+"-p50-µs")
 			b.ReportMetric(float64(t.p(99).Microseconds()), w.name+"-p99-µs")
-			if w.base != "" {
+			if w.base != w.name {
 				b.ReportMetric(float64((t.p(50) - runs[w.base].p(50)).Microseconds()), w.name+"-added-p50-µs")
 			}
 		}
