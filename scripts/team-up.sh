@@ -16,17 +16,22 @@ cd "$(dirname "$0")/.."
 dir=$(mkdir -p "${1:-warden-team}" && cd "${1:-warden-team}" && pwd)
 port=${WARDEN_TEAM_PORT:-8080}
 
-pgbin=$(dirname "$(command -v initdb 2>/dev/null || ls -d /usr/lib/postgresql/*/bin/initdb 2>/dev/null | sort -V | tail -1)")
+pgbin=$(dirname "$(ls -d /usr/lib/postgresql/*/bin/initdb 2>/dev/null | sort -V | tail -1 | grep . || command -v initdb || echo /nonexistent/initdb)")
 if [ ! -x "$pgbin/initdb" ] || ! command -v haproxy >/dev/null && [ ! -x /usr/sbin/haproxy ]; then
 	echo "team-up: PostgreSQL and haproxy are needed: apt-get install postgresql haproxy" >&2
 	exit 1
 fi
 haproxy=$(command -v haproxy || echo /usr/sbin/haproxy)
 
-# PostgreSQL will not run as root: as root, it runs as Debian's postgres user.
+# PostgreSQL will not run as root: as root, it runs as Debian's postgres user,
+# which must be able to reach DIR.
 as_pg=()
 if [ "$(id -u)" = 0 ]; then
 	as_pg=(runuser -u postgres --)
+	if ! runuser -u postgres -- test -x "$dir"; then
+		echo "team-up: PostgreSQL runs as the user postgres, who cannot reach $dir; give a DIR it can reach, e.g. scripts/team-up.sh /var/tmp/warden-team" >&2
+		exit 1
+	fi
 fi
 
 echo "== building warden into $dir"

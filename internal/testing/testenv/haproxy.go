@@ -64,11 +64,12 @@ backend instances
 		t.Fatal(err)
 	}
 	h.Process = StartProcess(t, exec.Command(bin, "-db", "-f", path))
-	WaitFor(t, 10*time.Second, "haproxy listening on "+h.Addr, func() bool { return dialable(h.Addr) })
+	WaitFor(t, 10*time.Second, "haproxy listening on "+h.Addr, func() bool { return Dialable(h.Addr) })
 	return h
 }
 
-func dialable(addr string) bool {
+// Dialable reports whether a TCP connection to addr succeeds.
+func Dialable(addr string) bool {
 	c, err := net.DialTimeout("tcp", addr, time.Second)
 	if err == nil {
 		c.Close()
