@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/wardenmcp/warden/approval"
 	"github.com/wardenmcp/warden/gateway"
+	"github.com/wardenmcp/warden/store"
 	"github.com/wardenmcp/warden/writes"
 )
 
@@ -351,7 +352,11 @@ func (a *handler) uiLogin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	code, err := a.UILogin()
-	if err != nil {
+	switch {
+	case errors.Is(err, store.ErrUnavailable): // the code is kept in the store
+		storeError(w, err)
+		return
+	case err != nil:
 		fail(w, http.StatusInternalServerError, "ui_error", err.Error())
 		return
 	}

@@ -56,11 +56,24 @@ func (s *switchable) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	db, err := store.Open(t.Context(), store.Options{Path: filepath.Join(t.TempDir(), "db"), Key: "a test key, not a secret"})
+	return newEnvOn(t, openStore(t, store.Options{Path: filepath.Join(t.TempDir(), "db")}))
+}
+
+// openStore opens a store closed at the end of t.
+func openStore(t *testing.T, o store.Options) store.Store {
+	t.Helper()
+	o.Key = "a test key, not a secret"
+	db, err := store.Open(t.Context(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// newEnvOn is newEnv over db.
+func newEnvOn(t *testing.T, db store.Store) *env {
+	t.Helper()
 	e := &env{t: t, db: db, as: fixture.NewAuthServer(t), front: &switchable{}, logs: &testenv.Buffer{}}
 	url := fixture.NewServer(fixture.Options{}).ServeBehind(t, func(h http.Handler) http.Handler {
 		e.mcp = h
@@ -87,8 +100,12 @@ func newEnv(t *testing.T) *env {
 }
 
 // open opens a Manager on the env's store, as a start of Warden does.
-func (e *env) open() *Manager {
-	m, err := Open(context.Background(), e.db, Options{Logger: slog.New(slog.NewTextHandler(e.logs, nil)), Event: func(server string, data map[string]string) {
+func (e *env) open() *Manager { return e.openOn(e.db) }
+
+// openOn opens a Manager on db: another instance, when db is another
+// handle on a shared store.
+func (e *env) openOn(db store.Store) *Manager {
+	m, err := Open(context.Background(), db, Options{Logger: slog.New(slog.NewTextHandler(e.logs, nil)), Event: func(server string, data map[string]string) {
 		e.mu.Lock()
 		e.events = append(e.events, data)
 		e.mu.Unlock()
@@ -135,12 +152,15 @@ func browse(t *testing.T, u string) int {
 
 // call sends an MCP initialize to the upstream through the Manager's
 // transport, as Warden's upstream connection does.
-func (e *env) call() (*http.Response, error) {
+func (e *env) call() (*http.Response, error) { return e.callWith(e.m) }
+
+// callWith is call through m's transport.
+func (e *env) callWith(m *Manager) (*http.Response, error) {
 	body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
 	req, _ := http.NewRequest(http.MethodPost, e.cfg.URL, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	resp, err := e.m.Transport(e.cfg, http.DefaultTransport).RoundTrip(req)
+	resp, err := m.Transport(e.cfg, http.DefaultTransport).RoundTrip(req)
 	if err == nil {
 		drain(resp)
 	}
@@ -322,6 +342,9 @@ func TestRefreshFailureKeepsTheLogin(t *testing.T) {
 		soon.Token, soon.TokenURL = &tok, tokenURL
 		e.m.servers[e.cfg.Name].rec = &soon
 		e.m.mu.Unlock()
+		if err := e.m.store.put(&soon); err != nil { // the refresh starts from the stored record
+			t.Fatal(err)
+		}
 		e.mustCall() // with the access token it has, still valid
 		if info := e.m.Status(e.cfg); info.State != StateAuthorized || !info.Refreshable {
 			t.Fatalf("token endpoint %s: after the failed refresh %+v, want the login kept", tokenURL, info)

@@ -78,7 +78,61 @@ func Open(ctx context.Context, st store.Store, opts Options) (*Manager, error) {
 	for name, r := range loaded {
 		m.get(name).rec = r
 	}
+	st.Watch(topic, m.changed)
 	return m, nil
+}
+
+// changed follows a record another instance changed (a refresh, a login,
+// a logout): the server's is read again; a Resync reads them all.
+func (m *Manager) changed(e store.Event) {
+	if e.Mine(m.store.st) {
+		return // this instance's state is already the record
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	recs := map[string]*Record{}
+	var err error
+	if e.Resync {
+		if recs, err = m.store.loadAll(ctx); err == nil {
+			m.mu.Lock()
+			for name := range m.servers {
+				if _, ok := recs[name]; !ok {
+					recs[name] = nil
+				}
+			}
+			m.mu.Unlock()
+		}
+	} else {
+		recs[string(e.Msg)], err = m.store.load(ctx, string(e.Msg))
+	}
+	if err != nil {
+		m.log.Warn("reloading the OAuth tokens another instance changed failed; the next Resync retries", "err", err)
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for name, rec := range recs {
+		m.get(name).adopt(rec)
+	}
+}
+
+// adopt makes rec (nil: none) s's record. A new token (a login or a
+// refresh) ends needs_login; a record gone (a logout) starts it. Call with
+// Manager.mu held.
+func (s *server) adopt(rec *Record) {
+	old := s.rec
+	switch {
+	case rec == nil && old == nil:
+		return
+	case rec == nil:
+		s.rec, s.need, s.challenge, s.stepUps = nil, true, nil, 0
+	default:
+		if old == nil || old.Token.AccessToken != rec.Token.AccessToken {
+			s.need, s.challenge = false, nil
+		}
+		s.rec = rec
+	}
+	s.notify()
 }
 
 // SetCallbackURL sets the redirect URI, once the listener's address is known.
@@ -214,8 +268,11 @@ func (m *Manager) token(ctx context.Context, name, fp string) (string, error) {
 }
 
 // refreshAfter refreshes name's token unless it already changed from used
-// (another request refreshed it meanwhile). It answers the token to use,
-// or "" when the server needs a login.
+// (another request, or another instance, refreshed it meanwhile). It
+// answers the token to use, or "" when the server needs a login. The
+// refresh holds the server's lock and starts from the stored record: two
+// instances never spend one refresh token, which rotation would make the
+// second one's refusal.
 func (m *Manager) refreshAfter(ctx context.Context, name, fp, used string) (string, error) {
 	m.mu.Lock()
 	s := m.get(name)
@@ -225,67 +282,91 @@ func (m *Manager) refreshAfter(ctx context.Context, name, fp, used string) (stri
 	m.mu.Lock()
 	rec := s.rec
 	m.mu.Unlock()
-	if rec == nil || rec.Fingerprint != fp {
-		return "", nil
-	}
-	if rec.Token.AccessToken != used {
+	if rec != nil && rec.Fingerprint == fp && rec.Token.AccessToken != used {
 		return rec.Token.AccessToken, nil
-	}
-	if rec.Token.RefreshToken == "" {
-		return "", nil
 	}
 	// Others wait on this refresh: one caller's cancellation must not end it.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	ctx = context.WithValue(ctx, oauth2.HTTPClient, withResource(m.client, rec.Resource))
-	tok, err := rec.config().TokenSource(ctx, &oauth2.Token{RefreshToken: rec.Token.RefreshToken}).Token()
-	if err != nil {
+	var (
+		spent string        // the refresh token a grant was asked with
+		from  *Record       // the record it was asked for
+		tok   *oauth2.Token // what it got
+		ferr  error         // or why not
+		next  *Record       // the record to use from now on
+	)
+	err := m.store.st.Update(ctx, func(tx store.Tx) error {
+		if err := tx.Lock(lockName(name)); err != nil {
+			return err
+		}
+		cur, err := getRecord(tx, name)
+		next = cur // the store's is the one: gone, or refreshed by another instance
+		if err != nil || cur == nil || cur.Fingerprint != fp || cur.Token.AccessToken != used || cur.Token.RefreshToken == "" {
+			return err
+		}
+		if spent != cur.Token.RefreshToken { // not again when fn runs again: it was spent
+			spent, from = cur.Token.RefreshToken, cur
+			tok, ferr = m.grant(ctx, cur)
+		}
 		var re *oauth2.RetrieveError
-		if errors.As(err, &re) && re.ErrorCode == "invalid_grant" { // the grant is gone
-			m.log.Warn("the authorization server refused the stored refresh token: the login is lost (revoked, expired, or rotated by a refresh whose answer never reached the store); run warden auth login "+name,
-				"server", name, "status", re.Response.StatusCode, "error_code", re.ErrorCode)
-			m.dropRefresh(s, rec)
-			return "", nil
+		switch {
+		case ferr == nil:
+			r := *cur
+			r.Token, r.Refreshed = tok, time.Now().UTC()
+			next = &r
+		case errors.As(ferr, &re) && re.ErrorCode == "invalid_grant": // the grant is gone
+			r, t := *cur, *cur.Token
+			t.RefreshToken = ""
+			r.Token = &t
+			next = &r
+		default:
+			return nil
 		}
-		if re != nil { // the authorization server said no
-			m.log.Warn("refreshing the upstream's token was refused", "server", name, "status", re.Response.StatusCode, "error_code", re.ErrorCode)
-			return "", nil
+		// Durable before it is used: a rotated refresh token must survive a
+		// crash right after this.
+		return putRecord(tx, next)
+	})
+	if err != nil {
+		if tok == nil {
+			m.log.Warn("refreshing the upstream's token needs the store, which failed", "server", name, "err", err)
+			return "", err
 		}
-		m.log.Warn("refreshing the upstream's token failed", "server", name, "err", redact(err, rec))
-		return "", err
-	}
-	next := *rec
-	next.Token, next.Refreshed = tok, time.Now().UTC()
-	// Durable before it is used: a rotated refresh token must survive a
-	// crash right after this.
-	if err := m.store.put(&next); err != nil {
 		m.log.Error("storing the refreshed token failed; using it for now", "server", name, "err", err)
+		r := *from
+		r.Token, r.Refreshed = tok, time.Now().UTC()
+		next = &r
 	}
 	m.mu.Lock()
 	if s.rec == rec {
-		s.rec = &next
+		s.rec = next
 	}
 	m.mu.Unlock()
-	m.event(name, map[string]string{"state": StateAuthorized, "event": "refreshed"})
-	return tok.AccessToken, nil
+	var re *oauth2.RetrieveError
+	switch {
+	case tok != nil:
+		m.event(name, map[string]string{"state": StateAuthorized, "event": "refreshed"})
+	case errors.As(ferr, &re) && re.ErrorCode == "invalid_grant":
+		m.log.Warn("the authorization server refused the stored refresh token: the login is lost (revoked, expired, or rotated by a refresh whose answer never reached the store); run warden auth login "+name,
+			"server", name, "status", re.Response.StatusCode, "error_code", re.ErrorCode)
+		return "", nil
+	case re != nil: // the authorization server said no
+		m.log.Warn("refreshing the upstream's token was refused", "server", name, "status", re.Response.StatusCode, "error_code", re.ErrorCode)
+		return "", nil
+	case ferr != nil:
+		m.log.Warn("refreshing the upstream's token failed", "server", name, "err", redact(ferr, from))
+		return "", ferr
+	}
+	if next == nil || next.Fingerprint != fp || next.Token.AccessToken == used {
+		return "", nil
+	}
+	return next.Token.AccessToken, nil
 }
 
-// dropRefresh forgets rec's refresh token, which the authorization server
-// refused, in the store too: neither this process nor the next start asks
-// again with it, and the next refusal of the server marks it needs_login
-// (one refused refresh, not one per request).
-func (m *Manager) dropRefresh(s *server, rec *Record) {
-	next, tok := *rec, *rec.Token
-	tok.RefreshToken = ""
-	next.Token = &tok
-	if err := m.store.put(&next); err != nil {
-		m.log.Error("storing the lost login failed", "server", rec.Server, "err", err)
-	}
-	m.mu.Lock()
-	if s.rec == rec {
-		s.rec = &next
-	}
-	m.mu.Unlock()
+// grant asks rec's authorization server for a new token with rec's
+// refresh token.
+func (m *Manager) grant(ctx context.Context, rec *Record) (*oauth2.Token, error) {
+	ctx = context.WithValue(ctx, oauth2.HTTPClient, withResource(m.client, rec.Resource))
+	return rec.config().TokenSource(ctx, &oauth2.Token{RefreshToken: rec.Token.RefreshToken}).Token()
 }
 
 // redact removes rec's secrets from err's text.

@@ -97,7 +97,11 @@ func TestRefreshOnceStoredBeforeUse(t *testing.T) {
 	refuse.Store(true)
 	m.mu.Lock()
 	m.servers["s"].rec.Token.AccessToken = "A1" // as if A2 had been revoked: the upstream refuses A1
+	revoked := *m.servers["s"].rec
 	m.mu.Unlock()
+	if err := st.put(&revoked); err != nil { // the refresh starts from the stored record
+		t.Fatal(err)
+	}
 	req, _ := http.NewRequest(http.MethodGet, up.URL, nil)
 	if _, err := rt.RoundTrip(req); !errors.Is(err, upstream.ErrAuthRequired) {
 		t.Fatalf("after a refused refresh: %v; want ErrAuthRequired", err)

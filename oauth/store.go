@@ -6,7 +6,10 @@
 // SDK's auth.AuthorizationCodeHandler, with Warden's own listener as the
 // redirect URI. Tokens and client registrations live in the store, never in
 // logs, events, API answers or errors. A refreshed token is stored before it
-// is used, and concurrent 401s of one server refresh once.
+// is used, and concurrent 401s of one server refresh once, across the
+// instances sharing the store too: a refresh holds the server's lock and
+// starts from the stored record, and every instance follows the records
+// the others change.
 package oauth
 
 import (
@@ -22,6 +25,10 @@ import (
 )
 
 const bucket = "upstream_auth"
+
+// topic announces, with the server's name, a change of its record: every
+// instance reloads it (see Manager.changed).
+const topic = "oauth"
 
 // Record is one server's authorization: the client it registered as, the
 // endpoints, and the current token.
@@ -84,9 +91,8 @@ func openRecords(ctx context.Context, st store.Store) (*records, map[string]*Rec
 					return err
 				}
 			}
-			var r Record
-			if json.Unmarshal(v, &r) == nil && r.Token != nil {
-				recs[string(k)] = &r
+			if r := decodeRecord(v); r != nil {
+				recs[string(k)] = r
 			}
 		}
 		return nil
@@ -97,12 +103,79 @@ func openRecords(ctx context.Context, st store.Store) (*records, map[string]*Rec
 	return &records{st}, recs, nil
 }
 
-func (s *records) put(r *Record) error {
+// decodeRecord is a stored record; nil if it has no token or cannot be read.
+func decodeRecord(v []byte) *Record {
+	var r Record
+	if json.Unmarshal(v, &r) != nil || r.Token == nil {
+		return nil
+	}
+	return &r
+}
+
+// getRecord reads server's record in tx; nil if there is none.
+func getRecord(tx store.Tx, server string) (*Record, error) {
+	v, err := tx.GetSecret(bucket, []byte(server))
+	if v == nil || err != nil {
+		return nil, err
+	}
+	return decodeRecord(v), nil
+}
+
+// loadAll reads every stored record, by server.
+func (s *records) loadAll(ctx context.Context) (map[string]*Record, error) {
+	recs := map[string]*Record{}
+	err := s.st.View(ctx, func(tx store.Tx) error {
+		clear(recs)
+		return tx.Scan(bucket, nil, false, func(k, _ []byte) error {
+			r, err := getRecord(tx, string(k))
+			if r != nil {
+				recs[string(k)] = r
+			}
+			return err
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("oauth store: %w", err)
+	}
+	return recs, nil
+}
+
+// load reads server's stored record; nil if there is none.
+func (s *records) load(ctx context.Context, server string) (r *Record, err error) {
+	err = s.st.View(ctx, func(tx store.Tx) error {
+		r, err = getRecord(tx, server)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("oauth store: load %s: %w", server, err)
+	}
+	return r, nil
+}
+
+// putRecord stores r in tx and announces the change to every instance.
+func putRecord(tx store.Tx, r *Record) error {
 	b, err := json.Marshal(r)
 	if err != nil {
 		return err
 	}
-	err = s.st.Update(context.Background(), func(tx store.Tx) error { return tx.PutSecret(bucket, []byte(r.Server), b) })
+	if err := tx.PutSecret(bucket, []byte(r.Server), b); err != nil {
+		return err
+	}
+	return tx.Publish(topic, []byte(r.Server))
+}
+
+// lockName is the lock a change of server's record holds, so that a
+// refresh on one instance and a logout or login on another do not undo
+// each other.
+func lockName(server string) string { return "oauth/" + server }
+
+func (s *records) put(r *Record) error {
+	err := s.st.Update(context.Background(), func(tx store.Tx) error {
+		if err := tx.Lock(lockName(r.Server)); err != nil {
+			return err
+		}
+		return putRecord(tx, r)
+	})
 	if err != nil {
 		return fmt.Errorf("oauth store: save %s: %w", r.Server, err)
 	}
@@ -110,7 +183,15 @@ func (s *records) put(r *Record) error {
 }
 
 func (s *records) delete(server string) error {
-	err := s.st.Update(context.Background(), func(tx store.Tx) error { return tx.Delete(bucket, []byte(server)) })
+	err := s.st.Update(context.Background(), func(tx store.Tx) error {
+		if err := tx.Lock(lockName(server)); err != nil {
+			return err
+		}
+		if err := tx.Delete(bucket, []byte(server)); err != nil {
+			return err
+		}
+		return tx.Publish(topic, []byte(server))
+	})
 	if err != nil {
 		return fmt.Errorf("oauth store: delete %s: %w", server, err)
 	}

@@ -68,10 +68,11 @@ func (s *boltStore) Close() error {
 }
 
 type boltTx struct {
-	tx     *bolt.Tx
-	s      *boltStore
-	write  bool
-	events []Event
+	tx       *bolt.Tx
+	s        *boltStore
+	write    bool
+	events   []Event
+	appended map[string][]byte // by bucket: the last key put, while only appended (see fill)
 }
 
 // bucket finds bucket's path; nil if any part is missing (or, with create,
@@ -123,7 +124,35 @@ func (t *boltTx) Put(bucket string, key, value []byte) error {
 	if value == nil {
 		value = []byte{} // a nil value would read as "no key"
 	}
+	t.fill(bucket, b, key)
 	return b.Put(key, value)
+}
+
+// appendFill is how full bbolt fills the pages of a bucket this
+// transaction only appended to, against its default of half: a bucket
+// written in key order (a new server's tool records) would otherwise be
+// left half empty, twice the pages to write and sync.
+const appendFill = 0.9
+
+// fill sets b's fill percent for a Put of key: appendFill while every key
+// this transaction put in bucket came after all the keys it had, bbolt's
+// default as soon as one did not (pages filled that far would split again
+// on the next insert among them).
+func (t *boltTx) fill(bucket string, b *bolt.Bucket, key []byte) {
+	last, seen := t.appended[bucket]
+	if !seen {
+		last, _ = b.Cursor().Last()
+		if t.appended == nil {
+			t.appended = map[string][]byte{}
+		}
+	}
+	if (seen && last == nil) || (last != nil && bytes.Compare(key, last) <= 0) {
+		t.appended[bucket] = nil // not in order: nil from now on
+		b.FillPercent = bolt.DefaultFillPercent
+		return
+	}
+	t.appended[bucket] = bytes.Clone(key)
+	b.FillPercent = appendFill
 }
 
 func (t *boltTx) Delete(bucket string, key []byte) error {

@@ -517,3 +517,31 @@ func TestOverviewCountsHeldBackApart(t *testing.T) {
 		t.Errorf("q, one tool pending but held back, shows:\n%s", row)
 	}
 }
+
+// While the store cannot be reached, POST /v1/ui/login answers 503
+// STORE_UNAVAILABLE, as the API's other decisions do (the code is kept in
+// the store); once it is back, a code.
+func TestUILoginStoreUnavailable(t *testing.T) {
+	p := warden.New(t, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	u := &UI{Token: "tok", Store: p.Store}
+	h := api.Handler(api.Deps{Version: "test", Token: "tok", Started: time.Now(), Gateway: p.Gateway,
+		Approvals: p.Approvals, Writes: p.Writes, Activity: p.Activity, Events: p.Events, Auth: p.Auth,
+		Sessions: func() any { return p.Sessions.List() }, UILogin: u.NewCode})
+	post := func() (int, api.Error) {
+		r := httptest.NewRequest("POST", "/v1/ui/login", nil)
+		r.Header.Set("Authorization", "Bearer tok")
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		var e api.Error
+		_ = json.Unmarshal(w.Body.Bytes(), &e)
+		return w.Code, e
+	}
+	p.Store.Down(true)
+	if code, e := post(); code != http.StatusServiceUnavailable || e.Error.Code != "STORE_UNAVAILABLE" || !strings.Contains(e.Error.Message, "warden status") {
+		t.Fatalf("POST /v1/ui/login with the store down: %d %+v; want 503 STORE_UNAVAILABLE", code, e.Error)
+	}
+	p.Store.Down(false)
+	if code, e := post(); code != http.StatusOK {
+		t.Fatalf("POST /v1/ui/login with the store back: %d %+v", code, e.Error)
+	}
+}
