@@ -295,6 +295,18 @@ func (m *Manager) refreshAfter(ctx context.Context, name, fp, used string) (stri
 		ferr  error         // or why not
 		next  *Record       // the record to use from now on
 	)
+	if !m.store.st.Shared() {
+		// Alone on its store, s.refresh is lock enough: the grant is
+		// asked before the write transaction, which would otherwise hold
+		// the embedded store's one writer through an HTTP call. The
+		// transaction below finds the token spent and stores the answer.
+		var cur *Record
+		if m.store.st.View(ctx, func(tx store.Tx) (err error) { cur, err = getRecord(tx, name); return err }) == nil &&
+			cur != nil && cur.Fingerprint == fp && cur.Token.AccessToken == used && cur.Token.RefreshToken != "" {
+			spent, from = cur.Token.RefreshToken, cur
+			tok, ferr = m.grant(ctx, cur)
+		}
+	}
 	err := m.store.st.Update(ctx, func(tx store.Tx) error {
 		if err := tx.Lock(lockName(name)); err != nil {
 			return err

@@ -89,3 +89,42 @@ func TestInstancesRefreshOnce(t *testing.T) {
 		t.Fatalf("%d refresh grants; want the other instance to use the new login's token as it is", n)
 	}
 }
+
+// Alone on the embedded store, a refresh waiting for a slow authorization
+// server does not hold the store's one writer: other writes go on.
+func TestRefreshLeavesTheEmbeddedStoreFree(t *testing.T) {
+	e := newEnv(t)
+	e.login()
+	e.as.ExpireAccess()
+	held := make(chan struct{}, 1)
+	release := e.as.HoldRefresh(held)
+	done := make(chan error, 1)
+	go func() {
+		resp, err := e.callWith(e.m)
+		if err == nil && resp.StatusCode != http.StatusOK {
+			err = errors.New(resp.Status)
+		}
+		done <- err
+	}()
+	<-held // the grant is at the authorization server
+	wrote := make(chan error, 1)
+	go func() {
+		wrote <- e.m.store.st.Update(context.Background(), func(tx store.Tx) error { return tx.Put("other", []byte("k"), []byte("v")) })
+	}()
+	select {
+	case err := <-wrote:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("a write waited for a refresh's grant")
+		defer func() { <-wrote }()
+	}
+	release()
+	if err := <-done; err != nil {
+		t.Fatalf("the call after the refresh: %v", err)
+	}
+	if n := e.as.Refreshes(); n != 1 {
+		t.Errorf("%d refresh grants; want 1", n)
+	}
+}
