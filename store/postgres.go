@@ -47,6 +47,17 @@ var migrations = []string{
 		primary key (bucket, key))`,
 }
 
+// idleInTransaction is how long PostgreSQL keeps a transaction whose
+// client has gone silent (idle_in_transaction_session_timeout, set on every
+// connection unless the URL sets it). A connection lost in the middle of an
+// Update that holds a Lock, without the server noticing (a network that
+// drops, a host that dies), would otherwise keep the lock from every
+// instance until TCP keepalive ends the session: hours by default. Every
+// transaction here is short and never waits on anything but the database.
+var idleInTransaction = 15 * time.Second
+
+const idleParam = "idle_in_transaction_session_timeout"
+
 // Advisory lock keys: a 64-bit hash of a kind and a name, so Warden's locks
 // do not meet another application's in the same database.
 func lockKey(kind, name string) int64 {
@@ -66,6 +77,9 @@ func openPostgres(ctx context.Context, url, instance string, seal *sealer) (Stor
 	}
 	if cfg.ConnConfig.ConnectTimeout == 0 {
 		cfg.ConnConfig.ConnectTimeout = 5 * time.Second // unreachable is an answer, not a hang
+	}
+	if _, set := cfg.ConnConfig.RuntimeParams[idleParam]; !set {
+		cfg.ConnConfig.RuntimeParams[idleParam] = strconv.FormatInt(idleInTransaction.Milliseconds(), 10)
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

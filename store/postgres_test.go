@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/wardenmcp/warden/internal/testing/pgtest"
@@ -231,5 +232,42 @@ func TestPostgresConnectionLost(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
+	}
+}
+
+// TestPostgresLostLockHolder: an instance whose network drops in the middle
+// of an Update holding a lock, without the server noticing, does not keep
+// the lock from every other instance: PostgreSQL ends the silent
+// transaction after idleInTransaction.
+func TestPostgresLostLockHolder(t *testing.T) {
+	defer store.SetIdleInTransaction(store.SetIdleInTransaction(time.Second))
+	pg := pgtest.Start(t, pgtest.Options{TCP: true})
+	p := startProxy(t, fmt.Sprintf("127.0.0.1:%d", pg.Port()))
+	lost := openPostgres(t, strings.Replace(pg.TCPURL(), fmt.Sprintf("127.0.0.1:%d", pg.Port()), p.addr, 1))
+	defer lost.Close()
+	other := openPostgres(t, pg.URL())
+	defer other.Close()
+
+	holding, release := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- lost.Update(context.Background(), func(tx store.Tx) error {
+			err := tx.Lock("l")
+			close(holding)
+			<-release
+			return err
+		})
+	}()
+	<-holding
+	p.cut(unnoticed) // the server still holds the transaction and its lock
+	close(release)
+	if err := <-done; !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("the Update whose network dropped: %v; want ErrUnavailable", err)
+	}
+	// A bound for a test that would otherwise wait forever, not a figure.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := other.Update(ctx, func(tx store.Tx) error { return tx.Lock("l") }); err != nil {
+		t.Fatalf("another instance taking the lock the lost transaction held: %v", err)
 	}
 }
