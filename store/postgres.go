@@ -48,15 +48,27 @@ var migrations = []string{
 }
 
 // idleInTransaction is how long PostgreSQL keeps a transaction whose
-// client has gone silent (idle_in_transaction_session_timeout, set on every
-// connection unless the URL sets it). A connection lost in the middle of an
-// Update that holds a Lock, without the server noticing (a network that
-// drops, a host that dies), would otherwise keep the lock from every
-// instance until TCP keepalive ends the session: hours by default. Every
-// transaction here is short and never waits on anything but the database.
+// client has gone silent (idle_in_transaction_session_timeout). A
+// connection lost in the middle of an Update that holds a Lock, without the
+// server noticing (a network that drops, a host that dies), would otherwise
+// keep the lock from every instance until TCP keepalive ends the session:
+// hours by default. Every transaction here is short and never waits on
+// anything but the database.
 var idleInTransaction = 15 * time.Second
 
-const idleParam = "idle_in_transaction_session_timeout"
+// sessionParams are set on every connection, unless the URL sets them:
+// idleInTransaction, and TCP keepalive that makes the server notice a dead
+// client within about 25 s instead of the system's two hours and more, so
+// that a dead instance's liveness lock (Alive) and its locks go with it.
+// (The keepalive settings do nothing over a Unix socket.)
+func sessionParams() map[string]string {
+	return map[string]string{
+		"idle_in_transaction_session_timeout": strconv.FormatInt(idleInTransaction.Milliseconds(), 10),
+		"tcp_keepalives_idle":                 "10",
+		"tcp_keepalives_interval":             "5",
+		"tcp_keepalives_count":                "3",
+	}
+}
 
 // Advisory lock keys: a 64-bit hash of a kind and a name, so Warden's locks
 // do not meet another application's in the same database.
@@ -78,8 +90,10 @@ func openPostgres(ctx context.Context, url, instance string, seal *sealer) (Stor
 	if cfg.ConnConfig.ConnectTimeout == 0 {
 		cfg.ConnConfig.ConnectTimeout = 5 * time.Second // unreachable is an answer, not a hang
 	}
-	if _, set := cfg.ConnConfig.RuntimeParams[idleParam]; !set {
-		cfg.ConnConfig.RuntimeParams[idleParam] = strconv.FormatInt(idleInTransaction.Milliseconds(), 10)
+	for k, v := range sessionParams() {
+		if _, set := cfg.ConnConfig.RuntimeParams[k]; !set {
+			cfg.ConnConfig.RuntimeParams[k] = v
+		}
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
