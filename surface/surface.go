@@ -183,7 +183,7 @@ func (s *Surfaces) closeIdle(idle time.Duration) {
 			v.closeIdle(idle, min(idle, 30*time.Second), min(idle, unusedIdle))
 		}
 		if s.st != nil && time.Since(swept) > touchEvery {
-			s.sweepSessions(idle)
+			s.sweepSessions(time.Now(), idle)
 			swept = time.Now()
 		}
 	}
