@@ -23,7 +23,9 @@ import (
 //
 // The state lives in the store rather than sealed in the session id (as
 // some gateways do): a DELETE then ends the session everywhere, a log level
-// set on one instance holds on all, and ids stay short. Each session has a
+// set on one instance holds wherever the session is adopted after (an
+// instance that holds it already keeps the level it had), and ids stay
+// short. Each session has a
 // record: what the client said at initialize, its log level, when it was
 // last used. It is keyed by the endpoint and the SHA-256 of the id, never
 // the id, so a copy of the database gives no one a session.
