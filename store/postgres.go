@@ -290,6 +290,11 @@ func (s *pgStore) run(ctx context.Context, opts pgx.TxOptions, fn func(Tx) error
 		if errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01") && attempt < 10 {
 			continue
 		}
+		if err != nil && ctx.Err() != nil {
+			// The caller gave up (pgx reports a deadline as a network
+			// timeout): its reason, not the store's.
+			return fmt.Errorf("store %s: %w (%v)", s.url, ctx.Err(), err)
+		}
 		if err != nil && unavailable(err) {
 			return s.fail("", err)
 		}

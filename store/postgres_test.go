@@ -202,6 +202,36 @@ func TestPostgresCancelled(t *testing.T) {
 	}
 }
 
+// TestPostgresDeadline: an Update whose caller's deadline passes while it
+// waits for a lock fails with the deadline, not as if the store were
+// unavailable (the database answered all along).
+func TestPostgresDeadline(t *testing.T) {
+	pg := pgtest.Start(t, pgtest.Options{})
+	s := openPostgres(t, pg.URL())
+	defer s.Close()
+	holding, release := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- s.Update(context.Background(), func(tx store.Tx) error {
+			err := tx.Lock("l")
+			close(holding)
+			<-release
+			return err
+		})
+	}()
+	<-holding
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond) // passes while the lock is held
+	defer cancel()
+	err := s.Update(ctx, func(tx store.Tx) error { return tx.Lock("l") })
+	close(release)
+	if errors.Is(err, store.ErrUnavailable) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("an Update past its deadline: %v; want context.DeadlineExceeded, not ErrUnavailable", err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestPostgresConnectionLost: when the network to PostgreSQL drops every
 // connection (reset, closed, or lost without the server noticing), calls
 // fail with ErrUnavailable; once it is back, watchers resync and calls
