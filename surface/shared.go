@@ -65,12 +65,12 @@ type relayed struct {
 	Stored  string          `json:"stored,omitempty"`
 }
 
-// ShareSessions keeps the 2025 client sessions in st (call before serving).
+// ShareSessions keeps the 2025 client sessions in st (call before serving);
+// Close stops following st.
 func (s *Surfaces) ShareSessions(st store.Store) {
 	s.st = st
 	s.agg.st, s.search.st = st, st
-	st.Watch(relayTopic, s.onRelay)
-	st.Watch(endedTopic, s.onEnded)
+	s.unwatch = []func(){st.Watch(relayTopic, s.onRelay), st.Watch(endedTopic, s.onEnded)}
 }
 
 // sessionKey is a session's key in the store: its endpoint and id hash.

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -208,5 +209,36 @@ func testClientAnswersRelayed(t *testing.T, model string) {
 	e.S.SweepSessionsAt(now.Add(2*time.Minute), time.Hour)
 	if n := stored(); n != 0 {
 		t.Fatalf("%d relayed answers kept after the sweep a minute later", n)
+	}
+}
+
+// watchCount is a store that counts the watches not stopped.
+type watchCount struct {
+	store.Store
+	active atomic.Int64
+}
+
+func (w *watchCount) Watch(topic string, fn func(store.Event)) func() {
+	stop := w.Store.Watch(topic, fn)
+	w.active.Add(1)
+	var once sync.Once
+	return func() { once.Do(func() { w.active.Add(-1); stop() }) }
+}
+
+// Close stops following the store: a Surfaces closed before its store
+// (a daemon stopping, a test) is handed no more events.
+func TestCloseStopsSharing(t *testing.T) {
+	e := newEnv(t, `{}`, 0, 0)
+	st, err := store.Open(ctx(t), store.Options{Path: filepath.Join(t.TempDir(), "warden.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	w := &watchCount{Store: st}
+	s := surface.New(e.Gateway, slog.New(slog.DiscardHandler), "test", 0, 0)
+	s.ShareSessions(w)
+	s.Close()
+	if n := w.active.Load(); n != 0 {
+		t.Fatalf("%d watches of the store left after Close", n)
 	}
 }

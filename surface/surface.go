@@ -40,6 +40,7 @@ type Surfaces struct {
 	noFast      atomic.Bool              // every request to the SDK server (DisableFastPath)
 	stdio       func(*http.Request) bool // SetStdio's, set before serving
 	st          store.Store              // ShareSessions's, set before serving
+	unwatch     []func()                 // ShareSessions's watches of st, stopped by Close
 
 	mu    sync.Mutex
 	views map[string]*view
