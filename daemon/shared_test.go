@@ -86,3 +86,29 @@ func TestStateDirOneDaemonWithASharedStore(t *testing.T) {
 		t.Fatal("a second daemon started on a state dir another one runs with")
 	}
 }
+
+// Two instances on one host, each listening on any free port (listen port
+// 0) and named by default, both start: their default names differ.
+func TestInstancesOnAnyPortBothStart(t *testing.T) {
+	url := pgtest.Start(t, pgtest.Options{}).NewDatabase(t)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.json")
+	if err := os.WriteFile(cfg, fmt.Appendf(nil, `{"store": %q, "storeKey": "0123456789abcdef0123"}`, url), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"one", "two"} {
+		ctx, cancel := context.WithCancel(context.Background())
+		ready, done := make(chan struct{}), make(chan error, 1)
+		go func() {
+			done <- daemon.Run(ctx, daemon.Options{ConfigPath: cfg, StateDir: filepath.Join(dir, name), Listen: "127.0.0.1:0",
+				Logger: slog.New(slog.DiscardHandler), Ready: func(*daemon.Daemon) { close(ready) }})
+		}()
+		t.Cleanup(func() { cancel(); <-done })
+		select {
+		case err := <-done:
+			done <- err // for the cleanup
+			t.Fatalf("instance %s did not start: %v", name, err)
+		case <-ready:
+		}
+	}
+}
