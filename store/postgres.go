@@ -56,17 +56,34 @@ var migrations = []string{
 // anything but the database.
 var idleInTransaction = 15 * time.Second
 
-// sessionParams are set on every connection, unless the URL sets them:
+// sessionSetup sets on every connection, unless the URL sets them (given):
 // idleInTransaction, and TCP keepalive that makes the server notice a dead
 // client within about 25 s instead of the system's two hours and more, so
 // that a dead instance's liveness lock (Alive) and its locks go with it.
-// (The keepalive settings do nothing over a Unix socket.)
-func sessionParams() map[string]string {
-	return map[string]string{
+// (The keepalive settings do nothing over a Unix socket.) They are SET once
+// connected rather than sent at startup, which a connection pooler in front
+// of PostgreSQL may refuse.
+func sessionSetup(given map[string]string) pgconn.AfterConnectFunc {
+	params := map[string]string{
 		"idle_in_transaction_session_timeout": strconv.FormatInt(idleInTransaction.Milliseconds(), 10),
 		"tcp_keepalives_idle":                 "10",
 		"tcp_keepalives_interval":             "5",
 		"tcp_keepalives_count":                "3",
+	}
+	var sets []string
+	for k, v := range params {
+		if _, set := given[k]; !set {
+			sets = append(sets, "set "+k+" = "+v)
+		}
+	}
+	slices.Sort(sets)
+	q := strings.Join(sets, "; ")
+	return func(ctx context.Context, c *pgconn.PgConn) error {
+		if q == "" {
+			return nil
+		}
+		_, err := c.Exec(ctx, q).ReadAll()
+		return err
 	}
 }
 
@@ -90,11 +107,7 @@ func openPostgres(ctx context.Context, url, instance string, seal *sealer) (Stor
 	if cfg.ConnConfig.ConnectTimeout == 0 {
 		cfg.ConnConfig.ConnectTimeout = 5 * time.Second // unreachable is an answer, not a hang
 	}
-	for k, v := range sessionParams() {
-		if _, set := cfg.ConnConfig.RuntimeParams[k]; !set {
-			cfg.ConnConfig.RuntimeParams[k] = v
-		}
-	}
+	cfg.ConnConfig.AfterConnect = sessionSetup(cfg.ConnConfig.RuntimeParams)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("store %s: %v", redacted, err)
