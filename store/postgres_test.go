@@ -160,23 +160,30 @@ func TestPostgresViewSnapshot(t *testing.T) {
 	}
 }
 
+// holdLock holds lock name in an Update of s until release, which answers
+// the Update's error.
+func holdLock(s store.Store, name string) (release func() error) {
+	holding, rel := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- s.Update(context.Background(), func(tx store.Tx) error {
+			err := tx.Lock(name)
+			close(holding)
+			<-rel
+			return err
+		})
+	}()
+	<-holding
+	return func() error { close(rel); return <-done }
+}
+
 // TestPostgresCancelled: an Update its caller cancels, waiting for a lock,
 // fails with the cancellation, not as if the store were unavailable.
 func TestPostgresCancelled(t *testing.T) {
 	pg := pgtest.Start(t, pgtest.Options{})
 	s := openPostgres(t, pg.URL())
 	defer s.Close()
-	holding, release := make(chan struct{}), make(chan struct{})
-	done := make(chan error, 1)
-	go func() {
-		done <- s.Update(context.Background(), func(tx store.Tx) error {
-			err := tx.Lock("l")
-			close(holding)
-			<-release
-			return err
-		})
-	}()
-	<-holding
+	release := holdLock(s, "l")
 	ctx, cancel := context.WithCancel(context.Background())
 	waiting := make(chan error, 1)
 	go func() { waiting <- s.Update(ctx, func(tx store.Tx) error { return tx.Lock("l") }) }()
@@ -193,12 +200,11 @@ func TestPostgresCancelled(t *testing.T) {
 	}
 	cancel()
 	err = <-waiting
-	close(release)
+	if err := release(); err != nil {
+		t.Fatal(err)
+	}
 	if err == nil || errors.Is(err, store.ErrUnavailable) || !errors.Is(err, context.Canceled) {
 		t.Errorf("a cancelled Update: %v; want context.Canceled, not ErrUnavailable", err)
-	}
-	if err := <-done; err != nil {
-		t.Fatal(err)
 	}
 }
 
@@ -209,26 +215,15 @@ func TestPostgresDeadline(t *testing.T) {
 	pg := pgtest.Start(t, pgtest.Options{})
 	s := openPostgres(t, pg.URL())
 	defer s.Close()
-	holding, release := make(chan struct{}), make(chan struct{})
-	done := make(chan error, 1)
-	go func() {
-		done <- s.Update(context.Background(), func(tx store.Tx) error {
-			err := tx.Lock("l")
-			close(holding)
-			<-release
-			return err
-		})
-	}()
-	<-holding
+	release := holdLock(s, "l")
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond) // passes while the lock is held
 	defer cancel()
 	err := s.Update(ctx, func(tx store.Tx) error { return tx.Lock("l") })
-	close(release)
+	if err := release(); err != nil {
+		t.Fatal(err)
+	}
 	if errors.Is(err, store.ErrUnavailable) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("an Update past its deadline: %v; want context.DeadlineExceeded, not ErrUnavailable", err)
-	}
-	if err := <-done; err != nil {
-		t.Fatal(err)
 	}
 }
 
@@ -278,20 +273,9 @@ func TestPostgresLostLockHolder(t *testing.T) {
 	other := openPostgres(t, pg.URL())
 	defer other.Close()
 
-	holding, release := make(chan struct{}), make(chan struct{})
-	done := make(chan error, 1)
-	go func() {
-		done <- lost.Update(context.Background(), func(tx store.Tx) error {
-			err := tx.Lock("l")
-			close(holding)
-			<-release
-			return err
-		})
-	}()
-	<-holding
+	release := holdLock(lost, "l")
 	p.cut(unnoticed) // the server still holds the transaction and its lock
-	close(release)
-	if err := <-done; !errors.Is(err, store.ErrUnavailable) {
+	if err := release(); !errors.Is(err, store.ErrUnavailable) {
 		t.Fatalf("the Update whose network dropped: %v; want ErrUnavailable", err)
 	}
 	// A bound for a test that would otherwise wait forever, not a figure.
