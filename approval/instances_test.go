@@ -157,3 +157,49 @@ func TestStoreUnavailableChangesNothing(t *testing.T) {
 		t.Fatalf("Check: %q %v", st, known)
 	}
 }
+
+// changeAfterLoad is a's store handle for an instance that opens while
+// another instance (change) commits a change: right after the first View
+// (Open's load), change runs, and View returns once this handle has handed
+// the change's event to the watchers registered by then.
+type changeAfterLoad struct {
+	store.Store
+	change func()
+	once   sync.Once
+}
+
+func (s *changeAfterLoad) View(ctx context.Context, fn func(store.Tx) error) error {
+	if err := s.Store.View(ctx, fn); err != nil {
+		return err
+	}
+	s.once.Do(func() {
+		seen := make(chan struct{})
+		var one sync.Once
+		stop := s.Watch(topic, func(e store.Event) {
+			if !e.Mine(s.Store) {
+				one.Do(func() { close(seen) })
+			}
+		})
+		defer stop()
+		s.change()
+		<-seen
+	})
+	return nil
+}
+
+// A change another instance commits while this one opens, after it read
+// the records and before it followed the changes, is not lost.
+func TestInstanceOpeningMissesNoChange(t *testing.T) {
+	sa, sb := twoStores["postgres"](t)
+	a := openRegistry(t, sa)
+	must[ApplyResult](t)(a.Apply("s", false, 1, inventory(1, "t")))
+	must[Answer](t)(a.ApproveServer("s", ServerApproval{}))
+	b := openRegistry(t, &changeAfterLoad{Store: sb, change: func() {
+		if err := a.Quarantine("s"); err != nil {
+			t.Error(err)
+		}
+	}})
+	if !b.Quarantined("s") {
+		t.Fatal("an instance that opened while another quarantined s does not see s quarantined")
+	}
+}

@@ -128,7 +128,7 @@ func (r *Registry) reload(tx store.Tx, s *server) (*Change, error) {
 		if !s.hasMeta || !bytes.Equal(cur, v) {
 			var m serverMeta
 			if err := json.Unmarshal(v, &m); err != nil {
-				return nil, fmt.Errorf("approval: server record %q is unreadable (%v); restore the state dir from a backup or remove the server's record", s.name, err)
+				return nil, fmt.Errorf("approval: server record %q is unreadable (%v); restore the store (the state dir, or the database the \"store\" setting names) from a backup, or remove the server's record", s.name, err)
 			}
 			meta = &m
 		}
@@ -144,7 +144,7 @@ func (r *Registry) reload(tx store.Tx, s *server) (*Change, error) {
 		}
 		rec, err := decodeRecord(s.name, string(k), v)
 		if err != nil {
-			return fmt.Errorf("approval: tool record %q/%q is unreadable (%v); restore the state dir from a backup or remove the record", s.name, k, err)
+			return fmt.Errorf("approval: tool record %q/%q is unreadable (%v); restore the store (the state dir, or the database the \"store\" setting names) from a backup, or remove the record", s.name, k, err)
 		}
 		holdInvalid(rec) // in memory; written with the record's next change
 		if old == nil || !bytes.Equal(oldJSON, encodeRecord(rec)) {

@@ -110,6 +110,11 @@ func Run(ctx context.Context, opts Options) error {
 	if d.Token, err = state.EnsureToken(d.StateDir); err != nil {
 		return err
 	}
+	unlock, err := state.Lock(d.StateDir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	listening := false
 	defer func() {
 		if listening {
@@ -138,7 +143,7 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	d.Addr = ln.Addr().String()
 	// The CLI's way in: it finds the socket from the state dir, which this
-	// daemon holds (the store's lock), and so reaches no other process.
+	// daemon holds (state.Lock), and so reaches no other process.
 	sock, err := state.Listen(d.StateDir)
 	if err != nil {
 		ln.Close()

@@ -17,13 +17,15 @@ import (
 // embedded one in the state dir.
 func (d *Daemon) storeOptions(cfg *config.Config) store.Options {
 	return store.Options{URL: cfg.Store, Path: filepath.Join(d.StateDir, "warden.db"), Key: cfg.StoreKey,
-		Instance: instanceName(d.opts.Instance, cfg.Listen)}
+		Instance: instanceName(d.opts.Instance, cfg.Listen, d.StateDir)}
 }
 
 // instanceName is this instance's stable name among those sharing a store:
 // the one given (serve --instance), else the host's name and the port it
-// listens on, which tell apart instances on one machine too.
-func instanceName(given, listen string) string {
+// listens on, which tell apart instances on one machine too; listening on
+// any free port (0), the host's name and the state dir, which no two
+// running instances share (state.Lock).
+func instanceName(given, listen, stateDir string) string {
 	if given != "" {
 		return given
 	}
@@ -31,10 +33,13 @@ func instanceName(given, listen string) string {
 	if err != nil || host == "" {
 		host = "localhost"
 	}
-	if _, port, err := net.SplitHostPort(listen); err == nil {
+	if _, port, err := net.SplitHostPort(listen); err == nil && port != "0" {
 		return host + ":" + port
 	}
-	return host
+	if abs, err := filepath.Abs(stateDir); err == nil {
+		stateDir = abs
+	}
+	return host + ":" + stateDir
 }
 
 // storeError says why the store could not be opened; for a shared one it

@@ -28,7 +28,7 @@ const bucket = "instances"
 // Instance is one instance's record, as GET /v1/instances answers it.
 type Instance struct {
 	ID       string    `json:"id"`     // its stable name (host and port, or --instance)
-	Run      string    `json:"run"`    // the store's name for this run of it (store.Store.Instance)
+	Run      string    `json:"run"`    // a random name for this run of it, so that Stop leaves a later run's record
 	Listen   string    `json:"listen"` // the address it serves on
 	Version  string    `json:"version"`
 	Started  time.Time `json:"started"`

@@ -47,6 +47,46 @@ var migrations = []string{
 		primary key (bucket, key))`,
 }
 
+// idleInTransaction is how long PostgreSQL keeps a transaction whose
+// client has gone silent (idle_in_transaction_session_timeout). A
+// connection lost in the middle of an Update that holds a Lock, without the
+// server noticing (a network that drops, a host that dies), would otherwise
+// keep the lock from every instance until TCP keepalive ends the session:
+// hours by default. Every transaction here is short and never waits on
+// anything but the database.
+var idleInTransaction = 15 * time.Second
+
+// sessionSetup sets on every connection, unless the URL sets them (given):
+// idleInTransaction, and TCP keepalive that makes the server notice a dead
+// client within about 25 s instead of the system's two hours and more, so
+// that a dead instance's liveness lock (Alive) and its locks go with it.
+// (The keepalive settings do nothing over a Unix socket.) They are SET once
+// connected rather than sent at startup, which a connection pooler in front
+// of PostgreSQL may refuse.
+func sessionSetup(given map[string]string) pgconn.AfterConnectFunc {
+	params := map[string]string{
+		"idle_in_transaction_session_timeout": strconv.FormatInt(idleInTransaction.Milliseconds(), 10),
+		"tcp_keepalives_idle":                 "10",
+		"tcp_keepalives_interval":             "5",
+		"tcp_keepalives_count":                "3",
+	}
+	var sets []string
+	for k, v := range params {
+		if _, set := given[k]; !set {
+			sets = append(sets, "set "+k+" = "+v)
+		}
+	}
+	slices.Sort(sets)
+	q := strings.Join(sets, "; ")
+	return func(ctx context.Context, c *pgconn.PgConn) error {
+		if q == "" {
+			return nil
+		}
+		_, err := c.Exec(ctx, q).ReadAll()
+		return err
+	}
+}
+
 // Advisory lock keys: a 64-bit hash of a kind and a name, so Warden's locks
 // do not meet another application's in the same database.
 func lockKey(kind, name string) int64 {
@@ -67,6 +107,7 @@ func openPostgres(ctx context.Context, url, instance string, seal *sealer) (Stor
 	if cfg.ConnConfig.ConnectTimeout == 0 {
 		cfg.ConnConfig.ConnectTimeout = 5 * time.Second // unreachable is an answer, not a hang
 	}
+	cfg.ConnConfig.AfterConnect = sessionSetup(cfg.ConnConfig.RuntimeParams)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("store %s: %v", redacted, err)
@@ -261,6 +302,11 @@ func (s *pgStore) run(ctx context.Context, opts pgx.TxOptions, fn func(Tx) error
 		var pe *pgconn.PgError
 		if errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01") && attempt < 10 {
 			continue
+		}
+		if err != nil && ctx.Err() != nil {
+			// The caller gave up (pgx reports a deadline as a network
+			// timeout): its reason, not the store's.
+			return fmt.Errorf("store %s: %w (%v)", s.url, ctx.Err(), err)
 		}
 		if err != nil && unavailable(err) {
 			return s.fail("", err)

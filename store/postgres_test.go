@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/wardenmcp/warden/internal/testing/pgtest"
@@ -159,23 +160,30 @@ func TestPostgresViewSnapshot(t *testing.T) {
 	}
 }
 
+// holdLock holds lock name in an Update of s until release, which answers
+// the Update's error.
+func holdLock(s store.Store, name string) (release func() error) {
+	holding, rel := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- s.Update(context.Background(), func(tx store.Tx) error {
+			err := tx.Lock(name)
+			close(holding)
+			<-rel
+			return err
+		})
+	}()
+	<-holding
+	return func() error { close(rel); return <-done }
+}
+
 // TestPostgresCancelled: an Update its caller cancels, waiting for a lock,
 // fails with the cancellation, not as if the store were unavailable.
 func TestPostgresCancelled(t *testing.T) {
 	pg := pgtest.Start(t, pgtest.Options{})
 	s := openPostgres(t, pg.URL())
 	defer s.Close()
-	holding, release := make(chan struct{}), make(chan struct{})
-	done := make(chan error, 1)
-	go func() {
-		done <- s.Update(context.Background(), func(tx store.Tx) error {
-			err := tx.Lock("l")
-			close(holding)
-			<-release
-			return err
-		})
-	}()
-	<-holding
+	release := holdLock(s, "l")
 	ctx, cancel := context.WithCancel(context.Background())
 	waiting := make(chan error, 1)
 	go func() { waiting <- s.Update(ctx, func(tx store.Tx) error { return tx.Lock("l") }) }()
@@ -192,12 +200,30 @@ func TestPostgresCancelled(t *testing.T) {
 	}
 	cancel()
 	err = <-waiting
-	close(release)
+	if err := release(); err != nil {
+		t.Fatal(err)
+	}
 	if err == nil || errors.Is(err, store.ErrUnavailable) || !errors.Is(err, context.Canceled) {
 		t.Errorf("a cancelled Update: %v; want context.Canceled, not ErrUnavailable", err)
 	}
-	if err := <-done; err != nil {
+}
+
+// TestPostgresDeadline: an Update whose caller's deadline passes while it
+// waits for a lock fails with the deadline, not as if the store were
+// unavailable (the database answered all along).
+func TestPostgresDeadline(t *testing.T) {
+	pg := pgtest.Start(t, pgtest.Options{})
+	s := openPostgres(t, pg.URL())
+	defer s.Close()
+	release := holdLock(s, "l")
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond) // passes while the lock is held
+	defer cancel()
+	err := s.Update(ctx, func(tx store.Tx) error { return tx.Lock("l") })
+	if err := release(); err != nil {
 		t.Fatal(err)
+	}
+	if errors.Is(err, store.ErrUnavailable) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("an Update past its deadline: %v; want context.DeadlineExceeded, not ErrUnavailable", err)
 	}
 }
 
@@ -231,5 +257,31 @@ func TestPostgresConnectionLost(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
+	}
+}
+
+// TestPostgresLostLockHolder: an instance whose network drops in the middle
+// of an Update holding a lock, without the server noticing, does not keep
+// the lock from every other instance: PostgreSQL ends the silent
+// transaction after idleInTransaction.
+func TestPostgresLostLockHolder(t *testing.T) {
+	defer store.SetIdleInTransaction(store.SetIdleInTransaction(time.Second))
+	pg := pgtest.Start(t, pgtest.Options{TCP: true})
+	p := startProxy(t, fmt.Sprintf("127.0.0.1:%d", pg.Port()))
+	lost := openPostgres(t, strings.Replace(pg.TCPURL(), fmt.Sprintf("127.0.0.1:%d", pg.Port()), p.addr, 1))
+	defer lost.Close()
+	other := openPostgres(t, pg.URL())
+	defer other.Close()
+
+	release := holdLock(lost, "l")
+	p.cut(unnoticed) // the server still holds the transaction and its lock
+	if err := release(); !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("the Update whose network dropped: %v; want ErrUnavailable", err)
+	}
+	// A bound for a test that would otherwise wait forever, not a figure.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := other.Update(ctx, func(tx store.Tx) error { return tx.Lock("l") }); err != nil {
+		t.Fatalf("another instance taking the lock the lost transaction held: %v", err)
 	}
 }

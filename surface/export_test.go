@@ -15,3 +15,7 @@ func (s *Surfaces) CloseIdleNow(idle, unusedIdle time.Duration) {
 		v.closeIdle(idle, min(idle, 30*time.Second), unusedIdle)
 	}
 }
+
+// SweepSessionsAt is the sweep of the shared sessions' records as it would
+// run at now.
+func (s *Surfaces) SweepSessionsAt(now time.Time, idle time.Duration) { s.sweepSessions(now, idle) }

@@ -80,10 +80,13 @@ func (s *Surfaces) Changed(server string) {
 	}
 }
 
-// Close stops rebuilding lists and ends every view: its client sessions
-// and its forwarding of resource updates.
+// Close stops rebuilding lists and following the store, and ends every
+// view: its client sessions and its forwarding of resource updates.
 func (s *Surfaces) Close() {
 	close(s.done)
+	for _, stop := range s.unwatch {
+		stop()
+	}
 	s.mu.Lock()
 	servers := slices.Collect(maps.Keys(s.views))
 	s.mu.Unlock()

@@ -3,9 +3,11 @@ package surface
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -21,7 +23,9 @@ import (
 //
 // The state lives in the store rather than sealed in the session id (as
 // some gateways do): a DELETE then ends the session everywhere, a log level
-// set on one instance holds on all, and ids stay short. Each session has a
+// set on one instance holds wherever the session is adopted after (an
+// instance that holds it already keeps the level it had), and ids stay
+// short. Each session has a
 // record: what the client said at initialize, its log level, when it was
 // last used. It is keyed by the endpoint and the SHA-256 of the id, never
 // the id, so a copy of the database gives no one a session.
@@ -31,12 +35,16 @@ import (
 // serves the request. The client's answers to requests Warden sent it (and
 // its cancellations) may reach an instance other than the one that asked:
 // each is also published on relayTopic, and the instance holding the asking
-// side hands it over.
+// side hands it over. One too large for an event waits in relayBucket,
+// sealed (it is what the person answered), named by the event, until
+// sweepSessions removes it a minute or more later.
 
 const (
 	sessionsBucket = "client_sessions"
 	relayTopic     = "client_relay"
 	endedTopic     = "client_session_ended"
+	relayBucket    = "client_relay"
+	relayKeep      = time.Minute // how long a stored relayed answer is kept at least
 	// A record's last use is written at most this often; a record unused
 	// for the idle time is removed by the instance that finds it so.
 	touchEvery = 5 * time.Minute
@@ -48,19 +56,21 @@ type sessionRecord struct {
 	Used  time.Time              `json:"used"`
 }
 
-// relayed is a message handed between instances for a session.
+// relayed is a message handed between instances for a session: its body,
+// or the key in relayBucket of a body too large for an event.
 type relayed struct {
 	Surface string          `json:"surface"`
 	Session string          `json:"session"` // sessionKey's hash
-	Body    json.RawMessage `json:"body"`
+	Body    json.RawMessage `json:"body,omitempty"`
+	Stored  string          `json:"stored,omitempty"`
 }
 
-// ShareSessions keeps the 2025 client sessions in st (call before serving).
+// ShareSessions keeps the 2025 client sessions in st (call before serving);
+// Close stops following st.
 func (s *Surfaces) ShareSessions(st store.Store) {
 	s.st = st
 	s.agg.st, s.search.st = st, st
-	st.Watch(relayTopic, s.onRelay)
-	st.Watch(endedTopic, s.onEnded)
+	s.unwatch = []func(){st.Watch(relayTopic, s.onRelay), st.Watch(endedTopic, s.onEnded)}
 }
 
 // sessionKey is a session's key in the store: its endpoint and id hash.
@@ -186,9 +196,23 @@ func (v *view) endShared(st store.Store, id string) {
 // relay publishes body, a client's answer or cancellation on session id,
 // for the instance that holds the request it is about.
 func (v *view) relay(st store.Store, id string, body []byte) {
-	msg, err := json.Marshal(relayed{Surface: v.surface, Session: string(sessionKey("", id)[1:]), Body: body})
-	if err == nil && len(msg) <= store.MaxMessage {
-		err = st.Update(context.Background(), func(tx store.Tx) error { return tx.Publish(relayTopic, msg) })
+	m := relayed{Surface: v.surface, Session: string(sessionKey("", id)[1:]), Body: body}
+	msg, err := json.Marshal(m)
+	if err == nil {
+		err = st.Update(context.Background(), func(tx store.Tx) error {
+			if len(msg) <= store.MaxMessage {
+				return tx.Publish(relayTopic, msg)
+			}
+			k := fmt.Sprintf("%016x%s", time.Now().UnixNano(), rand.Text()[:8]) // in time order, for the sweep
+			if err := tx.PutSecret(relayBucket, []byte(k), body); err != nil {
+				return err
+			}
+			small, err := json.Marshal(relayed{Surface: m.Surface, Session: m.Session, Stored: k})
+			if err != nil {
+				return err
+			}
+			return tx.Publish(relayTopic, small)
+		})
 	}
 	if err != nil {
 		v.log.Warn("a client's answer could not be handed to the other instances", "session", id, "err", err)
@@ -235,6 +259,17 @@ func (s *Surfaces) onRelay(e store.Event) {
 		ss := l.ss.Load()
 		if ss == nil {
 			return // not initialized: it asked nothing
+		}
+		if m.Stored != "" {
+			err := s.st.View(context.Background(), func(tx store.Tx) (err error) {
+				m.Body, err = tx.GetSecret(relayBucket, []byte(m.Stored))
+				m.Body = bytes.Clone(m.Body)
+				return err
+			})
+			if err != nil || m.Body == nil {
+				s.log.Warn("a client's answer relayed through the store could not be read", "session", id, "err", err)
+				return
+			}
 		}
 		var h http.Handler = l.adopted
 		if l.adopted == nil {
@@ -299,11 +334,13 @@ func (s *Surfaces) endpointOf(v *view) endpoint {
 	return s.hs[v.single]
 }
 
-// sweepSessions removes the records of sessions unused for idle.
-func (s *Surfaces) sweepSessions(idle time.Duration) {
-	cutoff := time.Now().Add(-idle - touchEvery) // Used may lag by touchEvery
+// sweepSessions removes the records of sessions unused for idle, and
+// relayed answers kept longer than relayKeep.
+func (s *Surfaces) sweepSessions(now time.Time, idle time.Duration) {
+	cutoff := now.Add(-idle - touchEvery) // Used may lag by touchEvery
+	relayCutoff := []byte(fmt.Sprintf("%016x", now.Add(-relayKeep).UnixNano()))
 	err := s.st.Update(context.Background(), func(tx store.Tx) error {
-		var stale [][]byte
+		var stale, relays [][]byte
 		err := tx.Scan(sessionsBucket, nil, false, func(k, b []byte) error {
 			var rec sessionRecord
 			if json.Unmarshal(b, &rec) != nil || rec.Used.Before(cutoff) {
@@ -311,9 +348,23 @@ func (s *Surfaces) sweepSessions(idle time.Duration) {
 			}
 			return nil
 		})
+		if err == nil {
+			err = tx.Scan(relayBucket, nil, false, func(k, _ []byte) error {
+				if bytes.Compare(k, relayCutoff) >= 0 {
+					return store.ErrStop
+				}
+				relays = append(relays, bytes.Clone(k))
+				return nil
+			})
+		}
 		for _, k := range stale {
 			if err == nil {
 				err = tx.Delete(sessionsBucket, k)
+			}
+		}
+		for _, k := range relays {
+			if err == nil {
+				err = tx.Delete(relayBucket, k)
 			}
 		}
 		return err

@@ -8,6 +8,8 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"path/filepath"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -152,8 +154,14 @@ func testSessionOutlivesItsInstance(t *testing.T, postgres bool) {
 
 // The client's answers to what an upstream asks during a call (elicitation,
 // roots, sampling) may reach the other instance: they are relayed to the
-// one that asked, and the call completes.
+// one that asked, and the call completes; an answer too large for a store
+// event (a long sampled message) too.
 func TestClientAnswersRelayed(t *testing.T) {
+	t.Run("small", func(t *testing.T) { testClientAnswersRelayed(t, "m1") })
+	t.Run("large", func(t *testing.T) { testClientAnswersRelayed(t, strings.Repeat("m", 2*store.MaxMessage)) })
+}
+
+func testClientAnswersRelayed(t *testing.T, model string) {
 	e, other := sharedPair(t, true)
 	rr := &roundRobin{to: []string{e.URL, other.URL}}
 	c := mcp.NewClient(&mcp.Implementation{Name: "balanced", Version: "1"}, &mcp.ClientOptions{
@@ -161,7 +169,7 @@ func TestClientAnswersRelayed(t *testing.T) {
 			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"who": "alice"}}, nil
 		},
 		CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-			return &mcp.CreateMessageResult{Model: "m1", Role: "assistant", Content: &mcp.TextContent{Text: "ok"}}, nil
+			return &mcp.CreateMessageResult{Model: model, Role: "assistant", Content: &mcp.TextContent{Text: "ok"}}, nil
 		},
 	})
 	c.AddRoots(&mcp.Root{URI: "file:///work"})
@@ -173,8 +181,64 @@ func TestClientAnswersRelayed(t *testing.T) {
 	defer cs.Close()
 	for i := range 4 { // the call and its three answers take turns
 		out, isErr, _, err := callText(t, cs, fixture.RichTool, map[string]any{})
-		if err != nil || isErr || out != "alice|file:///work|m1" {
-			t.Fatalf("ask %d: %q %v (%v)", i, out, isErr, err)
+		if err != nil || isErr || out != "alice|file:///work|"+model {
+			t.Fatalf("ask %d: %.100q %v (%v)", i, out, isErr, err)
 		}
+	}
+	// A large answer waited in the store; the sweep removes it once it
+	// is a minute old, not before.
+	st, err := store.Open(ctx(t), store.Options{URL: pgURL(t), Key: "a key for the tests, long enough"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	stored := func() (n int) {
+		if err := st.View(ctx(t), func(tx store.Tx) (err error) { n, err = tx.Count("client_relay"); return err }); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if large := len(model) > store.MaxMessage; large != (stored() > 0) {
+		t.Fatalf("answers kept in the store: %d; want some only for a large answer", stored())
+	}
+	now := time.Now()
+	e.S.SweepSessionsAt(now, time.Hour)
+	if len(model) > store.MaxMessage && stored() == 0 {
+		t.Fatal("the sweep removed a relayed answer just kept")
+	}
+	e.S.SweepSessionsAt(now.Add(2*time.Minute), time.Hour)
+	if n := stored(); n != 0 {
+		t.Fatalf("%d relayed answers kept after the sweep a minute later", n)
+	}
+}
+
+// watchCount is a store that counts the watches not stopped.
+type watchCount struct {
+	store.Store
+	active atomic.Int64
+}
+
+func (w *watchCount) Watch(topic string, fn func(store.Event)) func() {
+	stop := w.Store.Watch(topic, fn)
+	w.active.Add(1)
+	var once sync.Once
+	return func() { once.Do(func() { w.active.Add(-1); stop() }) }
+}
+
+// Close stops following the store: a Surfaces closed before its store
+// (a daemon stopping, a test) is handed no more events.
+func TestCloseStopsSharing(t *testing.T) {
+	e := newEnv(t, `{}`, 0, 0)
+	st, err := store.Open(ctx(t), store.Options{Path: filepath.Join(t.TempDir(), "warden.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	w := &watchCount{Store: st}
+	s := surface.New(e.Gateway, slog.New(slog.DiscardHandler), "test", 0, 0)
+	s.ShareSessions(w)
+	s.Close()
+	if n := w.active.Load(); n != 0 {
+		t.Fatalf("%d watches of the store left after Close", n)
 	}
 }

@@ -40,6 +40,7 @@ type Surfaces struct {
 	noFast      atomic.Bool              // every request to the SDK server (DisableFastPath)
 	stdio       func(*http.Request) bool // SetStdio's, set before serving
 	st          store.Store              // ShareSessions's, set before serving
+	unwatch     []func()                 // ShareSessions's watches of st, stopped by Close
 
 	mu    sync.Mutex
 	views map[string]*view
@@ -183,7 +184,7 @@ func (s *Surfaces) closeIdle(idle time.Duration) {
 			v.closeIdle(idle, min(idle, 30*time.Second), min(idle, unusedIdle))
 		}
 		if s.st != nil && time.Since(swept) > touchEvery {
-			s.sweepSessions(idle)
+			s.sweepSessions(time.Now(), idle)
 			swept = time.Now()
 		}
 	}

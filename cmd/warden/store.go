@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/wardenmcp/warden/config"
+	"github.com/wardenmcp/warden/oauth"
 	"github.com/wardenmcp/warden/store"
 )
 
@@ -48,6 +49,12 @@ func newStoreMigrateCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer from.Close()
+			// Upstream tokens an earlier version kept in plaintext become
+			// secrets when oauth opens them, as the daemon would: done here
+			// first, so that Copy seals them instead of copying plaintext.
+			if _, err := oauth.Open(ctx, from, oauth.Options{}); err != nil {
+				return err
+			}
 			dst, err := store.Open(ctx, store.Options{URL: to, Key: cfg.StoreKey})
 			if err != nil {
 				return err

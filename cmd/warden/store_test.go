@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -113,5 +114,53 @@ func TestStoreCommandsSayWhatIsMissing(t *testing.T) {
 		if code != c.code || !strings.Contains(errOut, c.want) || strings.Contains(out+errOut, "hunter2") {
 			t.Errorf("%v: %d %q %q; want %d naming %q", c.args, code, out, errOut, c.code, c.want)
 		}
+	}
+}
+
+// An upstream token an earlier version kept in plaintext (before tokens
+// were marked as secrets) is sealed on its way into PostgreSQL, not copied
+// as it is.
+func TestStoreMigrateSealsEarlierTokens(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	stateDir, cfgPath := filepath.Join(dir, "state"), filepath.Join(dir, "config.json")
+	if err := os.MkdirAll(stateDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	const key = "the team's first key, long enough"
+	if err := os.WriteFile(cfgPath, []byte(fmt.Sprintf(`{"storeKey": %q, "mcpServers": {}}`, key)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	emb, err := store.Open(ctx, store.Options{Path: filepath.Join(stateDir, "warden.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = emb.Update(ctx, func(tx store.Tx) error { // as an earlier version wrote it
+		return tx.Put("upstream_auth", []byte("github"), []byte(`{"server":"github","token":{"access_token":"gho_earlier"}}`))
+	})
+	emb.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := pgtest.Start(t, pgtest.Options{}).URL()
+	if code, out, errOut := runCLI(t, "", "--config", cfgPath, "--state-dir", stateDir, "store", "migrate", "--to", url); code != 0 {
+		t.Fatalf("migrate: %d\n%s%s", code, out, errOut)
+	}
+	st, err := store.Open(ctx, store.Options{URL: url, Key: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var raw, opened []byte
+	err = st.View(ctx, func(tx store.Tx) error {
+		r, err := tx.Get("upstream_auth", []byte("github"))
+		raw = bytes.Clone(r)
+		if err == nil {
+			opened, err = tx.GetSecret("upstream_auth", []byte("github"))
+		}
+		return err
+	})
+	if err != nil || !store.Sealed(raw) || !bytes.Contains(opened, []byte("gho_earlier")) {
+		t.Fatalf("the earlier token in PostgreSQL: raw %q, opened %q, %v; want it sealed", raw, opened, err)
 	}
 }

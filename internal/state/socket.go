@@ -21,8 +21,8 @@ import (
 const SocketFile = "warden.sock"
 
 // Listen listens on the state dir's socket, replacing one a daemon that
-// died left behind. The caller must hold the state dir (the store's lock),
-// so that it replaces no running daemon's socket.
+// died left behind. The caller must hold the state dir (Lock), so that it
+// replaces no running daemon's socket.
 func Listen(dir string) (net.Listener, error) {
 	d, _, err := openDir(dir)
 	if err != nil {
