@@ -48,6 +48,9 @@ const (
 	// A record's last use is written at most this often; a record unused
 	// for the idle time is removed by the instance that finds it so.
 	touchEvery = 5 * time.Minute
+	// How long a request waits for the store to share its session: with
+	// the store down the session still works here.
+	storeWait = 2 * time.Second
 )
 
 // sessionRecord is a shared session's record.
@@ -94,7 +97,15 @@ func (v *view) saveSession(ss *mcp.ServerSession, level mcp.LoggingLevel) {
 		NegotiatedProtocolVersion: version, LogLevel: level}, Used: time.Now()}
 	b, err := json.Marshal(rec)
 	if err == nil {
-		err = st.Update(context.Background(), func(tx store.Tx) error { return tx.Put(sessionsBucket, sessionKey(v.surface, ss.ID()), b) })
+		ctx, cancel := context.WithTimeout(context.Background(), storeWait)
+		defer cancel()
+		k := sessionKey(v.surface, ss.ID())
+		err = st.Update(ctx, func(tx store.Tx) error {
+			if err := tx.Lock(string(k)); err != nil { // against touchSession's read-modify-write
+				return err
+			}
+			return tx.Put(sessionsBucket, k, b)
+		})
 	}
 	if err != nil {
 		v.log.Warn("client session not shared: another instance will not know it", "session", ss.ID(), "err", err)
@@ -108,8 +119,13 @@ func (v *view) touchSession(st store.Store, l *live, id string) {
 		return
 	}
 	go func() {
-		_ = st.Batch(context.Background(), func(tx store.Tx) error {
+		ctx, cancel := context.WithTimeout(context.Background(), storeWait)
+		defer cancel()
+		_ = st.Batch(ctx, func(tx store.Tx) error {
 			k := sessionKey(v.surface, id)
+			if err := tx.Lock(string(k)); err != nil {
+				return err
+			}
 			var rec sessionRecord
 			if b, err := tx.Get(sessionsBucket, k); err != nil || b == nil || json.Unmarshal(b, &rec) != nil {
 				return err
@@ -199,7 +215,9 @@ func (v *view) relay(st store.Store, id string, body []byte) {
 	m := relayed{Surface: v.surface, Session: string(sessionKey("", id)[1:]), Body: body}
 	msg, err := json.Marshal(m)
 	if err == nil {
-		err = st.Update(context.Background(), func(tx store.Tx) error {
+		ctx, cancel := context.WithTimeout(context.Background(), storeWait)
+		defer cancel()
+		err = st.Update(ctx, func(tx store.Tx) error {
 			if len(msg) <= store.MaxMessage {
 				return tx.Publish(relayTopic, msg)
 			}
