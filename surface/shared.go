@@ -17,9 +17,9 @@ import (
 	"github.com/wardenmcp/warden/store"
 )
 
-// Client sessions of the 2025 revisions, shared through the store, so that a
-// client's session continues on whichever instance a load balancer picks,
-// and after a restart.
+// Client sessions of the 2025 revisions, shared through a shared store, so
+// that a client's session continues on whichever instance a load balancer
+// picks.
 //
 // The state lives in the store rather than sealed in the session id (as
 // some gateways do): a DELETE then ends the session everywhere, a log level
@@ -71,6 +71,13 @@ type relayed struct {
 // ShareSessions keeps the 2025 client sessions in st (call before serving);
 // Close stops following st.
 func (s *Surfaces) ShareSessions(st store.Store) {
+	if !st.Shared() {
+		// Alone on its store, a session has no other instance to go on
+		// on; after a restart its client begins a new one (404) and lists
+		// everything again, which is what it must do after missing
+		// Warden's notifications.
+		return
+	}
 	s.st = st
 	s.agg.st, s.search.st = st, st
 	s.unwatch = []func(){st.Watch(relayTopic, s.onRelay), st.Watch(endedTopic, s.onEnded)}

@@ -36,72 +36,67 @@ func (rr *roundRobin) RoundTrip(r *http.Request) (*http.Response, error) {
 	return http.DefaultTransport.RoundTrip(r)
 }
 
-// sharedPair serves two Surfaces over one gateway (fx and rich), their
-// sessions shared through the store: one embedded store both use, or, with
-// postgres, a store handle each on one database, as two instances have.
-func sharedPair(t *testing.T, postgres bool) (*env, *httptest.Server) {
+// sharedPair serves two Surfaces over one gateway (fx and rich), each with
+// its own handle on one PostgreSQL store, as two instances have.
+func sharedPair(t *testing.T) (e *env, other *httptest.Server, url string) {
 	t.Helper()
 	fx, rich := fixture.NewServer(fixture.Options{}), fixture.NewRich(t)
-	e := newEnv(t, fmt.Sprintf(`{"fx": {"url": %q, "trusted": true}, "rich": {"url": %q, "trusted": true}}`, fx.Serve(t), rich.URL), 0, 0)
+	e = newEnv(t, fmt.Sprintf(`{"fx": {"url": %q, "trusted": true}, "rich": {"url": %q, "trusted": true}}`, fx.Serve(t), rich.URL), 0, 0)
 	e.WaitListed(t, "fx")
 	e.WaitListed(t, "rich")
+	url = pgtest.Start(t, pgtest.Options{}).URL()
 	open := func() store.Store {
-		o := store.Options{Path: filepath.Join(t.TempDir(), "warden.db")}
-		if postgres {
-			o = store.Options{URL: pgURL(t), Key: "a key for the tests, long enough"}
-		}
-		st, err := store.Open(ctx(t), o)
+		st, err := store.Open(ctx(t), store.Options{URL: url, Key: "a key for the tests, long enough"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { st.Close() })
 		return st
 	}
-	st := open()
-	e.S.ShareSessions(st)
-	if postgres {
-		st = open()
-	}
-	other := surface.New(e.Gateway, slog.New(slog.DiscardHandler), "test", 0, 0)
+	e.S.ShareSessions(open())
+	s := surface.New(e.Gateway, slog.New(slog.DiscardHandler), "test", 0, 0)
+	t.Cleanup(s.Close)
+	s.ShareSessions(open())
+	other = httptest.NewServer(s)
 	t.Cleanup(other.Close)
-	other.ShareSessions(st)
-	srv := httptest.NewServer(other)
-	t.Cleanup(srv.Close)
 	for _, server := range []string{"fx", "rich"} {
-		if err := other.WaitListed(ctx(t), server, e.Gateway.Listed(server).Version); err != nil {
+		if err := s.WaitListed(ctx(t), server, e.Gateway.Listed(server).Version); err != nil {
 			t.Fatal(err)
 		}
 	}
-	return e, srv
+	return e, other, url
 }
 
-// pgURL is a PostgreSQL database for the test, the same for each call
-// within it.
-var pgURL = func() func(t *testing.T) string {
-	urls := map[*testing.T]string{}
-	return func(t *testing.T) string {
-		if urls[t] == "" {
-			urls[t] = pgtest.Start(t, pgtest.Options{}).URL()
-			t.Cleanup(func() { delete(urls, t) })
-		}
-		return urls[t]
+// Alone on the embedded store, a session is not shared: after a restart
+// its client gets 404 and begins a new one, which lists everything again
+// (it may have missed Warden's notifications meanwhile).
+func TestEmbeddedStoreSharesNoSession(t *testing.T) {
+	fx := fixture.NewServer(fixture.Options{})
+	e := newEnv(t, fmt.Sprintf(`{"fx": {"url": %q, "trusted": true}}`, fx.Serve(t)), 0, 0)
+	e.WaitListed(t, "fx")
+	st, err := store.Open(ctx(t), store.Options{Path: filepath.Join(t.TempDir(), "warden.db")})
+	if err != nil {
+		t.Fatal(err)
 	}
-}()
-
-// stores runs test on an embedded store shared by both Surfaces, and on
-// PostgreSQL with a store handle each.
-func stores(t *testing.T, test func(t *testing.T, postgres bool)) {
-	t.Run("embedded", func(t *testing.T) { test(t, false) })
-	t.Run("postgres", func(t *testing.T) { test(t, true) })
+	defer st.Close()
+	e.S.ShareSessions(st)
+	other := surface.New(e.Gateway, slog.New(slog.DiscardHandler), "test", 0, 0)
+	defer other.Close()
+	other.ShareSessions(st)
+	srv := httptest.NewServer(other)
+	defer srv.Close()
+	id := openUnused(t, e.URL+"/mcp/fx")
+	resp, body := rawPost(t, srv.URL+"/mcp/fx", `{"jsonrpc":"2.0","id":9,"method":"tools/list"}`, map[string]string{"Mcp-Session-Id": id})
+	if resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("a session of the embedded store answered elsewhere: %d %s", resp.StatusCode, body)
+	}
 }
 
 // A 2025 client's session, begun on one instance, goes on on the other:
 // every second request lands there, and each is answered in the session.
 // A DELETE on one ends it on both.
-func TestSessionWithoutStickiness(t *testing.T) { stores(t, testSessionWithoutStickiness) }
-
-func testSessionWithoutStickiness(t *testing.T, postgres bool) {
-	e, other := sharedPair(t, postgres)
+func TestSessionWithoutStickiness(t *testing.T) {
+	e, other, _ := sharedPair(t)
 	for _, path := range []string{"/mcp", "/mcp/fx", "/mcp?view=search"} {
 		t.Run(path, func(t *testing.T) {
 			rr := &roundRobin{to: []string{e.URL, other.URL}}
@@ -132,10 +127,8 @@ func testSessionWithoutStickiness(t *testing.T, postgres bool) {
 }
 
 // A session whose instance is gone goes on on another.
-func TestSessionOutlivesItsInstance(t *testing.T) { stores(t, testSessionOutlivesItsInstance) }
-
-func testSessionOutlivesItsInstance(t *testing.T, postgres bool) {
-	e, other := sharedPair(t, postgres)
+func TestSessionOutlivesItsInstance(t *testing.T) {
+	e, other, _ := sharedPair(t)
 	first := httptest.NewServer(e.S)
 	rr := &roundRobin{to: []string{first.URL}}
 	c := mcp.NewClient(&mcp.Implementation{Name: "moved", Version: "1"}, nil)
@@ -162,7 +155,7 @@ func TestClientAnswersRelayed(t *testing.T) {
 }
 
 func testClientAnswersRelayed(t *testing.T, model string) {
-	e, other := sharedPair(t, true)
+	e, other, url := sharedPair(t)
 	rr := &roundRobin{to: []string{e.URL, other.URL}}
 	c := mcp.NewClient(&mcp.Implementation{Name: "balanced", Version: "1"}, &mcp.ClientOptions{
 		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
@@ -187,7 +180,7 @@ func testClientAnswersRelayed(t *testing.T, model string) {
 	}
 	// A large answer waited in the store; the sweep removes it once it
 	// is a minute old, not before.
-	st, err := store.Open(ctx(t), store.Options{URL: pgURL(t), Key: "a key for the tests, long enough"})
+	st, err := store.Open(ctx(t), store.Options{URL: url, Key: "a key for the tests, long enough"})
 	if err != nil {
 		t.Fatal(err)
 	}
