@@ -27,7 +27,7 @@ func (v *view) syncPrompts(server string, old, now *exposed) {
 		def := *p
 		def.Name = name
 		keep[name] = true
-		v.prompts[name] = ref{server, p.Name}
+		v.prompts[name] = ref{server: server, name: p.Name}
 		now.prompts = append(now.prompts, name)
 		if v.unchanged("prompt:"+name, &def) {
 			continue

@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/wardenmcp/warden/callers"
 	"github.com/wardenmcp/warden/writes"
 )
 
@@ -12,6 +13,7 @@ import (
 type origin struct {
 	surface string
 	caller  writes.Caller
+	who     callers.Caller // who the request's token named (callers.go)
 }
 
 // stdioHeader marks a request that came through warden stdio. ServeHTTP
@@ -38,11 +40,12 @@ func (s *Surfaces) markStdio(r *http.Request) {
 // header h reached it, and the client that named itself on its session ss
 // (nil or a stateless-era one: none) or, in the 2026-07-28 revision, in
 // the request's meta.
-func (v *view) originOf(h http.Header, ss *mcp.ServerSession, meta mcp.Meta) origin {
-	o := origin{surface: v.surface}
+func (v *view) originOf(h http.Header, ss *mcp.ServerSession, meta mcp.Meta) (o origin) {
+	o = origin{surface: v.surface, who: v.callerOf(h)}
 	if h.Get(stdioHeader) != "" {
 		o.surface = "stdio:" + v.surface
 	}
+	defer func() { o.caller.User = o.who.Name() }()
 	if ss != nil && !isStateless(ss) {
 		var info *mcp.Implementation
 		if p := ss.InitializeParams(); p != nil {

@@ -1,0 +1,75 @@
+package surface
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"github.com/wardenmcp/warden/callers"
+)
+
+// Known callers (package callers): with a policy set, ServeHTTP answers a
+// request without a valid bearer token 401, and each view shows and calls,
+// for the request's caller, only the tools its profiles allow. The views'
+// lists stay shared; each request's answer is filtered on top of them.
+
+// callerHeader carries who a request's token named, as JSON, from
+// ServeHTTP (which alone sets it; a client's own is dropped) to where the
+// SDK hands on the request's header: the views' handlers.
+const callerHeader = "Warden-Caller"
+
+// SetCallers sets the known callers for requests from now on; nil: none,
+// anyone who reaches the port may use every approved tool.
+func (s *Surfaces) SetCallers(p *callers.Policy) { s.policy.Store(p) }
+
+// authenticate resolves r's caller into callerHeader, or answers r 401
+// with WWW-Authenticate saying what is wrong and reports false. The token
+// goes no further than here.
+func (s *Surfaces) authenticate(w http.ResponseWriter, r *http.Request) bool {
+	if _, sent := r.Header[callerHeader]; sent {
+		r.Header.Del(callerHeader)
+	}
+	p := s.policy.Load()
+	if p == nil {
+		return true
+	}
+	c, err := p.Authenticate(r)
+	if err != nil {
+		var ref *callers.Refused
+		if errors.As(err, &ref) {
+			w.Header().Set("WWW-Authenticate", ref.Challenge())
+		}
+		RefuseUnread(w, r, http.StatusUnauthorized, "not authenticated: "+err.Error())
+		return false
+	}
+	r.Header.Del("Authorization")
+	b, _ := json.Marshal(c.Identity) // strings only: it cannot fail
+	r.Header.Set(callerHeader, string(b))
+	return true
+}
+
+// callerOf is the caller of a request with header h: who authenticate
+// found, with what the policy now gives them. Without a policy, anyone,
+// unlimited; with one but no caller found (the policy came meanwhile),
+// no one, allowed nothing.
+func (v *view) callerOf(h http.Header) callers.Caller {
+	var p *callers.Policy
+	if v.policy != nil {
+		p = v.policy.Load()
+	}
+	if p == nil {
+		return callers.Caller{}
+	}
+	var id callers.Identity
+	if raw := h.Get(callerHeader); raw == "" || json.Unmarshal([]byte(raw), &id) != nil {
+		return callers.Caller{Profile: &callers.Profile{}}
+	}
+	return callers.Caller{Identity: id, Profile: p.Profile(id)}
+}
+
+// allowedLocked reports whether profile allows the tool the view lists as
+// name (one the view does not know: no). Caller holds v.mu.
+func (v *view) allowedLocked(name string, profile *callers.Profile) bool {
+	t, ok := v.tools[name]
+	return ok && profile.Allows(t.server, t.name, t.class)
+}

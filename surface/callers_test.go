@@ -1,0 +1,172 @@
+package surface_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/wardenmcp/warden/activity"
+	"github.com/wardenmcp/warden/callers"
+	"github.com/wardenmcp/warden/config"
+	"github.com/wardenmcp/warden/internal/testing/fixture"
+)
+
+// bearer sends a token with each request.
+type bearer string
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+string(b))
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+func tokenHash(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// callersEnv serves fx behind known callers: "ro" (profile readonly, the
+// read tools), "dev" (write_* and echo of fx) and "nobody" (a profile
+// allowing nothing).
+func callersEnv(t *testing.T) *env {
+	t.Helper()
+	fx := fixture.NewServer(fixture.Options{})
+	e := newEnv(t, fmt.Sprintf(`{"fx": {"url": %q, "trusted": true}}`, fx.Serve(t)), 0, 0)
+	cfg, err := config.Parse("", []byte(`{
+		"clients": {
+			"ro": {"tokenSha256": "`+tokenHash("ro-token")+`", "profile": "readonly"},
+			"dev": {"tokenSha256": "`+tokenHash("dev-token")+`", "profile": "dev"},
+			"nobody": {"tokenSha256": "`+tokenHash("nobody-token")+`", "profile": "none"}
+		},
+		"profiles": {"readonly": {"classes": ["read"]}, "dev": {"servers": {"fx": {"tools": ["write_*", "echo"]}}}, "none": {"servers": {}}}
+	}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.S.SetCallers(callers.New(cfg))
+	e.WaitListed(t, "fx")
+	return e
+}
+
+// connectAs is connect with a token.
+func (e *env) connectAs(t *testing.T, token, path string, so *mcp.ClientSessionOptions) *mcp.ClientSession {
+	t.Helper()
+	c := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: e.URL + path, HTTPClient: &http.Client{Transport: bearer(token)}}, so)
+	if err != nil {
+		t.Fatalf("connect %s: %v", path, err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// Without a valid token a request is answered 401, saying why in
+// WWW-Authenticate, on every endpoint.
+func TestCallersNeedAToken(t *testing.T) {
+	e := callersEnv(t)
+	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+	for _, path := range []string{"/mcp", "/mcp/fx", "/mcp?view=search"} {
+		for token, want := range map[string]string{"": "no bearer token", "Bearer wrong": "not one Warden knows", "Basic eDp5": "not a bearer token"} {
+			h := map[string]string{}
+			if token != "" {
+				h["Authorization"] = token
+			}
+			resp, body := rawPost(t, e.URL+path, init, h)
+			if resp.StatusCode != http.StatusUnauthorized || !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Bearer ") ||
+				!strings.Contains(resp.Header.Get("WWW-Authenticate"), want) || !strings.Contains(body, want) || strings.Contains(body, "wrong") {
+				t.Errorf("%s with %q: %d %q %s", path, token, resp.StatusCode, resp.Header.Get("WWW-Authenticate"), body)
+			}
+		}
+		// A GET (the event stream) too.
+		req, _ := http.NewRequest(http.MethodGet, e.URL+path, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("GET %s without a token: %d", path, resp.StatusCode)
+		}
+	}
+}
+
+// Each caller sees and calls only what its profile allows, in both eras,
+// on /mcp and /mcp/fx, by the fast path and the SDK server's; a call
+// outside is refused NOT_PERMITTED and recorded with who made it.
+func TestCallersSeeTheirProfile(t *testing.T) {
+	e := callersEnv(t)
+	for _, fast := range []bool{true, false} {
+		if !fast {
+			e.S.DisableFastPath()
+		}
+		for _, era := range []*mcp.ClientSessionOptions{session2025, nil} {
+			for _, path := range []string{"/mcp", "/mcp/fx"} {
+				name := func(tool string) string {
+					if path == "/mcp" {
+						return "fx__" + tool
+					}
+					return tool
+				}
+				what := fmt.Sprintf("%s fast %t 2025 %t", path, fast, era != nil)
+				for token, want := range map[string][]string{
+					"ro-token":     {name(fixture.ToolEcho), name(fixture.ToolRead)},
+					"dev-token":    {name(fixture.ToolEcho), name(fixture.ToolWrite)},
+					"nobody-token": nil,
+				} {
+					cs := e.connectAs(t, token, path, era)
+					if got := toolNames(t, cs); !slices.Equal(got, want) {
+						t.Errorf("%s: %s sees %v, want %v", what, token, got, want)
+					}
+				}
+				ro, dev := e.connectAs(t, "ro-token", path, era), e.connectAs(t, "dev-token", path, era)
+				text, isErr, code, err := callText(t, ro, name(fixture.ToolWrite), map[string]any{"value": "x"})
+				if err != nil || !isErr || code != "NOT_PERMITTED" || !strings.Contains(text, "profile readonly") || !strings.Contains(text, `client "ro"`) {
+					t.Errorf("%s: ro writes: %q %v %q (%v)", what, text, isErr, code, err)
+				}
+				if _, isErr, code, err := callText(t, dev, name(fixture.ToolWrite), map[string]any{"value": "x"}); err != nil || isErr {
+					t.Errorf("%s: dev writes: %v %q (%v)", what, isErr, code, err)
+				}
+				if _, _, code, _ := callText(t, dev, name(fixture.ToolRead), map[string]any{}); code != "NOT_PERMITTED" {
+					t.Errorf("%s: dev reads: %q, want NOT_PERMITTED", what, code)
+				}
+			}
+		}
+	}
+	e.Activity.Flush()
+	if es, _ := e.Activity.Query(activity.Filter{User: "ro"}, 0); len(es) != 8 || es[0].Code != "NOT_PERMITTED" {
+		t.Errorf("ro's calls: %d %+v", len(es), es)
+	}
+}
+
+// The search view finds only what the caller may call, and call_tool
+// refuses the rest.
+func TestCallersSearchView(t *testing.T) {
+	e := callersEnv(t)
+	for _, era := range []*mcp.ClientSessionOptions{session2025, nil} {
+		ro := e.connectAs(t, "ro-token", "/mcp?view=search", era)
+		if names := toolNames(t, ro); !slices.Equal(names, []string{"call_tool", "search_tools"}) {
+			t.Fatalf("the search view lists %v", names)
+		}
+		tools, _ := search(t, ro, map[string]any{"query": "value key store read delete"})
+		var names []string
+		for _, f := range tools {
+			names = append(names, f.Name)
+		}
+		if !slices.Equal(names, []string{"fx__read_value"}) {
+			t.Errorf("ro finds %v", names)
+		}
+		_, isErr, code, err := callText(t, ro, "call_tool", map[string]any{"name": "fx__write_value", "arguments": map[string]any{"value": "x"}})
+		if err != nil || !isErr || code != "NOT_PERMITTED" {
+			t.Errorf("ro's call_tool of a write: %v %q (%v)", isErr, code, err)
+		}
+	}
+}
