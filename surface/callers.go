@@ -39,7 +39,7 @@ func (s *Surfaces) authenticate(w http.ResponseWriter, r *http.Request) bool {
 		if errors.As(err, &ref) {
 			w.Header().Set("WWW-Authenticate", ref.Challenge())
 		}
-		RefuseUnread(w, r, http.StatusUnauthorized, "not authenticated: "+err.Error())
+		Refuse(w, r, http.StatusUnauthorized, "not authenticated: "+err.Error())
 		return false
 	}
 	r.Header.Del("Authorization")
