@@ -6,8 +6,6 @@ package e2e
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"net/http"
 	"os"
@@ -25,15 +23,6 @@ import (
 	"github.com/wardenmcp/warden/internal/testing/wardentest"
 )
 
-// kcBearer sends a token with each request.
-type kcBearer string
-
-func (b kcBearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+string(b))
-	return http.DefaultTransport.RoundTrip(r)
-}
-
 // kcConnect opens a session on path of w sending token, with session
 // options sopts (nil: the 2026-07-28 revision, without a session).
 func kcConnect(t *testing.T, w *wardentest.Warden, token, path string, sopts *mcp.ClientSessionOptions) *mcp.ClientSession {
@@ -41,17 +30,12 @@ func kcConnect(t *testing.T, w *wardentest.Warden, token, path string, sopts *mc
 	c := mcp.NewClient(&mcp.Implementation{Name: "kc-client", Version: "1"}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: w.URL(path), HTTPClient: &http.Client{Transport: kcBearer(token)}}, sopts)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: w.URL(path), HTTPClient: &http.Client{Transport: testenv.Bearer(token)}}, sopts)
 	if err != nil {
 		t.Fatalf("connect %s: %v", path, err)
 	}
 	t.Cleanup(func() { cs.Close() })
 	return cs
-}
-
-func kcHash(token string) string {
-	sum := sha256.Sum256([]byte(token))
-	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
 func TestKnownCallers(t *testing.T) {
@@ -64,8 +48,8 @@ func TestKnownCallers(t *testing.T) {
 			"other": map[string]any{"url": other.Serve(t), "trusted": true},
 		},
 		"clients": map[string]any{
-			"ci-bot": map[string]any{"tokenSha256": kcHash("ci-token"), "profile": "readonly"},
-			"agent":  map[string]any{"tokenSha256": kcHash("dev-token"), "profile": "dev"},
+			"ci-bot": map[string]any{"tokenSha256": testenv.TokenSHA256("ci-token"), "profile": "readonly"},
+			"agent":  map[string]any{"tokenSha256": testenv.TokenSHA256("dev-token"), "profile": "dev"},
 		},
 		"profiles": map[string]any{
 			"readonly": map[string]any{"classes": []string{"read"}},

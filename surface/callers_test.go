@@ -2,8 +2,6 @@ package surface_test
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"net/http"
 	"slices"
@@ -16,21 +14,8 @@ import (
 	"github.com/wardenmcp/warden/callers"
 	"github.com/wardenmcp/warden/config"
 	"github.com/wardenmcp/warden/internal/testing/fixture"
+	"github.com/wardenmcp/warden/internal/testing/testenv"
 )
-
-// bearer sends a token with each request.
-type bearer string
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+string(b))
-	return http.DefaultTransport.RoundTrip(r)
-}
-
-func tokenHash(token string) string {
-	sum := sha256.Sum256([]byte(token))
-	return "sha256:" + hex.EncodeToString(sum[:])
-}
 
 // callersEnv serves fx behind known callers: "ro" (profile readonly, the
 // read tools), "dev" (write_* and echo of fx) and "nobody" (a profile
@@ -41,9 +26,9 @@ func callersEnv(t *testing.T) *env {
 	e := newEnv(t, fmt.Sprintf(`{"fx": {"url": %q, "trusted": true}}`, fx.Serve(t)), 0, 0)
 	cfg, err := config.Parse("", []byte(`{
 		"clients": {
-			"ro": {"tokenSha256": "`+tokenHash("ro-token")+`", "profile": "readonly"},
-			"dev": {"tokenSha256": "`+tokenHash("dev-token")+`", "profile": "dev"},
-			"nobody": {"tokenSha256": "`+tokenHash("nobody-token")+`", "profile": "none"}
+			"ro": {"tokenSha256": "`+testenv.TokenSHA256("ro-token")+`", "profile": "readonly"},
+			"dev": {"tokenSha256": "`+testenv.TokenSHA256("dev-token")+`", "profile": "dev"},
+			"nobody": {"tokenSha256": "`+testenv.TokenSHA256("nobody-token")+`", "profile": "none"}
 		},
 		"profiles": {"readonly": {"classes": ["read"]}, "dev": {"servers": {"fx": {"tools": ["write_*", "echo"]}}}, "none": {"servers": {}}}
 	}`), nil)
@@ -61,7 +46,7 @@ func (e *env) connectAs(t *testing.T, token, path string, so *mcp.ClientSessionO
 	c := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: e.URL + path, HTTPClient: &http.Client{Transport: bearer(token)}}, so)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: e.URL + path, HTTPClient: &http.Client{Transport: testenv.Bearer(token)}}, so)
 	if err != nil {
 		t.Fatalf("connect %s: %v", path, err)
 	}
