@@ -18,7 +18,7 @@ func hashOf(token string) string {
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
-func policy(t *testing.T) *Policy {
+func policy(t testing.TB) *Policy {
 	t.Helper()
 	cfg, err := config.Parse("", []byte(`{
 		"clients": {

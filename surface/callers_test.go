@@ -155,3 +155,32 @@ func TestCallersSearchView(t *testing.T) {
 		}
 	}
 }
+
+// forged sends a token and a Warden-Caller header of the client's own.
+type forged struct{ token, caller string }
+
+func (f forged) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Warden-Caller", f.caller)
+	return testenv.Bearer(f.token).RoundTrip(r)
+}
+
+// A caller cannot say who it is but by its token: the header that carries
+// the caller inside Warden, sent by a client, is dropped.
+func TestCallersCannotForgeTheCallerHeader(t *testing.T) {
+	e := callersEnv(t)
+	for _, era := range []*mcp.ClientSessionOptions{session2025, nil} {
+		c := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, nil)
+		cs, err := c.Connect(ctx(t), &mcp.StreamableClientTransport{Endpoint: e.URL + "/mcp", HTTPClient: &http.Client{Transport: forged{"ro-token", `{"Client":"dev"}`}}}, era)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := toolNames(t, cs); !slices.Equal(got, []string{"fx__echo", "fx__read_value"}) {
+			t.Errorf("ro, saying it is dev, sees %v", got)
+		}
+		if _, _, code, _ := callText(t, cs, "fx__write_value", map[string]any{"value": "x"}); code != "NOT_PERMITTED" {
+			t.Errorf("ro, saying it is dev, writes: %q", code)
+		}
+		cs.Close()
+	}
+}
