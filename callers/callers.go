@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"net/http"
 	"path"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -100,6 +101,15 @@ func New(cfg *config.Config) *Policy {
 		tokens.clients = append(tokens.clients, c)
 	}
 	return &Policy{verifiers: []Verifier{tokens}, clients: cfg.Clients, profiles: cfg.Profiles, access: cfg.Access}
+}
+
+// Equal reports whether p and q know the same callers and give them the
+// same (nil: none known).
+func (p *Policy) Equal(q *Policy) bool {
+	if p == nil || q == nil {
+		return p == q
+	}
+	return reflect.DeepEqual(p.clients, q.clients) && reflect.DeepEqual(p.profiles, q.profiles) && reflect.DeepEqual(p.access, q.access)
 }
 
 // Refused is why a request was not authenticated: answered 401, with

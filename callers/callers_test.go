@@ -173,3 +173,15 @@ func TestProfiles(t *testing.T) {
 		}
 	}
 }
+
+func TestPolicyEqual(t *testing.T) {
+	a, b := policy(t), policy(t)
+	var none *Policy
+	if !a.Equal(b) || !none.Equal(nil) || a.Equal(nil) || none.Equal(a) {
+		t.Error("Equal of the same configs, or of none")
+	}
+	b.access = b.access[1:]
+	if a.Equal(b) {
+		t.Error("Equal with an access entry less")
+	}
+}

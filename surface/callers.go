@@ -19,8 +19,32 @@ import (
 const callerHeader = "Warden-Caller"
 
 // SetCallers sets the known callers for requests from now on; nil: none,
-// anyone who reaches the port may use every approved tool.
-func (s *Surfaces) SetCallers(p *callers.Policy) { s.policy.Store(p) }
+// anyone who reaches the port may use every approved tool. When that
+// changes what callers may see, live sessions are told to list the tools
+// again.
+func (s *Surfaces) SetCallers(p *callers.Policy) {
+	if old := s.policy.Swap(p); !old.Equal(p) {
+		for _, v := range s.allViews() {
+			v.relist()
+		}
+	}
+}
+
+// relist tells the view's sessions that the tools changed (the SDK sends
+// list_changed when its server's tools do): one tool it holds is held
+// again, as it is. The search view's own two tools are the same for
+// every caller.
+func (v *view) relist() {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.index != nil {
+		return
+	}
+	for _, def := range v.defs {
+		_ = addTool(v.srv, v.held(def)) // held before: it is valid
+		return
+	}
+}
 
 // authenticate resolves r's caller into callerHeader, or answers r 401
 // with WWW-Authenticate saying what is wrong and reports false. The token

@@ -184,3 +184,34 @@ func TestCallersCannotForgeTheCallerHeader(t *testing.T) {
 		cs.Close()
 	}
 }
+
+// A change of what a caller may see reaches its live session as
+// list_changed; its next list is the new one.
+func TestCallersChangeReachesLiveSessions(t *testing.T) {
+	e := callersEnv(t)
+	changed := make(chan struct{}, 8)
+	c := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
+	})
+	cs, err := c.Connect(ctx(t), &mcp.StreamableClientTransport{Endpoint: e.URL + "/mcp", HTTPClient: &http.Client{Transport: testenv.Bearer("ro-token")}}, session2025)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if got := toolNames(t, cs); !slices.Equal(got, []string{"fx__echo", "fx__read_value"}) {
+		t.Fatalf("ro sees %v", got)
+	}
+	cfg, err := config.Parse("", []byte(`{"clients": {"ro": {"tokenSha256": "`+testenv.TokenSHA256("ro-token")+`", "profile": "*"}}}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.S.SetCallers(callers.New(cfg))
+	select {
+	case <-changed:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no list_changed after the caller's profile changed")
+	}
+	if got := toolNames(t, cs); !slices.Equal(got, []string{"fx__delete_value", "fx__echo", "fx__read_value", "fx__write_value"}) {
+		t.Errorf("ro, now with every tool, sees %v", got)
+	}
+}

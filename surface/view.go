@@ -377,16 +377,21 @@ func (v *view) show(def *mcp.Tool) error {
 	if v.unchanged(key, def) {
 		return nil
 	}
-	held := def
-	if !headerBound(v.listed[key]) {
-		held = &mcp.Tool{Name: def.Name, InputSchema: standIn}
-	}
-	if err := addTool(v.srv, held); err != nil {
+	if err := addTool(v.srv, v.held(def)); err != nil {
 		v.forget(key)
 		return err
 	}
 	v.defs[def.Name] = def
 	return nil
+}
+
+// held is what the view's SDK server holds for def, listed: def itself
+// when an argument binds a header, else a stand-in.
+func (v *view) held(def *mcp.Tool) *mcp.Tool {
+	if headerBound(v.listed["tool:"+def.Name]) {
+		return def
+	}
+	return &mcp.Tool{Name: def.Name, InputSchema: standIn}
 }
 
 // standIn is the input schema a view's SDK server holds for a tool whose
