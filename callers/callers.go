@@ -20,6 +20,7 @@ import (
 	"path"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/wardenmcp/warden/config"
@@ -49,6 +50,17 @@ type Caller struct {
 	Identity
 	Profile *Profile // nil: not limited
 }
+
+// String names the caller for a person: `user "alice"`, `client "ci-bot"`.
+func (c Caller) String() string {
+	if c.User != "" {
+		return "user " + strconv.Quote(c.User)
+	}
+	return "client " + strconv.Quote(c.Client)
+}
+
+// Help is what changes what a caller may use (NOT_PERMITTED).
+const Help = `To allow it, an operator changes "profiles" or "access" in Warden's config file (the daemon reloads it when saved).`
 
 // Verifier checks a bearer token and says whose it is. It answers
 // ErrUnknownToken for a token it does not know, so that the next verifier
@@ -198,6 +210,21 @@ func (p *Profile) Allows(server, tool string, class writes.Class) bool {
 	}
 	for _, r := range p.rules {
 		if allows(r, server, tool, class) {
+			return true
+		}
+	}
+	return false
+}
+
+// AllowsServer reports whether the profile allows anything of server (a
+// nil Profile, everything): a server's prompts, resources and completions
+// go with its tools.
+func (p *Profile) AllowsServer(server string) bool {
+	if p == nil || p.all {
+		return true
+	}
+	for _, r := range p.rules {
+		if _, ok := r.Servers[server]; ok || r.Servers == nil {
 			return true
 		}
 	}

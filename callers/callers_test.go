@@ -158,6 +158,11 @@ func TestProfiles(t *testing.T) {
 		{Identity{User: "carol"}, "no profile", nil, []call{search, fsRead, unknown}},
 	} {
 		pr := p.Profile(tc.id)
+		for _, c := range tc.allowed {
+			if !pr.AllowsServer(c.server) {
+				t.Errorf("%+v: server %s refused, but its tool %s allowed", tc.id, c.server, c.tool)
+			}
+		}
 		if pr.String() != tc.names {
 			t.Errorf("%+v: %s, want %s", tc.id, pr, tc.names)
 		}
@@ -171,6 +176,35 @@ func TestProfiles(t *testing.T) {
 				t.Errorf("%+v: %v allowed", tc.id, c)
 			}
 		}
+	}
+}
+
+// A server is allowed when some profile names it or limits by class only.
+func TestAllowsServer(t *testing.T) {
+	p := policy(t)
+	for _, tc := range []struct {
+		id   Identity
+		want string // the servers of "github memory fs" allowed
+	}{
+		{Identity{Client: "bot"}, "github memory fs"},
+		{Identity{Client: "dev"}, "github memory"},
+		{Identity{User: "bob", Groups: []string{"eng"}}, "github"},
+		{Identity{Client: "none"}, ""},
+		{Identity{User: "carol"}, ""},
+	} {
+		var got []string
+		for _, s := range []string{"github", "memory", "fs"} {
+			if p.Profile(tc.id).AllowsServer(s) {
+				got = append(got, s)
+			}
+		}
+		if strings.Join(got, " ") != tc.want {
+			t.Errorf("%+v: %v, want %s", tc.id, got, tc.want)
+		}
+	}
+	var none *Profile
+	if !none.AllowsServer("x") {
+		t.Error("a nil profile limits")
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -214,16 +213,8 @@ func (g *Gateway) permit(c *upstream.Conn, call Call) error {
 	if p.Allows(call.Server, call.Tool, class) {
 		return nil
 	}
-	return refuse(CodeNotPermitted, "Tool %q of server %q is outside what %s may use (%s). To allow it, an operator changes \"profiles\" or \"access\" in Warden's config file (the daemon reloads it when saved).",
-		call.Tool, call.Server, callerName(call.Who), p)
-}
-
-// callerName names a caller for a person.
-func callerName(c callers.Caller) string {
-	if c.User != "" {
-		return "user " + strconv.Quote(c.User)
-	}
-	return "client " + strconv.Quote(c.Client)
+	return refuse(CodeNotPermitted, "Tool %q of server %q is outside what %s may use (%s). "+callers.Help,
+		call.Tool, call.Server, call.Who, p)
 }
 
 // UnknownToolError: the call names no tool of the server an agent may call

@@ -3,8 +3,12 @@ package surface
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
+	"slices"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/wardenmcp/warden/callers"
 )
 
@@ -89,6 +93,45 @@ func (v *view) callerOf(h http.Header) callers.Caller {
 		return callers.Caller{Profile: &callers.Profile{}}
 	}
 	return callers.Caller{Identity: id, Profile: p.Profile(id)}
+}
+
+// permitServer refuses the request of a caller whose profiles allow
+// nothing of server, as the error it is answered with.
+func (v *view) permitServer(extra *mcp.RequestExtra, server string) error {
+	var h http.Header
+	if extra != nil {
+		h = extra.Header
+	}
+	who := v.callerOf(h)
+	if who.Profile.AllowsServer(server) {
+		return nil
+	}
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
+		Message: fmt.Sprintf("NOT_PERMITTED: server %q is outside what %s may use (%s). %s", server, who, who.Profile, callers.Help)}
+}
+
+// withoutServers leaves out of a prompts or resources list those of the
+// servers the request's caller may not use.
+func (v *view) withoutServers(req mcp.Request, res mcp.Result) {
+	var h http.Header
+	if extra := req.GetExtra(); extra != nil {
+		h = extra.Header
+	}
+	p := v.callerOf(h).Profile
+	if p == nil {
+		return
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	resource := func(uri string) bool { s, ok := v.resources[uri]; return !ok || !p.AllowsServer(s) }
+	switch list := res.(type) {
+	case *mcp.ListPromptsResult:
+		list.Prompts = slices.DeleteFunc(list.Prompts, func(x *mcp.Prompt) bool { r, ok := v.prompts[x.Name]; return !ok || !p.AllowsServer(r.server) })
+	case *mcp.ListResourcesResult:
+		list.Resources = slices.DeleteFunc(list.Resources, func(x *mcp.Resource) bool { return resource(x.URI) })
+	case *mcp.ListResourceTemplatesResult:
+		list.ResourceTemplates = slices.DeleteFunc(list.ResourceTemplates, func(x *mcp.ResourceTemplate) bool { return resource(x.URITemplate) })
+	}
 }
 
 // allowedLocked reports whether profile allows the tool the view lists as

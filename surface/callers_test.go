@@ -215,3 +215,50 @@ func TestCallersChangeReachesLiveSessions(t *testing.T) {
 		t.Errorf("ro, now with every tool, sees %v", got)
 	}
 }
+
+// A server's prompts, resources and completions go with its tools: a
+// caller whose profiles allow nothing of the server neither sees nor
+// reaches them.
+func TestCallersPromptsAndResources(t *testing.T) {
+	fx, rich := fixture.NewServer(fixture.Options{}), fixture.NewRich(t)
+	e := newEnv(t, fmt.Sprintf(`{"fx": {"url": %q, "trusted": true}, "rich": {"url": %q, "trusted": true}}`, fx.Serve(t), rich.URL), 0, 0)
+	cfg, err := config.Parse("", []byte(`{
+		"clients": {
+			"dev": {"tokenSha256": "`+testenv.TokenSHA256("dev-token")+`", "profile": "dev"},
+			"all": {"tokenSha256": "`+testenv.TokenSHA256("all-token")+`", "profile": "*"}
+		},
+		"profiles": {"dev": {"servers": {"fx": {}}}}
+	}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.S.SetCallers(callers.New(cfg))
+	e.WaitListed(t, "fx")
+	e.WaitListed(t, "rich")
+	prompt := "rich__" + fixture.RichPrompt
+	for _, era := range []*mcp.ClientSessionOptions{session2025, nil} {
+		for token, sees := range map[string]bool{"dev-token": false, "all-token": true} {
+			cs := e.connectAs(t, token, "/mcp", era)
+			ps, err := cs.ListPrompts(ctx(t), nil)
+			if err != nil || slices.ContainsFunc(ps.Prompts, func(p *mcp.Prompt) bool { return p.Name == prompt }) != sees {
+				t.Errorf("%s lists prompts %+v (%v)", token, ps, err)
+			}
+			rs, err := cs.ListResources(ctx(t), nil)
+			if err != nil || slices.ContainsFunc(rs.Resources, func(r *mcp.Resource) bool { return r.URI == fixture.RichResource }) != sees {
+				t.Errorf("%s lists resources %+v (%v)", token, rs, err)
+			}
+			ts, err := cs.ListResourceTemplates(ctx(t), nil)
+			if err != nil || slices.ContainsFunc(ts.ResourceTemplates, func(r *mcp.ResourceTemplate) bool { return r.URITemplate == fixture.RichTemplate }) != sees {
+				t.Errorf("%s lists templates %+v (%v)", token, ts, err)
+			}
+			_, errP := cs.GetPrompt(ctx(t), &mcp.GetPromptParams{Name: prompt, Arguments: map[string]string{"who": "x"}})
+			_, errR := cs.ReadResource(ctx(t), &mcp.ReadResourceParams{URI: fixture.RichResource})
+			_, errC := cs.Complete(ctx(t), &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/prompt", Name: prompt}, Argument: mcp.CompleteParamsArgument{Name: "who", Value: "a"}})
+			for what, err := range map[string]error{"prompts/get": errP, "resources/read": errR, "completion/complete": errC} {
+				if sees && err != nil || !sees && (err == nil || !strings.Contains(err.Error(), "NOT_PERMITTED") || !strings.Contains(err.Error(), `client "dev"`)) {
+					t.Errorf("%s: %s: %v", token, what, err)
+				}
+			}
+		}
+	}
+}

@@ -151,6 +151,12 @@ func (v *view) intercept(next mcp.MethodHandler) mcp.MethodHandler {
 				v.withDefinitions(list, v.callerOf(h).Profile)
 			}
 			return res, err
+		case *mcp.ListPromptsRequest, *mcp.ListResourcesRequest, *mcp.ListResourceTemplatesRequest:
+			res, err := next(ctx, method, req)
+			if err == nil && res != nil {
+				v.withoutServers(req, res)
+			}
+			return res, err
 		case *mcp.ServerRequest[*mcp.InitializeParams]:
 			res, err := next(ctx, method, req)
 			if err == nil {
