@@ -76,12 +76,12 @@ var ErrUnknownToken = errors.New("the bearer token is not one Warden knows; use 
 // maxToken bounds a bearer token: a longer one is refused unread.
 const maxToken = 4096
 
-// Tokens verifies the tokens of the config's clients by their SHA-256.
-type Tokens struct{ clients []config.Client }
+// tokens verifies the tokens of the config's clients by their SHA-256.
+type tokens struct{ clients []config.Client }
 
 // Verify compares the token's hash with every client's, in constant time:
 // how long it takes says nothing of which client's hash is nearest.
-func (t Tokens) Verify(_ context.Context, token string) (Identity, error) {
+func (t tokens) Verify(_ context.Context, token string) (Identity, error) {
 	sum := sha256.Sum256([]byte(token))
 	found := -1
 	for i := range t.clients {
@@ -108,11 +108,11 @@ func New(cfg *config.Config) *Policy {
 	if len(cfg.Clients) == 0 {
 		return nil
 	}
-	var tokens Tokens
+	var known tokens
 	for _, c := range cfg.Clients {
-		tokens.clients = append(tokens.clients, c)
+		known.clients = append(known.clients, c)
 	}
-	return &Policy{verifiers: []Verifier{tokens}, clients: cfg.Clients, profiles: cfg.Profiles, access: cfg.Access}
+	return &Policy{verifiers: []Verifier{known}, clients: cfg.Clients, profiles: cfg.Profiles, access: cfg.Access}
 }
 
 // Equal reports whether p and q know the same callers and give them the
