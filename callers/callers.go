@@ -126,12 +126,18 @@ func (p *Policy) Equal(q *Policy) bool {
 
 // Refused is why a request was not authenticated: answered 401, with
 // Challenge in WWW-Authenticate.
-type Refused struct{ Description string }
+type Refused struct {
+	Description string
+	Missing     bool // no credentials at all: RFC 6750 names no error then
+}
 
 func (r *Refused) Error() string { return r.Description }
 
 // Challenge is the WWW-Authenticate value of the refusal (RFC 6750).
 func (r *Refused) Challenge() string {
+	if r.Missing {
+		return fmt.Sprintf(`Bearer error_description=%q`, r.Description)
+	}
 	return fmt.Sprintf(`Bearer error="invalid_token", error_description=%q`, r.Description)
 }
 
@@ -139,21 +145,21 @@ func (r *Refused) Challenge() string {
 // a *Refused; its text never holds the token.
 func (p *Policy) Authenticate(r *http.Request) (Caller, error) {
 	if r.URL.Query().Has("access_token") {
-		return Caller{}, &Refused{"a token in the URL is refused (URLs are logged); send it in the Authorization header"}
+		return Caller{}, &Refused{Description: "a token in the URL is refused (URLs are logged); send it in the Authorization header"}
 	}
 	h := r.Header.Values("Authorization")
 	if len(h) == 0 {
-		return Caller{}, &Refused{"no bearer token: send Authorization: Bearer <token> with each request"}
+		return Caller{}, &Refused{Description: "no bearer token: send Authorization: Bearer <token> with each request", Missing: true}
 	}
 	scheme, token, _ := strings.Cut(h[0], " ")
 	token = strings.TrimSpace(token)
 	switch {
 	case len(h) > 1:
-		return Caller{}, &Refused{"more than one Authorization header: send one"}
+		return Caller{}, &Refused{Description: "more than one Authorization header: send one"}
 	case !strings.EqualFold(scheme, "Bearer") || token == "":
-		return Caller{}, &Refused{"the Authorization header is not a bearer token: send Authorization: Bearer <token>"}
+		return Caller{}, &Refused{Description: "the Authorization header is not a bearer token: send Authorization: Bearer <token>"}
 	case len(token) > maxToken:
-		return Caller{}, &Refused{fmt.Sprintf("the bearer token is longer than %d bytes", maxToken)}
+		return Caller{}, &Refused{Description: fmt.Sprintf("the bearer token is longer than %d bytes", maxToken)}
 	}
 	for _, v := range p.verifiers {
 		id, err := v.Verify(r.Context(), token)
@@ -161,11 +167,11 @@ func (p *Policy) Authenticate(r *http.Request) (Caller, error) {
 			continue
 		}
 		if err != nil {
-			return Caller{}, &Refused{err.Error()}
+			return Caller{}, &Refused{Description: err.Error()}
 		}
 		return Caller{Identity: id, Profile: p.Profile(id)}, nil
 	}
-	return Caller{}, &Refused{ErrUnknownToken.Error()}
+	return Caller{}, &Refused{Description: ErrUnknownToken.Error()}
 }
 
 // Profile is what id may use: every profile its client entry and the
