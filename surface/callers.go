@@ -76,6 +76,43 @@ func (s *Surfaces) authenticate(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
+// headerOf is the header of the request extra came with.
+func headerOf(extra *mcp.RequestExtra) http.Header {
+	if extra == nil {
+		return nil
+	}
+	return extra.Header
+}
+
+// own records the caller of session id's initialize, with header h, as
+// the session's owner.
+func (v *view) own(id string, h http.Header) {
+	owner := v.callerOf(h).Name()
+	if id == "" || owner == "" {
+		return
+	}
+	v.sessMu.Lock()
+	l := v.sessions[id]
+	if l == nil {
+		l = newLive() // tracked once initialized
+		v.sessions[id] = l
+	}
+	v.sessMu.Unlock()
+	l.mu.Lock()
+	l.owner = owner
+	l.mu.Unlock()
+}
+
+// ownedBy reports whether the request with header h, on session l, comes
+// from the caller who began it (a session begun by no known caller is
+// anyone's): a session id that leaks is no way into another's calls.
+func (v *view) ownedBy(l *live, h http.Header) bool {
+	l.mu.Lock()
+	owner := l.owner
+	l.mu.Unlock()
+	return owner == "" || owner == v.callerOf(h).Name()
+}
+
 // callerOf is the caller of a request with header h: who authenticate
 // found, with what the policy now gives them. Without a policy, anyone,
 // unlimited; with one but no caller found (the policy came meanwhile),
@@ -98,11 +135,7 @@ func (v *view) callerOf(h http.Header) callers.Caller {
 // permitServer refuses the request of a caller whose profiles allow
 // nothing of server, as the error it is answered with.
 func (v *view) permitServer(extra *mcp.RequestExtra, server string) error {
-	var h http.Header
-	if extra != nil {
-		h = extra.Header
-	}
-	who := v.callerOf(h)
+	who := v.callerOf(headerOf(extra))
 	if who.Profile.AllowsServer(server) {
 		return nil
 	}
@@ -113,11 +146,7 @@ func (v *view) permitServer(extra *mcp.RequestExtra, server string) error {
 // withoutServers leaves out of a prompts or resources list those of the
 // servers the request's caller may not use.
 func (v *view) withoutServers(req mcp.Request, res mcp.Result) {
-	var h http.Header
-	if extra := req.GetExtra(); extra != nil {
-		h = extra.Header
-	}
-	p := v.callerOf(h).Profile
+	p := v.callerOf(headerOf(req.GetExtra())).Profile
 	if p == nil {
 		return
 	}

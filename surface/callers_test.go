@@ -262,3 +262,17 @@ func TestCallersPromptsAndResources(t *testing.T) {
 		}
 	}
 }
+
+// A session is its caller's: another caller's token on it is refused,
+// whatever that token may do on a session of its own.
+func TestCallersSessionIsTheirs(t *testing.T) {
+	e := callersEnv(t)
+	ro := e.connectAs(t, "ro-token", "/mcp", session2025)
+	list := `{"jsonrpc":"2.0","id":9,"method":"tools/list"}`
+	for token, want := range map[string]int{"dev-token": http.StatusForbidden, "ro-token": http.StatusOK} {
+		resp, body := rawPost(t, e.URL+"/mcp", list, map[string]string{"Authorization": "Bearer " + token, "Mcp-Session-Id": ro.ID(), "Mcp-Protocol-Version": "2025-11-25"})
+		if resp.StatusCode != want || want == http.StatusForbidden && !strings.Contains(body, "begun by another caller") {
+			t.Errorf("%s on ro's session: %d %s", token, resp.StatusCode, body)
+		}
+	}
+}

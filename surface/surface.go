@@ -219,6 +219,10 @@ func (s *Surfaces) serve(v *view, h endpoint, stateless bool, w http.ResponseWri
 	if l == nil && id != "" && s.st != nil {
 		l = v.adopt(s.st, id)
 	}
+	if l != nil && !v.ownedBy(l, r.Header) {
+		Refuse(w, r, http.StatusForbidden, "this session was begun by another caller; begin a session of your own (without Mcp-Session-Id)")
+		return
+	}
 	if l != nil {
 		l.enter()
 		defer l.leave()

@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -144,11 +143,7 @@ func (v *view) intercept(next mcp.MethodHandler) mcp.MethodHandler {
 		case *mcp.ListToolsRequest:
 			res, err := next(ctx, method, req)
 			if list, ok := res.(*mcp.ListToolsResult); ok && list != nil {
-				var h http.Header
-				if r.Extra != nil {
-					h = r.Extra.Header
-				}
-				v.withDefinitions(list, v.callerOf(h).Profile)
+				v.withDefinitions(list, v.callerOf(headerOf(r.Extra)).Profile)
 			}
 			return res, err
 		case *mcp.ListPromptsRequest, *mcp.ListResourcesRequest, *mcp.ListResourceTemplatesRequest:
@@ -160,6 +155,7 @@ func (v *view) intercept(next mcp.MethodHandler) mcp.MethodHandler {
 		case *mcp.ServerRequest[*mcp.InitializeParams]:
 			res, err := next(ctx, method, req)
 			if err == nil {
+				v.own(r.Session.ID(), headerOf(r.Extra))
 				// Before the client goes on, maybe on another instance
 				// or after a restart.
 				v.saveSession(r.Session, "")
@@ -184,11 +180,7 @@ func (v *view) callTool(ctx context.Context, r *mcp.CallToolRequest) (*mcp.CallT
 	// for the SDK (which sends it after this returns).
 	after := &answer.After{}
 	defer after.Run()
-	var h http.Header
-	if r.Extra != nil {
-		h = r.Extra.Header
-	}
-	from := v.originOf(h, r.Session, r.Params.Meta)
+	from := v.originOf(headerOf(r.Extra), r.Session, r.Params.Meta)
 	if here, stateless := sessionClient(r.Session); stateless {
 		res, typ, err := v.callRounds(ctx, here, r.Params, after, from)
 		if err != nil {
