@@ -54,6 +54,9 @@ type Entry struct {
 	// Instance is the instance that served the call (store.Store.Instance),
 	// set by the writer.
 	Instance string `json:"instance,omitempty"`
+	// User is the caller its token named (a user, else a client of the
+	// config's "clients"); empty without known callers.
+	User string `json:"user,omitempty"`
 }
 
 // Defaults used when Open gets a non-positive bound.
@@ -361,10 +364,13 @@ func (l *Log) retain(tx store.Tx) error {
 	return nil
 }
 
-// Query returns up to limit written entries, newest first; server "" means
-// every server, limit <= 0 means no limit. Entries still queued are not seen
+// Filter picks entries: each field not "" must equal the entry's.
+type Filter struct{ Server, User string }
+
+// Query returns up to limit written entries that f picks, newest first;
+// limit <= 0 means no limit. Entries still queued are not seen
 // (Flush first to see them).
-func (l *Log) Query(server string, limit int) ([]Entry, error) {
+func (l *Log) Query(f Filter, limit int) ([]Entry, error) {
 	out := []Entry{} // none is an empty list, not null, in JSON
 	err := l.st.View(context.Background(), func(tx store.Tx) error {
 		return tx.Scan(bucketName, nil, true, func(k, v []byte) error {
@@ -372,7 +378,7 @@ func (l *Log) Query(server string, limit int) ([]Entry, error) {
 			if err := json.Unmarshal(v, &e); err != nil {
 				return fmt.Errorf("entry %x: %w", k, err)
 			}
-			if server != "" && e.Server != server {
+			if f.Server != "" && e.Server != f.Server || f.User != "" && e.User != f.User {
 				return nil
 			}
 			out = append(out, e)

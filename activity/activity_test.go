@@ -43,7 +43,7 @@ func mustOpen(t testing.TB, db store.Store, n int, age time.Duration, o options)
 
 func query(t *testing.T, l *Log, server string, limit int) []Entry {
 	t.Helper()
-	es, err := l.Query(server, limit)
+	es, err := l.Query(Filter{Server: server}, limit)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -413,5 +413,35 @@ func TestInstancesShareOneLogOnPostgres(t *testing.T) {
 	}
 	if n["a"] != 3 || n["b"] != 3 {
 		t.Fatalf("the log holds %v entries by instance: want 3 each", n)
+	}
+}
+
+func TestQueryByUser(t *testing.T) {
+	db, _ := openDB(t)
+	l := mustOpen(t, db, 1000, time.Hour, options{})
+	base := time.Now()
+	for i := range 9 {
+		l.Add(Entry{At: base.Add(time.Duration(i) * time.Millisecond), Server: []string{"a", "b"}[i%2], User: []string{"", "alice", "bot"}[i%3], Tool: fmt.Sprint(i)})
+	}
+	l.Flush()
+	for _, tc := range []struct {
+		f    Filter
+		want string
+	}{
+		{Filter{User: "alice"}, "[7 4 1]"},
+		{Filter{User: "bot", Server: "a"}, "[8 2]"},
+		{Filter{User: "nobody"}, "[]"},
+	} {
+		es, err := l.Query(tc.f, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var tools []string
+		for _, e := range es {
+			tools = append(tools, e.Tool)
+		}
+		if got := fmt.Sprint(tools); got != tc.want {
+			t.Errorf("%+v: %s, want %s", tc.f, got, tc.want)
+		}
 	}
 }

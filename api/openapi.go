@@ -85,6 +85,7 @@ var routes = []route{
 	{method: "GET", path: "/v1/activity", id: "listActivity", answer: []activity.Entry{},
 		query: []param{
 			{"server", "string", "only this server's calls"},
+			{"user", "string", "only calls by this caller (a user, or a client of the config's \"clients\")"},
 			{"limit", "integer", "at most this many, newest first (default 100)"},
 		},
 		summary: "Recent tool calls: surface, server, tool, class, SHA-256 of the arguments (never the arguments), outcome",

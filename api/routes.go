@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/wardenmcp/warden/activity"
 	"github.com/wardenmcp/warden/approval"
 	"github.com/wardenmcp/warden/gateway"
 	"github.com/wardenmcp/warden/store"
@@ -298,7 +299,7 @@ func (a *handler) sessions(w http.ResponseWriter, r *http.Request) {
 
 func (a *handler) activity(w http.ResponseWriter, r *http.Request) {
 	server := r.URL.Query().Get("server")
-	entries, err := a.Activity.Query(server, queryInt(r, "limit", 100))
+	entries, err := a.Activity.Query(activity.Filter{Server: server, User: r.URL.Query().Get("user")}, queryInt(r, "limit", 100))
 	if err != nil {
 		storeError(w, err)
 		return

@@ -35,6 +35,9 @@ type Bridge struct {
 	URL    string
 	Client *http.Client
 	Where  string // the daemon's address as messages name it; URL when ""
+	// Token, if set, is sent as the bearer token of every request: the
+	// daemon's config knows callers (its "clients").
+	Token string
 
 	out   io.Writer
 	outMu sync.Mutex
@@ -425,7 +428,7 @@ func (b *Bridge) post(ctx context.Context, msg []byte, session, version string, 
 		}
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
-		setHeaders(req.Header, session, version)
+		b.setHeaders(req.Header, session, version)
 		if session == "" {
 			statelessHeaders(req.Header, msg)
 		}
@@ -539,7 +542,12 @@ func statelessHeaders(h http.Header, msg []byte) {
 	}
 }
 
-func setHeaders(h http.Header, session, version string) {
+// setHeaders sets the headers of every request: the session's and the
+// token.
+func (b *Bridge) setHeaders(h http.Header, session, version string) {
+	if b.Token != "" {
+		h.Set("Authorization", "Bearer "+b.Token)
+	}
 	if session != "" {
 		h.Set("Mcp-Session-Id", session)
 	}
@@ -584,7 +592,7 @@ func (b *Bridge) end() {
 	if err != nil {
 		return
 	}
-	setHeaders(req.Header, session, version)
+	b.setHeaders(req.Header, session, version)
 	if resp, err := b.Client.Do(req); err == nil {
 		resp.Body.Close()
 	}

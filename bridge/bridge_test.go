@@ -26,6 +26,7 @@ type upstream struct {
 	srv       *mcp.Server
 	deletes   atomic.Int64
 	cancelled chan struct{}
+	auth      sync.Map // method → the Authorization header it last came with
 }
 
 func startUpstream(t *testing.T, jsonResponse bool) *upstream {
@@ -60,6 +61,7 @@ func startUpstream(t *testing.T, jsonResponse bool) *upstream {
 		&mcp.StreamableHTTPOptions{JSONResponse: jsonResponse})
 	u.srv = srv
 	u.net.Serve(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u.auth.Store(r.Method, r.Header.Get("Authorization"))
 		if r.Method == http.MethodDelete {
 			u.deletes.Add(1)
 			// A slow answer: what the bridge does after its DELETE
@@ -402,5 +404,34 @@ func TestRefusal(t *testing.T) {
 		if answer, reason := refusal([]byte(c.body), []byte(c.msg)); answer != c.answer || reason != c.reason {
 			t.Errorf("refusal(%s, %s) = %v, %q; want %v, %q", c.body, c.msg, answer, reason, c.answer, c.reason)
 		}
+	}
+}
+
+// With a token, every request the bridge makes carries it: its POSTs and
+// the GET of its event stream.
+func TestBridgeSendsToken(t *testing.T) {
+	u := startUpstream(t, false)
+	b := u.bridge()
+	b.Token = "t0k3n"
+	cs, _, _ := startBridge(t, b, nil)
+	if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{}}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := u.auth.Load(http.MethodPost); got != "Bearer t0k3n" {
+		t.Errorf("POST with %q", got)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got, ok := u.auth.Load(http.MethodGet)
+		if ok {
+			if got != "Bearer t0k3n" {
+				t.Errorf("GET with %q", got)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the bridge opened no event stream")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -34,7 +34,7 @@ func (b *Bridge) listen(ctx context.Context) {
 			return
 		}
 		req.Header.Set("Accept", "text/event-stream")
-		setHeaders(req.Header, session, version)
+		b.setHeaders(req.Header, session, version)
 		if lastID != "" {
 			req.Header.Set("Last-Event-ID", lastID)
 		}

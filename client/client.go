@@ -259,12 +259,15 @@ func (c *Client) Sessions(ctx context.Context) (json.RawMessage, error) {
 	return out, c.do(ctx, http.MethodGet, "/v1/sessions", nil, &out)
 }
 
-// Activity answers GET /v1/activity: recent tool calls, of one server when
-// server is not "", at most limit when limit > 0 (else the daemon's default).
-func (c *Client) Activity(ctx context.Context, server string, limit int) ([]activity.Entry, error) {
+// Activity answers GET /v1/activity: recent tool calls that f picks, at
+// most limit when limit > 0 (else the daemon's default).
+func (c *Client) Activity(ctx context.Context, f activity.Filter, limit int) ([]activity.Entry, error) {
 	q := url.Values{}
-	if server != "" {
-		q.Set("server", server)
+	if f.Server != "" {
+		q.Set("server", f.Server)
+	}
+	if f.User != "" {
+		q.Set("user", f.User)
 	}
 	if limit > 0 {
 		q.Set("limit", strconv.Itoa(limit))

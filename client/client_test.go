@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/wardenmcp/warden/activity"
 	"github.com/wardenmcp/warden/api"
 	"github.com/wardenmcp/warden/approval"
 )
@@ -133,7 +134,7 @@ func TestRequests(t *testing.T) {
 	if err != nil || Refusal(res) != "TOOL_PENDING" || res.Content[0].(*mcp.TextContent).Text != "pending" {
 		t.Fatalf("call: %v %+v", err, res)
 	}
-	if _, err := c.Activity(ctx, "s", 7); err != nil {
+	if _, err := c.Activity(ctx, activity.Filter{Server: "s"}, 7); err != nil {
 		t.Fatal(err)
 	}
 	raw, err := c.Sessions(ctx)

@@ -115,7 +115,7 @@ func TestReviewThroughTheClient(t *testing.T) {
 
 	var entries []activity.Entry
 	if !wardentest.Poll(10*time.Second, func() bool { // the log is written off the call's path
-		entries, err = c.Activity(ctx, "fx", 10)
+		entries, err = c.Activity(ctx, activity.Filter{Server: "fx"}, 10)
 		return err == nil && slices.ContainsFunc(entries, func(e activity.Entry) bool { return e.Tool == fixture.ToolEcho && e.Outcome == "ok" })
 	}) {
 		t.Fatalf("Activity: %+v %v; want the echo call", entries, err)

@@ -84,6 +84,13 @@ type Config struct {
 	ToolSearchBudget int
 	Servers          map[string]*Server // "mcpServers", keyed by name; never nil
 
+	// Known callers (callers.go). With Clients set, every MCP request needs
+	// a client's bearer token, and a caller sees and calls only what its
+	// profile allows; nil, as before, anyone who reaches the port.
+	Clients  map[string]Client  // "clients", keyed by name
+	Profiles map[string]Profile // "profiles", keyed by name
+	Access   []Access           // "access", in file order
+
 	// Missing is true when Load found no file at Path. The config is then
 	// the empty default one, which is valid: Warden starts with no servers.
 	// A caller reloading on change may prefer to keep its running config

@@ -18,7 +18,7 @@ import (
 
 // Field names, in the order messages list them.
 var (
-	topFields      = []string{"listen", "stateDir", "store", "storeKey", "activity", "toolSearch", "toolSearchBudget", "mcpServers"}
+	topFields      = []string{"listen", "stateDir", "store", "storeKey", "activity", "toolSearch", "toolSearchBudget", "mcpServers", "clients", "profiles", "access"}
 	activityFields = []string{"maxEntries", "maxAge"}
 	serverFields   = []string{"command", "args", "env", "cwd", "url", "headers", "transport", "type",
 		"trusted", "disabled", "callTimeout", "confirmDestructive", "tools", "inheritEnv", "sandbox", "start", "idleTimeout", "oauth", "envFile"}
@@ -103,8 +103,15 @@ func (d *decoder) decode(cfg *Config) error {
 		return d.errAt(&root, "", "the file holds "+kindName(&root)+", not an object",
 			`write an object such as {"mcpServers": {}}`)
 	}
-	return d.hostFields(obj, "", topFields, hostTopFields, foreignTop, func(name string, v *hujson.Value, path string) error {
+	refs := &teamRefs{}
+	err = d.hostFields(obj, "", topFields, hostTopFields, foreignTop, func(name string, v *hujson.Value, path string) error {
 		switch name {
+		case "clients":
+			return d.clients(v, path, cfg, refs)
+		case "profiles":
+			return d.profiles(v, path, cfg)
+		case "access":
+			return d.access(v, path, cfg, refs)
 		case "listen":
 			s, err := d.str(v, path)
 			if err != nil {
@@ -160,6 +167,10 @@ func (d *decoder) decode(cfg *Config) error {
 		}
 		return nil
 	})
+	if err != nil {
+		return err
+	}
+	return d.checkTeam(cfg, refs)
 }
 
 // syntaxError turns a hujson parse error into an *Error with line and

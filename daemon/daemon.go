@@ -23,6 +23,7 @@ import (
 	"github.com/wardenmcp/warden/activity"
 	"github.com/wardenmcp/warden/api"
 	"github.com/wardenmcp/warden/approval"
+	"github.com/wardenmcp/warden/callers"
 	"github.com/wardenmcp/warden/config"
 	"github.com/wardenmcp/warden/events"
 	"github.com/wardenmcp/warden/gateway"
@@ -185,7 +186,7 @@ func Run(ctx context.Context, opts Options) error {
 		surfaces.DisableFastPath()
 		log.Warn("the tools/call fast paths are off (WARDEN_FASTPATH=off): every call goes through the SDK, slower")
 	}
-	d.setToolSearch(cfg)
+	d.setSurfaces(cfg)
 	if cfg.Missing {
 		log.Info("no config file yet; starting with no servers. Add one with: warden servers add NAME -- COMMAND ARGS... (or --url URL)", "config", cfg.Path)
 	}
@@ -338,8 +339,11 @@ func (d *Daemon) configInfo() api.ConfigInfo {
 	return info
 }
 
-func (d *Daemon) setToolSearch(cfg *config.Config) {
+// setSurfaces gives the surfaces what cfg says of them: the default view,
+// and the known callers.
+func (d *Daemon) setSurfaces(cfg *config.Config) {
 	d.surfaces.SetToolSearch(surface.ToolSearch{Mode: cfg.ToolSearch, Budget: cfg.ToolSearchBudget})
+	d.surfaces.SetCallers(callers.New(cfg))
 }
 
 // watch reloads on config file changes and SIGHUP.
@@ -401,7 +405,7 @@ func (d *Daemon) Reload(ctx context.Context) {
 	d.cfg, d.reloadError = cfg, ""
 	d.mu.Unlock()
 	d.reportConfig(cfg)
-	d.setToolSearch(cfg)
+	d.setSurfaces(cfg)
 	d.gw.Reconcile(cfg.Servers)
 	d.pruneAuth(cfg)
 	d.log.Info("config reloaded", "servers", len(cfg.Servers))
@@ -468,6 +472,11 @@ func (d *Daemon) reportConfig(cfg *config.Config) {
 	}
 	for _, name := range slices.Sorted(maps.Keys(cfg.Broken)) {
 		d.log.Error("server entry not loaded; the others are", "server", name, "err", cfg.Broken[name].Error())
+	}
+	if len(cfg.Clients) > 0 {
+		d.log.Info("MCP requests need the bearer token of a client in the config; each sees what its profiles allow", "clients", len(cfg.Clients))
+	} else {
+		d.log.Info("no clients in the config: anyone who reaches the listener may use every approved tool")
 	}
 	d.warnInheritAll(cfg)
 }

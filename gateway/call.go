@@ -12,6 +12,7 @@ import (
 	"github.com/wardenmcp/warden/activity"
 	"github.com/wardenmcp/warden/answer"
 	"github.com/wardenmcp/warden/approval"
+	"github.com/wardenmcp/warden/callers"
 	"github.com/wardenmcp/warden/internal/canon"
 	"github.com/wardenmcp/warden/upstream"
 	"github.com/wardenmcp/warden/writes"
@@ -28,6 +29,9 @@ type Call struct {
 	Surface string
 	Client  Client        // the calling client; nil for operator calls
 	Caller  writes.Caller // who the client says it is, kept in a latch
+	// Who is the caller its token names, and what its profiles allow (the
+	// zero value, for an operator's call or without known callers: all).
+	Who callers.Caller
 	// PerRequest: the client says what it can answer with each request
 	// (the 2026-07-28 revision), not once for its session.
 	PerRequest bool
@@ -51,7 +55,7 @@ func (g *Gateway) CallTool(ctx context.Context, call Call) (*answer.Result, erro
 	defer leave()
 
 	start := time.Now()
-	entry := activity.Entry{At: start, Surface: call.Surface, Server: call.Server, Tool: call.Tool}
+	entry := activity.Entry{At: start, Surface: call.Surface, Server: call.Server, Tool: call.Tool, User: call.Who.Name()}
 	res, err := g.callTool(ctx, call, &entry)
 	entry.LatencyMicros = time.Since(start).Microseconds()
 	var ref *Refusal
@@ -162,6 +166,9 @@ func toolParams(call Call, upToken string) *mcp.CallToolParams {
 
 // admitTool applies quarantine and approval, and finds the tool's class.
 func (g *Gateway) admitTool(c *upstream.Conn, call Call) (Tool, error) {
+	if err := g.permit(c, call); err != nil {
+		return Tool{}, err
+	}
 	if g.deps.Approvals.Quarantined(call.Server) {
 		return Tool{}, refuse(CodeQuarantined, "Server %q is quarantined: none of its tools run until an operator reviews and approves it. Review with: warden review %s; approve with: warden servers approve %s", call.Server, call.Server, call.Server)
 	}
@@ -187,6 +194,27 @@ func (g *Gateway) admitTool(c *upstream.Conn, call Call) (Tool, error) {
 		return Tool{}, &UnknownToolError{Server: call.Server, Tool: call.Tool}
 	}
 	return Tool{Tool: def, Status: st, Class: writes.Classify(o.Class, def.Annotations), Visible: true}, nil
+}
+
+// permit refuses a call outside what its caller's profiles allow, before
+// anything else is said of the tool: a caller learns nothing of the tools
+// it may not use.
+func (g *Gateway) permit(c *upstream.Conn, call Call) error {
+	p := call.Who.Profile
+	if p == nil {
+		return nil
+	}
+	var class writes.Class // a tool not known: judged without one
+	if inv := g.inv.get(call.Server); inv != nil {
+		if def := inv.Tool(call.Tool); def != nil {
+			class = writes.Classify(c.Config().Tools[call.Tool].Class, def.Annotations)
+		}
+	}
+	if p.Allows(call.Server, call.Tool, class) {
+		return nil
+	}
+	return refuse(CodeNotPermitted, "Tool %q of server %q is outside what %s may use (%s). "+callers.Help,
+		call.Tool, call.Server, call.Who, p)
 }
 
 // UnknownToolError: the call names no tool of the server an agent may call

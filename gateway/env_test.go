@@ -112,7 +112,7 @@ func expectUnknownTool(t *testing.T, p *parts.Parts, server, tool string) {
 func lastActivity(t *testing.T, p *parts.Parts, server string) activity.Entry {
 	t.Helper()
 	p.Activity.Flush()
-	entries, err := p.Activity.Query(server, 1)
+	entries, err := p.Activity.Query(activity.Filter{Server: server}, 1)
 	if err != nil || len(entries) != 1 {
 		t.Fatalf("activity of %s: %v (%v)", server, entries, err)
 	}

@@ -19,6 +19,8 @@ const (
 	CodeUnavailable Code = "UPSTREAM_UNAVAILABLE"
 	CodeDeclined    Code = "CONFIRMATION_DECLINED"
 	CodeAuth        Code = "AUTH_REQUIRED"
+	// The tool is outside what the caller's profiles allow (package callers).
+	CodeNotPermitted Code = "NOT_PERMITTED"
 	// The store (the database the "store" setting names) could not be
 	// reached: a write's latch state is unknown, so it is not admitted.
 	CodeStoreUnavailable Code = "STORE_UNAVAILABLE"

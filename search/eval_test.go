@@ -68,7 +68,7 @@ func TestQuality(t *testing.T) {
 	x, queries := loadEval(t)
 	var r1, r5, r10, mrr float64
 	for _, q := range queries {
-		hits := x.Search(q.Query, "", 10)
+		hits := x.Search(q.Query, "", 10, nil)
 		rank := slices.IndexFunc(hits, func(h Hit) bool { return slices.Contains(q.Want, h.Doc.Key) }) + 1
 		if rank == 0 {
 			t.Logf("miss: %q (want %s; got %s)", q.Query, strings.Join(q.Want, ","), keys(hits, 3))

@@ -157,8 +157,9 @@ func build(docs []Doc) *shard {
 }
 
 // Search returns at most limit hits for query, best first; server, if not
-// empty, keeps only that server's tools.
-func (x *Index) Search(query, server string, limit int) []Hit {
+// empty, keeps only that server's tools, and keep, if not nil, only the
+// tools it accepts (it must not call the index).
+func (x *Index) Search(query, server string, limit int, keep func(*Doc) bool) []Hit {
 	q := queryTerms(query)
 	if len(q) == 0 || limit <= 0 {
 		return nil
@@ -196,7 +197,9 @@ func (x *Index) Search(query, server string, limit int) []Hit {
 			}
 		}
 		for _, id := range touched {
-			top.offer(Hit{sh.docs[id], scores[id]})
+			if keep == nil || keep(sh.docs[id]) {
+				top.offer(Hit{sh.docs[id], scores[id]})
+			}
 			scores[id] = 0
 		}
 	}

@@ -42,25 +42,29 @@ func TestIndexFollowsSet(t *testing.T) {
 		{Key: "fs__move_file", Server: "fs", Tool: "move_file", Description: "Move or rename a file"},
 	})
 	x.Set("mem", []Doc{{Key: "mem__read_graph", Server: "mem", Tool: "read_graph", Description: "Read the knowledge graph"}})
-	if got := keys(x.Search("rename a file", "", 10), 1); got != "fs__move_file" {
+	if got := keys(x.Search("rename a file", "", 10, nil), 1); got != "fs__move_file" {
 		t.Errorf("rename a file: best %s, want fs__move_file", got)
 	}
-	if got := keys(x.Search("read", "mem", 10), 10); got != "mem__read_graph" {
+	if got := keys(x.Search("read", "mem", 10, nil), 10); got != "mem__read_graph" {
 		t.Errorf("read in server mem: %s", got)
+	}
+	// keep leaves out the tools it refuses, filling the limit with others.
+	if got := keys(x.Search("read", "", 1, func(d *Doc) bool { return d.Server != "fs" }), 10); got != "mem__read_graph" {
+		t.Errorf("read, fs refused: %s", got)
 	}
 	// Re-indexing a server replaces its tools; an empty list removes it.
 	x.Set("fs", []Doc{{Key: "fs__read_file", Server: "fs", Tool: "read_file", Description: "Read a file's contents"}})
-	if got := keys(x.Search("move rename", "", 10), 10); got != "" {
+	if got := keys(x.Search("move rename", "", 10, nil), 10); got != "" {
 		t.Errorf("after re-index, move rename finds %s", got)
 	}
 	x.Set("mem", nil)
-	if got := keys(x.Search("read", "", 10), 10); got != "fs__read_file" || x.Len() != 1 {
+	if got := keys(x.Search("read", "", 10, nil), 10); got != "fs__read_file" || x.Len() != 1 {
 		t.Errorf("after removing mem: %s, %d docs", got, x.Len())
 	}
 	// A server's instructions are context: they find its tools, below a
 	// tool that names the words itself.
 	x.Set("kb", []Doc{{Key: "kb__query", Server: "kb", Tool: "query", Description: "Run a query", Context: "A knowledge base of contracts."}})
-	if got := keys(x.Search("contracts", "", 10), 10); got != "kb__query" {
+	if got := keys(x.Search("contracts", "", 10, nil), 10); got != "kb__query" {
 		t.Errorf("contracts: %s, want kb__query through its server's instructions", got)
 	}
 	x.Set("kb", nil)
@@ -114,7 +118,7 @@ func BenchmarkSearch10k(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
 		start := time.Now()
-		x.Search(queries[i%len(queries)].Query, "", 10)
+		x.Search(queries[i%len(queries)].Query, "", 10, nil)
 		lat = append(lat, time.Since(start))
 	}
 	slices.Sort(lat)
@@ -175,7 +179,7 @@ func TestIndexConcurrent(t *testing.T) {
 			}
 			return
 		default:
-			for _, h := range x.Search("read a file", "", 5) {
+			for _, h := range x.Search("read a file", "", 5, nil) {
 				if h.Score <= 0 {
 					t.Fatalf("hit %s with score %v", h.Doc.Key, h.Score)
 				}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/wardenmcp/warden/activity"
 	"github.com/wardenmcp/warden/approval"
 	"github.com/wardenmcp/warden/internal/testing/fixture"
 	"github.com/wardenmcp/warden/internal/testing/wardentest/parts"
@@ -55,7 +56,7 @@ func TestAggregatedEndpoint(t *testing.T) {
 	}
 	p := e.Parts
 	p.Activity.Flush()
-	if es, _ := p.Activity.Query("fx", 1); len(es) != 1 || es[0].Surface != "mcp" || es[0].Tool != fixture.ToolRead {
+	if es, _ := p.Activity.Query(activity.Filter{Server: "fx"}, 1); len(es) != 1 || es[0].Surface != "mcp" || es[0].Tool != fixture.ToolRead {
 		t.Errorf("activity %+v; want the read, from surface mcp", es)
 	}
 
@@ -160,7 +161,7 @@ func TestServerEndpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.Activity.Flush()
-	if es, _ := e.Activity.Query("fx", 1); len(es) != 1 || es[0].Surface != "mcp/fx" {
+	if es, _ := e.Activity.Query(activity.Filter{Server: "fx"}, 1); len(es) != 1 || es[0].Surface != "mcp/fx" {
 		t.Errorf("activity %+v; want the call from surface mcp/fx", es)
 	}
 	if e.S.Server("fx") == nil || e.S.Server("") == nil {

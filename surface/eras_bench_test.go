@@ -2,36 +2,57 @@ package surface_test
 
 import (
 	"fmt"
+	"net/http"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/wardenmcp/warden/callers"
+	"github.com/wardenmcp/warden/config"
 	"github.com/wardenmcp/warden/internal/testing/fixture"
+	"github.com/wardenmcp/warden/internal/testing/testenv"
 )
 
 // BenchmarkCallEras is a tools/call through /mcp/{server} by a client of
-// each era, in process, for profiles of Warden's own share:
+// each era, in process, anonymous and as a known caller (a client's token
+// checked, its profile applied), for profiles of Warden's own share:
 //
 //	go test -run '^$' -bench BenchmarkCallEras -cpuprofile cpu.out ./surface/
 func BenchmarkCallEras(b *testing.B) {
 	fx := fixture.NewServer(fixture.Options{})
 	e := newEnv(b, fmt.Sprintf(`{"fx": {"url": %q, "trusted": true}}`, fx.Serve(b)), 0, 0)
 	e.WaitListed(b, "fx")
-	for _, version := range []string{"2025-11-25", "2026-07-28"} {
-		b.Run(version, func(b *testing.B) {
-			c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
-			cs, err := c.Connect(ctx(b), &mcp.StreamableClientTransport{Endpoint: e.URL + "/mcp/fx", DisableStandaloneSSE: true},
-				&mcp.ClientSessionOptions{ProtocolVersion: version})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer cs.Close()
-			params := &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"payload": "x"}}
-			b.ResetTimer()
-			for b.Loop() {
-				if res, err := cs.CallTool(ctx(b), params); err != nil || res.IsError {
-					b.Fatal(res, err)
-				}
-			}
-		})
+	cfg, err := config.Parse("", []byte(`{"clients": {"bot": {"tokenSha256": "`+testenv.TokenSHA256("bot-token")+`", "profile": "readonly"}},
+		"profiles": {"readonly": {"classes": ["read"]}}}`), nil)
+	if err != nil {
+		b.Fatal(err)
 	}
+	for _, known := range []bool{false, true} {
+		transport := http.DefaultTransport
+		if known {
+			e.S.SetCallers(callers.New(cfg))
+			transport = testenv.Bearer("bot-token")
+		}
+		for _, version := range []string{"2025-11-25", "2026-07-28"} {
+			benchCall(b, e, fmt.Sprintf("%s/known=%t", version, known), version, transport)
+		}
+	}
+}
+
+func benchCall(b *testing.B, e *env, name, version string, transport http.RoundTripper) {
+	b.Run(name, func(b *testing.B) {
+		c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
+		cs, err := c.Connect(ctx(b), &mcp.StreamableClientTransport{Endpoint: e.URL + "/mcp/fx", DisableStandaloneSSE: true, HTTPClient: &http.Client{Transport: transport}},
+			&mcp.ClientSessionOptions{ProtocolVersion: version})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer cs.Close()
+		params := &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"payload": "x"}}
+		b.ResetTimer()
+		for b.Loop() {
+			if res, err := cs.CallTool(ctx(b), params); err != nil || res.IsError {
+				b.Fatal(res, err)
+			}
+		}
+	})
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/wardenmcp/warden/answer"
+	"github.com/wardenmcp/warden/callers"
 	"github.com/wardenmcp/warden/gateway"
 	"github.com/wardenmcp/warden/question"
 )
@@ -70,7 +71,7 @@ func (v *view) serveFast(w http.ResponseWriter, r *http.Request, l *live, body [
 		v.fastCall(w, r, l, m.ID, &m.Params.CallToolParamsRaw)
 		return true
 	case m.Method == "tools/list" && validID(m.ID) && m.Params.Cursor == nil:
-		list := v.toolList()
+		list := v.toolList(v.callerOf(r.Header).Profile)
 		if list == nil {
 			return false
 		}
@@ -88,19 +89,21 @@ func (v *view) serveFast(w http.ResponseWriter, r *http.Request, l *live, body [
 // encoded when they were listed: encoding them again for every list was
 // most of its cost. It is what the SDK server answers (a test checks), or
 // nil when that is more than one page, which the SDK serves, and for the
-// search view, whose two tools are the SDK server's own.
-func (v *view) toolList() json.RawMessage {
+// search view, whose two tools are the SDK server's own. With a profile
+// (callers.go), it lists only the tools the profile allows, built for
+// the request.
+func (v *view) toolList(profile *callers.Profile) json.RawMessage {
 	if v.index != nil {
 		return nil
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if v.toolsJSON != nil {
+	if v.toolsJSON != nil && profile == nil {
 		return v.toolsJSON
 	}
 	var names []string
 	for key := range v.listed {
-		if name, ok := strings.CutPrefix(key, "tool:"); ok {
+		if name, ok := strings.CutPrefix(key, "tool:"); ok && (profile == nil || v.allowedLocked(name, profile)) {
 			names = append(names, name)
 		}
 	}
@@ -121,8 +124,11 @@ func (v *view) toolList() json.RawMessage {
 		}
 		b = append(b, v.listed["tool:"+name]...)
 	}
-	v.toolsJSON = append(b, "]}"...)
-	return v.toolsJSON
+	b = append(b, "]}"...)
+	if profile == nil {
+		v.toolsJSON = b
+	}
+	return b
 }
 
 // spelledAsSDK reports whether body, a JSON-RPC message already found to

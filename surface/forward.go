@@ -27,13 +27,16 @@ func (v *view) syncPrompts(server string, old, now *exposed) {
 		def := *p
 		def.Name = name
 		keep[name] = true
-		v.prompts[name] = ref{server, p.Name}
+		v.prompts[name] = ref{server: server, name: p.Name}
 		now.prompts = append(now.prompts, name)
 		if v.unchanged("prompt:"+name, &def) {
 			continue
 		}
 		upstreamName := p.Name
 		v.srv.AddPrompt(&def, func(ctx context.Context, r *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			if err := v.permitServer(r.Extra, server); err != nil {
+				return nil, err
+			}
 			params := *r.Params
 			params.Name = upstreamName
 			params.Meta = hopMeta(params.Meta)
@@ -57,6 +60,9 @@ func (v *view) syncPrompts(server string, old, now *exposed) {
 
 func (v *view) syncResources(server string, old, now *exposed) {
 	read := func(ctx context.Context, r *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		if err := v.permitServer(r.Extra, server); err != nil {
+			return nil, err
+		}
 		params := *r.Params
 		params.Meta = hopMeta(params.Meta)
 		here, stateless := sessionClient(r.Session)
@@ -181,6 +187,9 @@ func (v *view) owner(ref *mcp.CompleteReference) (server string, upstreamRef *mc
 
 func (v *view) complete(ctx context.Context, r *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
 	server, upRef, err := v.owner(r.Params.Ref)
+	if err == nil {
+		err = v.permitServer(r.Extra, server)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -204,6 +213,9 @@ func (v *view) resourceOwner(uri string) (string, error) {
 
 func (v *view) subscribe(ctx context.Context, r *mcp.SubscribeRequest) error {
 	server, err := v.resourceOwner(r.Params.URI)
+	if err == nil {
+		err = v.permitServer(r.Extra, server)
+	}
 	if err != nil {
 		return err
 	}

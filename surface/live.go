@@ -35,6 +35,7 @@ type live struct {
 	evicted atomic.Bool // chosen to make room: closing
 
 	mu      sync.Mutex
+	owner   string // the known caller who began it (callers.go); "" for anyone
 	level   mcp.LoggingLevel
 	calls   map[string]context.CancelFunc   // JSON-RPC id of a fast call → cancel
 	early   map[string]time.Time            // ids cancelled before their call came → when

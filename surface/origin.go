@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/wardenmcp/warden/callers"
 	"github.com/wardenmcp/warden/writes"
 )
 
@@ -12,6 +13,7 @@ import (
 type origin struct {
 	surface string
 	caller  writes.Caller
+	who     callers.Caller // who the request's token named (callers.go)
 }
 
 // stdioHeader marks a request that came through warden stdio. ServeHTTP
@@ -35,27 +37,33 @@ func (s *Surfaces) markStdio(r *http.Request) {
 }
 
 // originOf is a call's origin: this view's endpoint as a request with
-// header h reached it, and the client that named itself on its session ss
-// (nil or a stateless-era one: none) or, in the 2026-07-28 revision, in
-// the request's meta.
+// header h reached it, the caller its token named (callers.go), and the
+// client that named itself on its session ss or in the request's meta.
 func (v *view) originOf(h http.Header, ss *mcp.ServerSession, meta mcp.Meta) origin {
-	o := origin{surface: v.surface}
+	o := origin{surface: v.surface, who: v.callerOf(h), caller: clientOf(ss, meta)}
 	if h.Get(stdioHeader) != "" {
 		o.surface = "stdio:" + v.surface
 	}
+	o.caller.User = o.who.Name()
+	return o
+}
+
+// clientOf is the client that named itself on its session ss (nil or a
+// stateless-era one: none) or, in the 2026-07-28 revision, in the
+// request's meta.
+func clientOf(ss *mcp.ServerSession, meta mcp.Meta) writes.Caller {
 	if ss != nil && !isStateless(ss) {
 		var info *mcp.Implementation
 		if p := ss.InitializeParams(); p != nil {
 			info = p.ClientInfo
 		}
-		o.caller = writes.ClientOf(info, ss.ID())
-		return o
+		return writes.ClientOf(info, ss.ID())
 	}
 	// As _meta decodes: an object of strings.
 	if m, ok := meta[mcp.MetaKeyClientInfo].(map[string]any); ok {
 		name, _ := m["name"].(string)
 		version, _ := m["version"].(string)
-		o.caller = writes.ClientOf(&mcp.Implementation{Name: name, Version: version}, "")
+		return writes.ClientOf(&mcp.Implementation{Name: name, Version: version}, "")
 	}
-	return o
+	return writes.Caller{}
 }

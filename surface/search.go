@@ -11,8 +11,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/wardenmcp/warden/answer"
+	"github.com/wardenmcp/warden/callers"
 	"github.com/wardenmcp/warden/gateway"
 	"github.com/wardenmcp/warden/search"
+	"github.com/wardenmcp/warden/writes"
 )
 
 // The search view (/mcp?view=search) is the aggregated view with its
@@ -75,7 +77,7 @@ func newSearchView(g *gateway.Gateway, log *slog.Logger, version string) *view {
 
 // searchCall answers search_tools, or unwraps call_tool into the call it
 // carries; other names are left as they are.
-func (v *view) searchCall(p *mcp.CallToolParamsRaw) (*answer.Result, *mcp.CallToolParamsRaw, error) {
+func (v *view) searchCall(p *mcp.CallToolParamsRaw, profile *callers.Profile) (*answer.Result, *mcp.CallToolParamsRaw, error) {
 	switch p.Name {
 	case searchToolsName:
 		var a struct {
@@ -90,7 +92,7 @@ func (v *view) searchCall(p *mcp.CallToolParamsRaw) (*answer.Result, *mcp.CallTo
 		if a.Limit != nil {
 			limit = min(max(*a.Limit, 1), maxLimit)
 		}
-		return answer.Decoded(v.searchResult(a.Query, a.Server, limit)), nil, nil
+		return answer.Decoded(v.searchResult(a.Query, a.Server, limit, profile)), nil, nil
 	case callToolName:
 		var a struct {
 			Name      string          `json:"name"`
@@ -126,12 +128,24 @@ type foundTool struct {
 	Score       float64              `json:"score"`
 }
 
-func (v *view) searchResult(query, server string, limit int) *mcp.CallToolResult {
-	hits := v.index.Search(query, server, limit)
+// indexed is a search document's payload: the tool, and its class for the
+// caller's profile.
+type indexed struct {
+	def   *mcp.Tool
+	class writes.Class
+}
+
+// searchResult answers search_tools: the tools profile allows (nil: all).
+func (v *view) searchResult(query, server string, limit int, profile *callers.Profile) *mcp.CallToolResult {
+	var keep func(*search.Doc) bool
+	if profile != nil {
+		keep = func(d *search.Doc) bool { return profile.Allows(d.Server, d.Tool, d.Payload.(indexed).class) }
+	}
+	hits := v.index.Search(query, server, limit, keep)
 	found := make([]foundTool, 0, len(hits))
 	var text strings.Builder
 	for _, h := range hits {
-		t := h.Doc.Payload.(*mcp.Tool)
+		t := h.Doc.Payload.(indexed).def
 		f := foundTool{
 			Name: h.Doc.Key, Server: h.Doc.Server, Tool: h.Doc.Tool, Title: h.Doc.Title, Description: t.Description,
 			InputSchema: t.InputSchema, Annotations: t.Annotations, Score: math.Round(h.Score*1000) / 1000,
@@ -216,8 +230,8 @@ func schemaOf(schema any) (inputSchema, bool) {
 
 // searchDoc is what the index knows of a visible tool; instructions are
 // its server's.
-func searchDoc(server, name, instructions string, t *mcp.Tool) search.Doc {
-	d := search.Doc{Key: name, Server: server, Tool: t.Name, Title: t.Title, Description: t.Description, Context: instructions, Payload: t}
+func searchDoc(server, name, instructions string, t *mcp.Tool, class writes.Class) search.Doc {
+	d := search.Doc{Key: name, Server: server, Tool: t.Name, Title: t.Title, Description: t.Description, Context: instructions, Payload: indexed{t, class}}
 	if d.Title == "" && t.Annotations != nil {
 		d.Title = t.Annotations.Title
 	}

@@ -27,7 +27,7 @@ func BenchmarkSearchReindex1k(b *testing.B) {
 	for b.Loop() {
 		docs := make([]search.Doc, len(tools))
 		for i, t := range tools {
-			docs[i] = searchDoc("fs", Join("fs", t.Name), "Read and write files under the allowed directories.", t)
+			docs[i] = searchDoc("fs", Join("fs", t.Name), "Read and write files under the allowed directories.", t, "read")
 		}
 		x.Set("fs", docs)
 	}

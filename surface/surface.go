@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/wardenmcp/warden/callers"
 	"github.com/wardenmcp/warden/config"
 	"github.com/wardenmcp/warden/gateway"
 	"github.com/wardenmcp/warden/protocol"
@@ -37,10 +38,11 @@ type Surfaces struct {
 	searchOnce  sync.Once   // the search view is kept up to date from its first use
 	searchOn    atomic.Bool // on: after that
 	toolSearch  atomic.Pointer[ToolSearch]
-	noFast      atomic.Bool              // every request to the SDK server (DisableFastPath)
-	stdio       func(*http.Request) bool // SetStdio's, set before serving
-	st          store.Store              // ShareSessions's, set before serving
-	unwatch     []func()                 // ShareSessions's watches of st, stopped by Close
+	noFast      atomic.Bool                    // every request to the SDK server (DisableFastPath)
+	stdio       func(*http.Request) bool       // SetStdio's, set before serving
+	st          store.Store                    // ShareSessions's, set before serving
+	unwatch     []func()                       // ShareSessions's watches of st, stopped by Close
+	policy      atomic.Pointer[callers.Policy] // SetCallers's (callers.go); nil: none
 
 	mu    sync.Mutex
 	views map[string]*view
@@ -70,8 +72,10 @@ func New(g *gateway.Gateway, log *slog.Logger, version string, sessionIdle time.
 	s := &Surfaces{g: g, log: log, version: version, maxSessions: maxSessions, idle: sessionIdle, views: map[string]*view{}, hs: map[string]endpoint{},
 		dirty: map[string]bool{}, wake: make(chan struct{}, 1), done: make(chan struct{}), listed: newListed()}
 	s.agg = newView(g, "", log, version)
+	s.agg.policy = &s.policy
 	s.aggH = newEndpoint(s.agg.srv)
 	s.search = newSearchView(g, log, version)
+	s.search.policy = &s.policy
 	s.searchH = newEndpoint(s.search.srv)
 	s.toolSearch.Store(&ToolSearch{Mode: config.ToolSearchOff})
 	go s.update()
@@ -216,6 +220,10 @@ func (s *Surfaces) serve(v *view, h endpoint, stateless bool, w http.ResponseWri
 	if l == nil && id != "" && s.st != nil {
 		l = v.adopt(s.st, id)
 	}
+	if l != nil && !v.ownedBy(l, r.Header) {
+		Refuse(w, r, http.StatusForbidden, "this session was begun by another caller; begin a session of your own (without Mcp-Session-Id)")
+		return
+	}
 	if l != nil {
 		l.enter()
 		defer l.leave()
@@ -330,7 +338,7 @@ func (s *Surfaces) view(server string) (*view, endpoint) {
 	v, ok := s.views[server]
 	if !ok {
 		v = newView(s.g, server, s.log, s.version)
-		v.st = s.st
+		v.st, v.policy = s.st, &s.policy
 		// Filled before anyone can find it: update rebuilds only the
 		// views it finds, so a change after this one reaches it there.
 		v.Changed(server)
@@ -371,6 +379,9 @@ func (s *Surfaces) Server(server string) *mcp.Server {
 // ServeHTTP serves /mcp and /mcp/{server}.
 func (s *Surfaces) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.markStdio(r)
+	if !s.authenticate(w, r) {
+		return
+	}
 	stateless := statelessRequest(r)
 	if !stateless && s.refuseSession(w, r) {
 		return

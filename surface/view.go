@@ -11,22 +11,28 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/wardenmcp/warden/answer"
+	"github.com/wardenmcp/warden/callers"
 	"github.com/wardenmcp/warden/gateway"
 	"github.com/wardenmcp/warden/search"
 	"github.com/wardenmcp/warden/store"
+	"github.com/wardenmcp/warden/writes"
 )
 
-// ref is an upstream object behind an exposed name.
-type ref struct{ server, name string }
+// ref is an upstream object behind an exposed name; a tool's with its
+// write class.
+type ref struct {
+	server, name string
+	class        writes.Class
+}
 
 // view is one endpoint: the aggregated one (single == "") or one server's.
 type view struct {
@@ -37,6 +43,9 @@ type view struct {
 	impl    *mcp.Implementation // srv's
 	info    json.RawMessage     // impl encoded, which stateless-era results name (fast_stateless.go)
 	log     *slog.Logger
+	// policy is the surfaces' known callers (callers.go); nil in tests of
+	// a view alone.
+	policy *atomic.Pointer[callers.Policy]
 
 	mu        sync.Mutex
 	tools     map[string]ref       // exposed name → tool, listed or not (for refusals)
@@ -134,12 +143,19 @@ func (v *view) intercept(next mcp.MethodHandler) mcp.MethodHandler {
 		case *mcp.ListToolsRequest:
 			res, err := next(ctx, method, req)
 			if list, ok := res.(*mcp.ListToolsResult); ok && list != nil {
-				v.withDefinitions(list)
+				v.withDefinitions(list, v.callerOf(headerOf(r.Extra)).Profile)
+			}
+			return res, err
+		case *mcp.ListPromptsRequest, *mcp.ListResourcesRequest, *mcp.ListResourceTemplatesRequest:
+			res, err := next(ctx, method, req)
+			if err == nil && res != nil {
+				v.withoutServers(req, res)
 			}
 			return res, err
 		case *mcp.ServerRequest[*mcp.InitializeParams]:
 			res, err := next(ctx, method, req)
 			if err == nil {
+				v.own(r.Session.ID(), headerOf(r.Extra))
 				// Before the client goes on, maybe on another instance
 				// or after a restart.
 				v.saveSession(r.Session, "")
@@ -164,11 +180,7 @@ func (v *view) callTool(ctx context.Context, r *mcp.CallToolRequest) (*mcp.CallT
 	// for the SDK (which sends it after this returns).
 	after := &answer.After{}
 	defer after.Run()
-	var h http.Header
-	if r.Extra != nil {
-		h = r.Extra.Header
-	}
-	from := v.originOf(h, r.Session, r.Params.Meta)
+	from := v.originOf(headerOf(r.Extra), r.Session, r.Params.Meta)
 	if here, stateless := sessionClient(r.Session); stateless {
 		res, typ, err := v.callRounds(ctx, here, r.Params, after, from)
 		if err != nil {
@@ -191,7 +203,7 @@ func (v *view) callTool(ctx context.Context, r *mcp.CallToolRequest) (*mcp.CallT
 // server's path and the fast path come here.
 func (v *view) call(ctx context.Context, p *mcp.CallToolParamsRaw, client gateway.Client, after *answer.After, from origin) (*answer.Result, error) {
 	if v.index != nil {
-		res, inner, err := v.searchCall(p)
+		res, inner, err := v.searchCall(p, from.who.Profile)
 		if res != nil || err != nil {
 			return res, err
 		}
@@ -211,7 +223,7 @@ func (v *view) call(ctx context.Context, p *mcp.CallToolParamsRaw, client gatewa
 	}
 	_, rounds := client.(roundClient) // a stateless-era client's
 	return v.g.CallTool(ctx, gateway.Call{
-		Server: t.server, Tool: t.name, Args: p.Arguments, Meta: hopMeta(p.Meta), Surface: from.surface, Client: client, Caller: from.caller,
+		Server: t.server, Tool: t.name, Args: p.Arguments, Meta: hopMeta(p.Meta), Surface: from.surface, Client: client, Caller: from.caller, Who: from.who,
 		PerRequest: rounds, Answers: p.InputResponses, After: after,
 	})
 }
@@ -221,7 +233,7 @@ func (v *view) call(ctx context.Context, p *mcp.CallToolParamsRaw, client gatewa
 // and a call must not fail for that.
 func (v *view) resolve(name string) (ref, bool) {
 	if v.single != "" {
-		return ref{v.single, name}, true
+		return ref{server: v.single, name: name}, true
 	}
 	// Server names hold no "__", so the first one ends the server's name.
 	server, tool, found := strings.Cut(name, "__")
@@ -231,7 +243,7 @@ func (v *view) resolve(name string) (ref, bool) {
 	if _, ok := v.g.LiveConfig(server); !ok && !v.g.Disabled(server) {
 		return ref{}, false
 	}
-	return ref{server, tool}, true // a disabled server's call is refused, saying so
+	return ref{server: server, name: tool}, true // a disabled server's call is refused, saying so
 }
 
 // Changed re-reads server from the gateway and updates this view's lists;
@@ -280,13 +292,13 @@ func (v *view) syncTools(server string, old, now *exposed) {
 			v.contested[name] = server
 			continue
 		}
-		v.tools[name] = ref{server, t.Name}
+		v.tools[name] = ref{server, t.Name, t.Class}
 		now.tools = append(now.tools, name)
 		if !t.Visible {
 			continue
 		}
 		if v.index != nil {
-			docs = append(docs, searchDoc(server, name, instructions, t.Tool))
+			docs = append(docs, searchDoc(server, name, instructions, t.Tool, t.Class))
 			continue
 		}
 		def := *t.Tool
@@ -363,16 +375,21 @@ func (v *view) show(def *mcp.Tool) error {
 	if v.unchanged(key, def) {
 		return nil
 	}
-	held := def
-	if !headerBound(v.listed[key]) {
-		held = &mcp.Tool{Name: def.Name, InputSchema: standIn}
-	}
-	if err := addTool(v.srv, held); err != nil {
+	if err := addTool(v.srv, v.held(def)); err != nil {
 		v.forget(key)
 		return err
 	}
 	v.defs[def.Name] = def
 	return nil
+}
+
+// held is what the view's SDK server holds for def, listed: def itself
+// when an argument binds a header, else a stand-in.
+func (v *view) held(def *mcp.Tool) *mcp.Tool {
+	if headerBound(v.listed["tool:"+def.Name]) {
+		return def
+	}
+	return &mcp.Tool{Name: def.Name, InputSchema: standIn}
 }
 
 // standIn is the input schema a view's SDK server holds for a tool whose
@@ -413,12 +430,16 @@ func inputObject(s any) error {
 
 // withDefinitions puts back, in a tools/list result of the view's SDK
 // server, each tool's definition for its stand-in; one removed meanwhile is
-// left out (a list_changed follows).
-func (v *view) withDefinitions(res *mcp.ListToolsResult) {
+// left out (a list_changed follows), and so is one profile does not allow
+// (the search view's own two are the view's, for every caller).
+func (v *view) withDefinitions(res *mcp.ListToolsResult, profile *callers.Profile) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	tools := res.Tools[:0]
 	for _, t := range res.Tools {
+		if profile != nil && v.index == nil && !v.allowedLocked(t.Name, profile) {
+			continue
+		}
 		if t.InputSchema == standIn {
 			if t = v.defs[t.Name]; t == nil {
 				continue

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/wardenmcp/warden/activity"
 	"github.com/wardenmcp/warden/api"
 	"github.com/wardenmcp/warden/approval"
 	"github.com/wardenmcp/warden/events"
@@ -379,6 +380,14 @@ func TestActivityPage(t *testing.T) {
 	_, body := e.get("/ui/activity?server=fx&limit=7")
 	if !strings.Contains(body, "<option selected>fx</option>") || !strings.Contains(body, "<option>q</option>") || !strings.Contains(body, `value="7"`) {
 		t.Errorf("the filter form does not show the filter: %s", body)
+	}
+	// A caller's calls (activity records who called, see package callers).
+	e.Activity.Add(activity.Entry{At: time.Now(), Server: "fx", Tool: fixture.ToolEcho, Outcome: "ok", User: "ci-<bot>"})
+	e.Activity.Flush()
+	code, body := e.get("/ui/activity?user=ci-%3Cbot%3E")
+	if rows := strings.Count(body, "<tr data-server="); code != http.StatusOK || rows != 1 || !strings.Contains(body, "<td>ci-&lt;bot&gt;</td>") ||
+		!strings.Contains(body, `name="user" value="ci-&lt;bot&gt;"`) {
+		t.Errorf("activity of one caller: %d, %d rows: %s", code, rows, body)
 	}
 	if code, body := e.get("/ui/activity?server=nosuch"); code != http.StatusNotFound || !strings.Contains(body, `<p class="flash bad" id="problem">no server &#34;nosuch&#34;`) {
 		t.Errorf("activity of an unknown server: %d %s", code, body)

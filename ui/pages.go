@@ -248,16 +248,17 @@ func (u *UI) confirmClear(w http.ResponseWriter, r *http.Request, s *session) {
 
 type activityData struct {
 	Server  string
+	User    string // a caller (a user, or a client of the config's "clients")
 	Limit   int
 	Servers []string // to filter by
 	Entries []activity.Entry
 }
 
-// activity shows recent calls, filtered by server (?server=S&limit=N) as
-// GET /v1/activity filters them.
+// activity shows recent calls, filtered by server and caller
+// (?server=S&user=U&limit=N) as GET /v1/activity filters them.
 func (u *UI) activity(w http.ResponseWriter, r *http.Request, s *session) {
 	q := r.URL.Query()
-	d := activityData{Server: q.Get("server"), Limit: 100}
+	d := activityData{Server: q.Get("server"), User: q.Get("user"), Limit: 100}
 	if n, err := strconv.Atoi(q.Get("limit")); err == nil && n > 0 {
 		d.Limit = n
 	}
@@ -270,6 +271,9 @@ func (u *UI) activity(w http.ResponseWriter, r *http.Request, s *session) {
 		v := url.Values{"limit": {strconv.Itoa(d.Limit)}}
 		if d.Server != "" {
 			v.Set("server", d.Server)
+		}
+		if d.User != "" {
+			v.Set("user", d.User)
 		}
 		err = u.call(r, "GET", "/v1/activity?"+v.Encode(), nil, &d.Entries)
 	}

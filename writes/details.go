@@ -28,6 +28,9 @@ type Caller struct {
 	Name    string `json:"name,omitempty"`
 	Version string `json:"version,omitempty"`
 	Session string `json:"session,omitempty"`
+	// User is who the request's token named (package callers: a user, else
+	// a client of the config's "clients"); empty without known callers.
+	User string `json:"user,omitempty"`
 }
 
 // ClientOf is the Caller for a client that named itself info (nil when it

@@ -11,31 +11,33 @@ import (
 
 func newActivityCmd(g *globals) *cobra.Command {
 	var (
-		server string
-		limit  int
+		server, user string
+		limit        int
 	)
 	cmd := &cobra.Command{
-		Use:   "activity [--server NAME] [--limit N]",
+		Use:   "activity [--server NAME] [--user NAME] [--limit N]",
 		Short: "Show recent tool calls (never their arguments)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if limit < 0 {
 				return usageErrorf("--limit must be 0 (no limit) or more")
 			}
-			recent := func(c *client.Client) ([]activity.Entry, error) { return c.Activity(cmd.Context(), server, limit) }
+			recent := func(c *client.Client) ([]activity.Entry, error) {
+				return c.Activity(cmd.Context(), activity.Filter{Server: server, User: user}, limit)
+			}
 			return ask(g, recent, func(entries []activity.Entry) error {
 				if len(entries) == 0 {
 					fmt.Fprintln(g.stdout, "no tool calls recorded")
 					return nil
 				}
-				t := newTable(g.stdout, "AT", "SURFACE", "SERVER", "TOOL", "CLASS", "OUTCOME", "LATENCY")
+				t := newTable(g.stdout, "AT", "SURFACE", "USER", "SERVER", "TOOL", "CLASS", "OUTCOME", "LATENCY")
 				for _, e := range entries {
 					outcome := e.Outcome
 					if e.Code != "" {
 						outcome += " " + e.Code
 					}
 					lat := (time.Duration(e.LatencyMicros) * time.Microsecond).String()
-					t.row(stamp(e.At), e.Surface, e.Server, e.Tool, e.Class, outcome, lat)
+					t.row(stamp(e.At), e.Surface, orDash(e.User), e.Server, e.Tool, e.Class, outcome, lat)
 				}
 				t.flush()
 				return nil
@@ -44,6 +46,7 @@ func newActivityCmd(g *globals) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&server, "server", "", "only calls to this server")
 	_ = cmd.RegisterFlagCompletionFunc("server", g.completeServerFlag)
+	cmd.Flags().StringVar(&user, "user", "", "only calls by this caller (a user, or a client of the config's \"clients\")")
 	cmd.Flags().IntVar(&limit, "limit", 0, "at most this many calls (default: the daemon's, 100)")
 	return cmd
 }

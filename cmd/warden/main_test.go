@@ -791,12 +791,12 @@ func TestWritesAndActivity(t *testing.T) {
 		"at": at, "reason": "timeout", "surface": "mcp"}})
 	f.handle("DELETE /v1/writes/fs", 200, api.Cleared{Cleared: true, Latch: map[string]any{"server": "fs", "tool": "move_file", "reason": "timeout", "at": at, "surface": "mcp"}})
 	f.mux.HandleFunc("GET /v1/activity", func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Query().Get("server") != "fs" || r.URL.Query().Get("limit") != "5" {
+		if r.URL.Query().Get("server") != "fs" || r.URL.Query().Get("limit") != "5" || r.URL.Query().Get("user") != "ci-bot" {
 			reply(w, 400, api.Error{Error: api.ErrorBody{Code: "bad_request", Message: "query " + r.URL.RawQuery}})
 			return
 		}
 		reply(w, 200, []map[string]any{{"at": at, "surface": "cli", "server": "fs", "tool": "read_file", "class": "read",
-			"outcome": "refused", "code": "TOOL_PENDING", "latency_micros": 42}})
+			"outcome": "refused", "code": "TOOL_PENDING", "latency_micros": 42, "user": "ci-bot"}})
 	})
 	f.handle("GET /v1/sessions", 200, []map[string]any{{"server": "remote", "session_id_prefix": "abcdef01…", "protocol_version": "2025-11-25",
 		"created": at, "age_seconds": 120.152438919, "mode": "resumed"}})
@@ -820,8 +820,8 @@ func TestWritesAndActivity(t *testing.T) {
 	if code, _, stderr := f.run("", "writes", "clear", "fs", "--yes"); code != 0 || strings.Contains(stderr, "[y/N]") {
 		t.Errorf("writes clear --yes: exit %d\n%s", code, stderr)
 	}
-	code, out, stderr = f.run("", "activity", "--server", "fs", "--limit", "5")
-	if code != 0 || !strings.Contains(out, "refused TOOL_PENDING") || !strings.Contains(out, "42µs") {
+	code, out, stderr = f.run("", "activity", "--server", "fs", "--user", "ci-bot", "--limit", "5")
+	if code != 0 || !strings.Contains(out, "refused TOOL_PENDING") || !strings.Contains(out, "42µs") || !strings.Contains(out, "ci-bot") {
 		t.Errorf("activity: exit %d\n%s\n%s", code, out, stderr)
 	}
 	code, out, _ = f.run("", "sessions")

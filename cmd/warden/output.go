@@ -164,3 +164,11 @@ func (g *globals) warnHeld(server string, a *approval.Answer) error {
 	fmt.Fprintf(g.stderr, "review them with: warden review %s\n", server)
 	return errHeld
 }
+
+// orDash is s, or "-" for an empty cell.
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

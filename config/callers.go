@@ -1,0 +1,283 @@
+package config
+
+import (
+	"encoding/hex"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/tailscale/hujson"
+)
+
+// Known callers: "clients" (callers known by a bearer token), "profiles"
+// (what a caller may see and call) and "access" (who gets which profile).
+// Package callers puts them to work; here they are only read and checked.
+
+// AllProfiles is the profile name that grants every approved tool.
+const AllProfiles = "*"
+
+// Client is one entry of "clients": a caller known by its bearer token.
+// Only the token's SHA-256 is written in the file, never the token.
+type Client struct {
+	Name        string   // map key
+	TokenSHA256 [32]byte // "tokenSha256": "sha256:<hex>"
+	Profile     string   // a key of Profiles, or AllProfiles
+}
+
+// Profile is one entry of "profiles": the tools it allows. Both limits
+// apply when both are set; a profile with neither allows every tool.
+type Profile struct {
+	Name string // map key
+	// Servers, when not nil, limits to these servers, each to the tools
+	// whose names match one of its globs (path.Match); a server with no
+	// globs allows all its tools.
+	Servers map[string][]string
+	// Classes, when not nil, limits to tools of these write classes
+	// (ClassRead, ClassWrite, ClassDestructive).
+	Classes []string
+}
+
+// Access is one entry of "access": the callers it names get Profile.
+// Exactly one of User, Group and Client is set.
+type Access struct {
+	User, Group, Client string
+	Profile             string // a key of Profiles, or AllProfiles
+}
+
+var (
+	clientFields  = []string{"tokenSha256", "profile"}
+	profileFields = []string{"servers", "classes"}
+	profileServer = []string{"tools"}
+	accessFields  = []string{"user", "group", "client", "profile"}
+)
+
+// named is a profile or client named somewhere, checked once the whole
+// file is read (it may be defined further down).
+type named struct {
+	name, path string
+	v          *hujson.Value
+}
+
+// teamRefs are the names the team fields refer to.
+type teamRefs struct{ profiles, clients []named }
+
+func (d *decoder) clients(v *hujson.Value, p string, cfg *Config, refs *teamRefs) error {
+	obj, err := d.object(v, p, `write an object such as {"ci-bot": {"tokenSha256": "sha256:<hex>", "profile": "readonly"}}`)
+	if err != nil {
+		return err
+	}
+	cfg.Clients = map[string]Client{}
+	return d.each(obj, p, func(name string, m *hujson.ObjectMember, cp string) error {
+		if name == "" {
+			return d.errAt(&m.Name, cp, "client name is empty", "name the client, such as \"ci-bot\"; activity records it")
+		}
+		cobj, err := d.object(&m.Value, cp, `write an object such as {"tokenSha256": "sha256:<hex>", "profile": "readonly"}`)
+		if err != nil {
+			return err
+		}
+		c := Client{Name: name}
+		var hashed bool
+		err = d.fields(cobj, cp, clientFields, func(f string, v *hujson.Value, fp string) error {
+			s, err := d.str(v, fp)
+			if err != nil {
+				return err
+			}
+			switch f {
+			case "tokenSha256":
+				h, ok := strings.CutPrefix(s, "sha256:")
+				b, err := hex.DecodeString(h)
+				if !ok || err != nil || len(b) != len(c.TokenSHA256) {
+					return d.errAt(v, fp, `is not "sha256:" and 64 hex digits`,
+						`write the SHA-256 of the client's token, such as the output of: printf %s "$TOKEN" | sha256sum (prefixed "sha256:")`)
+				}
+				copy(c.TokenSHA256[:], b)
+				hashed = true
+			case "profile":
+				c.Profile = s
+				refs.profiles = append(refs.profiles, named{s, fp, v})
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if !hashed || c.Profile == "" {
+			return d.errAt(&m.Value, cp, `needs both "tokenSha256" and "profile"`,
+				`write {"tokenSha256": "sha256:<hex>", "profile": "<a profile, or \"*\" for all>"}`)
+		}
+		cfg.Clients[name] = c
+		return nil
+	})
+}
+
+func (d *decoder) profiles(v *hujson.Value, p string, cfg *Config) error {
+	obj, err := d.object(v, p, `write an object such as {"readonly": {"classes": ["read"]}}`)
+	if err != nil {
+		return err
+	}
+	cfg.Profiles = map[string]Profile{}
+	return d.each(obj, p, func(name string, m *hujson.ObjectMember, pp string) error {
+		if name == "" || name == AllProfiles {
+			return d.errAt(&m.Name, pp, "is not a profile name one can define", `name it with letters, digits, "_" and "-" ("*" stands for every tool and needs no definition)`)
+		}
+		pobj, err := d.object(&m.Value, pp, `write an object such as {"classes": ["read"]} or {"servers": {"github": {"tools": ["search_*"]}}}`)
+		if err != nil {
+			return err
+		}
+		prof := Profile{Name: name}
+		err = d.fields(pobj, pp, profileFields, func(f string, v *hujson.Value, fp string) error {
+			if f == "classes" {
+				return d.profileClasses(v, fp, &prof)
+			}
+			return d.profileServers(v, fp, &prof)
+		})
+		cfg.Profiles[name] = prof
+		return err
+	})
+}
+
+func (d *decoder) profileClasses(v *hujson.Value, p string, prof *Profile) error {
+	arr, ok := v.Value.(*hujson.Array)
+	if !ok || len(arr.Elements) == 0 {
+		return d.errAt(v, p, "is not a list of write classes", `write a list such as ["read"] (classes: "read", "write", "destructive")`)
+	}
+	prof.Classes = []string{}
+	for i := range arr.Elements {
+		e := &arr.Elements[i]
+		s, err := d.str(e, index(p, i))
+		if err != nil {
+			return err
+		}
+		if !slices.Contains(classes, s) {
+			return d.errAt(e, index(p, i), strconv.Quote(s)+" is not a class", `write "read", "write" or "destructive"`)
+		}
+		prof.Classes = append(prof.Classes, s)
+	}
+	return nil
+}
+
+func (d *decoder) profileServers(v *hujson.Value, p string, prof *Profile) error {
+	obj, err := d.object(v, p, `write an object such as {"github": {"tools": ["search_*"]}, "memory": {}}`)
+	if err != nil {
+		return err
+	}
+	prof.Servers = map[string][]string{}
+	return d.each(obj, p, func(server string, m *hujson.ObjectMember, sp string) error {
+		if problem, fix := nameProblem(server); problem != "" {
+			return d.errAt(&m.Name, sp, problem, fix)
+		}
+		sobj, err := d.object(&m.Value, sp, `write an object such as {"tools": ["search_*", "create_issue"]}, or {} for all its tools`)
+		if err != nil {
+			return err
+		}
+		var globs []string
+		err = d.fields(sobj, sp, profileServer, func(_ string, v *hujson.Value, tp string) error {
+			arr, ok := v.Value.(*hujson.Array)
+			if !ok || len(arr.Elements) == 0 {
+				return d.errAt(v, tp, "is not a list of tool names or globs", `write a list such as ["search_*", "create_issue"], or leave "tools" out for all the server's tools`)
+			}
+			for i := range arr.Elements {
+				e := &arr.Elements[i]
+				g, err := d.str(e, index(tp, i))
+				if err != nil {
+					return err
+				}
+				if problem := globProblem(g); problem != "" {
+					return d.errAt(e, index(tp, i), problem, `write a tool name, or a glob such as "search_*" ("*" any run of characters, "?" one, "[a-z]" a set)`)
+				}
+				globs = append(globs, g)
+			}
+			return nil
+		})
+		prof.Servers[server] = globs
+		return err
+	})
+}
+
+// globProblem says why g, a tool glob, can match no tool name: malformed,
+// empty, or holding a character no tool name has ("/" is one path.Match
+// never matches with "*").
+func globProblem(g string) string {
+	if _, err := path.Match(g, ""); err != nil {
+		return strconv.Quote(g) + " is not a valid glob"
+	}
+	if g == "" || strings.ContainsAny(g, "/ \t\r\n") {
+		return strconv.Quote(g) + " can match no tool name"
+	}
+	return ""
+}
+
+func (d *decoder) access(v *hujson.Value, p string, cfg *Config, refs *teamRefs) error {
+	arr, ok := v.Value.(*hujson.Array)
+	if !ok {
+		return d.typeErr(v, p, "a list", `write a list such as [{"group": "eng", "profile": "dev"}, {"client": "ci-bot", "profile": "readonly"}]`)
+	}
+	cfg.Access = []Access{}
+	for i := range arr.Elements {
+		e := &arr.Elements[i]
+		ep := index(p, i)
+		obj, err := d.object(e, ep, `write an object such as {"group": "eng", "profile": "dev"}`)
+		if err != nil {
+			return err
+		}
+		var a Access
+		who := 0
+		err = d.fields(obj, ep, accessFields, func(f string, v *hujson.Value, fp string) error {
+			s, err := d.str(v, fp)
+			if err != nil {
+				return err
+			}
+			if s == "" {
+				return d.errAt(v, fp, "is empty", "write a name")
+			}
+			switch f {
+			case "user":
+				a.User, who = s, who+1
+			case "group":
+				a.Group, who = s, who+1
+			case "client":
+				a.Client, who = s, who+1
+				refs.clients = append(refs.clients, named{s, fp, v})
+			case "profile":
+				a.Profile = s
+				refs.profiles = append(refs.profiles, named{s, fp, v})
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if who != 1 || a.Profile == "" {
+			return d.errAt(e, ep, `needs "profile" and exactly one of "user", "group" and "client"`,
+				`write one entry per caller, such as {"group": "eng", "profile": "dev"}`)
+		}
+		cfg.Access = append(cfg.Access, a)
+	}
+	return nil
+}
+
+// checkTeam checks that each profile and client named is defined.
+func (d *decoder) checkTeam(cfg *Config, refs *teamRefs) error {
+	for _, r := range refs.clients {
+		if _, ok := cfg.Clients[r.name]; !ok {
+			return d.errAt(r.v, r.path, "names no client "+strconv.Quote(r.name), `name a client defined in "clients", or remove the entry`)
+		}
+	}
+	for _, r := range refs.profiles {
+		if _, ok := cfg.Profiles[r.name]; ok || r.name == AllProfiles {
+			continue
+		}
+		names := make([]string, 0, len(cfg.Profiles))
+		for n := range cfg.Profiles {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		fix := `define it in "profiles", or write "*" for every approved tool`
+		if len(names) > 0 {
+			fix = "name one of " + strings.Join(names, ", ") + ` or "*", or define it in "profiles"`
+		}
+		return d.errAt(r.v, r.path, "names no profile "+strconv.Quote(r.name), fix)
+	}
+	return nil
+}
