@@ -57,6 +57,7 @@ const (
 type sessionRecord struct {
 	State mcp.ServerSessionState `json:"state"`
 	Used  time.Time              `json:"used"`
+	Owner string                 `json:"owner,omitempty"` // the known caller who began it (callers.go)
 }
 
 // relayed is a message handed between instances for a session: its body,
@@ -102,6 +103,11 @@ func (v *view) saveSession(ss *mcp.ServerSession, level mcp.LoggingLevel) {
 	}
 	rec := sessionRecord{State: mcp.ServerSessionState{InitializeParams: p,
 		NegotiatedProtocolVersion: version, LogLevel: level}, Used: time.Now()}
+	if l := v.live(ss.ID()); l != nil {
+		l.mu.Lock()
+		rec.Owner = l.owner
+		l.mu.Unlock()
+	}
 	b, err := json.Marshal(rec)
 	if err == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), storeWait)
@@ -183,7 +189,7 @@ func (v *view) adopt(st store.Store, id string) *live {
 	rec.State.InitializedParams = &mcp.InitializedParams{}
 	t := &mcp.StreamableServerTransport{SessionID: id}
 	l := newLive()
-	l.adopted = t
+	l.adopted, l.owner = t, rec.Owner
 	v.sessMu.Lock()
 	v.sessions[id] = l
 	v.sessMu.Unlock()

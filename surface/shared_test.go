@@ -15,8 +15,11 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/wardenmcp/warden/callers"
+	"github.com/wardenmcp/warden/config"
 	"github.com/wardenmcp/warden/internal/testing/fixture"
 	"github.com/wardenmcp/warden/internal/testing/pgtest"
+	"github.com/wardenmcp/warden/internal/testing/testenv"
 	"github.com/wardenmcp/warden/internal/testing/wardentest/parts"
 	"github.com/wardenmcp/warden/store"
 	"github.com/wardenmcp/warden/surface"
@@ -39,6 +42,12 @@ func (rr *roundRobin) RoundTrip(r *http.Request) (*http.Response, error) {
 // sharedPair serves two Surfaces over one gateway (fx and rich), each with
 // its own handle on one PostgreSQL store, as two instances have.
 func sharedPair(t *testing.T) (e *env, other *httptest.Server, url string) {
+	e, other, _, url = sharedPairOf(t)
+	return e, other, url
+}
+
+// sharedPairOf is sharedPair, also answering the other Surfaces.
+func sharedPairOf(t *testing.T) (e *env, other *httptest.Server, s *surface.Surfaces, url string) {
 	t.Helper()
 	fx, rich := fixture.NewServer(fixture.Options{}), fixture.NewRich(t)
 	e = newEnv(t, fmt.Sprintf(`{"fx": {"url": %q, "trusted": true}, "rich": {"url": %q, "trusted": true}}`, fx.Serve(t), rich.URL), 0, 0)
@@ -54,7 +63,7 @@ func sharedPair(t *testing.T) (e *env, other *httptest.Server, url string) {
 		return st
 	}
 	e.S.ShareSessions(open())
-	s := surface.New(e.Gateway, slog.New(slog.DiscardHandler), "test", 0, 0)
+	s = surface.New(e.Gateway, slog.New(slog.DiscardHandler), "test", 0, 0)
 	t.Cleanup(s.Close)
 	s.ShareSessions(open())
 	other = httptest.NewServer(s)
@@ -64,7 +73,7 @@ func sharedPair(t *testing.T) (e *env, other *httptest.Server, url string) {
 			t.Fatal(err)
 		}
 	}
-	return e, other, url
+	return e, other, s, url
 }
 
 // Alone on the embedded store, a session is not shared: after a restart
@@ -233,5 +242,34 @@ func TestCloseStopsSharing(t *testing.T) {
 	s.Close()
 	if n := w.active.Load(); n != 0 {
 		t.Fatalf("%d watches of the store left after Close", n)
+	}
+}
+
+// A session adopted by another instance is still its caller's: another
+// caller's token on it is refused there too.
+func TestAdoptedSessionIsTheirs(t *testing.T) {
+	e, other, s, _ := sharedPairOf(t)
+	cfg, err := config.Parse("", []byte(`{
+		"clients": {
+			"ro": {"tokenSha256": "`+testenv.TokenSHA256("ro-token")+`", "profile": "all"},
+			"dev": {"tokenSha256": "`+testenv.TokenSHA256("dev-token")+`", "profile": "all"}
+		},
+		"profiles": {"all": {"classes": ["read", "write", "destructive"]}}
+	}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.S.SetCallers(callers.New(cfg))
+	s.SetCallers(callers.New(cfg))
+	ro := e.connectAs(t, "ro-token", "/mcp", session2025)
+	list := `{"jsonrpc":"2.0","id":9,"method":"tools/list"}`
+	for _, c := range []struct {
+		token string
+		want  int
+	}{{"dev-token", http.StatusForbidden}, {"ro-token", http.StatusOK}, {"dev-token", http.StatusForbidden}} {
+		resp, body := rawPost(t, other.URL+"/mcp", list, map[string]string{"Authorization": "Bearer " + c.token, "Mcp-Session-Id": ro.ID(), "Mcp-Protocol-Version": "2025-11-25"})
+		if resp.StatusCode != c.want {
+			t.Errorf("%s on ro's session, on the other instance: %d %.200s", c.token, resp.StatusCode, body)
+		}
 	}
 }
