@@ -138,19 +138,23 @@ func TestKnownCallers(t *testing.T) {
 	}
 	wardentest.WantRefusal(t, wardentest.CallResult(t, cs, "fx__write_value", map[string]any{"value": "x"}), "NOT_PERMITTED")
 
-	// Activity records who called; --user picks one caller's calls.
-	code, out, stderr := w.CLI(t, "activity", "--user", "ci-bot", "--json")
+	// Activity records who called; --user picks one caller's calls. (The
+	// log is written off the call's path: the last call's entry may come
+	// a moment later.)
 	var entries []activity.Entry
-	if code != 0 || json.Unmarshal([]byte(out), &entries) != nil || len(entries) == 0 {
-		t.Fatalf("warden activity --user ci-bot: exit %d\n%s\n%s", code, out, stderr)
-	}
+	stdioRefusal := func(e activity.Entry) bool { return e.Surface == "stdio:mcp" && e.Code == "NOT_PERMITTED" }
+	wardentest.WaitFor(t, 10*time.Second, "ci-bot's refused call through warden stdio recorded", func() bool {
+		code, out, stderr := w.CLI(t, "activity", "--user", "ci-bot", "--json")
+		entries = nil
+		if code != 0 || json.Unmarshal([]byte(out), &entries) != nil {
+			t.Fatalf("warden activity --user ci-bot: exit %d\n%s\n%s", code, out, stderr)
+		}
+		return slices.ContainsFunc(entries, stdioRefusal)
+	})
 	for _, e := range entries {
 		if e.User != "ci-bot" {
 			t.Errorf("an entry of another caller: %+v", e)
 		}
-	}
-	if !slices.ContainsFunc(entries, func(e activity.Entry) bool { return e.Surface == "stdio:mcp" && e.Code == "NOT_PERMITTED" }) {
-		t.Errorf("ci-bot's refused call through warden stdio is not recorded: %+v", entries)
 	}
 }
 

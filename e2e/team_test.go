@@ -144,7 +144,7 @@ func tryCall(t *testing.T, cs *mcp.ClientSession, name string, args any) (*mcp.C
 	return cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
 }
 
-var eras = map[string]*mcp.ClientSessionOptions{"2025-11-25": {ProtocolVersion: "2025-11-25"}, "2026-07-28": nil}
+var eras = map[string]*mcp.ClientSessionOptions{"2025-11-25": {ProtocolVersion: "2025-11-25"}, "2026-07-28": {ProtocolVersion: "2026-07-28"}}
 
 // Three instances behind a balancer are one Warden: an approval on one
 // holds on all (their clients are told), a latch on one refuses writes on
@@ -281,18 +281,33 @@ func TestTeam(t *testing.T) {
 	})
 
 	t.Run("PostgreSQL down for ten seconds", func(t *testing.T) {
-		cs := wardentest.ConnectURL(t, lb+"/mcp", nil, nil)
+		// A 2025 session every instance knows already (one an instance has
+		// not seen cannot move there while the store is down: its client
+		// gets 404 and begins again), and a 2026-07-28 client.
+		sessions := map[string]*mcp.ClientSession{}
+		for era, so := range eras {
+			cs := wardentest.ConnectURL(t, lb+"/mcp", nil, so)
+			for range 6 {
+				if _, err := cs.ListTools(context.Background(), nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			sessions[era] = cs
+		}
 		tm.pg.Stop(t)
-		for i := range 6 {
-			res, err := tryCall(t, cs, "fx__"+fixture.ToolRead, map[string]any{})
-			if err != nil || refusal(res) != "" {
-				t.Fatalf("read %d with the store down: %v %v", i, refusal(res), err)
+		for era, cs := range sessions {
+			for i := range 6 {
+				res, err := tryCall(t, cs, "fx__"+fixture.ToolRead, map[string]any{})
+				if err != nil || refusal(res) != "" {
+					t.Fatalf("%s: read %d with the store down: %v %v", era, i, refusal(res), err)
+				}
+			}
+			res, err := tryCall(t, cs, "fx__"+fixture.ToolWrite, map[string]any{"value": "down"})
+			if err != nil || refusal(res) != "STORE_UNAVAILABLE" {
+				t.Fatalf("%s: a write with the store down: %v %v; want STORE_UNAVAILABLE", era, refusal(res), err)
 			}
 		}
-		res, err := tryCall(t, cs, "fx__"+fixture.ToolWrite, map[string]any{"value": "down"})
-		if err != nil || refusal(res) != "STORE_UNAVAILABLE" {
-			t.Fatalf("a write with the store down: %v %v; want STORE_UNAVAILABLE", refusal(res), err)
-		}
+		cs := sessions["2026-07-28"]
 		var fail struct{ Error struct{ Code string } }
 		if code := i3.api(t, "POST", "/v1/servers/fx/tools/block", map[string]any{"tools": []string{fixture.ToolEcho}}, &fail); code != http.StatusServiceUnavailable || fail.Error.Code != "STORE_UNAVAILABLE" {
 			t.Fatalf("a decision with the store down: %d %+v; want 503 STORE_UNAVAILABLE", code, fail)
