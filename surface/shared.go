@@ -153,7 +153,9 @@ func (v *view) touchSession(st store.Store, l *live, id string) {
 // recorded reports whether the store has a record of session id on v.
 func (v *view) recorded(id string) bool {
 	found := false
-	_ = v.st.View(context.Background(), func(tx store.Tx) error {
+	ctx, cancel := context.WithTimeout(context.Background(), storeWait)
+	defer cancel()
+	_ = v.st.View(ctx, func(tx store.Tx) error {
 		b, err := tx.Get(sessionsBucket, sessionKey(v.surface, id))
 		found = b != nil
 		return err
@@ -170,7 +172,9 @@ func (v *view) adopt(st store.Store, id string) *live {
 		return l // adopted meanwhile
 	}
 	var rec sessionRecord
-	err := st.View(context.Background(), func(tx store.Tx) error {
+	ctx, cancel := context.WithTimeout(context.Background(), storeWait)
+	defer cancel()
+	err := st.View(ctx, func(tx store.Tx) error {
 		b, err := tx.Get(sessionsBucket, sessionKey(v.surface, id))
 		if b == nil || err != nil {
 			return err
