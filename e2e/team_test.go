@@ -286,13 +286,20 @@ func TestTeam(t *testing.T) {
 		// gets 404 and begins again), and a 2026-07-28 client.
 		sessions := map[string]*mcp.ClientSession{}
 		for era, so := range eras {
-			cs := wardentest.ConnectURL(t, lb+"/mcp", nil, so)
-			for range 6 {
-				if _, err := cs.ListTools(context.Background(), nil); err != nil {
-					t.Fatal(err)
-				}
+			sessions[era] = wardentest.ConnectURL(t, lb+"/mcp", nil, so)
+		}
+		for _, in := range tm.inst { // each serves the 2025 session once
+			list := `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`
+			req, _ := http.NewRequest("POST", in.url("/mcp"), strings.NewReader(list))
+			for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+				"Mcp-Session-Id": sessions["2025-11-25"].ID(), "Mcp-Protocol-Version": "2025-11-25"} {
+				req.Header.Set(k, v)
 			}
-			sessions[era] = cs
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil || resp.StatusCode != http.StatusOK {
+				t.Fatalf("the session on %s: %v %v", in.name, resp, err)
+			}
+			resp.Body.Close()
 		}
 		tm.pg.Stop(t)
 		for era, cs := range sessions {
