@@ -1,0 +1,200 @@
+package callers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coreos/go-oidc/v3/oidc"
+	"github.com/go-jose/go-jose/v4"
+	"github.com/wardenmcp/warden/config"
+	"golang.org/x/time/rate"
+)
+
+// An identity provider's access tokens ("auth"): JWTs whose signature is
+// checked with the issuer's keys (its discovery document names them; they
+// are fetched again when a token names a key not yet known, so the
+// provider may rotate them), and whose iss, aud, exp and nbf are checked
+// by go-oidc. Their claims name the user and groups.
+
+// skew is how far the issuer's clock may be ahead of Warden's for exp
+// (go-oidc allows nbf five minutes more).
+const skew = time.Minute
+
+// signingAlgs are the algorithms a token may be signed with: the
+// asymmetric ones (never "none"; no shared-secret HMAC).
+var signingAlgs = []string{
+	oidc.RS256, oidc.RS384, oidc.RS512, oidc.PS256, oidc.PS384, oidc.PS512,
+	oidc.ES256, oidc.ES384, oidc.ES512, oidc.EdDSA,
+}
+
+// fetches bounds how often Warden reads the issuer (discovery, keys): a
+// stream of tokens naming unknown keys must not become a stream of
+// requests to the identity provider.
+var fetches = rate.Limit(1)
+
+// oidcTokens verifies the access tokens of the issuer of auth.
+type oidcTokens struct {
+	auth   config.Auth
+	client *http.Client
+
+	mu       sync.Mutex
+	verifier *oidc.IDTokenVerifier // nil until discovery succeeds
+}
+
+// NewOIDC is the Verifier of auth's issuer's access tokens; it reads the
+// issuer through client (nil: a client with a 10 s timeout) when first
+// asked, so Warden starts while its identity provider is down.
+func NewOIDC(auth config.Auth, client *http.Client) Verifier {
+	if client == nil {
+		client = &http.Client{Timeout: 10 * time.Second}
+	}
+	limited := *client
+	limited.Transport = limitedTransport{next: transportOf(client), limit: rate.NewLimiter(fetches, 5)}
+	return &oidcTokens{auth: auth, client: &limited}
+}
+
+func transportOf(c *http.Client) http.RoundTripper {
+	if c.Transport != nil {
+		return c.Transport
+	}
+	return http.DefaultTransport
+}
+
+// limitedTransport sends requests no faster than its limit allows, and
+// refuses the rest.
+type limitedTransport struct {
+	next  http.RoundTripper
+	limit *rate.Limiter
+}
+
+func (t limitedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if !t.limit.Allow() {
+		return nil, errors.New("the identity provider was asked too often; try again in a second")
+	}
+	return t.next.RoundTrip(r)
+}
+
+// discovered is the verifier of the issuer's tokens, reading its
+// discovery document the first time.
+func (o *oidcTokens) discovered(ctx context.Context) (*oidc.IDTokenVerifier, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.verifier != nil {
+		return o.verifier, nil
+	}
+	ctx, cancel := context.WithTimeout(oidc.ClientContext(context.WithoutCancel(ctx), o.client), 10*time.Second)
+	defer cancel()
+	p, err := oidc.NewProvider(ctx, o.auth.Issuer)
+	if err != nil {
+		return nil, fmt.Errorf("the identity provider %s could not be asked for its keys (%v); try again shortly", o.auth.Issuer, err)
+	}
+	// The key set fetches with the context it was made with: the client,
+	// without the timeout of discovery (the client has its own).
+	keys := oidc.NewRemoteKeySet(oidc.ClientContext(context.Background(), o.client), jwksURL(p))
+	o.verifier = oidc.NewVerifier(o.auth.Issuer, keys, &oidc.Config{
+		ClientID:             o.auth.Audience,
+		SupportedSigningAlgs: signingAlgs,
+		Now:                  func() time.Time { return time.Now().Add(-skew) },
+	})
+	return o.verifier, nil
+}
+
+// jwksURL is the key set URL p's discovery document names.
+func jwksURL(p *oidc.Provider) string {
+	var doc struct {
+		JWKS string `json:"jwks_uri"`
+	}
+	_ = p.Claims(&doc) // the document was decoded by NewProvider: it holds it
+	return doc.JWKS
+}
+
+// Verify checks token and names its user and groups. It answers every
+// token it is given: it is the last verifier asked.
+func (o *oidcTokens) Verify(ctx context.Context, token string) (Identity, error) {
+	v, err := o.discovered(ctx)
+	if err != nil {
+		return Identity{}, err
+	}
+	t, err := v.Verify(ctx, token)
+	if err != nil {
+		return Identity{}, o.reason(token, err)
+	}
+	var claims map[string]any
+	if err := t.Claims(&claims); err != nil {
+		return Identity{}, errors.New("the token's claims are not a JSON object")
+	}
+	user, _ := claims[o.auth.UserClaim].(string)
+	if user == "" {
+		return Identity{}, fmt.Errorf("the token has no %q claim naming its user (Warden's \"auth\".\"claims\".\"user\")", o.auth.UserClaim)
+	}
+	return Identity{User: user, Groups: groups(claims[o.auth.GroupsClaim])}, nil
+}
+
+// groups reads a groups claim: a list of names, or one name.
+func groups(v any) []string {
+	switch g := v.(type) {
+	case string:
+		return []string{g}
+	case []any:
+		var out []string
+		for _, x := range g {
+			if s, ok := x.(string); ok {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	return nil
+}
+
+// reason says, for the client, why go-oidc refused token, in words that
+// hold nothing of the token but what the issuer signed.
+func (o *oidcTokens) reason(token string, err error) error {
+	var expired *oidc.TokenExpiredError
+	msg := err.Error()
+	switch {
+	case errors.As(err, &expired):
+		return fmt.Errorf("the token expired at %s; get a new one from %s", expired.Expiry.UTC().Format(time.RFC3339), o.auth.Issuer)
+	case strings.HasPrefix(msg, "oidc: malformed jwt"):
+		return malformed(token)
+	case strings.HasPrefix(msg, "failed to verify signature"):
+		if strings.Contains(msg, "fetching keys") {
+			return fmt.Errorf("the token names a key the identity provider %s did not give (its keys could not be fetched now); try again shortly", o.auth.Issuer)
+		}
+		return fmt.Errorf("the token's signature is not one of the identity provider %s's keys", o.auth.Issuer)
+	case strings.HasPrefix(msg, "oidc: id token issued by a different provider"):
+		return fmt.Errorf("the token was not issued by %s, the issuer Warden trusts", o.auth.Issuer)
+	case strings.HasPrefix(msg, "oidc: expected audience"):
+		return fmt.Errorf("the token is not for Warden: its audience (aud) does not hold %q; ask the identity provider for a token for that audience", o.auth.Audience)
+	case strings.Contains(msg, "before the nbf"):
+		return errors.New("the token is not valid yet (nbf)")
+	}
+	return errors.New("the token could not be verified")
+}
+
+// malformed says why a token go-jose would not parse is refused.
+func malformed(token string) error {
+	if strings.Count(token, ".") != 2 {
+		return errors.New("the token is not a JWT (an opaque token?): Warden checks the identity provider's JWT access tokens, or a client's token from its config")
+	}
+	all := append([]jose.SignatureAlgorithm{"none", jose.HS256, jose.HS384, jose.HS512}, algs()...)
+	jws, err := jose.ParseSigned(token, all)
+	if err != nil || len(jws.Signatures) != 1 {
+		return errors.New("the token is not a well-formed signed JWT")
+	}
+	return fmt.Errorf("the token is signed with %q, which Warden does not accept (it accepts %s)",
+		jws.Signatures[0].Header.Algorithm, strings.Join(signingAlgs, ", "))
+}
+
+func algs() []jose.SignatureAlgorithm {
+	out := make([]jose.SignatureAlgorithm, len(signingAlgs))
+	for i, a := range signingAlgs {
+		out[i] = jose.SignatureAlgorithm(a)
+	}
+	return out
+}

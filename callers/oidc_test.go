@@ -1,0 +1,129 @@
+package callers
+
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/wardenmcp/warden/config"
+	"github.com/wardenmcp/warden/internal/testing/idp"
+)
+
+const audience = "https://warden.test/mcp"
+
+// oidcPolicy is a policy whose "auth" is a real OpenID provider on
+// loopback, with agents: dev (group eng), solo (no group), other (a
+// token for another audience) and late (its tokens expired when issued).
+func oidcPolicy(t testing.TB) (*Policy, *idp.Provider) {
+	t.Helper()
+	prov := idp.Start(t)
+	prov.Add(idp.Agent{ID: "dev", Secret: "s1", Audience: audience, Groups: []string{"eng"}})
+	prov.Add(idp.Agent{ID: "solo", Secret: "s2", Audience: audience})
+	prov.Add(idp.Agent{ID: "other", Secret: "s3", Audience: "https://elsewhere.test", Groups: []string{"eng"}})
+	prov.Add(idp.Agent{ID: "late", Secret: "s4", Audience: audience, Groups: []string{"eng"}, Lifetime: -1})
+	cfg, err := config.Parse("", []byte(`{
+		"publicURL": "https://warden.test",
+		"auth": {"issuer": "`+prov.Issuer+`", "audience": "`+audience+`"},
+		"clients": {"bot": {"tokenSha256": "`+hashOf("bot-token")+`", "profile": "readonly"}},
+		"profiles": {"readonly": {"classes": ["read"]}, "dev": {"servers": {"github": {}}}},
+		"access": [{"group": "eng", "profile": "dev"}, {"user": "solo", "profile": "readonly"}]
+	}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return New(cfg), prov
+}
+
+func authenticate(p *Policy, token string) (Caller, error) {
+	r := httptest.NewRequest("POST", "/mcp", nil)
+	r.Header.Set("Authorization", "Bearer "+token)
+	return p.Authenticate(r)
+}
+
+// An identity provider's access token names its user and groups, which
+// "access" maps to profiles; a client's token still works beside it.
+func TestOIDCToken(t *testing.T) {
+	p, prov := oidcPolicy(t)
+	for agent, want := range map[string]string{"dev": `user "dev" [eng] profile dev`, "solo": `user "solo" [] profile readonly`} {
+		c, err := authenticate(p, prov.Token(t, agent))
+		if err != nil {
+			t.Fatalf("%s: %v", agent, err)
+		}
+		if got := fmt.Sprint(c, " ", c.Groups, " ", c.Profile); got != want {
+			t.Errorf("%s: %s, want %s", agent, got, want)
+		}
+	}
+	if c, err := authenticate(p, "bot-token"); err != nil || c.Client != "bot" {
+		t.Errorf("a client's token beside auth: %+v %v", c, err)
+	}
+}
+
+// A token that is not for Warden, not from its issuer, expired, unsigned
+// or not a JWT is refused, saying why, never saying the token back, and
+// pointing at the resource metadata.
+func TestOIDCRefusals(t *testing.T) {
+	p, prov := oidcPolicy(t)
+	twin := prov.Twin(t) // the same keys, another issuer
+	twin.Add(idp.Agent{ID: "dev", Secret: "s1", Audience: audience, Groups: []string{"eng"}})
+	good := prov.Token(t, "dev")
+	header, payload, _ := strings.Cut(good, ".")
+	payload, _, _ = strings.Cut(payload, ".")
+	none := base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"none","typ":"JWT"}`)) + "." + payload + "."
+	hs := base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"HS256","typ":"JWT"}`)) + "." + payload + ".c2lnbmF0dXJl"
+	forged := header + "." + payload + ".c2lnbmF0dXJl"
+	for _, tc := range []struct{ name, token, want string }{
+		{"another audience", prov.Token(t, "other"), `its audience (aud) does not hold "` + audience + `"`},
+		{"expired", prov.Token(t, "late"), "the token expired at"},
+		{"another issuer", twin.Token(t, "dev"), "the token was not issued by " + prov.Issuer},
+		{"alg none", none, `signed with "none", which Warden does not accept`},
+		{"alg HS256", hs, `signed with "HS256", which Warden does not accept`},
+		{"forged signature", forged, "signature is not one of the identity provider"},
+		{"opaque", "opaque-token-0123456789", "the token is not a JWT (an opaque token?)"},
+		{"garbage JWT", "a.b.c", "not a well-formed signed JWT"},
+	} {
+		_, err := authenticate(p, tc.token)
+		var ref *Refused
+		if !errors.As(err, &ref) || !strings.Contains(ref.Description, tc.want) {
+			t.Errorf("%s: %v, want a refusal saying %q", tc.name, err, tc.want)
+			continue
+		}
+		ch := ref.Challenge()
+		if !strings.HasPrefix(ch, `Bearer resource_metadata="https://warden.test/.well-known/oauth-protected-resource", error="invalid_token", error_description="`) ||
+			strings.Contains(ch, tc.token) || strings.Contains(ref.Description, payload) {
+			t.Errorf("%s: challenge %s", tc.name, ch)
+		}
+	}
+}
+
+// When the provider's signing key changes, a token signed with the new
+// one (a kid not yet known) is checked after the key set is fetched again.
+func TestOIDCKeyRotation(t *testing.T) {
+	p, prov := oidcPolicy(t)
+	if _, err := authenticate(p, prov.Token(t, "dev")); err != nil {
+		t.Fatal(err) // the first key set is now cached
+	}
+	prov.Rotate()
+	if c, err := authenticate(p, prov.Token(t, "dev")); err != nil || c.User != "dev" {
+		t.Fatalf("a token of the new key: %+v %v", c, err)
+	}
+	prov.Rotate()
+	if _, err := authenticate(p, prov.Token(t, "solo")); err != nil {
+		t.Fatalf("a token of the third key: %v", err)
+	}
+}
+
+// The resource metadata names the issuer, and the audience as the
+// resource (it is a URL).
+func TestOIDCMetadata(t *testing.T) {
+	p, prov := oidcPolicy(t)
+	m := p.Metadata()
+	if got := fmt.Sprint(*m); got != "{"+audience+" ["+prov.Issuer+"] [header]}" {
+		t.Errorf("metadata: %s", got)
+	}
+	if policy(t).Metadata() != nil {
+		t.Error("metadata without auth")
+	}
+}
