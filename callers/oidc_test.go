@@ -127,3 +127,20 @@ func TestOIDCMetadata(t *testing.T) {
 		t.Error("metadata without auth")
 	}
 }
+
+// BenchmarkAuthenticate is the check of one request's token alone: a
+// client's (a hash) and an identity provider's (a JWT, keys cached).
+func BenchmarkAuthenticate(b *testing.B) {
+	p, prov := oidcPolicy(b)
+	for name, token := range map[string]string{"client": "bot-token", "oidc": prov.Token(b, "dev")} {
+		b.Run(name, func(b *testing.B) {
+			r := httptest.NewRequest("POST", "/mcp", nil)
+			r.Header.Set("Authorization", "Bearer "+token)
+			for b.Loop() {
+				if _, err := p.Authenticate(r); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

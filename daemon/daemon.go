@@ -281,6 +281,7 @@ func (d *Daemon) routes(s *surface.Surfaces, m *metrics.Metrics) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", s)
 	mux.Handle("/mcp/", s)
+	mux.HandleFunc("GET "+callers.MetadataPath, s.ServeMetadata)
 	// The review page reads and decides through the API, in-process.
 	review := &ui.UI{Token: d.Token, Store: d.store}
 	review.API = api.Handler(api.Deps{
