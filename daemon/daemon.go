@@ -63,6 +63,9 @@ type Options struct {
 	// Instance names this instance among those sharing a store (serve
 	// --instance); "" is the host's name and the listen port.
 	Instance string
+	// AllowAnonymous lets a config that knows no callers serve on an
+	// address beyond loopback (serve --allow-anonymous; see anonymous).
+	AllowAnonymous bool
 }
 
 // Daemon is a running Warden.
@@ -103,6 +106,19 @@ func Run(ctx context.Context, opts Options) error {
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	addr := cfg.Listen
+	if opts.Listener != nil {
+		addr = opts.Listener.Addr().String()
+	}
+	anon, err := anonymous(cfg, addr, opts.AllowAnonymous)
+	switch {
+	case err != nil:
+		return err
+	case anon && loopback(addr):
+		log.Info(`no "auth" or "clients" in the config: anyone on this machine who reaches the port may call every approved tool`, "listen", addr)
+	case anon:
+		log.Warn(`no "auth" or "clients" in the config and --allow-anonymous: anyone who reaches the port may call every approved tool`, "listen", addr)
 	}
 	d := &Daemon{opts: opts, log: log, cfg: cfg, events: events.New()}
 	d.StateDir = state.Dir(opts.StateDir, cfg.StateDir)
@@ -386,6 +402,9 @@ func (d *Daemon) Reload(ctx context.Context) {
 	cfg, err := d.load(ctx, path, running, had)
 	if ctx.Err() != nil {
 		return // stopping
+	}
+	if err == nil {
+		_, err = anonymous(cfg, d.Addr, d.opts.AllowAnonymous) // a file that drops its callers does not open the port
 	}
 	d.mu.Lock()
 	if err != nil {
