@@ -10,6 +10,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -315,7 +316,11 @@ func (d *Daemon) routes(s *surface.Surfaces, m *metrics.Metrics) http.Handler {
 	mux.Handle("GET /metrics", m.Handler())
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
 	host, _, _ := net.SplitHostPort(d.Addr)
-	return guard(host, mux)
+	public := "" // how clients reach Warden, read at start
+	if u, err := url.Parse(d.cfg.PublicURL); err == nil {
+		public = u.Hostname()
+	}
+	return guard([]string{host, public}, mux)
 }
 
 func (d *Daemon) configInfo() api.ConfigInfo {
