@@ -1,12 +1,15 @@
 package callers
 
 import (
+	"context"
 	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/wardenmcp/warden/config"
 	"github.com/wardenmcp/warden/internal/testing/idp"
@@ -129,10 +132,12 @@ func TestOIDCMetadata(t *testing.T) {
 }
 
 // BenchmarkAuthenticate is the check of one request's token alone: a
-// client's (a hash) and an identity provider's (a JWT, keys cached).
+// client's (a hash), an identity provider's remembered (a hash), and the
+// JWT check itself (signature, claims) with the issuer's keys cached.
 func BenchmarkAuthenticate(b *testing.B) {
 	p, prov := oidcPolicy(b)
-	for name, token := range map[string]string{"client": "bot-token", "oidc": prov.Token(b, "dev")} {
+	jwt := prov.Token(b, "dev")
+	for name, token := range map[string]string{"client": "bot-token", "oidc": jwt} {
 		b.Run(name, func(b *testing.B) {
 			r := httptest.NewRequest("POST", "/mcp", nil)
 			r.Header.Set("Authorization", "Bearer "+token)
@@ -143,4 +148,48 @@ func BenchmarkAuthenticate(b *testing.B) {
 			}
 		})
 	}
+	b.Run("oidc-check", func(b *testing.B) {
+		o := p.verifiers[1].(*oidcTokens)
+		for b.Loop() {
+			if _, _, err := o.check(context.Background(), jwt); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// A token checked once is taken on trust for a minute at most, and never
+// past its exp: the clock moves on, and the same token is refused.
+func TestOIDCRemembersNoLonger(t *testing.T) {
+	p, prov := oidcPolicy(t)
+	o := p.verifiers[1].(*oidcTokens)
+	token := prov.Token(t, "dev") // five minutes
+	if _, err := authenticate(p, token); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	for _, tc := range []struct {
+		after time.Duration
+		ok    bool
+	}{{30 * time.Second, true}, {4 * time.Minute, true}, {7 * time.Minute, false}} {
+		o.now = func() time.Time { return start.Add(tc.after) }
+		if _, err := authenticate(p, token); (err == nil) != tc.ok {
+			t.Errorf("after %s: %v", tc.after, err)
+		}
+	}
+}
+
+// Requests checked at once, new tokens and remembered ones, race nothing.
+func TestOIDCConcurrent(t *testing.T) {
+	p, prov := oidcPolicy(t)
+	tokens := []string{prov.Token(t, "dev"), prov.Token(t, "solo"), prov.Token(t, "dev")}
+	var wg sync.WaitGroup
+	for i := range 16 {
+		wg.Go(func() {
+			if _, err := authenticate(p, tokens[i%len(tokens)]); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
 }
