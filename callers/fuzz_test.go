@@ -47,7 +47,7 @@ func FuzzAuthenticate(f *testing.F) {
 // refusal that does not say the token back, and never panics.
 func FuzzOIDCToken(f *testing.F) {
 	p, prov := oidcPolicy(f)
-	good := prov.Token(f, "dev")
+	good := prov.Token(f, "builder")
 	for _, s := range []string{good, good[:len(good)-3], strings.Replace(good, ".", "..", 1), "a.b.c", "..", "e30.e30.", "bot-token", "x"} {
 		f.Add(s)
 	}
@@ -56,7 +56,7 @@ func FuzzOIDCToken(f *testing.F) {
 		r.Header["Authorization"] = []string{"Bearer " + token}
 		c, err := p.Authenticate(r)
 		if err == nil {
-			if c.User != "dev" && c.Client != "bot" {
+			if c.User != "builder" && c.Client != "bot" {
 				t.Fatalf("%q: accepted as %+v", token, c)
 			}
 			return

@@ -18,21 +18,18 @@ import (
 const audience = "https://warden.test/mcp"
 
 // oidcPolicy is a policy whose "auth" is a real OpenID provider on
-// loopback, with agents: dev (group eng), solo (no group), other (a
-// token for another audience) and late (its tokens expired when issued).
+// loopback, with its team of agents (idp.AddTeam): group eng gets profile
+// dev, user reader profile readonly.
 func oidcPolicy(t testing.TB) (*Policy, *idp.Provider) {
 	t.Helper()
 	prov := idp.Start(t)
-	prov.Add(idp.Agent{ID: "dev", Secret: "s1", Audience: audience, Groups: []string{"eng"}})
-	prov.Add(idp.Agent{ID: "solo", Secret: "s2", Audience: audience})
-	prov.Add(idp.Agent{ID: "other", Secret: "s3", Audience: "https://elsewhere.test", Groups: []string{"eng"}})
-	prov.Add(idp.Agent{ID: "late", Secret: "s4", Audience: audience, Groups: []string{"eng"}, Lifetime: -1})
+	prov.AddTeam(audience)
 	cfg, err := config.Parse("", []byte(`{
 		"publicURL": "https://warden.test",
 		"auth": {"issuer": "`+prov.Issuer+`", "audience": "`+audience+`"},
 		"clients": {"bot": {"tokenSha256": "`+hashOf("bot-token")+`", "profile": "readonly"}},
 		"profiles": {"readonly": {"classes": ["read"]}, "dev": {"servers": {"github": {}}}},
-		"access": [{"group": "eng", "profile": "dev"}, {"user": "solo", "profile": "readonly"}]
+		"access": [{"group": "eng", "profile": "dev"}, {"user": "reader", "profile": "readonly"}]
 	}`), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -50,7 +47,7 @@ func authenticate(p *Policy, token string) (Caller, error) {
 // "access" maps to profiles; a client's token still works beside it.
 func TestOIDCToken(t *testing.T) {
 	p, prov := oidcPolicy(t)
-	for agent, want := range map[string]string{"dev": `user "dev" [eng] profile dev`, "solo": `user "solo" [] profile readonly`} {
+	for agent, want := range map[string]string{"builder": `user "builder" [eng] profile dev`, "reader": `user "reader" [] profile readonly`} {
 		c, err := authenticate(p, prov.Token(t, agent))
 		if err != nil {
 			t.Fatalf("%s: %v", agent, err)
@@ -70,17 +67,17 @@ func TestOIDCToken(t *testing.T) {
 func TestOIDCRefusals(t *testing.T) {
 	p, prov := oidcPolicy(t)
 	twin := prov.Twin(t) // the same keys, another issuer
-	twin.Add(idp.Agent{ID: "dev", Secret: "s1", Audience: audience, Groups: []string{"eng"}})
-	good := prov.Token(t, "dev")
+	twin.AddTeam(audience)
+	good := prov.Token(t, "builder")
 	header, payload, _ := strings.Cut(good, ".")
 	payload, _, _ = strings.Cut(payload, ".")
 	none := base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"none","typ":"JWT"}`)) + "." + payload + "."
 	hs := base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"HS256","typ":"JWT"}`)) + "." + payload + ".c2lnbmF0dXJl"
 	forged := header + "." + payload + ".c2lnbmF0dXJl"
 	for _, tc := range []struct{ name, token, want string }{
-		{"another audience", prov.Token(t, "other"), `its audience (aud) does not hold "` + audience + `"`},
+		{"another audience", prov.Token(t, "stranger"), `its audience (aud) does not hold "` + audience + `"`},
 		{"expired", prov.Token(t, "late"), "the token expired at"},
-		{"another issuer", twin.Token(t, "dev"), "the token was not issued by " + prov.Issuer},
+		{"another issuer", twin.Token(t, "builder"), "the token was not issued by " + prov.Issuer},
 		{"alg none", none, `signed with "none", which Warden does not accept`},
 		{"alg HS256", hs, `signed with "HS256", which Warden does not accept`},
 		{"forged signature", forged, "signature is not one of the identity provider"},
@@ -105,15 +102,15 @@ func TestOIDCRefusals(t *testing.T) {
 // one (a kid not yet known) is checked after the key set is fetched again.
 func TestOIDCKeyRotation(t *testing.T) {
 	p, prov := oidcPolicy(t)
-	if _, err := authenticate(p, prov.Token(t, "dev")); err != nil {
+	if _, err := authenticate(p, prov.Token(t, "builder")); err != nil {
 		t.Fatal(err) // the first key set is now cached
 	}
 	prov.Rotate()
-	if c, err := authenticate(p, prov.Token(t, "dev")); err != nil || c.User != "dev" {
+	if c, err := authenticate(p, prov.Token(t, "builder")); err != nil || c.User != "builder" {
 		t.Fatalf("a token of the new key: %+v %v", c, err)
 	}
 	prov.Rotate()
-	if _, err := authenticate(p, prov.Token(t, "solo")); err != nil {
+	if _, err := authenticate(p, prov.Token(t, "reader")); err != nil {
 		t.Fatalf("a token of the third key: %v", err)
 	}
 }
@@ -136,7 +133,7 @@ func TestOIDCMetadata(t *testing.T) {
 // JWT check itself (signature, claims) with the issuer's keys cached.
 func BenchmarkAuthenticate(b *testing.B) {
 	p, prov := oidcPolicy(b)
-	jwt := prov.Token(b, "dev")
+	jwt := prov.Token(b, "builder")
 	for name, token := range map[string]string{"client": "bot-token", "oidc": jwt} {
 		b.Run(name, func(b *testing.B) {
 			r := httptest.NewRequest("POST", "/mcp", nil)
@@ -163,7 +160,7 @@ func BenchmarkAuthenticate(b *testing.B) {
 func TestOIDCRemembersNoLonger(t *testing.T) {
 	p, prov := oidcPolicy(t)
 	o := p.verifiers[1].(*oidcTokens)
-	token := prov.Token(t, "dev") // five minutes
+	token := prov.Token(t, "builder") // five minutes
 	if _, err := authenticate(p, token); err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +179,7 @@ func TestOIDCRemembersNoLonger(t *testing.T) {
 // Requests checked at once, new tokens and remembered ones, race nothing.
 func TestOIDCConcurrent(t *testing.T) {
 	p, prov := oidcPolicy(t)
-	tokens := []string{prov.Token(t, "dev"), prov.Token(t, "solo"), prov.Token(t, "dev")}
+	tokens := []string{prov.Token(t, "builder"), prov.Token(t, "reader"), prov.Token(t, "builder")}
 	var wg sync.WaitGroup
 	for i := range 16 {
 		wg.Go(func() {

@@ -38,11 +38,55 @@ func kcConnect(t *testing.T, w *wardentest.Warden, token, path string, sopts *mc
 	return cs
 }
 
-func TestKnownCallers(t *testing.T) {
-	fx, other := fixture.NewServer(fixture.Options{}), fixture.NewServer(fixture.Options{})
+// kcProfiles are the profiles of the known callers' tests: readonly (the
+// read tools) and dev (fx's write_* and echo).
+var kcProfiles = map[string]any{
+	"readonly": map[string]any{"classes": []string{"read"}},
+	"dev":      map[string]any{"servers": map[string]any{"fx": map[string]any{"tools": []string{"write_*", "echo"}}}},
+}
+
+// kcStart starts warden serve with config cfg, in a temporary dir, its
+// log shown if the test fails, once servers are ready.
+func kcStart(t *testing.T, cfg map[string]any, servers ...string) *wardentest.Warden {
+	t.Helper()
 	dir := t.TempDir()
 	cfgPath := filepath.Join(dir, "config.json")
-	b, _ := json.Marshal(map[string]any{
+	b, _ := json.Marshal(cfg)
+	if err := os.WriteFile(cfgPath, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w := wardentest.StartWith(t, cfgPath, filepath.Join(dir, "state"))
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("daemon log:\n%s", w.Logs)
+		}
+	})
+	for _, s := range servers {
+		w.WaitReady(t, s)
+	}
+	return w
+}
+
+// kcList posts a tools/list to w's /mcp with token ("": none), and
+// answers the status and WWW-Authenticate.
+func kcList(t *testing.T, w *wardentest.Warden, token string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, w.URL("/mcp"), strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode, resp.Header.Get("WWW-Authenticate")
+}
+
+func TestKnownCallers(t *testing.T) {
+	fx, other := fixture.NewServer(fixture.Options{}), fixture.NewServer(fixture.Options{})
+	w := kcStart(t, map[string]any{
 		"mcpServers": map[string]any{
 			"fx":    map[string]any{"url": fx.Serve(t), "trusted": true},
 			"other": map[string]any{"url": other.Serve(t), "trusted": true},
@@ -51,37 +95,13 @@ func TestKnownCallers(t *testing.T) {
 			"ci-bot": map[string]any{"tokenSha256": testenv.TokenSHA256("ci-token"), "profile": "readonly"},
 			"agent":  map[string]any{"tokenSha256": testenv.TokenSHA256("dev-token"), "profile": "dev"},
 		},
-		"profiles": map[string]any{
-			"readonly": map[string]any{"classes": []string{"read"}},
-			"dev":      map[string]any{"servers": map[string]any{"fx": map[string]any{"tools": []string{"write_*", "echo"}}}},
-		},
-	})
-	if err := os.WriteFile(cfgPath, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	w := wardentest.StartWith(t, cfgPath, filepath.Join(dir, "state"))
-	defer func() {
-		if t.Failed() {
-			t.Logf("daemon log:\n%s", w.Logs)
-		}
-	}()
-	w.WaitReady(t, "fx")
-	w.WaitReady(t, "other")
+		"profiles": kcProfiles,
+	}, "fx", "other")
 
 	// Without a token, or with one Warden does not know: 401, saying why.
 	for token, want := range map[string]string{"": "no bearer token", "nope": "not one Warden knows"} {
-		req, _ := http.NewRequest(http.MethodPost, w.URL("/mcp"), strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
-		req.Header.Set("Content-Type", "application/json")
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(resp.Header.Get("WWW-Authenticate"), want) {
-			t.Errorf("token %q: %d %q", token, resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
+		if code, ch := kcList(t, w, token); code != http.StatusUnauthorized || !strings.Contains(ch, want) {
+			t.Errorf("token %q: %d %q", token, code, ch)
 		}
 	}
 	if strings.Contains(w.Logs.String(), "nope") || strings.Contains(w.Logs.String(), "ci-token") {

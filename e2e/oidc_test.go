@@ -7,8 +7,6 @@ package e2e
 import (
 	"encoding/json"
 	"net/http"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -22,32 +20,15 @@ import (
 func TestOIDCCallers(t *testing.T) {
 	const audience = "https://warden.test/mcp"
 	prov := idp.Start(t)
-	prov.Add(idp.Agent{ID: "builder", Secret: "b", Audience: audience, Groups: []string{"eng"}})
-	prov.Add(idp.Agent{ID: "reader", Secret: "r", Audience: audience})
-	prov.Add(idp.Agent{ID: "stranger", Secret: "s", Audience: "https://elsewhere.test", Groups: []string{"eng"}})
+	prov.AddTeam(audience)
 	fx := fixture.NewServer(fixture.Options{})
-	dir := t.TempDir()
-	cfgPath := filepath.Join(dir, "config.json")
-	b, _ := json.Marshal(map[string]any{
+	w := kcStart(t, map[string]any{
 		"mcpServers": map[string]any{"fx": map[string]any{"url": fx.Serve(t), "trusted": true}},
 		"publicURL":  "https://warden.test",
 		"auth":       map[string]any{"issuer": prov.Issuer, "audience": audience},
-		"profiles": map[string]any{
-			"readonly": map[string]any{"classes": []string{"read"}},
-			"dev":      map[string]any{"servers": map[string]any{"fx": map[string]any{"tools": []string{"write_*", "echo"}}}},
-		},
-		"access": []any{map[string]any{"group": "eng", "profile": "dev"}, map[string]any{"user": "reader", "profile": "readonly"}},
-	})
-	if err := os.WriteFile(cfgPath, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	w := wardentest.StartWith(t, cfgPath, filepath.Join(dir, "state"))
-	defer func() {
-		if t.Failed() {
-			t.Logf("daemon log:\n%s", w.Logs)
-		}
-	}()
-	w.WaitReady(t, "fx")
+		"profiles":   kcProfiles,
+		"access":     []any{map[string]any{"group": "eng", "profile": "dev"}, map[string]any{"user": "reader", "profile": "readonly"}},
+	}, "fx")
 
 	builder, reader := prov.Token(t, "builder"), prov.Token(t, "reader")
 	dev, ro := kcConnect(t, w, builder, "/mcp", nil), kcConnect(t, w, reader, "/mcp", nil)
@@ -70,20 +51,10 @@ func TestOIDCCallers(t *testing.T) {
 	// the resource metadata, which is served without a token.
 	stranger := prov.Token(t, "stranger")
 	for token, want := range map[string]string{"": "no bearer token", stranger: "is not for Warden"} {
-		req, _ := http.NewRequest(http.MethodPost, w.URL("/mcp"), strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
-		req.Header.Set("Content-Type", "application/json")
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		ch := resp.Header.Get("WWW-Authenticate")
-		if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(ch, want) ||
+		code, ch := kcList(t, w, token)
+		if code != http.StatusUnauthorized || !strings.Contains(ch, want) ||
 			!strings.HasPrefix(ch, `Bearer resource_metadata="https://warden.test/.well-known/oauth-protected-resource"`) {
-			t.Errorf("%.20q: %d %q", token, resp.StatusCode, ch)
+			t.Errorf("%.20q: %d %q", token, code, ch)
 		}
 	}
 	resp, err := http.Get(w.URL("/.well-known/oauth-protected-resource"))

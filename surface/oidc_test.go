@@ -24,9 +24,7 @@ const oidcAudience = "https://warden.test/mcp"
 func oidcEnv(t testing.TB) (*env, *idp.Provider) {
 	t.Helper()
 	prov := idp.Start(t)
-	prov.Add(idp.Agent{ID: "builder", Secret: "b", Audience: oidcAudience, Groups: []string{"eng"}})
-	prov.Add(idp.Agent{ID: "reader", Secret: "r", Audience: oidcAudience})
-	prov.Add(idp.Agent{ID: "stranger", Secret: "s", Audience: "https://elsewhere.test", Groups: []string{"eng"}})
+	prov.AddTeam(oidcAudience)
 	fx := fixture.NewServer(fixture.Options{})
 	e := newEnv(t, fmt.Sprintf(`{"fx": {"url": %q, "trusted": true}}`, fx.Serve(t)), 0, 0)
 	cfg, err := config.Parse("", []byte(`{

@@ -116,6 +116,21 @@ func (p *Provider) Add(a Agent) {
 	p.store.byID[a.ID] = a
 }
 
+// AddTeam adds the agents tests share, their tokens for audience:
+// builder (group eng), reader (no group), stranger (group eng, tokens for
+// another audience) and late (group eng, tokens expired when issued).
+func (p *Provider) AddTeam(audience string) {
+	eng := []string{"eng"}
+	for _, a := range []Agent{
+		{ID: "builder", Secret: "b", Audience: audience, Groups: eng},
+		{ID: "reader", Secret: "r", Audience: audience},
+		{ID: "stranger", Secret: "s", Audience: "https://elsewhere.test", Groups: eng},
+		{ID: "late", Secret: "l", Audience: audience, Groups: eng, Lifetime: -1},
+	} {
+		p.Add(a)
+	}
+}
+
 // Token is a fresh access token of agent id, got from the provider's
 // token endpoint with the client-credentials grant. (Read without
 // x/oauth2, which refuses the negative expires_in of an expired token.)
