@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"net"
 	"net/http/httptest"
 	"strings"
 	"sync"
@@ -189,4 +190,24 @@ func TestOIDCConcurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// With the identity provider down, a token is refused saying so (a 401
+// the client may retry), and Warden reads the provider again later.
+func TestOIDCProviderDown(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	issuer := "http://" + l.Addr().String()
+	l.Close()
+	p := New(&config.Config{PublicURL: "https://warden.test", Auth: &config.Auth{Issuer: issuer, Audience: audience, UserClaim: "sub", GroupsClaim: "groups"}})
+	_, err = authenticate(p, "e30.e30.c2ln")
+	var ref *Refused
+	if !errors.As(err, &ref) || !strings.Contains(ref.Description, "the identity provider "+issuer+" could not be asked for its keys") {
+		t.Errorf("provider down: %v", err)
+	}
+	if p.verifiers[1].(*oidcTokens).verifier != nil {
+		t.Error("a failed discovery was kept")
+	}
 }

@@ -84,6 +84,21 @@ func kcList(t *testing.T, w *wardentest.Warden, token string) (int, string) {
 	return resp.StatusCode, resp.Header.Get("WWW-Authenticate")
 }
 
+// kcStdio runs warden stdio for w, sending token (named by --token-env).
+func kcStdio(t *testing.T, w *wardentest.Warden, token string) *mcp.ClientSession {
+	t.Helper()
+	cmd := exec.Command(testenv.BuildBinary(t, "./cmd/warden"), "stdio", "--config", w.ConfigPath, "--state-dir", w.StateDir, "--token-env", "KC_TOKEN")
+	cmd.Env = append(os.Environ(), "KC_TOKEN="+token)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "stdio-client", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, wardentest.Session2025)
+	if err != nil {
+		t.Fatalf("warden stdio --token-env: %v", err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
 func TestKnownCallers(t *testing.T) {
 	fx, other := fixture.NewServer(fixture.Options{}), fixture.NewServer(fixture.Options{})
 	w := kcStart(t, map[string]any{
@@ -144,15 +159,7 @@ func TestKnownCallers(t *testing.T) {
 	}
 
 	// warden stdio sends the token named by --token-env.
-	cmd := exec.Command(testenv.BuildBinary(t, "./cmd/warden"), "stdio", "--config", w.ConfigPath, "--state-dir", w.StateDir, "--token-env", "KC_TOKEN")
-	cmd.Env = append(os.Environ(), "KC_TOKEN=ci-token")
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "stdio-client", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, wardentest.Session2025)
-	if err != nil {
-		t.Fatalf("warden stdio --token-env: %v", err)
-	}
-	defer cs.Close()
+	cs := kcStdio(t, w, "ci-token")
 	if got := wardentest.SortedToolNames(t, cs); !slices.Equal(got, []string{"fx__echo", "fx__read_value", "other__echo", "other__read_value"}) {
 		t.Errorf("ci-bot through warden stdio sees %v", got)
 	}

@@ -41,6 +41,11 @@ func TestOIDCCallers(t *testing.T) {
 		t.Errorf("builder's write: %q", got)
 	}
 
+	// warden stdio sends the token it is given.
+	if got := wardentest.SortedToolNames(t, kcStdio(t, w, reader)); !slices.Equal(got, []string{"fx__echo", "fx__read_value"}) {
+		t.Errorf("reader through warden stdio sees %v", got)
+	}
+
 	// The provider's key changes: a token of the new key works.
 	prov.Rotate()
 	if got := wardentest.SortedToolNames(t, kcConnect(t, w, prov.Token(t, "builder"), "/mcp", nil)); !slices.Equal(got, []string{"fx__echo", "fx__write_value"}) {
