@@ -1,7 +1,7 @@
 // Package callers says who calls Warden's MCP endpoints and what each may
-// see: a request's bearer token is resolved to an Identity (today a client
-// of the config's "clients", known by its token's SHA-256; a Verifier for
-// an identity provider's tokens plugs in beside it), and the identity to a
+// see: a request's bearer token is resolved to an Identity (a client of
+// the config's "clients", known by its token's SHA-256, or the user and
+// groups of an identity provider's access token, oidc.go), and the identity to a
 // Profile, the union of the profiles the config's clients and "access"
 // give it, which says whether it may see and call a server's tool of a
 // write class.
