@@ -119,7 +119,7 @@ func New(cfg *config.Config) *Policy {
 	p := &Policy{verifiers: []Verifier{known}, clients: cfg.Clients, profiles: cfg.Profiles, access: cfg.Access}
 	if cfg.Auth != nil {
 		p.auth = *cfg.Auth
-		p.verifiers = append(p.verifiers, NewOIDC(*cfg.Auth, nil))
+		p.verifiers = append(p.verifiers, newOIDC(*cfg.Auth))
 		p.metadata = cfg.PublicURL + MetadataPath
 		p.resource = cfg.PublicURL
 		if u, err := url.Parse(p.auth.Audience); err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != "" {

@@ -33,11 +33,6 @@ var signingAlgs = []string{
 	oidc.ES256, oidc.ES384, oidc.ES512, oidc.EdDSA,
 }
 
-// fetches bounds how often Warden reads the issuer (discovery, keys): a
-// stream of tokens naming unknown keys must not become a stream of
-// requests to the identity provider.
-var fetches = rate.Limit(1)
-
 // oidcTokens verifies the access tokens of the issuer of auth.
 type oidcTokens struct {
 	auth   config.Auth
@@ -65,23 +60,15 @@ const (
 	maxVerified = 4096        // tokens remembered; past it, all are forgotten
 )
 
-// NewOIDC is the Verifier of auth's issuer's access tokens; it reads the
-// issuer through client (nil: a client with a 10 s timeout) when first
-// asked, so Warden starts while its identity provider is down.
-func NewOIDC(auth config.Auth, client *http.Client) Verifier {
-	if client == nil {
-		client = &http.Client{Timeout: 10 * time.Second}
-	}
-	limited := *client
-	limited.Transport = limitedTransport{next: transportOf(client), limit: rate.NewLimiter(fetches, 5)}
-	return &oidcTokens{auth: auth, client: &limited, now: time.Now, verified: map[[sha256.Size]byte]verified{}}
-}
-
-func transportOf(c *http.Client) http.RoundTripper {
-	if c.Transport != nil {
-		return c.Transport
-	}
-	return http.DefaultTransport
+// newOIDC is the Verifier of auth's issuer's access tokens. It reads the
+// issuer when first asked, so Warden starts while its identity provider
+// is down, and then about once a second at most (a burst of 5): a stream
+// of tokens naming unknown keys must not become a stream of requests to
+// the identity provider.
+func newOIDC(auth config.Auth) Verifier {
+	client := &http.Client{Timeout: 10 * time.Second,
+		Transport: limitedTransport{next: http.DefaultTransport, limit: rate.NewLimiter(1, 5)}}
+	return &oidcTokens{auth: auth, client: client, now: time.Now, verified: map[[sha256.Size]byte]verified{}}
 }
 
 // limitedTransport sends requests no faster than its limit allows, and

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -211,3 +213,26 @@ func TestOIDCProviderDown(t *testing.T) {
 		t.Error("a failed discovery was kept")
 	}
 }
+
+// The identity provider is asked a burst of 5 times, then about once a
+// second: 20 requests at once pass 5.
+func TestOIDCAskedSeldom(t *testing.T) {
+	var sent atomic.Int32
+	lt := limitedTransport{next: roundTrip(func(*http.Request) (*http.Response, error) {
+		sent.Add(1)
+		return &http.Response{StatusCode: 200, Body: http.NoBody}, nil
+	}), limit: newOIDC(config.Auth{}).(*oidcTokens).client.Transport.(limitedTransport).limit}
+	refused := 0
+	for range 20 {
+		if _, err := lt.RoundTrip(httptest.NewRequest("GET", "http://127.0.0.1/keys", nil)); err != nil {
+			refused++
+		}
+	}
+	if sent.Load() > 6 || refused < 14 {
+		t.Errorf("%d sent, %d refused", sent.Load(), refused)
+	}
+}
+
+type roundTrip func(*http.Request) (*http.Response, error)
+
+func (f roundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
