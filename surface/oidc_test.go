@@ -100,3 +100,27 @@ func TestOIDCRefusedAndMetadata(t *testing.T) {
 		t.Errorf("metadata without auth: %d", rec.Code)
 	}
 }
+
+// A config reload that changes no caller keeps the policy, and with it
+// what its verifier learnt (the provider's keys, tokens checked).
+func TestOIDCReloadKeepsPolicy(t *testing.T) {
+	e, _ := oidcEnv(t)
+	kept := e.S.Callers()
+	cfg, err := config.Parse("", []byte(`{"publicURL": "https://warden.test", "auth": `+
+		`{"issuer": "`+kept.Metadata().AuthorizationServers[0]+`", "audience": "`+oidcAudience+`"},
+		"profiles": {"readonly": {"classes": ["read"]}, "dev": {"servers": {"fx": {"tools": ["write_*", "echo"]}}}},
+		"access": [{"group": "eng", "profile": "dev"}, {"user": "reader", "profile": "readonly"}]}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.S.SetCallers(callers.New(cfg))
+	if e.S.Callers() != kept {
+		t.Error("the same callers: the policy was replaced")
+	}
+	cfg.Access = cfg.Access[:1]
+	changed := callers.New(cfg)
+	e.S.SetCallers(changed)
+	if e.S.Callers() != changed {
+		t.Error("other callers: the policy was kept")
+	}
+}
