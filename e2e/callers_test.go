@@ -23,9 +23,12 @@ import (
 	"github.com/wardenmcp/warden/internal/testing/wardentest"
 )
 
+// reachable is a Warden the tests reach: in process or `warden serve`.
+type reachable interface{ URL(path string) string }
+
 // kcConnect opens a session on path of w sending token, with session
 // options sopts (nil: the 2026-07-28 revision, without a session).
-func kcConnect(t *testing.T, w *wardentest.Warden, token, path string, sopts *mcp.ClientSessionOptions) *mcp.ClientSession {
+func kcConnect(t *testing.T, w reachable, token, path string, sopts *mcp.ClientSessionOptions) *mcp.ClientSession {
 	t.Helper()
 	c := mcp.NewClient(&mcp.Implementation{Name: "kc-client", Version: "1"}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -69,7 +72,7 @@ func kcStart(t *testing.T, cfg map[string]any, servers ...string) *wardentest.Wa
 
 // kcList posts a tools/list to w's /mcp with token ("": none), and
 // answers the status and WWW-Authenticate.
-func kcList(t *testing.T, w *wardentest.Warden, token string) (int, string) {
+func kcList(t *testing.T, w reachable, token string) (int, string) {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, w.URL("/mcp"), strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
 	req.Header.Set("Content-Type", "application/json")
@@ -84,10 +87,11 @@ func kcList(t *testing.T, w *wardentest.Warden, token string) (int, string) {
 	return resp.StatusCode, resp.Header.Get("WWW-Authenticate")
 }
 
-// kcStdio runs warden stdio for w, sending token (named by --token-env).
-func kcStdio(t *testing.T, w *wardentest.Warden, token string) *mcp.ClientSession {
+// kcStdio runs warden stdio for the Warden of configPath and stateDir,
+// sending token (named by --token-env).
+func kcStdio(t *testing.T, configPath, stateDir, token string) *mcp.ClientSession {
 	t.Helper()
-	cmd := exec.Command(testenv.BuildBinary(t, "./cmd/warden"), "stdio", "--config", w.ConfigPath, "--state-dir", w.StateDir, "--token-env", "KC_TOKEN")
+	cmd := exec.Command(testenv.BuildBinary(t, "./cmd/warden"), "stdio", "--config", configPath, "--state-dir", stateDir, "--token-env", "KC_TOKEN")
 	cmd.Env = append(os.Environ(), "KC_TOKEN="+token)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -159,7 +163,7 @@ func TestKnownCallers(t *testing.T) {
 	}
 
 	// warden stdio sends the token named by --token-env.
-	cs := kcStdio(t, w, "ci-token")
+	cs := kcStdio(t, w.ConfigPath, w.StateDir, "ci-token")
 	if got := wardentest.SortedToolNames(t, cs); !slices.Equal(got, []string{"fx__echo", "fx__read_value", "other__echo", "other__read_value"}) {
 		t.Errorf("ci-bot through warden stdio sees %v", got)
 	}

@@ -2,7 +2,7 @@ package e2e
 
 // End-to-end test of MCP callers with an identity provider's tokens: a
 // real OpenID provider on loopback gives agents JWT access tokens, and
-// warden serve, with "auth" naming it, shows each agent its profile.
+// `warden serve`, with "auth" naming it, shows each agent its profile.
 
 import (
 	"encoding/json"
@@ -22,13 +22,13 @@ func TestOIDCCallers(t *testing.T) {
 	prov := idp.Start(t)
 	prov.AddTeam(audience)
 	fx := fixture.NewServer(fixture.Options{})
-	w := kcStart(t, map[string]any{
+	w := wardentest.ServeConfig(t, "", map[string]any{
 		"mcpServers": map[string]any{"fx": map[string]any{"url": fx.Serve(t), "trusted": true}},
 		"publicURL":  "https://warden.test",
 		"auth":       map[string]any{"issuer": prov.Issuer, "audience": audience},
 		"profiles":   kcProfiles,
 		"access":     []any{map[string]any{"group": "eng", "profile": "dev"}, map[string]any{"user": "reader", "profile": "readonly"}},
-	}, "fx")
+	})
 
 	builder, reader := prov.Token(t, "builder"), prov.Token(t, "reader")
 	dev, ro := kcConnect(t, w, builder, "/mcp", nil), kcConnect(t, w, reader, "/mcp", nil)
@@ -42,7 +42,7 @@ func TestOIDCCallers(t *testing.T) {
 	}
 
 	// warden stdio sends the token it is given.
-	if got := wardentest.SortedToolNames(t, kcStdio(t, w, reader)); !slices.Equal(got, []string{"fx__echo", "fx__read_value"}) {
+	if got := wardentest.SortedToolNames(t, kcStdio(t, w.ConfigPath, w.StateDir, reader)); !slices.Equal(got, []string{"fx__echo", "fx__read_value"}) {
 		t.Errorf("reader through warden stdio sees %v", got)
 	}
 
@@ -76,7 +76,7 @@ func TestOIDCCallers(t *testing.T) {
 		t.Errorf("resource metadata: %d %+v %v", resp.StatusCode, meta, err)
 	}
 	for _, token := range []string{builder, reader, stranger} {
-		if strings.Contains(w.Logs.String(), token) {
+		if strings.Contains(w.Output(), token) {
 			t.Error("a token is in the daemon's log")
 		}
 	}
