@@ -1,7 +1,7 @@
 // Package callers says who calls Warden's MCP endpoints and what each may
-// see: a request's bearer token is resolved to an Identity (today a client
-// of the config's "clients", known by its token's SHA-256; a Verifier for
-// an identity provider's tokens plugs in beside it), and the identity to a
+// see: a request's bearer token is resolved to an Identity (a client of
+// the config's "clients", known by its token's SHA-256, or the user and
+// groups of an identity provider's access token, oidc.go), and the identity to a
 // Profile, the union of the profiles the config's clients and "access"
 // give it, which says whether it may see and call a server's tool of a
 // write class.
@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"path"
 	"reflect"
 	"slices"
@@ -101,18 +102,31 @@ type Policy struct {
 	clients   map[string]config.Client
 	profiles  map[string]config.Profile
 	access    []config.Access
+	auth      config.Auth // zero: no identity provider
+	metadata  string      // the URL of the resource metadata, with auth
+	resource  string      // what the metadata calls Warden
 }
 
 // New is the policy of cfg, or nil when cfg knows no callers.
 func New(cfg *config.Config) *Policy {
-	if len(cfg.Clients) == 0 {
+	if len(cfg.Clients) == 0 && cfg.Auth == nil {
 		return nil
 	}
 	var known tokens
 	for _, c := range cfg.Clients {
 		known.clients = append(known.clients, c)
 	}
-	return &Policy{verifiers: []Verifier{known}, clients: cfg.Clients, profiles: cfg.Profiles, access: cfg.Access}
+	p := &Policy{verifiers: []Verifier{known}, clients: cfg.Clients, profiles: cfg.Profiles, access: cfg.Access}
+	if cfg.Auth != nil {
+		p.auth = *cfg.Auth
+		p.verifiers = append(p.verifiers, newOIDC(*cfg.Auth))
+		p.metadata = cfg.PublicURL + MetadataPath
+		p.resource = cfg.PublicURL
+		if u, err := url.Parse(p.auth.Audience); err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != "" {
+			p.resource = p.auth.Audience
+		}
+	}
+	return p
 }
 
 // Equal reports whether p and q know the same callers and give them the
@@ -121,7 +135,30 @@ func (p *Policy) Equal(q *Policy) bool {
 	if p == nil || q == nil {
 		return p == q
 	}
-	return reflect.DeepEqual(p.clients, q.clients) && reflect.DeepEqual(p.profiles, q.profiles) && reflect.DeepEqual(p.access, q.access)
+	return reflect.DeepEqual(p.clients, q.clients) && reflect.DeepEqual(p.profiles, q.profiles) &&
+		reflect.DeepEqual(p.access, q.access) && p.auth == q.auth && p.metadata == q.metadata && p.resource == q.resource
+}
+
+// MetadataPath is where Warden serves its protected resource metadata.
+const MetadataPath = "/.well-known/oauth-protected-resource"
+
+// Metadata is Warden's protected resource metadata (RFC 9728): how an MCP
+// client learns which identity provider gives tokens for Warden.
+type Metadata struct {
+	// Resource is Warden's identifier: the audience when it is a URL (a
+	// client asks for a token for it, RFC 8707), else the public URL.
+	Resource               string   `json:"resource"`
+	AuthorizationServers   []string `json:"authorization_servers"`
+	BearerMethodsSupported []string `json:"bearer_methods_supported"`
+}
+
+// Metadata is the resource metadata of p, or nil when p has no identity
+// provider (nil p: none).
+func (p *Policy) Metadata() *Metadata {
+	if p == nil || p.metadata == "" {
+		return nil
+	}
+	return &Metadata{Resource: p.resource, AuthorizationServers: []string{p.auth.Issuer}, BearerMethodsSupported: []string{"header"}}
 }
 
 // Refused is why a request was not authenticated: answered 401, with
@@ -129,21 +166,57 @@ func (p *Policy) Equal(q *Policy) bool {
 type Refused struct {
 	Description string
 	Missing     bool // no credentials at all: RFC 6750 names no error then
+	// Metadata is the URL of Warden's resource metadata (RFC 9728), where
+	// a client learns which identity provider gives tokens for Warden;
+	// "" without one.
+	Metadata string
 }
 
 func (r *Refused) Error() string { return r.Description }
 
-// Challenge is the WWW-Authenticate value of the refusal (RFC 6750).
+// Challenge is the WWW-Authenticate value of the refusal (RFC 6750, and
+// RFC 9728's resource_metadata).
 func (r *Refused) Challenge() string {
-	if r.Missing {
-		return fmt.Sprintf(`Bearer error_description=%q`, r.Description)
+	var b strings.Builder
+	b.WriteString("Bearer ")
+	if r.Metadata != "" {
+		fmt.Fprintf(&b, "resource_metadata=%s, ", quoted(r.Metadata))
 	}
-	return fmt.Sprintf(`Bearer error="invalid_token", error_description=%q`, r.Description)
+	if !r.Missing {
+		b.WriteString(`error="invalid_token", `)
+	}
+	b.WriteString("error_description=" + quoted(r.Description))
+	return b.String()
+}
+
+// quoted is s as an RFC 6750 quoted value, whose characters are printable
+// ASCII but '"' and '\': those are written ' and /, the rest ?.
+func quoted(s string) string {
+	return `"` + strings.Map(func(c rune) rune {
+		switch {
+		case c == '"':
+			return '\''
+		case c == '\\':
+			return '/'
+		case c < 0x20 || c > 0x7e:
+			return '?'
+		}
+		return c
+	}, s) + `"`
 }
 
 // Authenticate resolves the bearer token of r to its caller. A refusal is
 // a *Refused; its text never holds the token.
 func (p *Policy) Authenticate(r *http.Request) (Caller, error) {
+	c, err := p.authenticate(r)
+	var ref *Refused
+	if errors.As(err, &ref) {
+		ref.Metadata = p.metadata
+	}
+	return c, err
+}
+
+func (p *Policy) authenticate(r *http.Request) (Caller, error) {
 	if r.URL.Query().Has("access_token") {
 		return Caller{}, &Refused{Description: "a token in the URL is refused (URLs are logged); send it in the Authorization header"}
 	}

@@ -41,3 +41,32 @@ func FuzzAuthenticate(f *testing.F) {
 		}
 	})
 }
+
+// Whatever token a caller presents with an identity provider configured,
+// Authenticate answers the agent whose token it is, a client, or a
+// refusal that does not say the token back, and never panics.
+func FuzzOIDCToken(f *testing.F) {
+	p, prov := oidcPolicy(f)
+	good := prov.Token(f, "builder")
+	for _, s := range []string{good, good[:len(good)-3], strings.Replace(good, ".", "..", 1), "a.b.c", "..", "e30.e30.", "bot-token", "x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, token string) {
+		r := httptest.NewRequest("POST", "/mcp", nil)
+		r.Header["Authorization"] = []string{"Bearer " + token}
+		c, err := p.Authenticate(r)
+		if err == nil {
+			if c.User != "builder" && c.Client != "bot" {
+				t.Fatalf("%q: accepted as %+v", token, c)
+			}
+			return
+		}
+		var ref *Refused
+		if !errors.As(err, &ref) {
+			t.Fatalf("%q: %v is no refusal", token, err)
+		}
+		if tok := strings.TrimSpace(token); len(tok) >= 8 && strings.Contains(ref.Challenge(), tok) {
+			t.Fatalf("%q: the refusal says the token: %s", token, ref.Challenge())
+		}
+	})
+}

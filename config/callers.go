@@ -2,6 +2,7 @@ package config
 
 import (
 	"encoding/hex"
+	"net/url"
 	"path"
 	"slices"
 	"strconv"
@@ -280,4 +281,106 @@ func (d *decoder) checkTeam(cfg *Config, refs *teamRefs) error {
 		return d.errAt(r.v, r.path, "names no profile "+strconv.Quote(r.name), fix)
 	}
 	return nil
+}
+
+// Auth is "auth": MCP callers may present an identity provider's access
+// token, a JWT that package callers checks against the issuer's keys.
+type Auth struct {
+	Issuer   string // the OpenID issuer URL; its discovery document names its keys
+	Audience string // the "aud" a token must hold: Warden's own, not another resource's
+	// UserClaim and GroupsClaim name the claims that hold the caller's
+	// user (default "sub") and groups (default "groups").
+	UserClaim, GroupsClaim string
+}
+
+var (
+	authFields   = []string{"issuer", "audience", "claims"}
+	claimsFields = []string{"user", "groups"}
+)
+
+// publicURL reads "publicURL": an absolute http(s) URL with no query,
+// kept without a trailing "/" so paths can be joined to it.
+func (d *decoder) publicURL(v *hujson.Value, p string, cfg *Config) error {
+	s, err := d.str(v, p)
+	if err != nil {
+		return err
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return d.errAt(v, p, "is not an absolute http(s) URL", `write how clients reach Warden, such as "https://warden.example.com"`)
+	}
+	cfg.PublicURL = strings.TrimSuffix(s, "/")
+	return nil
+}
+
+func (d *decoder) auth(v *hujson.Value, p string, cfg *Config) error {
+	obj, err := d.object(v, p, `write an object such as {"issuer": "https://idp.example.com", "audience": "https://warden.example.com/mcp"}`)
+	if err != nil {
+		return err
+	}
+	a := Auth{UserClaim: "sub", GroupsClaim: "groups"}
+	err = d.fields(obj, p, authFields, func(f string, v *hujson.Value, fp string) error {
+		if f == "claims" {
+			return d.claims(v, fp, &a)
+		}
+		s, err := d.str(v, fp)
+		if err != nil {
+			return err
+		}
+		switch f {
+		case "issuer":
+			u, err := url.Parse(s)
+			if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+				return d.errAt(v, fp, "is not an issuer URL", `write the identity provider's issuer exactly as its tokens' "iss" holds it, such as "https://idp.example.com"`)
+			}
+			a.Issuer = s
+		case "audience":
+			if s == "" {
+				return d.errAt(v, fp, "is empty", `write the audience the identity provider puts in "aud" of tokens for Warden, such as "https://warden.example.com/mcp"`)
+			}
+			a.Audience = s
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if a.Issuer == "" || a.Audience == "" {
+		return d.errAt(v, p, `needs both "issuer" and "audience"`,
+			`write {"issuer": "<the identity provider's issuer URL>", "audience": "<the aud of tokens for Warden>"}; without "audience" a token minted for another resource would pass`)
+	}
+	cfg.Auth = &a
+	return nil
+}
+
+func (d *decoder) claims(v *hujson.Value, p string, a *Auth) error {
+	obj, err := d.object(v, p, `write an object such as {"user": "sub", "groups": "groups"}`)
+	if err != nil {
+		return err
+	}
+	return d.fields(obj, p, claimsFields, func(f string, v *hujson.Value, fp string) error {
+		s, err := d.str(v, fp)
+		if err != nil {
+			return err
+		}
+		if s == "" {
+			return d.errAt(v, fp, "is empty", "write the name of a claim of the identity provider's access tokens, or leave it out for the default")
+		}
+		if f == "user" {
+			a.UserClaim = s
+		} else {
+			a.GroupsClaim = s
+		}
+		return nil
+	})
+}
+
+// checkAuth checks what "auth" needs of the rest of the file.
+func (d *decoder) checkAuth(cfg *Config, root *hujson.Object) error {
+	if cfg.Auth == nil || cfg.PublicURL != "" {
+		return nil
+	}
+	v := &root.Members[find(root, "auth")].Value
+	return d.errAt(v, "auth", `needs "publicURL"`,
+		`write "publicURL": how clients reach Warden, such as "https://warden.example.com"; a client refused a token is pointed at <publicURL>/.well-known/oauth-protected-resource`)
 }

@@ -47,6 +47,32 @@ func TestTeamFields(t *testing.T) {
 	}
 }
 
+func TestAuthFields(t *testing.T) {
+	cfg, err := Parse("/x/config.json", []byte(`{
+		"publicURL": "https://warden.example.com/",
+		"auth": {"issuer": "https://idp.example.com", "audience": "https://warden.example.com/mcp"}
+	}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.PublicURL != "https://warden.example.com" {
+		t.Errorf("publicURL: %q", cfg.PublicURL)
+	}
+	if got := fmt.Sprint(*cfg.Auth); got != "{https://idp.example.com https://warden.example.com/mcp sub groups}" {
+		t.Errorf("auth with default claims: %s", got)
+	}
+	cfg, err = Parse("/x/config.json", []byte(`{
+		"publicURL": "http://127.0.0.1:7373",
+		"auth": {"issuer": "http://127.0.0.1:9000", "audience": "warden", "claims": {"user": "email", "groups": "roles"}}
+	}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := cfg.Auth; a.UserClaim != "email" || a.GroupsClaim != "roles" {
+		t.Errorf("claims: %+v", a)
+	}
+}
+
 func TestTeamErrors(t *testing.T) {
 	const pre = "config /x/config.json: "
 	client := `"clients": {"bot": {"tokenSha256": "` + hash + `", "profile": "ro"}}`
@@ -68,7 +94,16 @@ func TestTeamErrors(t *testing.T) {
 		{`{"access": [{"client": "ghost", "profile": "*"}]}`, pre + `access[0].client: names no client "ghost"; name a client defined in "clients", or remove the entry`},
 		{`{"access": [{"user": "alice", "profile": "dev"}]}`, pre + `access[0].profile: names no profile "dev"…`},
 		{`{"access": {"user": "alice"}}`, pre + `access: is an object, not a list…`},
-		{`{"auth": {}}`, pre + `auth: unknown field…`},
+		{`{"operators": {}}`, pre + `operators: unknown field…`},
+		{`{"auth": {}, "publicURL": "https://w.example"}`, pre + `auth: needs both "issuer" and "audience"…`},
+		{`{"auth": {"issuer": "https://idp.example"}, "publicURL": "https://w.example"}`, pre + `auth: needs both "issuer" and "audience"…`},
+		{`{"auth": {"issuer": "idp.example", "audience": "w"}, "publicURL": "https://w.example"}`, pre + `auth.issuer: is not an issuer URL…`},
+		{`{"auth": {"issuer": "https://idp.example", "audience": ""}, "publicURL": "https://w.example"}`, pre + `auth.audience: is empty…`},
+		{`{"auth": {"issuer": "https://idp.example", "audience": "w", "claims": {"user": ""}}, "publicURL": "https://w.example"}`, pre + `auth.claims.user: is empty…`},
+		{`{"auth": {"issuer": "https://idp.example", "audience": "w", "claims": {"email": "e"}}, "publicURL": "https://w.example"}`, pre + `auth.claims.email: unknown field; known fields are user, groups`},
+		{`{"auth": {"issuer": "https://idp.example", "audience": "w"}}`, pre + `auth: needs "publicURL"; write "publicURL": how clients reach Warden…`},
+		{`{"publicURL": "warden.example.com"}`, pre + `publicURL: is not an absolute http(s) URL…`},
+		{`{"publicURL": "https://warden.example.com/?a=b"}`, pre + `publicURL: is not an absolute http(s) URL…`},
 	} {
 		_, err := Parse("/x/config.json", []byte(tc.in), nil)
 		if err == nil {

@@ -84,7 +84,14 @@ type Config struct {
 	ToolSearchBudget int
 	Servers          map[string]*Server // "mcpServers", keyed by name; never nil
 
-	// Known callers (callers.go). With Clients set, every MCP request needs
+	// PublicURL is how clients reach Warden ("publicURL", no trailing
+	// "/"), for the absolute URLs Warden gives out; "" when not set.
+	PublicURL string
+
+	// Known callers (callers.go). With Auth set, every MCP request needs an
+	// identity provider's access token for Warden or a client's token.
+	Auth *Auth
+	// With Clients set, every MCP request needs
 	// a client's bearer token, and a caller sees and calls only what its
 	// profile allows; nil, as before, anyone who reaches the port.
 	Clients  map[string]Client  // "clients", keyed by name

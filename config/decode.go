@@ -18,7 +18,7 @@ import (
 
 // Field names, in the order messages list them.
 var (
-	topFields      = []string{"listen", "stateDir", "store", "storeKey", "activity", "toolSearch", "toolSearchBudget", "mcpServers", "clients", "profiles", "access"}
+	topFields      = []string{"listen", "stateDir", "store", "storeKey", "activity", "toolSearch", "toolSearchBudget", "mcpServers", "publicURL", "auth", "clients", "profiles", "access"}
 	activityFields = []string{"maxEntries", "maxAge"}
 	serverFields   = []string{"command", "args", "env", "cwd", "url", "headers", "transport", "type",
 		"trusted", "disabled", "callTimeout", "confirmDestructive", "tools", "inheritEnv", "sandbox", "start", "idleTimeout", "oauth", "envFile"}
@@ -106,6 +106,10 @@ func (d *decoder) decode(cfg *Config) error {
 	refs := &teamRefs{}
 	err = d.hostFields(obj, "", topFields, hostTopFields, foreignTop, func(name string, v *hujson.Value, path string) error {
 		switch name {
+		case "publicURL":
+			return d.publicURL(v, path, cfg)
+		case "auth":
+			return d.auth(v, path, cfg)
 		case "clients":
 			return d.clients(v, path, cfg, refs)
 		case "profiles":
@@ -168,6 +172,9 @@ func (d *decoder) decode(cfg *Config) error {
 		return nil
 	})
 	if err != nil {
+		return err
+	}
+	if err := d.checkAuth(cfg, obj); err != nil {
 		return err
 	}
 	return d.checkTeam(cfg, refs)

@@ -10,6 +10,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -63,6 +64,9 @@ type Options struct {
 	// Instance names this instance among those sharing a store (serve
 	// --instance); "" is the host's name and the listen port.
 	Instance string
+	// AllowAnonymous lets a config that knows no callers serve on an
+	// address beyond loopback (serve --allow-anonymous; see anonymous).
+	AllowAnonymous bool
 }
 
 // Daemon is a running Warden.
@@ -103,6 +107,19 @@ func Run(ctx context.Context, opts Options) error {
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	addr := cfg.Listen
+	if opts.Listener != nil {
+		addr = opts.Listener.Addr().String()
+	}
+	anon, err := anonymous(cfg, addr, opts.AllowAnonymous)
+	switch {
+	case err != nil:
+		return err
+	case anon && loopback(addr):
+		log.Info(`no "auth" or "clients" in the config: anyone on this machine who reaches the port may call every approved tool`, "listen", addr)
+	case anon:
+		log.Warn(`no "auth" or "clients" in the config and --allow-anonymous: anyone who reaches the port may call every approved tool`, "listen", addr)
 	}
 	d := &Daemon{opts: opts, log: log, cfg: cfg, events: events.New()}
 	d.StateDir = state.Dir(opts.StateDir, cfg.StateDir)
@@ -281,6 +298,7 @@ func (d *Daemon) routes(s *surface.Surfaces, m *metrics.Metrics) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", s)
 	mux.Handle("/mcp/", s)
+	mux.HandleFunc("GET "+callers.MetadataPath, s.ServeMetadata)
 	// The review page reads and decides through the API, in-process.
 	review := &ui.UI{Token: d.Token, Store: d.store}
 	review.API = api.Handler(api.Deps{
@@ -298,7 +316,11 @@ func (d *Daemon) routes(s *surface.Surfaces, m *metrics.Metrics) http.Handler {
 	mux.Handle("GET /metrics", m.Handler())
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
 	host, _, _ := net.SplitHostPort(d.Addr)
-	return guard(host, mux)
+	public := "" // how clients reach Warden, read at start
+	if u, err := url.Parse(d.cfg.PublicURL); err == nil {
+		public = u.Hostname()
+	}
+	return guard([]string{host, public}, mux)
 }
 
 func (d *Daemon) configInfo() api.ConfigInfo {
@@ -385,6 +407,9 @@ func (d *Daemon) Reload(ctx context.Context) {
 	cfg, err := d.load(ctx, path, running, had)
 	if ctx.Err() != nil {
 		return // stopping
+	}
+	if err == nil {
+		_, err = anonymous(cfg, d.Addr, d.opts.AllowAnonymous) // a file that drops its callers does not open the port
 	}
 	d.mu.Lock()
 	if err != nil {

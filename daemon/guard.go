@@ -4,6 +4,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/wardenmcp/warden/api"
@@ -11,16 +12,17 @@ import (
 )
 
 // guard rejects requests whose Host or Origin is not this machine's loopback
-// (or the configured listen host): a web page the user visits must not be
-// able to reach Warden through DNS rebinding or a cross-site request.
-func guard(listenHost string, next http.Handler) http.Handler {
+// (or one of hosts: the configured listen host, publicURL's): a web page
+// the user visits must not be able to reach Warden through DNS rebinding
+// or a cross-site request.
+func guard(hosts []string, next http.Handler) http.Handler {
 	allowed := func(host string) bool {
 		h := host
 		if hh, _, err := net.SplitHostPort(host); err == nil {
 			h = hh
 		}
 		h = strings.Trim(h, "[]")
-		if strings.EqualFold(h, "localhost") || (listenHost != "" && strings.EqualFold(h, listenHost)) {
+		if strings.EqualFold(h, "localhost") || slices.ContainsFunc(hosts, func(x string) bool { return x != "" && strings.EqualFold(h, x) }) {
 			return true
 		}
 		ip := net.ParseIP(h)

@@ -12,7 +12,7 @@ import (
 
 func guarded(listenHost string) (http.Handler, *int) {
 	reached := new(int)
-	return guard(listenHost, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return guard([]string{listenHost}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		*reached++
 		w.WriteHeader(http.StatusTeapot)
 	})), reached
@@ -132,5 +132,18 @@ func TestGuardAPIRefusalsAreJSON(t *testing.T) {
 	h.ServeHTTP(rec, r)
 	if rec.Code != http.StatusForbidden || !strings.HasPrefix(rec.Body.String(), "Forbidden: Host") {
 		t.Errorf("/ui/ refused as: %d %q", rec.Code, rec.Body)
+	}
+}
+
+// Behind a name (publicURL): that host is a valid Host and Origin too.
+func TestGuardPublicHost(t *testing.T) {
+	h := guard([]string{"0.0.0.0", "warden.example.com"}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusTeapot)
+	}))
+	if rec := serve(h, "warden.example.com", "https://warden.example.com"); rec.Code != http.StatusTeapot {
+		t.Errorf("the public host: %d, want it allowed", rec.Code)
+	}
+	if rec := serve(h, "evil.example", ""); rec.Code != http.StatusForbidden {
+		t.Errorf("another host: %d, want 403", rec.Code)
 	}
 }

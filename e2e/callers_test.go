@@ -23,9 +23,12 @@ import (
 	"github.com/wardenmcp/warden/internal/testing/wardentest"
 )
 
+// reachable is a Warden the tests reach: in process or `warden serve`.
+type reachable interface{ URL(path string) string }
+
 // kcConnect opens a session on path of w sending token, with session
 // options sopts (nil: the 2026-07-28 revision, without a session).
-func kcConnect(t *testing.T, w *wardentest.Warden, token, path string, sopts *mcp.ClientSessionOptions) *mcp.ClientSession {
+func kcConnect(t *testing.T, w reachable, token, path string, sopts *mcp.ClientSessionOptions) *mcp.ClientSession {
 	t.Helper()
 	c := mcp.NewClient(&mcp.Implementation{Name: "kc-client", Version: "1"}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -38,11 +41,71 @@ func kcConnect(t *testing.T, w *wardentest.Warden, token, path string, sopts *mc
 	return cs
 }
 
-func TestKnownCallers(t *testing.T) {
-	fx, other := fixture.NewServer(fixture.Options{}), fixture.NewServer(fixture.Options{})
+// kcProfiles are the profiles of the known callers' tests: readonly (the
+// read tools) and dev (fx's write_* and echo).
+var kcProfiles = map[string]any{
+	"readonly": map[string]any{"classes": []string{"read"}},
+	"dev":      map[string]any{"servers": map[string]any{"fx": map[string]any{"tools": []string{"write_*", "echo"}}}},
+}
+
+// kcStart starts warden serve with config cfg, in a temporary dir, its
+// log shown if the test fails, once servers are ready.
+func kcStart(t *testing.T, cfg map[string]any, servers ...string) *wardentest.Warden {
+	t.Helper()
 	dir := t.TempDir()
 	cfgPath := filepath.Join(dir, "config.json")
-	b, _ := json.Marshal(map[string]any{
+	b, _ := json.Marshal(cfg)
+	if err := os.WriteFile(cfgPath, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w := wardentest.StartWith(t, cfgPath, filepath.Join(dir, "state"))
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("daemon log:\n%s", w.Logs)
+		}
+	})
+	for _, s := range servers {
+		w.WaitReady(t, s)
+	}
+	return w
+}
+
+// kcList posts a tools/list to w's /mcp with token ("": none), and
+// answers the status and WWW-Authenticate.
+func kcList(t *testing.T, w reachable, token string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, w.URL("/mcp"), strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode, resp.Header.Get("WWW-Authenticate")
+}
+
+// kcStdio runs warden stdio for the Warden of configPath and stateDir,
+// sending token (named by --token-env).
+func kcStdio(t *testing.T, configPath, stateDir, token string) *mcp.ClientSession {
+	t.Helper()
+	cmd := exec.Command(testenv.BuildBinary(t, "./cmd/warden"), "stdio", "--config", configPath, "--state-dir", stateDir, "--token-env", "KC_TOKEN")
+	cmd.Env = append(os.Environ(), "KC_TOKEN="+token)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "stdio-client", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, wardentest.Session2025)
+	if err != nil {
+		t.Fatalf("warden stdio --token-env: %v", err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+func TestKnownCallers(t *testing.T) {
+	fx, other := fixture.NewServer(fixture.Options{}), fixture.NewServer(fixture.Options{})
+	w := kcStart(t, map[string]any{
 		"mcpServers": map[string]any{
 			"fx":    map[string]any{"url": fx.Serve(t), "trusted": true},
 			"other": map[string]any{"url": other.Serve(t), "trusted": true},
@@ -51,37 +114,13 @@ func TestKnownCallers(t *testing.T) {
 			"ci-bot": map[string]any{"tokenSha256": testenv.TokenSHA256("ci-token"), "profile": "readonly"},
 			"agent":  map[string]any{"tokenSha256": testenv.TokenSHA256("dev-token"), "profile": "dev"},
 		},
-		"profiles": map[string]any{
-			"readonly": map[string]any{"classes": []string{"read"}},
-			"dev":      map[string]any{"servers": map[string]any{"fx": map[string]any{"tools": []string{"write_*", "echo"}}}},
-		},
-	})
-	if err := os.WriteFile(cfgPath, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	w := wardentest.StartWith(t, cfgPath, filepath.Join(dir, "state"))
-	defer func() {
-		if t.Failed() {
-			t.Logf("daemon log:\n%s", w.Logs)
-		}
-	}()
-	w.WaitReady(t, "fx")
-	w.WaitReady(t, "other")
+		"profiles": kcProfiles,
+	}, "fx", "other")
 
 	// Without a token, or with one Warden does not know: 401, saying why.
 	for token, want := range map[string]string{"": "no bearer token", "nope": "not one Warden knows"} {
-		req, _ := http.NewRequest(http.MethodPost, w.URL("/mcp"), strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
-		req.Header.Set("Content-Type", "application/json")
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(resp.Header.Get("WWW-Authenticate"), want) {
-			t.Errorf("token %q: %d %q", token, resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
+		if code, ch := kcList(t, w, token); code != http.StatusUnauthorized || !strings.Contains(ch, want) {
+			t.Errorf("token %q: %d %q", token, code, ch)
 		}
 	}
 	if strings.Contains(w.Logs.String(), "nope") || strings.Contains(w.Logs.String(), "ci-token") {
@@ -124,15 +163,7 @@ func TestKnownCallers(t *testing.T) {
 	}
 
 	// warden stdio sends the token named by --token-env.
-	cmd := exec.Command(testenv.BuildBinary(t, "./cmd/warden"), "stdio", "--config", w.ConfigPath, "--state-dir", w.StateDir, "--token-env", "KC_TOKEN")
-	cmd.Env = append(os.Environ(), "KC_TOKEN=ci-token")
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "stdio-client", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, wardentest.Session2025)
-	if err != nil {
-		t.Fatalf("warden stdio --token-env: %v", err)
-	}
-	defer cs.Close()
+	cs := kcStdio(t, w.ConfigPath, w.StateDir, "ci-token")
 	if got := wardentest.SortedToolNames(t, cs); !slices.Equal(got, []string{"fx__echo", "fx__read_value", "other__echo", "other__read_value"}) {
 		t.Errorf("ci-bot through warden stdio sees %v", got)
 	}

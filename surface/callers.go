@@ -27,10 +27,17 @@ const callerHeader = "Warden-Caller"
 // changes what callers may see, live sessions are told to list the tools
 // again.
 func (s *Surfaces) SetCallers(p *callers.Policy) {
-	if old := s.policy.Swap(p); !old.Equal(p) {
-		for _, v := range s.allViews() {
-			v.relist()
+	for {
+		old := s.policy.Load()
+		if old.Equal(p) {
+			return // the same: keep the one whose identity provider's keys are known
 		}
+		if s.policy.CompareAndSwap(old, p) {
+			break
+		}
+	}
+	for _, v := range s.allViews() {
+		v.relist()
 	}
 }
 
@@ -168,4 +175,18 @@ func (v *view) withoutServers(req mcp.Request, res mcp.Result) {
 func (v *view) allowedLocked(name string, profile *callers.Profile) bool {
 	t, ok := v.tools[name]
 	return ok && profile.Allows(t.server, t.name, t.class)
+}
+
+// ServeMetadata answers GET callers.MetadataPath, without a token: the
+// protected resource metadata (RFC 9728) of the known callers, or 404
+// when no identity provider gives tokens for Warden.
+func (s *Surfaces) ServeMetadata(w http.ResponseWriter, _ *http.Request) {
+	m := s.policy.Load().Metadata()
+	if m == nil {
+		http.Error(w, `Warden has no identity provider ("auth" in its config)`, http.StatusNotFound)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "max-age=60")
+	_ = json.NewEncoder(w).Encode(m)
 }

@@ -17,6 +17,10 @@ import (
 // checked, its profile applied), for profiles of Warden's own share:
 //
 //	go test -run '^$' -bench BenchmarkCallEras -cpuprofile cpu.out ./surface/
+//
+// BenchmarkCallOIDC is the same call with an identity provider's access
+// token, its keys cached: beside known=false it is what checking a JWT
+// adds to a call.
 func BenchmarkCallEras(b *testing.B) {
 	fx := fixture.NewServer(fixture.Options{})
 	e := newEnv(b, fmt.Sprintf(`{"fx": {"url": %q, "trusted": true}}`, fx.Serve(b)), 0, 0)
@@ -35,6 +39,14 @@ func BenchmarkCallEras(b *testing.B) {
 		for _, version := range []string{"2025-11-25", "2026-07-28"} {
 			benchCall(b, e, fmt.Sprintf("%s/known=%t", version, known), version, transport)
 		}
+	}
+}
+
+func BenchmarkCallOIDC(b *testing.B) {
+	e, prov := oidcEnv(b)
+	token := prov.Token(b, "builder")
+	for _, version := range []string{"2025-11-25", "2026-07-28"} {
+		benchCall(b, e, version+"/oidc", version, testenv.Bearer(token))
 	}
 }
 

@@ -32,6 +32,7 @@ func daemonProcs(n int) int { return max(1, n/2) }
 
 func newServeCmd(g *globals) *cobra.Command {
 	var listen, instance string
+	var allowAnonymous bool
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the Warden daemon (the gateway, the operator API and the metrics) until stopped",
@@ -80,11 +81,12 @@ func newServeCmd(g *globals) *cobra.Command {
 			}
 			return daemon.Run(ctx, daemon.Options{
 				ConfigPath: g.configPath, StateDir: g.stateDir, Listen: listen, Version: build.Version, Self: self, Isolation: isolation,
-				NoFastPath: noFast, Instance: instance,
+				NoFastPath: noFast, Instance: instance, AllowAnonymous: allowAnonymous,
 			})
 		},
 	}
 	cmd.Flags().StringVar(&listen, "listen", "", "`host:port` to listen on instead of the config's listen (the CLI finds it by itself)")
 	cmd.Flags().StringVar(&instance, "instance", "", "`name` of this instance among those sharing a store (default: the host's name and the listen port)")
+	cmd.Flags().BoolVar(&allowAnonymous, "allow-anonymous", false, `serve on an address beyond loopback with neither "auth" nor "clients" in the config: anyone who reaches it may call every approved tool`)
 	return cmd
 }

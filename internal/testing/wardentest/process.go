@@ -2,6 +2,7 @@ package wardentest
 
 import (
 	"encoding/json"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,17 +29,26 @@ type Process struct {
 // env is added to the process's environment.
 func ServeProcess(t testing.TB, bin string, servers map[string]any, env ...string) *Process {
 	t.Helper()
+	return ServeConfig(t, bin, map[string]any{"mcpServers": servers}, env...)
+}
+
+// ServeConfig is ServeProcess with cfg as the whole config file (its
+// "listen" is set).
+func ServeConfig(t testing.TB, bin string, cfg map[string]any, env ...string) *Process {
+	t.Helper()
 	if bin == "" {
 		bin = testenv.BuildBinary(t, "./cmd/warden")
 	}
 	dir := t.TempDir()
 	p := &Process{Addr: "127.0.0.1:" + strconv.Itoa(testenv.FreePort(t)),
 		ConfigPath: filepath.Join(dir, "config.json"), StateDir: filepath.Join(dir, "state")}
-	cfg, err := json.Marshal(map[string]any{"listen": p.Addr, "mcpServers": servers})
+	cfg = maps.Clone(cfg)
+	cfg["listen"] = p.Addr
+	b, err := json.Marshal(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(p.ConfigPath, cfg, 0o600); err != nil {
+	if err := os.WriteFile(p.ConfigPath, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(bin, "serve", "--config", p.ConfigPath, "--state-dir", p.StateDir)
@@ -47,3 +57,6 @@ func ServeProcess(t testing.TB, bin string, servers map[string]any, env ...strin
 	testenv.WaitHTTP(t, "http://"+p.Addr+"/healthz", 20*time.Second)
 	return p
 }
+
+// URL is the address of path on the process's listener.
+func (p *Process) URL(path string) string { return "http://" + p.Addr + path }
