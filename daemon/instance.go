@@ -10,13 +10,14 @@ import (
 
 	"github.com/wardenmcp/warden/config"
 	"github.com/wardenmcp/warden/instances"
+	"github.com/wardenmcp/warden/internal/state"
 	"github.com/wardenmcp/warden/store"
 )
 
 // storeOptions say which store the config names: its "store" URL, else the
 // embedded one in the state dir.
 func (d *Daemon) storeOptions(cfg *config.Config) store.Options {
-	return store.Options{URL: cfg.Store, Path: filepath.Join(d.StateDir, "warden.db"), Key: cfg.StoreKey,
+	return store.Options{URL: cfg.Store, Path: filepath.Join(d.StateDir, state.StoreFile), Key: cfg.StoreKey,
 		Instance: instanceName(d.opts.Instance, cfg.Listen, d.StateDir)}
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/wardenmcp/warden/config"
+	"github.com/wardenmcp/warden/internal/state"
 	"github.com/wardenmcp/warden/oauth"
 	"github.com/wardenmcp/warden/store"
 )
@@ -32,15 +33,12 @@ func newStoreMigrateCmd(g *globals) *cobra.Command {
 			if to == "" {
 				return usageErrorf("give the database to copy into: --to postgres://USER@HOST/DB")
 			}
-			cfg, err := config.Load(g.configFile())
+			cfg, err := g.keyedConfig(`a shared store keeps secrets sealed with it; add "storeKey": "${env:WARDEN_STORE_KEY}" and set the variable (e.g. openssl rand -base64 32)`)
 			if err != nil {
 				return err
 			}
-			if cfg.StoreKey == "" {
-				return fmt.Errorf("the config %s sets no storeKey: a shared store keeps secrets sealed with it; add \"storeKey\": \"${env:WARDEN_STORE_KEY}\" and set the variable (e.g. openssl rand -base64 32)", g.configFile())
-			}
 			ctx := cmd.Context()
-			path := filepath.Join(g.resolveStateDir(), "warden.db")
+			path := g.storeFile()
 			if _, err := os.Stat(path); err != nil {
 				return fmt.Errorf("no embedded store to copy: %w", err)
 			}
@@ -94,14 +92,11 @@ func newStoreRotateKeyCmd(g *globals) *cobra.Command {
 			if old == "" {
 				return fmt.Errorf("$%s is empty: set it to the key the store was sealed with", oldEnv)
 			}
-			cfg, err := config.Load(g.configFile())
+			cfg, err := g.keyedConfig("set the new key there first")
 			if err != nil {
 				return err
 			}
-			if cfg.StoreKey == "" {
-				return fmt.Errorf("the config %s sets no storeKey: set the new key there first", g.configFile())
-			}
-			st, err := store.Open(cmd.Context(), store.Options{URL: cfg.Store, Path: filepath.Join(g.resolveStateDir(), "warden.db"),
+			st, err := store.Open(cmd.Context(), store.Options{URL: cfg.Store, Path: g.storeFile(),
 				Key: cfg.StoreKey, OldKeys: []string{old}})
 			if err != nil {
 				return err
@@ -118,3 +113,19 @@ func newStoreRotateKeyCmd(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&oldEnv, "old-key-env", "", "the environment `VAR`iable holding the old key")
 	return cmd
 }
+
+// keyedConfig loads the config, which must set storeKey; fix says what to
+// do when it does not.
+func (g *globals) keyedConfig(fix string) (*config.Config, error) {
+	cfg, err := config.Load(g.configFile())
+	if err != nil {
+		return nil, err
+	}
+	if cfg.StoreKey == "" {
+		return nil, fmt.Errorf("the config %s sets no storeKey: %s", g.configFile(), fix)
+	}
+	return cfg, nil
+}
+
+// storeFile is the embedded store of the state dir.
+func (g *globals) storeFile() string { return filepath.Join(g.resolveStateDir(), state.StoreFile) }

@@ -17,6 +17,9 @@ import (
 // TokenFile is the operator token's name in the state dir.
 const TokenFile = "api-token"
 
+// StoreFile is the embedded store's name in the state dir.
+const StoreFile = "warden.db"
+
 // Dir returns the state dir: flag, else $WARDEN_STATE_DIR, else the config's
 // stateDir, else $XDG_STATE_HOME/warden, else ~/.local/state/warden.
 func Dir(flag, configured string) string {
