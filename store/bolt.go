@@ -33,6 +33,7 @@ func openBolt(path, instance string, seal *sealer) (*boltStore, error) {
 }
 
 func (s *boltStore) Instance() string { return s.instance }
+func (s *boltStore) sealer() *sealer  { return s.seal }
 func (s *boltStore) Shared() bool     { return false }
 
 func (s *boltStore) Watch(topic string, fn func(Event)) func() { return s.hub.watch(topic, fn) }

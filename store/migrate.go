@@ -76,10 +76,7 @@ func records(ctx context.Context, s Store) ([]record, error) {
 
 // sealerOf returns the sealer behind s (every Store of this package has one).
 func sealerOf(s Store) *sealer {
-	switch s := s.(type) {
-	case *boltStore:
-		return s.seal
-	case interface{ sealer() *sealer }:
+	if s, ok := s.(interface{ sealer() *sealer }); ok {
 		return s.sealer()
 	}
 	return nil
@@ -97,11 +94,11 @@ func Copy(ctx context.Context, from, to Store) (int, error) {
 	err = to.Update(ctx, func(tx Tx) error {
 		n = 0
 		for _, r := range recs {
-			have, err := get(tx, r)
+			same, err := holds(tx, r)
 			if err != nil {
 				return err
 			}
-			if have != nil && bytes.Equal(have, r.value) {
+			if same {
 				continue
 			}
 			if r.secret {
@@ -122,12 +119,14 @@ func Copy(ctx context.Context, from, to Store) (int, error) {
 	return n, nil
 }
 
-// get reads r's key in tx the way r was written: a secret opened.
-func get(tx Tx, r record) ([]byte, error) {
+// holds reports whether tx has r as it is (a secret: its opened value).
+func holds(tx Tx, r record) (bool, error) {
+	get := tx.Get
 	if r.secret {
-		return tx.GetSecret(r.bucket, r.key)
+		get = tx.GetSecret
 	}
-	return tx.Get(r.bucket, r.key)
+	have, err := get(r.bucket, r.key)
+	return have != nil && bytes.Equal(have, r.value), err
 }
 
 // Verify reports an error naming the first record of from that to does not
@@ -141,11 +140,11 @@ func Verify(ctx context.Context, from, to Store) error {
 	bad := 0
 	err = to.View(ctx, func(tx Tx) error {
 		for _, r := range recs {
-			have, err := get(tx, r)
+			same, err := holds(tx, r)
 			if err != nil {
 				return err
 			}
-			if have == nil || !bytes.Equal(have, r.value) {
+			if !same {
 				if bad++; first == nil {
 					first = fmt.Errorf("bucket %s, key %q: not copied as it is", r.bucket, r.key)
 				}
