@@ -48,6 +48,21 @@ func EncodeReplies(answers []ErrorReply, batched bool) []byte {
 	return b
 }
 
+// Messages reads body, one JSON-RPC message or a batch of them, as T each:
+// a message alone is a batch of one.
+func Messages[T any](body []byte) ([]T, error) {
+	if b := bytes.TrimLeft(body, " \t\r\n"); len(b) > 0 && b[0] == '[' {
+		var batch []T
+		err := json.Unmarshal(b, &batch)
+		return batch, err
+	}
+	var one T
+	if err := json.Unmarshal(body, &one); err != nil {
+		return nil, err
+	}
+	return []T{one}, nil
+}
+
 // Refusals are the answers to body, a message or batch refused as a whole
 // for why: one to each request of a batch (batched), or one to the message
 // under its id, null when it has none usable (a notification, a response,

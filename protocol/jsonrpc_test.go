@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"encoding/json"
+	"slices"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -71,6 +72,33 @@ func TestRefusals(t *testing.T) {
 	} {
 		if got := string(EncodeReplies(Refusals([]byte(c.body), jsonrpc.CodeInvalidRequest, "no such view"))); got != c.want {
 			t.Errorf("%s:\n got %s\nwant %s", c.body, got, c.want)
+		}
+	}
+}
+
+// Messages reads one message as a batch of one, a batch as it is, and
+// says when the body is neither.
+func TestMessages(t *testing.T) {
+	type msg struct {
+		Method string `json:"method"`
+	}
+	for body, want := range map[string][]string{
+		`{"method":"a"}`:                   {"a"},
+		` [{"method":"a"},{"method":"b"}]`: {"a", "b"},
+		"\n{\"method\":\"c\"}":             {"c"},
+	} {
+		got, err := Messages[msg]([]byte(body))
+		var names []string
+		for _, m := range got {
+			names = append(names, m.Method)
+		}
+		if err != nil || !slices.Equal(names, want) {
+			t.Errorf("Messages(%q) = %v, %v; want %v", body, names, err, want)
+		}
+	}
+	for _, bad := range []string{``, `[{"method":"a"}`, `"text"`, `{"method":1}`} {
+		if got, err := Messages[msg]([]byte(bad)); err == nil {
+			t.Errorf("Messages(%q) = %v; want an error", bad, got)
 		}
 	}
 }

@@ -1,10 +1,11 @@
 package surface
 
 import (
-	"bytes"
 	"encoding/json"
 	"math"
 	"strconv"
+
+	"github.com/wardenmcp/warden/protocol"
 )
 
 // The SDK reads a request's numeric id into an int64 through a float64, and
@@ -19,17 +20,9 @@ const maxExactID = 1 << 53
 // inexactID finds, in body, a request (with a method) whose numeric id is
 // not answerable. Keys are read as the SDK reads them, in their own case.
 func inexactID(body []byte) (json.RawMessage, bool) {
-	var batch []map[string]json.RawMessage
-	if b := bytes.TrimLeft(body, " \t\r\n"); len(b) > 0 && b[0] == '[' {
-		if json.Unmarshal(b, &batch) != nil {
-			return nil, false // the SDK's to refuse
-		}
-	} else {
-		var one map[string]json.RawMessage
-		if json.Unmarshal(body, &one) != nil {
-			return nil, false
-		}
-		batch = append(batch, one)
+	batch, err := protocol.Messages[map[string]json.RawMessage](body)
+	if err != nil {
+		return nil, false // the SDK's to refuse
 	}
 	for _, m := range batch {
 		id := m["id"] // valid JSON: no spaces around it

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/wardenmcp/warden/protocol"
 	"github.com/wardenmcp/warden/store"
 )
 
@@ -257,14 +258,7 @@ func (v *view) relay(st store.Store, id string, body []byte) {
 // relayable reports whether body is what relay hands on: responses (to
 // requests Warden sent the client) and cancellations.
 func relayable(body []byte) bool {
-	var msgs []rpc
-	if err := json.Unmarshal(body, &msgs); err != nil {
-		var m rpc
-		if json.Unmarshal(body, &m) != nil {
-			return false
-		}
-		msgs = []rpc{m}
-	}
+	msgs, _ := protocol.Messages[rpc](body)
 	for _, m := range msgs {
 		if (m.Method == "" && len(m.ID) > 0) || m.Method == "notifications/cancelled" {
 			return true
