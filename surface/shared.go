@@ -87,8 +87,13 @@ func (s *Surfaces) ShareSessions(st store.Store) {
 
 // sessionKey is a session's key in the store: its endpoint and id hash.
 func sessionKey(surface, id string) []byte {
+	return []byte(surface + "\x00" + idHash(id))
+}
+
+// idHash names session id without giving it away.
+func idHash(id string) string {
 	sum := sha256.Sum256([]byte(id))
-	return []byte(surface + "\x00" + hex.EncodeToString(sum[:]))
+	return hex.EncodeToString(sum[:])
 }
 
 // saveSession records ss (just initialized) for the other instances. A
@@ -230,7 +235,7 @@ func (v *view) endShared(st store.Store, id string) {
 // relay publishes body, a client's answer or cancellation on session id,
 // for the instance that holds the request it is about.
 func (v *view) relay(st store.Store, id string, body []byte) {
-	m := relayed{Surface: v.surface, Session: string(sessionKey("", id)[1:]), Body: body}
+	m := relayed{Surface: v.surface, Session: idHash(id), Body: body}
 	msg, err := json.Marshal(m)
 	if err == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), storeWait)
@@ -343,7 +348,7 @@ func (v *view) sessionByKey(hash string) (string, *live) {
 	v.sessMu.Lock()
 	defer v.sessMu.Unlock()
 	for id, l := range v.sessions {
-		if string(sessionKey("", id)[1:]) == hash {
+		if idHash(id) == hash {
 			return id, l
 		}
 	}
