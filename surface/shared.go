@@ -65,7 +65,7 @@ type sessionRecord struct {
 // or the key in relayBucket of a body too large for an event.
 type relayed struct {
 	Surface string          `json:"surface"`
-	Session string          `json:"session"` // sessionKey's hash
+	Session string          `json:"session"` // idHash of the session id
 	Body    json.RawMessage `json:"body,omitempty"`
 	Stored  string          `json:"stored,omitempty"`
 }
