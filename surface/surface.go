@@ -40,7 +40,7 @@ type Surfaces struct {
 	toolSearch  atomic.Pointer[ToolSearch]
 	noFast      atomic.Bool                    // every request to the SDK server (DisableFastPath)
 	stdio       func(*http.Request) bool       // SetStdio's, set before serving
-	st          store.Store                    // ShareSessions's, set before serving
+	st          store.Store                    // ShareSessions's shared store, set before serving; nil: sessions stay here
 	unwatch     []func()                       // ShareSessions's watches of st, stopped by Close
 	policy      atomic.Pointer[callers.Policy] // SetCallers's (callers.go); nil: none
 
@@ -220,36 +220,35 @@ func (s *Surfaces) serve(v *view, h endpoint, stateless bool, w http.ResponseWri
 	if l == nil && id != "" && s.st != nil {
 		l = v.adopt(s.st, id)
 	}
-	if l != nil && !v.ownedBy(l, r.Header) {
-		Refuse(w, r, http.StatusForbidden, "this session was begun by another caller; begin a session of your own (without Mcp-Session-Id)")
-		return
-	}
 	if l != nil {
-		l.enter()
-		defer l.leave()
-		if s.st != nil {
-			v.touchSession(s.st, l, id)
-		}
-	}
-	if l != nil && l.adopted != nil {
-		h.sessions = l.adopted
-	}
-	switch {
-	case l == nil || s.st == nil:
-	case r.Method == http.MethodDelete:
-		v.endShared(s.st, id)
-		if l.adopted != nil { // the SDK's handler does not hold it
-			if ss := l.ss.Load(); ss != nil {
-				ss.Close()
-			}
-			w.WriteHeader(http.StatusNoContent)
+		if !v.ownedBy(l, r.Header) {
+			Refuse(w, r, http.StatusForbidden, "this session was begun by another caller; begin a session of your own (without Mcp-Session-Id)")
 			return
 		}
-	case r.Method == http.MethodPost && s.st.Shared():
-		if body, err := readBody(r); err == nil {
-			r.Body = io.NopCloser(bytes.NewReader(body))
-			if relayable(body) {
-				v.relay(s.st, id, body)
+		l.enter()
+		defer l.leave()
+		if l.adopted != nil { // the SDK's handler does not hold it
+			h.sessions = l.adopted
+		}
+	}
+	if l != nil && s.st != nil { // shared through the store (shared.go)
+		v.touchSession(s.st, l, id)
+		switch r.Method {
+		case http.MethodDelete:
+			v.endShared(s.st, id)
+			if l.adopted != nil {
+				if ss := l.ss.Load(); ss != nil {
+					ss.Close()
+				}
+				w.WriteHeader(http.StatusNoContent)
+				return
+			}
+		case http.MethodPost:
+			if body, err := readBody(r); err == nil {
+				r.Body = io.NopCloser(bytes.NewReader(body))
+				if relayable(body) {
+					v.relay(s.st, id, body)
+				}
 			}
 		}
 	}

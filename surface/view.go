@@ -159,7 +159,7 @@ func (v *view) intercept(next mcp.MethodHandler) mcp.MethodHandler {
 				// Before the client goes on, maybe on another instance
 				// or after a restart.
 				v.saveSession(r.Session, "")
-				if v.st != nil && v.st.Shared() {
+				if v.st != nil {
 					v.track(r.Session) // its initialized notification may go elsewhere
 				}
 			}
