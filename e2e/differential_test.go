@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"maps"
 	"net/http"
@@ -57,6 +58,24 @@ func TestDifferentialConformance2026(t *testing.T) {
 }
 
 func diffConformance(t *testing.T, args ...string) {
+	diffs, timingOnly := diffConformanceOnce(t, args...)
+	if len(diffs) > 0 && timingOnly {
+		// Both Wardens send a listen stream's list_changed by the same
+		// code, which no fast path touches; the suite waits 1.5s for it.
+		// A difference only there is the machine's load: run again once.
+		t.Logf("only listen-stream timing differed, running again: %v", diffs)
+		diffs, _ = diffConformanceOnce(t, args...)
+	}
+	for _, d := range diffs {
+		t.Error(d)
+	}
+}
+
+// diffConformanceOnce runs the suite through both Wardens and returns how
+// their checks differ, one line per scenario, and whether they differ only
+// in the checks that a listen stream's list_changed arrives in time; other
+// failures it reports.
+func diffConformanceOnce(t *testing.T, args ...string) (diffs []string, timingOnly bool) {
 	ids := map[string]*callIDs{}
 	fast, sdk := startPaths(t, func(path string) map[string]any {
 		target, err := url.Parse(testenv.StartEverythingServer(t))
@@ -101,16 +120,28 @@ func diffConformance(t *testing.T, args ...string) {
 			t.Errorf("SDK: stateless-era tools/call answered as %v: not by the SDK's handler alone", got)
 		}
 	}
+	timingOnly = true
 	for scenario, want := range results["sdk"] {
 		if got := results["fast"][scenario]; !slices.Equal(got, want) {
-			t.Errorf("scenario %s: fast paths %v, SDK %v", scenario, got, want)
+			diffs = append(diffs, fmt.Sprintf("scenario %s: fast paths %v, SDK %v", scenario, got, want))
+			timingOnly = timingOnly && slices.Equal(untimed(got), untimed(want))
 		}
 	}
 	for scenario := range results["fast"] {
 		if _, ok := results["sdk"][scenario]; !ok {
-			t.Errorf("scenario %s ran only with the fast paths", scenario)
+			diffs = append(diffs, fmt.Sprintf("scenario %s ran only with the fast paths", scenario))
+			timingOnly = false
 		}
 	}
+	return diffs, timingOnly
+}
+
+// untimed is a scenario's checks without those that a listen stream's
+// list_changed arrives within the suite's wait.
+func untimed(checks []string) []string {
+	return slices.DeleteFunc(slices.Clone(checks), func(c string) bool {
+		return strings.Contains(c, "-list-changed-on-subscription ")
+	})
 }
 
 // readChecks reads the suite's -o directory: each scenario's checks as
