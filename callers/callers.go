@@ -102,7 +102,9 @@ type Policy struct {
 	clients   map[string]config.Client
 	profiles  map[string]config.Profile
 	access    []config.Access
+	operators []config.Operator
 	auth      config.Auth // zero: no identity provider
+	idp       Verifier    // the identity provider's tokens; nil without one
 	metadata  string      // the URL of the resource metadata, with auth
 	resource  string      // what the metadata calls Warden
 }
@@ -116,10 +118,11 @@ func New(cfg *config.Config) *Policy {
 	for _, c := range cfg.Clients {
 		known.clients = append(known.clients, c)
 	}
-	p := &Policy{verifiers: []Verifier{known}, clients: cfg.Clients, profiles: cfg.Profiles, access: cfg.Access}
+	p := &Policy{verifiers: []Verifier{known}, clients: cfg.Clients, profiles: cfg.Profiles, access: cfg.Access, operators: cfg.Operators}
 	if cfg.Auth != nil {
 		p.auth = *cfg.Auth
-		p.verifiers = append(p.verifiers, newOIDC(*cfg.Auth))
+		p.idp = newOIDC(*cfg.Auth)
+		p.verifiers = append(p.verifiers, p.idp)
 		p.metadata = cfg.PublicURL + MetadataPath
 		p.resource = cfg.PublicURL
 		if u, err := url.Parse(p.auth.Audience); err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != "" {
@@ -136,7 +139,7 @@ func (p *Policy) Equal(q *Policy) bool {
 		return p == q
 	}
 	return reflect.DeepEqual(p.clients, q.clients) && reflect.DeepEqual(p.profiles, q.profiles) &&
-		reflect.DeepEqual(p.access, q.access) && p.auth == q.auth && p.metadata == q.metadata && p.resource == q.resource
+		reflect.DeepEqual(p.access, q.access) && reflect.DeepEqual(p.operators, q.operators) && p.auth == q.auth && p.metadata == q.metadata && p.resource == q.resource
 }
 
 // MetadataPath is where Warden serves its protected resource metadata.

@@ -46,11 +46,31 @@ type Access struct {
 	Profile             string // a key of Profiles, or AllProfiles
 }
 
+// Operator is one entry of "operators": the people it names (by the
+// identity provider's user or group) get Role on /v1 and /ui/. Exactly one
+// of User and Group is set.
+type Operator struct {
+	User, Group string
+	Role        Role
+}
+
+// Role is what an operator may do.
+type Role string
+
+const (
+	// RoleReviewer reads everything, approves and blocks.
+	RoleReviewer Role = "reviewer"
+	// RoleAdmin also clears latches, quarantines and edits servers. The
+	// local operator (the CLI, the api-token) is an admin.
+	RoleAdmin Role = "admin"
+)
+
 var (
-	clientFields  = []string{"tokenSha256", "profile"}
-	profileFields = []string{"servers", "classes"}
-	profileServer = []string{"tools"}
-	accessFields  = []string{"user", "group", "client", "profile"}
+	operatorFields = []string{"user", "group", "role"}
+	clientFields   = []string{"tokenSha256", "profile"}
+	profileFields  = []string{"servers", "classes"}
+	profileServer  = []string{"tools"}
+	accessFields   = []string{"user", "group", "client", "profile"}
 )
 
 // named is a profile or client named somewhere, checked once the whole
@@ -258,6 +278,52 @@ func (d *decoder) access(v *hujson.Value, p string, cfg *Config, refs *teamRefs)
 	return nil
 }
 
+func (d *decoder) operators(v *hujson.Value, p string, cfg *Config) error {
+	const example = `{"group": "security", "role": "reviewer"}`
+	arr, ok := v.Value.(*hujson.Array)
+	if !ok {
+		return d.typeErr(v, p, "a list", "write a list such as ["+example+`, {"user": "alice", "role": "admin"}]`)
+	}
+	cfg.Operators = []Operator{}
+	for i := range arr.Elements {
+		e := &arr.Elements[i]
+		ep := index(p, i)
+		obj, err := d.object(e, ep, "write an object such as "+example)
+		if err != nil {
+			return err
+		}
+		var o Operator
+		who := 0
+		err = d.fields(obj, ep, operatorFields, func(f string, v *hujson.Value, fp string) error {
+			s, err := d.str(v, fp)
+			if err != nil {
+				return err
+			}
+			switch {
+			case s == "":
+				return d.errAt(v, fp, "is empty", "write a name")
+			case f == "user":
+				o.User, who = s, who+1
+			case f == "group":
+				o.Group, who = s, who+1
+			case Role(s) != RoleReviewer && Role(s) != RoleAdmin:
+				return d.errAt(v, fp, strconv.Quote(s)+" is not a role", `write "reviewer" (approves and blocks) or "admin" (also clears latches, quarantines, edits servers)`)
+			default:
+				o.Role = Role(s)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if who != 1 || o.Role == "" {
+			return d.errAt(e, ep, `needs "role" and exactly one of "user" and "group"`, "write one entry per person or group, such as "+example)
+		}
+		cfg.Operators = append(cfg.Operators, o)
+	}
+	return nil
+}
+
 // checkTeam checks that each profile and client named is defined.
 func (d *decoder) checkTeam(cfg *Config, refs *teamRefs) error {
 	for _, r := range refs.clients {
@@ -291,10 +357,14 @@ type Auth struct {
 	// UserClaim and GroupsClaim name the claims that hold the caller's
 	// user (default "sub") and groups (default "groups").
 	UserClaim, GroupsClaim string
+	// UIClient is the review page's client id at the identity provider (a
+	// public client: authorization code with PKCE, redirect
+	// <publicURL>/ui/callback); "" when people log in only with `warden ui`.
+	UIClient string
 }
 
 var (
-	authFields   = []string{"issuer", "audience", "claims"}
+	authFields   = []string{"issuer", "audience", "claims", "uiClient"}
 	claimsFields = []string{"user", "groups"}
 )
 
@@ -339,6 +409,11 @@ func (d *decoder) auth(v *hujson.Value, p string, cfg *Config) error {
 				return d.errAt(v, fp, "is empty", `write the audience the identity provider puts in "aud" of tokens for Warden, such as "https://warden.example.com/mcp"`)
 			}
 			a.Audience = s
+		case "uiClient":
+			if s == "" {
+				return d.errAt(v, fp, "is empty", "write the client id the identity provider gave the review page, or leave it out")
+			}
+			a.UIClient = s
 		}
 		return nil
 	})
@@ -375,8 +450,14 @@ func (d *decoder) claims(v *hujson.Value, p string, a *Auth) error {
 	})
 }
 
-// checkAuth checks what "auth" needs of the rest of the file.
+// checkAuth checks what "auth" needs of the rest of the file, and what
+// needs "auth".
 func (d *decoder) checkAuth(cfg *Config, root *hujson.Object) error {
+	if cfg.Operators != nil && cfg.Auth == nil {
+		v := &root.Members[find(root, "operators")].Value
+		return d.errAt(v, "operators", `needs "auth"`,
+			`write "auth" with the identity provider operators log in with; without it only the local operator (the warden CLI, the api-token) can decide`)
+	}
 	if cfg.Auth == nil || cfg.PublicURL != "" {
 		return nil
 	}

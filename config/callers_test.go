@@ -58,7 +58,7 @@ func TestAuthFields(t *testing.T) {
 	if cfg.PublicURL != "https://warden.example.com" {
 		t.Errorf("publicURL: %q", cfg.PublicURL)
 	}
-	if got := fmt.Sprint(*cfg.Auth); got != "{https://idp.example.com https://warden.example.com/mcp sub groups}" {
+	if got := fmt.Sprint(*cfg.Auth); got != "{https://idp.example.com https://warden.example.com/mcp sub groups }" {
 		t.Errorf("auth with default claims: %s", got)
 	}
 	cfg, err = Parse("/x/config.json", []byte(`{
@@ -70,6 +70,20 @@ func TestAuthFields(t *testing.T) {
 	}
 	if a := cfg.Auth; a.UserClaim != "email" || a.GroupsClaim != "roles" {
 		t.Errorf("claims: %+v", a)
+	}
+	cfg, err = Parse("/x/config.json", []byte(`{
+		"publicURL": "http://127.0.0.1:7373",
+		"auth": {"issuer": "http://127.0.0.1:9000", "audience": "warden", "uiClient": "warden-ui"},
+		"operators": [{"group": "security", "role": "reviewer"}, {"user": "alice", "role": "admin"}]
+	}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Auth.UIClient != "warden-ui" {
+		t.Errorf("uiClient: %q", cfg.Auth.UIClient)
+	}
+	if got := fmt.Sprint(cfg.Operators); got != "[{ security reviewer} {alice  admin}]" {
+		t.Errorf("operators: %s", got)
 	}
 }
 
@@ -94,7 +108,13 @@ func TestTeamErrors(t *testing.T) {
 		{`{"access": [{"client": "ghost", "profile": "*"}]}`, pre + `access[0].client: names no client "ghost"; name a client defined in "clients", or remove the entry`},
 		{`{"access": [{"user": "alice", "profile": "dev"}]}`, pre + `access[0].profile: names no profile "dev"…`},
 		{`{"access": {"user": "alice"}}`, pre + `access: is an object, not a list…`},
-		{`{"operators": {}}`, pre + `operators: unknown field…`},
+		{`{"operators": {}}`, pre + `operators: is an object, not a list…`},
+		{`{"operators": [{"user": "alice", "role": "admin"}]}`, pre + `operators: needs "auth"; write "auth" with the identity provider…`},
+		{`{"operators": [{"user": "alice"}]}`, pre + `operators[0]: needs "role" and exactly one of "user" and "group"…`},
+		{`{"operators": [{"user": "a", "group": "g", "role": "admin"}]}`, pre + `operators[0]: needs "role" and exactly one of…`},
+		{`{"operators": [{"user": "alice", "role": "boss"}]}`, pre + `operators[0].role: "boss" is not a role; write "reviewer"…`},
+		{`{"operators": [{"user": "alice", "role": "admin", "profile": "*"}]}`, pre + `operators[0].profile: unknown field; known fields are user, group, role`},
+		{`{"auth": {"issuer": "https://idp.example", "audience": "w", "uiClient": ""}, "publicURL": "https://w.example"}`, pre + `auth.uiClient: is empty…`},
 		{`{"auth": {}, "publicURL": "https://w.example"}`, pre + `auth: needs both "issuer" and "audience"…`},
 		{`{"auth": {"issuer": "https://idp.example"}, "publicURL": "https://w.example"}`, pre + `auth: needs both "issuer" and "audience"…`},
 		{`{"auth": {"issuer": "idp.example", "audience": "w"}, "publicURL": "https://w.example"}`, pre + `auth.issuer: is not an issuer URL…`},

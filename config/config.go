@@ -97,6 +97,9 @@ type Config struct {
 	Clients  map[string]Client  // "clients", keyed by name
 	Profiles map[string]Profile // "profiles", keyed by name
 	Access   []Access           // "access", in file order
+	// Operators give people of Auth's identity provider roles on /v1 and
+	// /ui/; nil: only the local operator decides.
+	Operators []Operator
 
 	// Missing is true when Load found no file at Path. The config is then
 	// the empty default one, which is valid: Warden starts with no servers.

@@ -18,7 +18,7 @@ import (
 
 // Field names, in the order messages list them.
 var (
-	topFields      = []string{"listen", "stateDir", "store", "storeKey", "activity", "toolSearch", "toolSearchBudget", "mcpServers", "publicURL", "auth", "clients", "profiles", "access"}
+	topFields      = []string{"listen", "stateDir", "store", "storeKey", "activity", "toolSearch", "toolSearchBudget", "mcpServers", "publicURL", "auth", "clients", "profiles", "access", "operators"}
 	activityFields = []string{"maxEntries", "maxAge"}
 	serverFields   = []string{"command", "args", "env", "cwd", "url", "headers", "transport", "type",
 		"trusted", "disabled", "callTimeout", "confirmDestructive", "tools", "inheritEnv", "sandbox", "start", "idleTimeout", "oauth", "envFile"}
@@ -116,6 +116,8 @@ func (d *decoder) decode(cfg *Config) error {
 			return d.profiles(v, path, cfg)
 		case "access":
 			return d.access(v, path, cfg, refs)
+		case "operators":
+			return d.operators(v, path, cfg)
 		case "listen":
 			s, err := d.str(v, path)
 			if err != nil {
