@@ -11,6 +11,7 @@ import (
 	"github.com/wardenmcp/warden/approval"
 	"github.com/wardenmcp/warden/callers"
 	"github.com/wardenmcp/warden/config"
+	"github.com/wardenmcp/warden/decisions"
 	"github.com/wardenmcp/warden/internal/testing/fixture"
 	"github.com/wardenmcp/warden/internal/testing/idp"
 )
@@ -100,6 +101,19 @@ func TestOperatorRoles(t *testing.T) {
 	}
 	if by[fixture.ToolRead] != "adam" || by[fixture.ToolDelete] != callers.Local.Name || by[fixture.ToolWrite] != "rita" {
 		t.Errorf("decided by %v; want read_value adam, delete_value the local operator, write_value rita", by)
+	}
+	// The log of decisions says who did what, newest first; refused
+	// requests decided nothing.
+	var log []decisions.Decision
+	decodeInto(t, as(rita, "GET", "/v1/decisions?server=q", "", http.StatusOK), &log)
+	var got []string
+	for _, d := range log {
+		got = append(got, fmt.Sprintf("%s %s %v %v", d.Operator, d.Action, d.Approved, d.Blocked))
+	}
+	want := []string{"local approve [delete_value] []", "adam block [] [read_value]", "adam quarantine [] []",
+		"rita admit [echo read_value write_value] [delete_value]"}
+	if !slices.Equal(got, want) {
+		t.Errorf("decisions:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
 
