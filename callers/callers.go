@@ -105,6 +105,7 @@ type Policy struct {
 	operators []config.Operator
 	auth      config.Auth // zero: no identity provider
 	idp       Verifier    // the identity provider's tokens; nil without one
+	operator  Verifier    // its tokens for /v1 (auth.OperatorAudience); nil without operators
 	metadata  string      // the URL of the resource metadata, with auth
 	resource  string      // what the metadata calls Warden
 }
@@ -123,6 +124,11 @@ func New(cfg *config.Config) *Policy {
 		p.auth = *cfg.Auth
 		p.idp = newOIDC(*cfg.Auth)
 		p.verifiers = append(p.verifiers, p.idp)
+		if len(cfg.Operators) > 0 {
+			forAPI := *cfg.Auth
+			forAPI.Audience = forAPI.OperatorAudience
+			p.operator = newOIDC(forAPI)
+		}
 		p.metadata = cfg.PublicURL + MetadataPath
 		p.resource = cfg.PublicURL
 		if u, err := url.Parse(p.auth.Audience); err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != "" {
