@@ -225,23 +225,33 @@ func (p *Policy) Authenticate(r *http.Request) (Caller, error) {
 	return c, err
 }
 
-func (p *Policy) authenticate(r *http.Request) (Caller, error) {
+// Bearer is r's bearer token (RFC 6750, in the Authorization header
+// only), or why r has none that may be checked.
+func Bearer(r *http.Request) (string, *Refused) {
 	if r.URL.Query().Has("access_token") {
-		return Caller{}, &Refused{Description: "a token in the URL is refused (URLs are logged); send it in the Authorization header"}
+		return "", &Refused{Description: "a token in the URL is refused (URLs are logged); send it in the Authorization header"}
 	}
 	h := r.Header.Values("Authorization")
 	if len(h) == 0 {
-		return Caller{}, &Refused{Description: "no bearer token: send Authorization: Bearer <token> with each request", Missing: true}
+		return "", &Refused{Description: "no bearer token: send Authorization: Bearer <token> with each request", Missing: true}
 	}
 	scheme, token, _ := strings.Cut(h[0], " ")
 	token = strings.TrimSpace(token)
 	switch {
 	case len(h) > 1:
-		return Caller{}, &Refused{Description: "more than one Authorization header: send one"}
+		return "", &Refused{Description: "more than one Authorization header: send one"}
 	case !strings.EqualFold(scheme, "Bearer") || token == "":
-		return Caller{}, &Refused{Description: "the Authorization header is not a bearer token: send Authorization: Bearer <token>"}
+		return "", &Refused{Description: "the Authorization header is not a bearer token: send Authorization: Bearer <token>"}
 	case len(token) > maxToken:
-		return Caller{}, &Refused{Description: fmt.Sprintf("the bearer token is longer than %d bytes", maxToken)}
+		return "", &Refused{Description: fmt.Sprintf("the bearer token is longer than %d bytes", maxToken)}
+	}
+	return token, nil
+}
+
+func (p *Policy) authenticate(r *http.Request) (Caller, error) {
+	token, refused := Bearer(r)
+	if refused != nil {
+		return Caller{}, refused
 	}
 	for _, v := range p.verifiers {
 		id, err := v.Verify(r.Context(), token)
