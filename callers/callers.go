@@ -105,6 +105,7 @@ type Policy struct {
 	operators []config.Operator
 	auth      config.Auth // zero: no identity provider
 	idp       Verifier    // the identity provider's tokens; nil without one
+	login     *Login      // the review page's login; nil without auth.uiClient
 	metadata  string      // the URL of the resource metadata, with auth
 	resource  string      // what the metadata calls Warden
 }
@@ -121,8 +122,12 @@ func New(cfg *config.Config) *Policy {
 	p := &Policy{verifiers: []Verifier{known}, clients: cfg.Clients, profiles: cfg.Profiles, access: cfg.Access, operators: cfg.Operators}
 	if cfg.Auth != nil {
 		p.auth = *cfg.Auth
-		p.idp = newOIDC(*cfg.Auth)
-		p.verifiers = append(p.verifiers, p.idp)
+		o := newOIDC(*cfg.Auth)
+		p.idp = o
+		p.verifiers = append(p.verifiers, o)
+		if p.auth.UIClient != "" {
+			p.login = &Login{tokens: o, client: p.auth.UIClient, redirect: cfg.PublicURL + LoginCallbackPath}
+		}
 		p.metadata = cfg.PublicURL + MetadataPath
 		p.resource = cfg.PublicURL
 		if u, err := url.Parse(p.auth.Audience); err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != "" {
