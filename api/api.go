@@ -16,6 +16,7 @@ import (
 
 	"github.com/wardenmcp/warden/activity"
 	"github.com/wardenmcp/warden/approval"
+	"github.com/wardenmcp/warden/callers"
 	"github.com/wardenmcp/warden/events"
 	"github.com/wardenmcp/warden/gateway"
 	"github.com/wardenmcp/warden/instances"
@@ -55,6 +56,10 @@ type Deps struct {
 	// with SharedStore, GET /v1/status shows them too.
 	Instances   func(context.Context) ([]instances.Instance, error)
 	SharedStore bool
+	// Callers, if set, is the known callers now: with an identity
+	// provider, its access tokens of the people "operators" names are
+	// accepted beside the operator token, each with its role.
+	Callers func() *callers.Policy
 }
 
 // LogFile is a stdio server's stderr log (secrets already masked).
@@ -96,8 +101,16 @@ func (a *handler) muxes() (public, private *http.ServeMux) {
 		if rt.public {
 			mux = public
 		}
-		serve := rt.serve
-		mux.HandleFunc(rt.method+" "+rt.path, func(w http.ResponseWriter, r *http.Request) { serve(a, w, r) })
+		serve, role := rt.serve, rt.needs()
+		mux.HandleFunc(rt.method+" "+rt.path, func(w http.ResponseWriter, r *http.Request) {
+			if op := operatorOf(r); !rt.public && !op.May(role) {
+				fail(w, http.StatusForbidden, "forbidden_role", fmt.Sprintf(
+					`%s may not %s %s: that needs the %s role; an admin gives it in "operators" of Warden's config, such as {"user": %q, "role": %q}`,
+					op, r.Method, r.URL.Path, role, op.Name, role))
+				return
+			}
+			serve(a, w, r)
+		})
 	}
 	private.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
 		if allowed := allowedMethods(r, public, private); len(allowed) > 0 {
@@ -131,17 +144,40 @@ type handler struct {
 	doc func() ([]byte, error) // the OpenAPI document
 }
 
-// auth requires the operator: the CLI on the state dir's socket, or the
-// operator token. Agents reach only the MCP surfaces, so nothing they can
-// send approves, unquarantines or clears anything.
+// operatorKey carries the operator a request acts as, from auth (or
+// AsOperator, in the process) to the routes.
+type operatorKey struct{}
+
+// AsOperator is r, made in the process for op (the review page, for the
+// person logged in): the API acts as op, with op's role and name on its
+// decisions, whatever r's token. Nothing a client sends can do this.
+func AsOperator(r *http.Request, op callers.Operator) *http.Request {
+	return r.WithContext(context.WithValue(r.Context(), operatorKey{}, op))
+}
+
+// operatorOf is the operator r acts as (the zero Operator, who may
+// nothing, before auth).
+func operatorOf(r *http.Request) callers.Operator {
+	op, _ := r.Context().Value(operatorKey{}).(callers.Operator)
+	return op
+}
+
+const unauthorized = "send Authorization: Bearer <token>, with the token from the file api-token in Warden's state dir (the warden CLI needs none: it uses the state dir's socket)"
+
+// auth requires an operator: the local one (the CLI on the state dir's
+// socket, the operator token), or a person "operators" names, by the
+// identity provider's access token. Agents reach only the MCP surfaces,
+// and a client's token of "clients" is never an operator's, so nothing
+// they can send approves, unquarantines or clears anything.
 func (a *handler) auth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if a.Socket == nil || !a.Socket(r) {
-			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-			if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(a.Token)) != 1 {
-				fail(w, http.StatusUnauthorized, "unauthorized", "send Authorization: Bearer <token>, with the token from the file api-token in Warden's state dir (the warden CLI needs none: it uses the state dir's socket)")
+		if _, ok := r.Context().Value(operatorKey{}).(callers.Operator); !ok {
+			op, status, err := a.operator(r)
+			if err != nil {
+				fail(w, status, map[int]string{http.StatusUnauthorized: "unauthorized", http.StatusForbidden: "not_operator"}[status], err.Error())
 				return
 			}
+			r = AsOperator(r, op)
 		}
 		if a.Caller != nil {
 			if err := a.Caller(r); err != nil {
@@ -151,6 +187,34 @@ func (a *handler) auth(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// operator is who r's credentials name, or why none (with its status).
+func (a *handler) operator(r *http.Request) (callers.Operator, int, error) {
+	if a.Socket != nil && a.Socket(r) {
+		return callers.Local, 0, nil
+	}
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok {
+		return callers.Operator{}, http.StatusUnauthorized, errors.New(unauthorized)
+	}
+	if subtle.ConstantTimeCompare([]byte(got), []byte(a.Token)) == 1 {
+		return callers.Local, 0, nil
+	}
+	var p *callers.Policy
+	if a.Callers != nil {
+		p = a.Callers()
+	}
+	op, err := p.OperatorToken(r.Context(), got)
+	switch {
+	case err == nil:
+		return op, 0, nil
+	case errors.Is(err, callers.ErrNotOperator):
+		return op, http.StatusForbidden, err
+	case errors.Is(err, callers.ErrUnknownToken):
+		return op, http.StatusUnauthorized, errors.New(unauthorized)
+	}
+	return op, http.StatusUnauthorized, fmt.Errorf("%v; or %s", err, unauthorized)
 }
 
 func reply(w http.ResponseWriter, code int, v any) {

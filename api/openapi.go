@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/wardenmcp/warden/activity"
 	"github.com/wardenmcp/warden/approval"
+	"github.com/wardenmcp/warden/config"
 	"github.com/wardenmcp/warden/instances"
 	"github.com/wardenmcp/warden/oauth"
 	"github.com/wardenmcp/warden/sessions"
@@ -30,7 +31,18 @@ type route struct {
 	answer       any    // the JSON answer's type; nil when media says
 	media        string // a streamed answer's content type
 	public       bool   // served without the token
-	serve        func(*handler, http.ResponseWriter, *http.Request)
+	// role is what an operator needs for the route; "": admin. A reviewer
+	// reads, approves and blocks.
+	role  config.Role
+	serve func(*handler, http.ResponseWriter, *http.Request)
+}
+
+// needs is the role the route needs.
+func (rt route) needs() config.Role {
+	if rt.role == "" {
+		return config.RoleAdmin
+	}
+	return rt.role
 }
 
 type param struct{ name, typ, doc string }
@@ -40,32 +52,37 @@ type BlockRequest struct {
 	Tools []string `json:"tools"`
 }
 
+// reviewer marks the routes a reviewer may use: reading, approving and
+// blocking. The rest (quarantine, clearing latches, calling tools, logging
+// in to upstreams, minting review-page codes) need an admin.
+const reviewer = config.RoleReviewer
+
 var routes = []route{
 	{method: "GET", path: "/v1/openapi.json", id: "openapi", public: true, answer: map[string]any{},
 		summary: "This document: every route of the API (OpenAPI 3.1). No token needed: it describes the API, never the state.",
 		serve:   (*handler).openapi},
-	{method: "GET", path: "/v1/status", id: "status", answer: Status{},
+	{method: "GET", path: "/v1/status", id: "status", role: reviewer, answer: Status{},
 		summary: "Version, uptime, config path, the last refused reload, and each server's state", serve: (*handler).status},
-	{method: "GET", path: "/v1/servers", id: "listServers", answer: []Server{},
+	{method: "GET", path: "/v1/servers", id: "listServers", role: reviewer, answer: []Server{},
 		summary: "Each configured server: transport, trust, quarantine, connection state (with a failed start's last stderr lines), tool counts by status",
 		serve:   (*handler).servers},
-	{method: "GET", path: "/v1/servers/{s}", id: "getServer", answer: Server{}, summary: "One server, as in the list", serve: (*handler).server},
-	{method: "POST", path: "/v1/servers/{s}/approve", id: "approveServer", body: approval.ServerApproval{}, answer: approval.Answer{},
+	{method: "GET", path: "/v1/servers/{s}", id: "getServer", role: reviewer, answer: Server{}, summary: "One server, as in the list", serve: (*handler).server},
+	{method: "POST", path: "/v1/servers/{s}/approve", id: "approveServer", role: reviewer, body: approval.ServerApproval{}, answer: approval.Answer{},
 		summary: "Admit a quarantined server, approving its pending tools but those in block. With expected_hashes, any tool whose definition differs answers 409 and nothing is written",
 		serve:   (*handler).approveServer},
 	{method: "POST", path: "/v1/servers/{s}/quarantine", id: "quarantineServer", answer: Server{},
 		summary: "Quarantine a server again: none of its tools are listed or run", serve: (*handler).quarantine},
-	{method: "GET", path: "/v1/servers/{s}/tools", id: "listTools", answer: []Tool{},
+	{method: "GET", path: "/v1/servers/{s}/tools", id: "listTools", role: reviewer, answer: []Tool{},
 		query: []param{
 			{"definitions", "boolean", "false leaves out the current and approved definitions: what deciding on hashes needs, in a fraction of the bytes (default true)"},
 		},
 		summary: "Each tool of a server: class, status, approved and current hash and definition", serve: (*handler).tools},
-	{method: "POST", path: "/v1/servers/{s}/tools/approve", id: "approveTools", body: approval.ToolApproval{}, answer: approval.Answer{},
+	{method: "POST", path: "/v1/servers/{s}/tools/approve", id: "approveTools", role: reviewer, body: approval.ToolApproval{}, answer: approval.Answer{},
 		summary: "Approve tools: the named ones, or all (but except). With expected_hashes, any mismatch answers 409 and nothing is written",
 		serve:   (*handler).approveTools},
-	{method: "POST", path: "/v1/servers/{s}/tools/block", id: "blockTools", body: BlockRequest{}, answer: approval.Answer{},
+	{method: "POST", path: "/v1/servers/{s}/tools/block", id: "blockTools", role: reviewer, body: BlockRequest{}, answer: approval.Answer{},
 		summary: "Block tools: they are neither listed nor run", serve: (*handler).block},
-	{method: "GET", path: "/v1/servers/{s}/logs", id: "serverLog", media: "text/plain",
+	{method: "GET", path: "/v1/servers/{s}/logs", id: "serverLog", role: reviewer, media: "text/plain",
 		query: []param{
 			{"lines", "integer", "how many of the last lines to answer first; 0 for the whole current file (default 100)"},
 			{"follow", "boolean", "then keep answering what the server writes, until the client goes away"},
@@ -74,15 +91,15 @@ var routes = []route{
 	{method: "POST", path: "/v1/servers/{s}/call", id: "callTool", body: CallRequest{}, answer: mcp.CallToolResult{},
 		summary: "Call a tool through the same policy as agents (warden call). A refusal is a result with isError and _meta[\"warden/refusal\"].code",
 		serve:   (*handler).call},
-	{method: "GET", path: "/v1/writes", id: "listLatches", answer: []writes.Latch{},
+	{method: "GET", path: "/v1/writes", id: "listLatches", role: reviewer, answer: []writes.Latch{},
 		summary: "Each call of unknown outcome that latched its server: what finds it upstream (tool, when sent and latched, surface, client and session, the arguments' hash, names and sizes; values only where the tool's config says recordArgs)", serve: (*handler).writes},
 	{method: "DELETE", path: "/v1/writes/{s}", id: "clearLatch", answer: Cleared{},
 		summary: "Clear a server's write latch; answers what was cleared", serve: (*handler).clearWrites},
-	{method: "GET", path: "/v1/instances", id: "listInstances", answer: []instances.Instance{},
+	{method: "GET", path: "/v1/instances", id: "listInstances", role: reviewer, answer: []instances.Instance{},
 		summary: "The instances sharing this store: id, run, listen address, version, started, last_seen, and gone once unseen for 30 s (one that died)", serve: (*handler).instances},
-	{method: "GET", path: "/v1/sessions", id: "listSessions", answer: []sessions.Info{},
+	{method: "GET", path: "/v1/sessions", id: "listSessions", role: reviewer, answer: []sessions.Info{},
 		summary: "Persisted upstream HTTP sessions (never credentials)", serve: (*handler).sessions},
-	{method: "GET", path: "/v1/activity", id: "listActivity", answer: []activity.Entry{},
+	{method: "GET", path: "/v1/activity", id: "listActivity", role: reviewer, answer: []activity.Entry{},
 		query: []param{
 			{"server", "string", "only this server's calls"},
 			{"user", "string", "only calls by this caller (a user, or a client of the config's \"clients\")"},
@@ -93,7 +110,7 @@ var routes = []route{
 	{method: "POST", path: "/v1/servers/{s}/auth/login", id: "authLogin", answer: oauth.LoginStarted{},
 		summary: "Start an upstream OAuth login: answers the authorization_url a person opens; Warden's /oauth/callback completes it",
 		serve:   (*handler).authLogin},
-	{method: "GET", path: "/v1/servers/{s}/auth", id: "authStatus", answer: oauth.Info{},
+	{method: "GET", path: "/v1/servers/{s}/auth", id: "authStatus", role: reviewer, answer: oauth.Info{},
 		summary: "An HTTP server's upstream authorization state (never a token)", serve: (*handler).authStatus},
 	{method: "DELETE", path: "/v1/servers/{s}/auth", id: "authLogout", answer: AuthLogout{},
 		summary: "Log out of an upstream: revoke its tokens where the authorization server supports it, and forget them",
@@ -101,7 +118,7 @@ var routes = []route{
 	{method: "POST", path: "/v1/ui/login", id: "uiLogin", answer: UILogin{},
 		summary: "A one-time code for the review page in the browser (warden ui): GET the answered path once to start a browser session",
 		serve:   (*handler).uiLogin},
-	{method: "GET", path: "/v1/events", id: "events", media: "text/event-stream",
+	{method: "GET", path: "/v1/events", id: "events", role: reviewer, media: "text/event-stream",
 		summary: "Server-sent events: server state, approvals, latches, list changes, sessions, reloads", serve: (*handler).events},
 }
 

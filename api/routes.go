@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/wardenmcp/warden/activity"
 	"github.com/wardenmcp/warden/approval"
+	"github.com/wardenmcp/warden/callers"
 	"github.com/wardenmcp/warden/gateway"
 	"github.com/wardenmcp/warden/store"
 	"github.com/wardenmcp/warden/writes"
@@ -21,7 +22,7 @@ func (a *handler) serverInfo(sc ServerConfig) Server {
 	s := Server{Name: sc.Name, Transport: sc.Transport, Target: sc.Target, Trusted: sc.Trusted, Disabled: sc.Disabled,
 		State: a.Gateway.Connection(sc.Name), ConfigError: sc.ConfigError}
 	if st, ok := a.Approvals.Server(sc.Name); ok {
-		s.Quarantined, s.Tools = st.Quarantined, st.Counts
+		s.Quarantined, s.DecidedBy, s.Tools = st.Quarantined, st.DecidedBy, st.Counts
 	}
 	s.ToolTokens = a.Gateway.ToolTokens(sc.Name)
 	return s
@@ -125,7 +126,7 @@ func (a *handler) tools(w http.ResponseWriter, r *http.Request) {
 		}
 		t := Tool{Name: rec.Name, Class: class, Status: rec.Status, Present: rec.Present, Hidden: sc.Hidden[rec.Name], HeldBack: rec.HeldBack, HeldBackAt: rec.HeldBackAt, Invalid: rec.Invalid, ServerQuarantined: quarantined,
 			ApprovedHash: rec.ApprovedHash, CurrentHash: rec.CurrentHash, Annotations: rec.Annotations,
-			ApprovedBy: rec.ApprovedBy, ApprovedAt: rec.ApprovedAt}
+			ApprovedBy: rec.ApprovedBy, ApprovedAt: rec.ApprovedAt, DecidedBy: rec.DecidedBy}
 		if definitions {
 			t.Current, t.Approved = rec.Current, rec.Approved
 		}
@@ -140,6 +141,7 @@ func (a *handler) approveServer(w http.ResponseWriter, r *http.Request) {
 	if !ok || !decode(w, r, &req) {
 		return
 	}
+	req.By = operatorOf(r).Name
 	ans, err := a.Approvals.ApproveServer(sc.Name, req)
 	if err != nil {
 		decisionError(w, err)
@@ -153,7 +155,7 @@ func (a *handler) quarantine(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if err := a.Approvals.Quarantine(sc.Name); err != nil {
+	if err := a.Approvals.Quarantine(sc.Name, operatorOf(r).Name); err != nil {
 		decisionError(w, err)
 		return
 	}
@@ -166,6 +168,7 @@ func (a *handler) approveTools(w http.ResponseWriter, r *http.Request) {
 	if !ok || !decode(w, r, &req) {
 		return
 	}
+	req.By = operatorOf(r).Name
 	ans, err := a.Approvals.ApproveTools(sc.Name, req)
 	if err != nil {
 		decisionError(w, err)
@@ -180,7 +183,7 @@ func (a *handler) block(w http.ResponseWriter, r *http.Request) {
 	if !ok || !decode(w, r, &req) {
 		return
 	}
-	ans, err := a.Approvals.Block(sc.Name, req.Tools)
+	ans, err := a.Approvals.Block(sc.Name, req.Tools, operatorOf(r).Name)
 	if err != nil {
 		decisionError(w, err)
 		return
@@ -204,7 +207,10 @@ func (a *handler) call(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusBadRequest, "bad_request", `request body: "arguments" must be a JSON object, such as {"key": "value"}`)
 		return
 	}
-	res, err := a.Gateway.CallTool(r.Context(), gateway.Call{Server: sc.Name, Tool: req.Tool, Args: req.Arguments, Surface: "cli"})
+	// The operator is unlimited by profiles; activity and a latch name them.
+	op := operatorOf(r).Name
+	res, err := a.Gateway.CallTool(r.Context(), gateway.Call{Server: sc.Name, Tool: req.Tool, Args: req.Arguments, Surface: "cli",
+		Who: callers.Caller{Identity: callers.Identity{User: op}}, Caller: writes.Caller{User: op}})
 	var unknown *gateway.UnknownToolError
 	var werr *jsonrpc.Error
 	switch {

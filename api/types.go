@@ -38,6 +38,7 @@ type Server struct {
 	Target      string             `json:"target"` // command or URL, without secrets
 	Trusted     bool               `json:"trusted"`
 	Quarantined bool               `json:"quarantined"`
+	DecidedBy   string             `json:"decided_by,omitempty"` // the operator who last admitted or quarantined it
 	Disabled    bool               `json:"disabled"`
 	State       gateway.Connection `json:"connection"`
 	Tools       approval.Counts    `json:"tools"`
@@ -66,8 +67,9 @@ type Tool struct {
 	Annotations       *mcp.ToolAnnotations `json:"annotations,omitempty"`
 	ApprovedBy        string               `json:"approved_by,omitempty"`
 	ApprovedAt        time.Time            `json:"approved_at,omitzero"`
-	Current           json.RawMessage      `json:"current,omitempty"`  // definition now
-	Approved          json.RawMessage      `json:"approved,omitempty"` // definition last approved
+	DecidedBy         string               `json:"decided_by,omitempty"` // the operator who last approved or blocked it
+	Current           json.RawMessage      `json:"current,omitempty"`    // definition now
+	Approved          json.RawMessage      `json:"approved,omitempty"`   // definition last approved
 }
 
 // CallRequest is the body of POST /v1/servers/{s}/call (warden call).

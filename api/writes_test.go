@@ -148,8 +148,8 @@ func TestWritesLatch(t *testing.T) {
 	// What finds the call upstream: when it was sent, its arguments' names
 	// and sizes (not their values: the config does not ask for them).
 	wantArgs := []writes.Arg{{Name: "sleep_ms", Bytes: len("10000")}, {Name: "value", Bytes: len(argSecret) + 2}}
-	if l.SentAt.IsZero() || !l.SentAt.Before(l.At) || !reflect.DeepEqual(l.Args, wantArgs) || l.Client != (writes.Caller{}) {
-		t.Errorf("latch %+v; want sent before it latched, arguments %+v and no client (an operator's call)", l, wantArgs)
+	if l.SentAt.IsZero() || !l.SentAt.Before(l.At) || !reflect.DeepEqual(l.Args, wantArgs) || l.Client != (writes.Caller{User: "local"}) {
+		t.Errorf("latch %+v; want sent before it latched, arguments %+v and the local operator as its caller (an operator's call)", l, wantArgs)
 	}
 	if strings.Contains(rec.Body.String(), argSecret) {
 		t.Errorf("GET /v1/writes shows the call's arguments: %s", rec.Body)

@@ -123,7 +123,7 @@ func TestPendingAndBlockedKeepTheirStatus(t *testing.T) {
 	r := ts.r
 	inv := inventory(3, "t")
 	must[ApplyResult](t)(r.Apply("x", false, 1, inv))
-	must[Answer](t)(r.Block("x", []string{"t_0002"}))
+	must[Answer](t)(r.Block("x", []string{"t_0002"}, "test"))
 	inv[0] = tool("t_0000", "other")
 	inv[2] = tool("t_0002", "other")
 	res := must[ApplyResult](t)(r.Apply("x", false, 2, inv))

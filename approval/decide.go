@@ -12,6 +12,7 @@ import (
 type ServerApproval struct {
 	ExpectedHashes map[string]string `json:"expected_hashes,omitempty"`
 	Block          []string          `json:"block,omitempty"`
+	By             string            `json:"-"` // the operator deciding, as records name them
 }
 
 // ToolApproval approves tools by name (Tools) or every pending and changed
@@ -22,6 +23,7 @@ type ToolApproval struct {
 	All            bool              `json:"all,omitempty"`
 	Except         []string          `json:"except,omitempty"`
 	ExpectedHashes map[string]string `json:"expected_hashes,omitempty"`
+	By             string            `json:"-"` // the operator deciding, as records name them
 }
 
 // EnsureServer records a configured server on config load. An untrusted
@@ -68,8 +70,8 @@ func (r *Registry) EnsureServers(servers map[string]bool) error {
 }
 
 // Quarantine withholds all of a server's tools until ApproveServer. It is
-// sticky: neither config nor discovery lifts it.
-func (r *Registry) Quarantine(server string) error {
+// sticky: neither config nor discovery lifts it. by is the operator.
+func (r *Registry) Quarantine(server, by string) error {
 	s, err := r.locked(server)
 	if err != nil {
 		return err
@@ -80,7 +82,7 @@ func (r *Registry) Quarantine(server string) error {
 			return change{}, nil
 		}
 		m := s.meta
-		m.Quarantined, m.QuarantinedBy, m.QuarantinedAt = true, QuarantinedByOperator, now
+		m.Quarantined, m.QuarantinedBy, m.QuarantinedAt, m.DecidedBy = true, QuarantinedByOperator, now, by
 		return change{meta: &m}, nil
 	})
 	s.unlock()
@@ -138,12 +140,13 @@ func (s *server) approveServer(req ServerApproval, now time.Time) ([]string, cha
 		if old := s.tools[name]; old.Status == StatusPending {
 			rec := *old
 			approve(&rec, ApprovedByOperator, now)
+			rec.DecidedBy = req.By
 			out = append(out, &rec)
 		}
 	}
-	out = append(out, s.blockRecords(req.Block)...)
+	out = append(out, s.blockRecords(req.Block, req.By)...)
 	m := s.meta
-	m.Quarantined, m.QuarantinedBy, m.AdmittedAt = false, "", now
+	m.Quarantined, m.QuarantinedBy, m.AdmittedAt, m.DecidedBy = false, "", now, req.By
 	if !m.Baselined {
 		m.Baselined, m.BaselineBy, m.BaselineAt = true, ApprovedByOperator, now
 	}
@@ -220,6 +223,7 @@ func (s *server) approveTools(req ToolApproval, now time.Time) ([]string, change
 		}
 		rec := *old
 		approve(&rec, ApprovedByOperator, now)
+		rec.DecidedBy = req.By
 		out = append(out, &rec)
 	}
 	for _, name := range holdBack {
@@ -231,8 +235,8 @@ func (s *server) approveTools(req ToolApproval, now time.Time) ([]string, change
 }
 
 // Block blocks tools by name: they stay blocked, whatever their definition,
-// until an operator approves them by name.
-func (r *Registry) Block(server string, tools []string) (Answer, error) {
+// until an operator approves them by name. by is the operator.
+func (r *Registry) Block(server string, tools []string, by string) (Answer, error) {
 	if len(tools) == 0 {
 		return Answer{}, invalid("name the tools to block")
 	}
@@ -247,7 +251,7 @@ func (r *Registry) Block(server string, tools []string) (Answer, error) {
 		if err := s.refuseInvalid("blocked", tools); err != nil {
 			return nil, change{}, err
 		}
-		return nil, change{recs: s.blockRecords(tools)}, nil
+		return nil, change{recs: s.blockRecords(tools, by)}, nil
 	})
 }
 
@@ -338,12 +342,12 @@ func (s *server) checkHashes(expected map[string]string, mustCover []string) err
 
 // blockRecords returns the records to write to block names (known). Caller
 // holds s.mu.
-func (s *server) blockRecords(names []string) []*ToolRecord {
+func (s *server) blockRecords(names []string, by string) []*ToolRecord {
 	var out []*ToolRecord
 	for _, name := range dedupe(names) {
 		if old := s.tools[name]; old.Status != StatusBlocked {
 			rec := *old
-			rec.Status = StatusBlocked
+			rec.Status, rec.DecidedBy = StatusBlocked, by
 			rec.release()
 			out = append(out, &rec)
 		}

@@ -82,7 +82,7 @@ func TestApproveServer(t *testing.T) {
 		t.Fatal("server approval lost in restart")
 	}
 	// Quarantine again: withheld, sticky against config, and lifted only by approval.
-	must[error](t)(nil, r.Quarantine("x"))
+	must[error](t)(nil, r.Quarantine("x", "test"))
 	must[error](t)(nil, r.EnsureServer("x", true))
 	if !r.Quarantined("x") {
 		t.Fatal("config lifted an operator quarantine")
@@ -207,8 +207,8 @@ func TestErrors(t *testing.T) {
 	for name, err := range map[string]error{
 		"server approve": second(r.ApproveServer("nope", ServerApproval{})),
 		"tools approve":  second(r.ApproveTools("nope", ToolApproval{All: true})),
-		"block":          second(r.Block("nope", []string{"a"})),
-		"quarantine":     r.Quarantine("nope"),
+		"block":          second(r.Block("nope", []string{"a"}, "test")),
+		"quarantine":     r.Quarantine("nope", "test"),
 	} {
 		var us *UnknownServerError
 		if !errors.Is(err, ErrUnknownServer) || !errors.As(err, &us) || us.Server != "nope" {
@@ -217,7 +217,7 @@ func TestErrors(t *testing.T) {
 	}
 	for name, err := range map[string]error{
 		"approve": second(r.ApproveTools("x", ToolApproval{Tools: []string{"t_0000", "zz", "aa"}})),
-		"block":   second(r.Block("x", []string{"zz"})),
+		"block":   second(r.Block("x", []string{"zz"}, "test")),
 		"server":  second(r.ApproveServer("x", ServerApproval{Block: []string{"zz"}})),
 	} {
 		var ut *UnknownToolError
@@ -297,7 +297,7 @@ func TestEnsureServers(t *testing.T) {
 	ts := newStore(t)
 	r := ts.r
 	must[error](t)(nil, r.EnsureServers(map[string]bool{"lifted": false, "operator": true}))
-	must[error](t)(nil, r.Quarantine("operator"))
+	must[error](t)(nil, r.Quarantine("operator", "test"))
 	var changed []string
 	r.OnChange(func(c Change) { changed = append(changed, c.Server) })
 	must[error](t)(nil, r.EnsureServers(map[string]bool{"trusted": true, "untrusted": false, "lifted": true, "operator": true}))

@@ -73,7 +73,7 @@ func TestTwoInstancesDecideOneServerInTurn(t *testing.T) {
 			a, b := twoRegistries(t, open, 3)
 
 			wait := interleave(t, a, "s", func() {
-				if err := b.Quarantine("s"); err != nil {
+				if err := b.Quarantine("s", "test"); err != nil {
 					t.Error(err)
 				}
 			})
@@ -195,7 +195,7 @@ func TestInstanceOpeningMissesNoChange(t *testing.T) {
 	must[ApplyResult](t)(a.Apply("s", false, 1, inventory(1, "t")))
 	must[Answer](t)(a.ApproveServer("s", ServerApproval{}))
 	b := openRegistry(t, &changeAfterLoad{Store: sb, change: func() {
-		if err := a.Quarantine("s"); err != nil {
+		if err := a.Quarantine("s", "test"); err != nil {
 			t.Error(err)
 		}
 	}})

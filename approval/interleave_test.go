@@ -122,7 +122,7 @@ func TestInterleaveQuarantineVsBaseline(t *testing.T) {
 	inv := inventory(20, "t")
 	must[error](t)(nil, r.EnsureServer("s", true))
 	wait := interleave(t, r, "s", func() {
-		if err := r.Quarantine("s"); err != nil {
+		if err := r.Quarantine("s", "test"); err != nil {
 			t.Error(err)
 		}
 	})
@@ -148,7 +148,7 @@ func TestQuarantinedTrustedServerIsNotBaselined(t *testing.T) {
 	ts := newStore(t)
 	r := ts.r
 	must[error](t)(nil, r.EnsureServer("s", true))
-	must[error](t)(nil, r.Quarantine("s"))
+	must[error](t)(nil, r.Quarantine("s", "test"))
 	res := must[ApplyResult](t)(r.Apply("s", true, 1, inventory(3, "t")))
 	if res.Baseline || statusCount(r, "s")[StatusPending] != 3 {
 		t.Fatalf("quarantined server baselined: %+v", res)

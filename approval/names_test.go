@@ -59,13 +59,13 @@ func TestInvalidNameHeld(t *testing.T) {
 	if _, err := r.ApproveTools("s", ToolApproval{Tools: []string{"safe_read", esc}}); !errors.Is(err, ErrInvalidRequest) || !strings.Contains(err.Error(), "cannot be approved") {
 		t.Errorf("naming an invalid tool: %v", err)
 	}
-	if _, err := r.Block("s", []string{bidi}); !errors.Is(err, ErrInvalidRequest) {
+	if _, err := r.Block("s", []string{bidi}, "test"); !errors.Is(err, ErrInvalidRequest) {
 		t.Errorf("blocking an invalid tool: %v", err)
 	}
 	if _, err := r.ApproveServer("s", ServerApproval{ExpectedHashes: hashes(t, inv[1:2])}); !errors.Is(err, ErrInvalidRequest) {
 		t.Errorf("admitting with an invalid tool: %v", err)
 	}
-	if err := r.Quarantine("s"); err != nil {
+	if err := r.Quarantine("s", "test"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := r.ApproveServer("s", ServerApproval{}); err != nil {

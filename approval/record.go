@@ -58,7 +58,10 @@ type ToolRecord struct {
 	Approved     json.RawMessage `json:"approved,omitempty"` // last approved definition
 	ApprovedBy   string          `json:"approved_by,omitempty"`
 	ApprovedAt   time.Time       `json:"approved_at,omitzero"`
-	FirstSeen    time.Time       `json:"first_seen,omitzero"`
+	// DecidedBy is the operator who last approved or blocked the tool
+	// (callers.Operator's Name); "" for a baseline's approval.
+	DecidedBy string    `json:"decided_by,omitempty"`
+	FirstSeen time.Time `json:"first_seen,omitzero"`
 	// HeldBack marks a pending or changed tool an operator left out of an
 	// approval of all tools by name (ToolApproval.Except): approvals of
 	// "everything" pass it over, so only naming it approves it. HeldBackAt
@@ -87,7 +90,7 @@ func (t *ToolRecord) visible(quarantined bool) bool {
 func sameState(a, b *ToolRecord) bool {
 	return a.Status == b.Status && a.Present == b.Present &&
 		a.CurrentHash == b.CurrentHash && a.ApprovedHash == b.ApprovedHash &&
-		a.ApprovedBy == b.ApprovedBy && a.ApprovedAt.Equal(b.ApprovedAt) && a.HeldBack == b.HeldBack
+		a.ApprovedBy == b.ApprovedBy && a.ApprovedAt.Equal(b.ApprovedAt) && a.HeldBack == b.HeldBack && a.DecidedBy == b.DecidedBy
 }
 
 // holdBack marks the record held back by an operator at now.
@@ -128,6 +131,7 @@ type serverMeta struct {
 	BaselineBy string    `json:"baseline_by,omitempty"`
 	BaselineAt time.Time `json:"baseline_at,omitzero"`
 	AdmittedAt time.Time `json:"admitted_at,omitzero"` // last server approval
+	DecidedBy  string    `json:"decided_by,omitempty"` // the operator who last admitted or quarantined it
 }
 
 // ServerState is a server's admission state and its tools counted by status.
@@ -135,6 +139,7 @@ type ServerState struct {
 	Name          string `json:"name"`
 	Quarantined   bool   `json:"quarantined"`
 	QuarantinedBy string `json:"quarantined_by,omitempty"`
+	DecidedBy     string `json:"decided_by,omitempty"` // the operator who last admitted or quarantined it
 	Baselined     bool   `json:"baselined"`
 	Counts        Counts `json:"tools"`
 }

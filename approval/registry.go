@@ -216,7 +216,7 @@ func (r *Registry) Server(name string) (ServerState, bool) {
 		return ServerState{}, false
 	}
 	return ServerState{Name: name, Quarantined: v.meta.Quarantined, QuarantinedBy: v.meta.QuarantinedBy,
-		Baselined: v.meta.Baselined, Counts: v.counts}, true
+		DecidedBy: v.meta.DecidedBy, Baselined: v.meta.Baselined, Counts: v.counts}, true
 }
 
 // Servers returns the names of all known servers, sorted.

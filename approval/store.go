@@ -40,6 +40,7 @@ type storedRecord struct {
 	Approved     json.RawMessage `json:"approved,omitempty"`
 	ApprovedBy   string          `json:"approved_by,omitempty"`
 	ApprovedAt   time.Time       `json:"approved_at,omitzero"`
+	DecidedBy    string          `json:"decided_by,omitempty"`
 	FirstSeen    time.Time       `json:"first_seen,omitzero"`
 	LastSeen     time.Time       `json:"last_seen,omitzero"`
 	HeldBack     bool            `json:"held_back,omitempty"`
@@ -71,6 +72,9 @@ func encodeRecord(rec *ToolRecord) []byte {
 	if rec.ApprovedBy != "" {
 		b = appendString(append(b, `,"approved_by":`...), rec.ApprovedBy)
 	}
+	if rec.DecidedBy != "" {
+		b = appendString(append(b, `,"decided_by":`...), rec.DecidedBy)
+	}
 	for _, f := range []struct {
 		key string
 		t   time.Time
@@ -97,7 +101,7 @@ func decodeRecord(server, name string, v []byte) (*ToolRecord, error) {
 	}
 	rec := &ToolRecord{Server: server, Name: name, Status: s.Status, Present: s.Present,
 		ApprovedHash: s.ApprovedHash, CurrentHash: s.CurrentHash, Current: s.Current, Approved: s.Approved,
-		ApprovedBy: s.ApprovedBy, ApprovedAt: s.ApprovedAt, FirstSeen: s.FirstSeen, LastSeen: s.LastSeen, HeldBack: s.HeldBack, HeldBackAt: s.HeldBackAt}
+		ApprovedBy: s.ApprovedBy, ApprovedAt: s.ApprovedAt, DecidedBy: s.DecidedBy, FirstSeen: s.FirstSeen, LastSeen: s.LastSeen, HeldBack: s.HeldBack, HeldBackAt: s.HeldBackAt}
 	if rec.Approved == nil && rec.ApprovedHash != "" && rec.ApprovedHash == rec.CurrentHash {
 		rec.Approved = rec.Current
 	}

@@ -19,7 +19,7 @@ func TestRecordsSurviveRestart(t *testing.T) {
 	inv[0] = tool("t_0000", "v2 \u2028 <b>")
 	inv[0].Annotations.ReadOnlyHint = false
 	must[ApplyResult](t)(r.Apply("fs", true, 2, inv[:3]))
-	must[Answer](t)(r.Block("fs", []string{"t_0002"}))
+	must[Answer](t)(r.Block("fs", []string{"t_0002"}, "test"))
 	must[ApplyResult](t)(r.Apply("pend", false, 1, inventory(2, "p")))
 
 	for _, server := range []string{"fs", "pend"} {
@@ -60,7 +60,7 @@ func TestOnChangeOutsideLock(t *testing.T) {
 	r.OnChange(func(c Change) {
 		got = append(got, c)
 		if len(got) == 1 {
-			if err := r.Quarantine(c.Server); err != nil { // takes the same server's lock
+			if err := r.Quarantine(c.Server, "test"); err != nil { // takes the same server's lock
 				t.Error(err)
 			}
 		}

@@ -308,7 +308,7 @@ func (d *Daemon) routes(s *surface.Surfaces, m *metrics.Metrics) http.Handler {
 		Logs:         func(server string) (api.LogFile, error) { return d.logs.file(server) },
 		SearchTokens: surface.SearchViewTokens(),
 		UILogin:      review.NewCode,
-		Instances:    d.instanceList, SharedStore: d.store.Shared(),
+		Instances:    d.instanceList, SharedStore: d.store.Shared(), Callers: d.surfaces.Callers,
 	})
 	mux.Handle("/v1/", review.API)
 	mux.Handle("/ui/", review)

@@ -91,7 +91,7 @@ func TestCallRefusals(t *testing.T) {
 	}
 
 	// Blocked by an operator.
-	if _, err := p.Approvals.Block("fx", []string{fixture.ToolRead}); err != nil {
+	if _, err := p.Approvals.Block("fx", []string{fixture.ToolRead}, "test"); err != nil {
 		t.Fatal(err)
 	}
 	expectRefusal(t, p, "fx", fixture.ToolRead, "", nil, gateway.CodeBlocked, "warden review approve fx read_value")

@@ -213,7 +213,7 @@ func TestToolTokensCountVisibleTools(t *testing.T) {
 	if before == 0 {
 		t.Fatal("r's visible tool costs no tokens")
 	}
-	if _, err := p.Approvals.Block("r", []string{fixture.RichTool, fixture.RichMetaTool}); err != nil {
+	if _, err := p.Approvals.Block("r", []string{fixture.RichTool, fixture.RichMetaTool}, "test"); err != nil {
 		t.Fatal(err)
 	}
 	if after := g.ToolTokens("r"); after != 0 {

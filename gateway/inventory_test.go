@@ -144,12 +144,12 @@ func TestInventoryVersionedOncePerChange(t *testing.T) {
 		g.Inventory("s", &upstream.Inventory{Seq: seq + 3, Init: &mcp.InitializeResult{}, Tools: []*mcp.Tool{other, other}})
 	})
 	step("an approval decision", true, func() {
-		if _, err := g.deps.Approvals.Block("s", []string{"w"}); err != nil {
+		if _, err := g.deps.Approvals.Block("s", []string{"w"}, "test"); err != nil {
 			t.Fatal(err)
 		}
 	})
 	step("a quarantine", true, func() {
-		if err := g.deps.Approvals.Quarantine("s"); err != nil {
+		if err := g.deps.Approvals.Quarantine("s", "test"); err != nil {
 			t.Fatal(err)
 		}
 	})

@@ -41,6 +41,9 @@ func (s *Surfaces) SetCallers(p *callers.Policy) {
 	}
 }
 
+// Callers is the known callers of requests now; nil: none.
+func (s *Surfaces) Callers() *callers.Policy { return s.policy.Load() }
+
 // relist tells the view's sessions that the tools changed (the SDK sends
 // list_changed when its server's tools do): one tool it holds is held
 // again, as it is. The search view's own two tools are the same for

@@ -2,8 +2,6 @@ package surface
 
 import (
 	"time"
-
-	"github.com/wardenmcp/warden/callers"
 )
 
 // Hooks for the tests of package surface_test, which run the surfaces over
@@ -23,6 +21,3 @@ func (s *Surfaces) CloseIdleNow(idle, unusedIdle time.Duration) {
 // SweepSessionsAt is the sweep of the shared sessions' records as it would
 // run at now.
 func (s *Surfaces) SweepSessionsAt(now time.Time, idle time.Duration) { s.sweepSessions(now, idle) }
-
-// Callers is the policy requests are checked with now.
-func (s *Surfaces) Callers() *callers.Policy { return s.policy.Load() }

@@ -225,6 +225,9 @@ func writeToolReview(w io.Writer, server string, t api.Tool) error {
 	fmt.Fprintf(w, "%s  %s/%s  class %s\n", t.Status, server, display.Escape(t.Name), classLabel(t))
 	if t.Status == approval.StatusChanged && len(t.Approved) > 0 {
 		by := t.ApprovedBy
+		if t.DecidedBy != "" {
+			by += " " + display.Escape(t.DecidedBy)
+		}
 		if !t.ApprovedAt.IsZero() {
 			by += ", " + stamp(t.ApprovedAt)
 		}
