@@ -6,7 +6,7 @@
 //
 // A browser gets in with a one-time code from POST /v1/ui/login (`warden
 // ui`: the local operator, an admin), or, with "auth.uiClient" set, by a
-// person's login at the identity provider (login.go) as the operator
+// person's login at the identity provider (idp.go) as the operator
 // "operators" makes them. Either gives a session cookie (HttpOnly,
 // SameSite=Strict) naming the operator, whose role the API enforces on
 // every call the page makes for them; each form that changes state is a
