@@ -35,6 +35,14 @@ const (
 	loginCookie = "warden_ui_login"
 )
 
+// maxLogins bounds the logins under way (about: instances starting logins
+// at once may each pass it by one): starting one needs no credentials, so
+// a flood of starts must not fill the store.
+var maxLogins = 1000
+
+// errBusy: maxLogins logins are under way.
+var errBusy = errors.New("too many logins are under way; try again in a few minutes")
+
 // pending is a login under way.
 type pending struct {
 	Nonce    string    `json:"nonce"`
@@ -79,7 +87,11 @@ func (u *UI) loginStart(w http.ResponseWriter, r *http.Request) {
 		u.loginPage(w, http.StatusServiceUnavailable, err.Error())
 		return
 	}
-	if err := u.keepLogin(r.Context(), state, p); err != nil {
+	switch err := u.keepLogin(r.Context(), state, p); {
+	case errors.Is(err, errBusy):
+		u.loginPage(w, http.StatusServiceUnavailable, "Warden cannot start your login now: "+errBusy.Error()+".")
+		return
+	case err != nil:
 		u.loginPage(w, http.StatusServiceUnavailable, unavailable)
 		return
 	}
@@ -129,7 +141,7 @@ func (u *UI) loginCallback(w http.ResponseWriter, r *http.Request) {
 		render(w, http.StatusForbidden, "notoperator", page{Title: "Not an operator", Issuer: l.Issuer(), Data: id})
 		return
 	}
-	sid, v, err := newSession(op)
+	sid, v, err := newSession(op, &id)
 	if err == nil {
 		err = u.Store.Update(r.Context(), func(tx store.Tx) error { return keepSession(tx, time.Now(), sid, v) })
 	}
@@ -140,7 +152,8 @@ func (u *UI) loginCallback(w http.ResponseWriter, r *http.Request) {
 	loggedIn(w, sid)
 }
 
-// keepLogin stores a login under way, removing the expired ones.
+// keepLogin stores a login under way, removing the expired ones; errBusy
+// when maxLogins are.
 func (u *UI) keepLogin(ctx context.Context, state string, p pending) error {
 	v, err := json.Marshal(&p)
 	if err != nil {
@@ -148,14 +161,21 @@ func (u *UI) keepLogin(ctx context.Context, state string, p pending) error {
 	}
 	now := time.Now()
 	return u.Store.Update(ctx, func(tx store.Tx) error {
+		live := 0
 		if err := prune(tx, bucketLogins, now, func(k, _ []byte) (time.Time, error) {
 			p, err := readLogin(tx, k)
 			if errors.Is(err, errNoLogin) {
 				return time.Time{}, nil // unreadable: remove
 			}
+			if !now.After(p.Expires) {
+				live++
+			}
 			return p.Expires, err
 		}); err != nil {
 			return err
+		}
+		if live >= maxLogins {
+			return errBusy
 		}
 		return tx.PutSecret(bucketLogins, storeKey(state), v)
 	})

@@ -23,6 +23,7 @@ type idpLogin struct {
 	t    *testing.T
 	prov *idp.Provider
 	u    *UI
+	pol  *callers.Policy // the live known callers; setOperators changes it
 }
 
 const publicURL = "https://warden.test"
@@ -34,14 +35,20 @@ func newIdPLogin(t *testing.T, api http.Handler) *idpLogin {
 	prov.AddPerson(idp.Person{Name: "rita", Password: "r-pw", Groups: []string{"security"}})
 	prov.AddPerson(idp.Person{Name: "ada", Password: "a-pw"})
 	prov.AddPerson(idp.Person{Name: "bob", Password: "b-pw", Groups: []string{"eng"}})
-	pol := callers.New(&config.Config{PublicURL: publicURL,
-		Auth:      &config.Auth{Issuer: prov.Issuer, Audience: publicURL + "/mcp", UserClaim: "sub", GroupsClaim: "groups", UIClient: "warden-ui"},
-		Operators: []config.Operator{{Group: "security", Role: config.RoleReviewer}, {User: "ada", Role: config.RoleAdmin}}})
 	// The provider's connections, kept alive by the default transport,
 	// are closed before the package's leak check.
 	t.Cleanup(http.DefaultTransport.(*http.Transport).CloseIdleConnections)
-	u := &UI{API: api, Store: openStore(t, filepath.Join(t.TempDir(), "warden.db")), Callers: func() *callers.Policy { return pol }}
-	return &idpLogin{t: t, prov: prov, u: u}
+	l := &idpLogin{t: t, prov: prov}
+	l.setOperators(config.Operator{Group: "security", Role: config.RoleReviewer}, config.Operator{User: "ada", Role: config.RoleAdmin})
+	l.u = &UI{API: api, Store: openStore(t, filepath.Join(t.TempDir(), "warden.db")), Callers: func() *callers.Policy { return l.pol }}
+	return l
+}
+
+// setOperators makes ops the config's "operators".
+func (l *idpLogin) setOperators(ops ...config.Operator) {
+	l.pol = callers.New(&config.Config{PublicURL: publicURL,
+		Auth:      &config.Auth{Issuer: l.prov.Issuer, Audience: publicURL + "/mcp", UserClaim: "sub", GroupsClaim: "groups", UIClient: "warden-ui"},
+		Operators: ops})
 }
 
 // start asks u to log in: the provider's authorization URL, and the
@@ -193,4 +200,46 @@ func TestIdPLoginNotOperator(t *testing.T) {
 		!strings.Contains(body, `{"user": "bob", "role": "reviewer"}`) {
 		t.Fatalf("not an operator: %d %v %s", w.Code, w.Result().Cookies(), body)
 	}
+}
+
+// A session begun at the provider acts with the role "operators" gives
+// its person now: a change of the config applies to it, and a person
+// taken out of "operators" is logged out. The local operator's session
+// does not depend on "operators".
+func TestIdPSessionFollowsOperators(t *testing.T) {
+	l := newIdPLogin(t, &fakeAPI{})
+	local := login(t, l.u)
+	authURL, cookie := l.start(l.u)
+	sc := sessionCookie(comeBack(l.u, l.prov.SignIn(t, authURL, "rita", "r-pw"), cookie))
+	if sc == nil {
+		t.Fatal("rita got no session")
+	}
+	l.setOperators(config.Operator{Group: "security", Role: config.RoleAdmin})
+	if w := serve(l.u, "GET", "/ui/", sc.Value, nil); w.Code != http.StatusOK || !strings.Contains(w.Body.String(), "rita (admin)") {
+		t.Fatalf("rita made an admin: %d %s", w.Code, w.Body)
+	}
+	l.setOperators(config.Operator{User: "ada", Role: config.RoleAdmin})
+	if w := serve(l.u, "GET", "/ui/", sc.Value, nil); w.Code != http.StatusUnauthorized || strings.Contains(w.Body.String(), "secret-server") {
+		t.Fatalf("rita taken out of operators: %d %s", w.Code, w.Body)
+	}
+	if w := serve(l.u, "GET", "/ui/", local.Value, nil); w.Code != http.StatusOK || !strings.Contains(w.Body.String(), "local (admin)") {
+		t.Fatalf("the local operator: %d %s", w.Code, w.Body)
+	}
+}
+
+// Starting a login needs no credentials: past maxLogins under way, a start
+// is refused, saying so, until one is finished.
+func TestIdPLoginsBounded(t *testing.T) {
+	l := newIdPLogin(t, &fakeAPI{})
+	defer func(n int) { maxLogins = n }(maxLogins)
+	maxLogins = 2
+	authURL, cookie := l.start(l.u)
+	l.start(l.u)
+	if w := serve(l.u, "GET", loginStartPath, "", nil); w.Code != http.StatusServiceUnavailable || !strings.Contains(w.Body.String(), "too many logins are under way") {
+		t.Fatalf("a third start: %d %s", w.Code, w.Body)
+	}
+	if w := comeBack(l.u, l.prov.SignIn(t, authURL, "ada", "a-pw"), cookie); sessionCookie(w) == nil {
+		t.Fatalf("finishing the first: %d %s", w.Code, w.Body)
+	}
+	l.start(l.u)
 }

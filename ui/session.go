@@ -38,9 +38,14 @@ var errNoCode = errors.New("no such login code")
 type session struct {
 	key      []byte           // the store key: SHA-256 of the cookie
 	Operator callers.Operator `json:"operator"` // who logged in: the page decides as them
-	CSRF     string           `json:"csrf"`
-	Expires  time.Time        `json:"expires"`
-	Flash    *flash           `json:"flash,omitempty"` // shown once, on the next page
+	// Person is whom the identity provider named, in a session begun
+	// there (nil: the local operator's). Their role is read from
+	// "operators" again on every request, so a change of the config
+	// applies to sessions already open.
+	Person  *callers.Identity `json:"person,omitempty"`
+	CSRF    string            `json:"csrf"`
+	Expires time.Time         `json:"expires"`
+	Flash   *flash            `json:"flash,omitempty"` // shown once, on the next page
 }
 
 // flash is what a form's POST reports on the page it redirects to.
@@ -93,7 +98,7 @@ func (u *UI) NewCode() (string, error) {
 // its cookie value. The code is spent under its store lock, so two
 // instances cannot both take it.
 func (u *UI) redeem(code string) (string, error) {
-	id, v, err := newSession(callers.Local)
+	id, v, err := newSession(callers.Local, nil)
 	if err != nil {
 		return "", err
 	}
@@ -124,9 +129,9 @@ func (u *UI) redeem(code string) (string, error) {
 	return id, nil
 }
 
-// newSession is a new session of op: its cookie value, and what the store
-// keeps of it.
-func newSession(op callers.Operator) (id string, v []byte, err error) {
+// newSession is a new session of op (person, if the identity provider
+// named them): its cookie value, and what the store keeps of it.
+func newSession(op callers.Operator, person *callers.Identity) (id string, v []byte, err error) {
 	if id, err = token(); err != nil {
 		return "", nil, err
 	}
@@ -134,7 +139,7 @@ func newSession(op callers.Operator) (id string, v []byte, err error) {
 	if err != nil {
 		return "", nil, err
 	}
-	v, err = json.Marshal(&session{Operator: op, CSRF: csrf, Expires: time.Now().Add(sessionTTL)})
+	v, err = json.Marshal(&session{Operator: op, Person: person, CSRF: csrf, Expires: time.Now().Add(sessionTTL)})
 	return id, v, err
 }
 
@@ -196,8 +201,9 @@ func readSession(tx store.Tx, key []byte) (*session, error) {
 	return &s, nil
 }
 
-// session finds the request's session: nil without a valid cookie, an
-// error when the store cannot say.
+// session finds the request's session, with its operator as "operators"
+// makes them now: nil without a valid cookie, or for a person no longer an
+// operator; an error when the store cannot say.
 func (u *UI) session(r *http.Request) (*session, error) {
 	c, err := r.Cookie(cookieName)
 	if err != nil {
@@ -213,6 +219,13 @@ func (u *UI) session(r *http.Request) (*session, error) {
 	}
 	if s == nil || time.Now().After(s.Expires) {
 		return nil, nil
+	}
+	if s.Person != nil {
+		op, err := u.policy().Operator(*s.Person)
+		if err != nil {
+			return nil, nil // no longer an operator: logged out
+		}
+		s.Operator = op
 	}
 	return s, nil
 }
