@@ -17,6 +17,7 @@ import (
 	"github.com/wardenmcp/warden/activity"
 	"github.com/wardenmcp/warden/approval"
 	"github.com/wardenmcp/warden/callers"
+	"github.com/wardenmcp/warden/decisions"
 	"github.com/wardenmcp/warden/events"
 	"github.com/wardenmcp/warden/gateway"
 	"github.com/wardenmcp/warden/instances"
@@ -60,6 +61,9 @@ type Deps struct {
 	// provider, its access tokens of the people "operators" names are
 	// accepted beside the operator token, each with its role.
 	Callers func() *callers.Policy
+	// Decisions lists operators' decisions, newest first (only server's
+	// when set).
+	Decisions func(ctx context.Context, server string, limit int) ([]decisions.Decision, error)
 }
 
 // LogFile is a stdio server's stderr log (secrets already masked).

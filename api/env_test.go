@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/wardenmcp/warden/config"
+	"github.com/wardenmcp/warden/decisions"
 	"github.com/wardenmcp/warden/instances"
 	"github.com/wardenmcp/warden/internal/testing/wardentest/parts"
 )
@@ -40,6 +41,9 @@ func newEnv(t *testing.T, mcpServers string, opts ...func(*Deps)) *env {
 		Config: e.configInfo, Sessions: func() any { return p.Sessions.List() }, SearchTokens: 42,
 		Instances: func(ctx context.Context) ([]instances.Instance, error) {
 			return instances.List(ctx, p.Store, time.Now())
+		},
+		Decisions: func(ctx context.Context, server string, limit int) ([]decisions.Decision, error) {
+			return decisions.List(ctx, p.Store, server, limit)
 		}}
 	for _, f := range opts {
 		f(&d)

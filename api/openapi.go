@@ -14,6 +14,7 @@ import (
 	"github.com/wardenmcp/warden/activity"
 	"github.com/wardenmcp/warden/approval"
 	"github.com/wardenmcp/warden/config"
+	"github.com/wardenmcp/warden/decisions"
 	"github.com/wardenmcp/warden/instances"
 	"github.com/wardenmcp/warden/oauth"
 	"github.com/wardenmcp/warden/sessions"
@@ -107,6 +108,13 @@ var routes = []route{
 		},
 		summary: "Recent tool calls: surface, server, tool, class, SHA-256 of the arguments (never the arguments), outcome",
 		serve:   (*handler).activity},
+	{method: "GET", path: "/v1/decisions", id: "listDecisions", role: reviewer, answer: []decisions.Decision{},
+		query: []param{
+			{"server", "string", "only decisions about this server"},
+			{"limit", "integer", "at most this many, newest first (default 100)"},
+		},
+		summary: "Operators' decisions: who (\"local\" for the CLI and the api-token), on which instance, when, and what: admit, approve, block, quarantine, clear (with the tools approved and blocked, the latches cleared)",
+		serve:   (*handler).decisions},
 	{method: "POST", path: "/v1/servers/{s}/auth/login", id: "authLogin", answer: oauth.LoginStarted{},
 		summary: "Start an upstream OAuth login: answers the authorization_url a person opens; Warden's /oauth/callback completes it",
 		serve:   (*handler).authLogin},

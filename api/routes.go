@@ -280,7 +280,7 @@ func (a *handler) writes(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *handler) clearWrites(w http.ResponseWriter, r *http.Request) {
-	ls, err := a.Writes.Clear(r.PathValue("s"))
+	ls, err := a.Writes.Clear(r.PathValue("s"), operatorOf(r).Name)
 	if err != nil {
 		storeError(w, err)
 		return
@@ -318,6 +318,21 @@ func (a *handler) activity(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	reply(w, http.StatusOK, entries)
+}
+
+func (a *handler) decisions(w http.ResponseWriter, r *http.Request) {
+	server := r.URL.Query().Get("server")
+	out, err := a.Decisions(r.Context(), server, queryInt(r, "limit", 100))
+	if err != nil {
+		storeError(w, err)
+		return
+	}
+	if server != "" && len(out) == 0 {
+		if _, known := a.configured(w, server); !known {
+			return
+		}
+	}
+	reply(w, http.StatusOK, out)
 }
 
 // events streams server-sent events until the client goes away.

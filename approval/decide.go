@@ -1,6 +1,7 @@
 package approval
 
 import (
+	"github.com/wardenmcp/warden/decisions"
 	"maps"
 	"slices"
 	"time"
@@ -83,7 +84,7 @@ func (r *Registry) Quarantine(server, by string) error {
 		}
 		m := s.meta
 		m.Quarantined, m.QuarantinedBy, m.QuarantinedAt, m.DecidedBy = true, QuarantinedByOperator, now, by
-		return change{meta: &m}, nil
+		return change{meta: &m, decision: &decisions.Decision{At: now, Operator: by, Action: decisions.Quarantine, Server: server}}, nil
 	})
 	s.unlock()
 	r.notify(chs...)
@@ -102,7 +103,7 @@ func (r *Registry) ApproveServer(server string, req ServerApproval) (Answer, err
 	if err != nil {
 		return Answer{}, err
 	}
-	return r.decide(s, "approve", req.Block, func(now time.Time) ([]string, change, error) { return s.approveServer(req, now) })
+	return r.decide(s, "approve", decisions.Admit, req.By, req.Block, func(now time.Time) ([]string, change, error) { return s.approveServer(req, now) })
 }
 
 // approveServer decides a server approval: the tools it approves and what
@@ -173,7 +174,7 @@ func (r *Registry) ApproveTools(server string, req ToolApproval) (Answer, error)
 	if err != nil {
 		return Answer{}, err
 	}
-	return r.decide(s, "approve", nil, func(now time.Time) ([]string, change, error) { return s.approveTools(req, now) })
+	return r.decide(s, "approve", decisions.Approve, req.By, nil, func(now time.Time) ([]string, change, error) { return s.approveTools(req, now) })
 }
 
 // approveTools decides a tool approval: the tools it approves and what to
@@ -244,7 +245,7 @@ func (r *Registry) Block(server string, tools []string, by string) (Answer, erro
 	if err != nil {
 		return Answer{}, err
 	}
-	return r.decide(s, "block", tools, func(time.Time) ([]string, change, error) {
+	return r.decide(s, "block", decisions.Block, by, tools, func(time.Time) ([]string, change, error) {
 		if err := s.known(tools); err != nil {
 			return nil, change{}, err
 		}
@@ -257,12 +258,15 @@ func (r *Registry) Block(server string, tools []string, by string) (Answer, erro
 
 // decide commits an operator's decision on s (locked by the caller;
 // unlocked on return) and answers it: fn says which tools it approves and
-// what to write; blocked are the tools it blocks.
-func (r *Registry) decide(s *server, cause string, blocked []string, fn func(now time.Time) ([]string, change, error)) (Answer, error) {
+// what to write; blocked are the tools it blocks. The decision is recorded
+// as action by the operator by, with the tools it approved and blocked.
+func (r *Registry) decide(s *server, cause, action, by string, blocked []string, fn func(now time.Time) ([]string, change, error)) (Answer, error) {
 	now := r.now()
 	var approved []string
 	chs, err := r.commit(s, cause, func() (c change, err error) {
-		approved, c, err = fn(now)
+		if approved, c, err = fn(now); err == nil && !c.empty() {
+			c.decision = decisionOf(c.recs, decisions.Decision{At: now, Operator: by, Action: action, Server: s.name})
+		}
 		return c, err
 	})
 	var ans Answer
@@ -272,6 +276,21 @@ func (r *Registry) decide(s *server, cause string, blocked []string, fn func(now
 	s.unlock()
 	r.notify(chs...)
 	return ans, err
+}
+
+// decisionOf is d with the tools recs approve and block.
+func decisionOf(recs []*ToolRecord, d decisions.Decision) *decisions.Decision {
+	for _, rec := range recs {
+		switch {
+		case rec.Status == StatusApproved:
+			d.Approved = append(d.Approved, rec.Name)
+		case rec.Status == StatusBlocked:
+			d.Blocked = append(d.Blocked, rec.Name)
+		}
+	}
+	slices.Sort(d.Approved)
+	slices.Sort(d.Blocked)
+	return &d
 }
 
 // locked returns a known server with its lock held.

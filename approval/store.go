@@ -12,6 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/wardenmcp/warden/decisions"
 	"github.com/wardenmcp/warden/store"
 )
 
@@ -190,6 +191,11 @@ func (r *Registry) write(tx store.Tx, server string, c change) error {
 			return err
 		}
 	}
+	if c.decision != nil {
+		if err := decisions.Record(tx, r.st, *c.decision); err != nil {
+			return err
+		}
+	}
 	return tx.Publish(topic, []byte(server))
 }
 
@@ -215,6 +221,9 @@ func (r refusal) Error() string { return r.err.Error() }
 type change struct {
 	meta *serverMeta
 	recs []*ToolRecord
+	// decision, if set, is the operator's decision the change makes,
+	// recorded with it.
+	decision *decisions.Decision
 }
 
 func (c change) empty() bool { return c.meta == nil && len(c.recs) == 0 }

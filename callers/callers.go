@@ -105,6 +105,7 @@ type Policy struct {
 	operators []config.Operator
 	auth      config.Auth // zero: no identity provider
 	idp       Verifier    // the identity provider's tokens; nil without one
+	operator  Verifier    // its tokens for /v1 (auth.OperatorAudience); nil without operators
 	login     *Login      // the review page's login; nil without auth.uiClient
 	metadata  string      // the URL of the resource metadata, with auth
 	resource  string      // what the metadata calls Warden
@@ -125,6 +126,11 @@ func New(cfg *config.Config) *Policy {
 		o := newOIDC(*cfg.Auth)
 		p.idp = o
 		p.verifiers = append(p.verifiers, o)
+		if len(cfg.Operators) > 0 {
+			forAPI := *cfg.Auth
+			forAPI.Audience = forAPI.OperatorAudience
+			p.operator = newOIDC(forAPI)
+		}
 		if p.auth.UIClient != "" {
 			p.login = &Login{tokens: o, client: p.auth.UIClient, redirect: cfg.PublicURL + LoginCallbackPath}
 		}

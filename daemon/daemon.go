@@ -26,6 +26,7 @@ import (
 	"github.com/wardenmcp/warden/approval"
 	"github.com/wardenmcp/warden/callers"
 	"github.com/wardenmcp/warden/config"
+	"github.com/wardenmcp/warden/decisions"
 	"github.com/wardenmcp/warden/events"
 	"github.com/wardenmcp/warden/gateway"
 	"github.com/wardenmcp/warden/internal/state"
@@ -309,6 +310,9 @@ func (d *Daemon) routes(s *surface.Surfaces, m *metrics.Metrics) http.Handler {
 		SearchTokens: surface.SearchViewTokens(),
 		UILogin:      review.NewCode,
 		Instances:    d.instanceList, SharedStore: d.store.Shared(), Callers: d.surfaces.Callers,
+		Decisions: func(ctx context.Context, server string, limit int) ([]decisions.Decision, error) {
+			return decisions.List(ctx, d.store, server, limit)
+		},
 	})
 	mux.Handle("/v1/", review.API)
 	mux.Handle("/ui/", review)

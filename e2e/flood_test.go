@@ -25,10 +25,14 @@ import (
 // calls and /healthz keep working meanwhile.
 func TestNotificationFlood(t *testing.T) {
 	bin := testenv.BuildBinary(t, fixturePkg)
-	w := wardentest.Start(t, map[string]any{
-		"flood": map[string]any{"command": bin, "args": []string{"-flood", "-1", "-flood-size", "4096"}, "trusted": true},
-	})
+	// The server is added once the events are followed: a flood that
+	// began before would be reported before, and never again while it
+	// lasts.
+	w := wardentest.Start(t, map[string]any{})
 	events := w.FollowEvents(t)
+	w.Reload(t, func(servers map[string]any) {
+		servers["flood"] = map[string]any{"command": bin, "args": []string{"-flood", "-1", "-flood-size", "4096"}, "trusted": true}
+	})
 	w.WaitReady(t, "flood")
 
 	start := time.Now()

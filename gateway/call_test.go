@@ -160,7 +160,7 @@ func TestUnknownOutcomeLatchesWrites(t *testing.T) {
 		t.Errorf("a read while latched: %q (%v)", text(res), err)
 	}
 
-	if _, err := p.Writes.Clear("w"); err != nil {
+	if _, err := p.Writes.Clear("w", "test"); err != nil {
 		t.Fatal(err)
 	}
 	if res, err := call(t, p, "w", fixture.ToolWrite, `{"value":"after"}`, nil); err != nil || res.IsError || fx.Value("") != "after" {

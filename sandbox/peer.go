@@ -53,17 +53,34 @@ func TCPCaller(local, remote *net.TCPAddr) error {
 		return nil
 	}
 	link := "socket:[" + strconv.FormatUint(uint64(sock.inode), 10) + "]"
-	holders := socketHolders(link, sock.uid)
-	if len(holders) == 0 {
-		return ErrPeerUnknown
-	}
+	return holdersAdmitted(socketHolders(link, sock.uid), link)
+}
+
+// holdersAdmitted admits the processes found holding link when each that
+// still holds it is an operator's and at least one is. One that let go of
+// it since it was found is passed over: a child the caller forked, between
+// its fork and its exec, holds every file of its parent for a moment, and
+// is not the caller. Passing over one that let go admits nothing by
+// itself: each process admitted holds link when it is checked.
+func holdersAdmitted(holders []int, link string) error {
+	admitted := 0
 	for _, pid := range holders {
-		if err := operatorProcess(pid, link); err != nil {
+		switch err := operatorProcess(pid, link); {
+		case errors.Is(err, errLetGo):
+		case err != nil:
 			return err
+		default:
+			admitted++
 		}
+	}
+	if admitted == 0 {
+		return ErrPeerUnknown
 	}
 	return nil
 }
+
+// errLetGo: the process no longer holds the file (or has exited).
+var errLetGo = errors.New("it no longer holds the connection")
 
 // UnixCaller checks a connection on a unix socket by the process the
 // kernel recorded when it connected (SO_PEERPIDFD: that process, not a
@@ -93,16 +110,19 @@ func UnixCaller(c *net.UnixConn) error {
 
 // operatorProcess refuses pid unless it is outside Warden's descendants
 // and shares Warden's user and PID namespaces. With holds set, pid must
-// still hold that file once pinned, so that a process that exited meanwhile
-// is not confused with a new one given its number.
+// still hold that file once pinned (else errLetGo), so that a process that
+// exited meanwhile is not confused with a new one given its number.
 func operatorProcess(pid int, holds string) error {
 	pidfd, err := unix.PidfdOpen(pid, 0)
-	if err != nil {
+	switch {
+	case errors.Is(err, unix.ESRCH) && holds != "":
+		return errLetGo
+	case err != nil:
 		return ErrPeerUnknown
 	}
 	defer unix.Close(pidfd)
 	if holds != "" && !holdsFile(pid, holds) {
-		return ErrPeerUnknown
+		return errLetGo
 	}
 	for _, ns := range []string{"user", "pid"} {
 		mine, err1 := os.Readlink("/proc/self/ns/" + ns)

@@ -154,6 +154,66 @@ func TestTCPCaller(t *testing.T) {
 	}
 }
 
+// A holder that let go of the connection since the scan found it (a
+// child forked between its fork and its exec, one that exited) is passed
+// over; the connection is still admitted only by a holder that holds it
+// when checked, and refused while one of Warden's children holds it.
+func TestTCPCallerPassesOverHoldersThatLetGo(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	own, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer own.Close()
+	c := acceptOne(t, ln)
+	sock, found, err := peerSocket(c.LocalAddr().(*net.TCPAddr), c.RemoteAddr().(*net.TCPAddr))
+	if err != nil || !found {
+		t.Fatalf("the connection's socket: %v, %v", found, err)
+	}
+	link := "socket:[" + strconv.FormatUint(uint64(sock.inode), 10) + "]"
+	start := func(files ...*os.File) *exec.Cmd {
+		cmd := exec.Command("sleep", "30")
+		cmd.ExtraFiles = files
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		return cmd
+	}
+	done := exec.Command("true")
+	if err := done.Run(); err != nil {
+		t.Fatal(err)
+	}
+	other := start() // holds nothing of this process's
+	for _, tc := range []struct {
+		name    string
+		holders []int
+		want    error
+	}{
+		{"this process, and a child that let go", []int{os.Getpid(), other.Process.Pid}, nil},
+		{"this process, and one that exited", []int{done.Process.Pid, os.Getpid()}, nil},
+		{"only a child that let go", []int{other.Process.Pid}, ErrPeerUnknown},
+		{"none", nil, ErrPeerUnknown},
+	} {
+		if err := holdersAdmitted(tc.holders, link); err != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
+		}
+	}
+	f, err := own.(*net.TCPConn).File()
+	if err != nil {
+		t.Fatal(err)
+	}
+	holding := start(f) // a child of "Warden" (this process) holding it
+	f.Close()
+	if err := holdersAdmitted([]int{os.Getpid(), holding.Process.Pid}, link); err != ErrSpawned {
+		t.Errorf("this process and a child holding the connection: %v, want ErrSpawned", err)
+	}
+}
+
 func TestInContainer(t *testing.T) {
 	dir := t.TempDir()
 	for _, e := range []string{"docker", "podman"} {

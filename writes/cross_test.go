@@ -102,7 +102,7 @@ func TestLatchAcrossInstances(t *testing.T) {
 		t.Fatalf("B's Admit after it heard: %+v; want refused", lt)
 	}
 
-	if ls, err := b.Clear("s"); err != nil || len(ls) != 1 {
+	if ls, err := b.Clear("s", "test"); err != nil || len(ls) != 1 {
 		t.Fatalf("Clear on B: %+v, %v", ls, err)
 	}
 	wait(t, aChanges) // A's own Record

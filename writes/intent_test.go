@@ -170,7 +170,7 @@ func TestRecordWhileTheStoreIsDown(t *testing.T) {
 	if _, err := l.Begin(ctx, Latch{Server: "t", Tool: "w"}); !errors.Is(err, store.ErrUnavailable) {
 		t.Fatalf("Begin with the store down: %v", err)
 	}
-	if _, err := l.Clear("s"); !errors.Is(err, store.ErrUnavailable) {
+	if _, err := l.Clear("s", "test"); !errors.Is(err, store.ErrUnavailable) {
 		t.Fatalf("Clear with the store down: %v", err)
 	}
 	if _, lt := l.Admit("s"); lt == nil {

@@ -61,6 +61,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/wardenmcp/warden/decisions"
 	"github.com/wardenmcp/warden/store"
 )
 
@@ -437,8 +438,8 @@ func (l *Ledger) Record(lt Latch, in *Intent) error {
 // Clear removes the server's latches, on every instance, and answers them,
 // oldest first (none when the server was not latched). The deletion is
 // committed before the latch is lifted; if the commit fails the server stays
-// latched.
-func (l *Ledger) Clear(server string) ([]Latch, error) {
+// latched. A clear of latches is recorded as the operator by's decision.
+func (l *Ledger) Clear(server, by string) ([]Latch, error) {
 	g := l.gateFor(server)
 	g.gate.Lock()
 	var ls []Latch
@@ -447,6 +448,9 @@ func (l *Ledger) Clear(server string) ([]Latch, error) {
 			return err
 		}
 		if err := tx.Delete(latchBucket, []byte(server)); err != nil {
+			return err
+		}
+		if err := decisions.Record(tx, l.st, decisions.Decision{Operator: by, Action: decisions.Clear, Server: server, Latches: len(ls)}); err != nil {
 			return err
 		}
 		return tx.Publish(topic, []byte(server))

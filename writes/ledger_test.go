@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/wardenmcp/warden/decisions"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -159,15 +160,21 @@ func TestRecordDurableEachKeptClear(t *testing.T) {
 		t.Fatalf("Admit on latched server = %+v", lt)
 	}
 
-	cleared, err := l.Clear("fs")
+	cleared, err := l.Clear("fs", "test")
 	if err != nil || len(cleared) != 2 || cleared[0].Tool != "move_file" || !cleared[0].At.Equal(first.At) ||
 		cleared[1].Tool != "write_file" || cleared[1].Reason != ReasonCancelled || !cleared[1].At.Equal(second.At) {
 		t.Fatalf("Clear = %+v, %v", cleared, err)
 	}
-	if ls, _ := l.Clear("fs"); len(ls) != 0 {
+	if ls, _ := l.Clear("fs", "test"); len(ls) != 0 {
 		t.Fatal("second Clear reported a latch")
 	}
-	if ls, _ := l.Clear("never-seen"); len(ls) != 0 {
+	// The clear is the operator's decision, recorded once: the second
+	// cleared nothing.
+	if ds, err := decisions.List(context.Background(), l.st, "", 10); err != nil || len(ds) != 1 ||
+		ds[0].Action != decisions.Clear || ds[0].Operator != "test" || ds[0].Server != "fs" || ds[0].Latches != 2 {
+		t.Fatalf("decisions after two clears = %+v, %v; want one clear of fs's 2 latches by test", ds, err)
+	}
+	if ls, _ := l.Clear("never-seen", "test"); len(ls) != 0 {
 		t.Fatal("Clear of unknown server reported a latch")
 	}
 	p, lt := l.Admit("fs")
