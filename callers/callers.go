@@ -106,6 +106,7 @@ type Policy struct {
 	auth      config.Auth // zero: no identity provider
 	idp       Verifier    // the identity provider's tokens; nil without one
 	operator  Verifier    // its tokens for /v1 (auth.OperatorAudience); nil without operators
+	login     *Login      // the review page's login; nil without auth.uiClient
 	metadata  string      // the URL of the resource metadata, with auth
 	resource  string      // what the metadata calls Warden
 }
@@ -122,12 +123,16 @@ func New(cfg *config.Config) *Policy {
 	p := &Policy{verifiers: []Verifier{known}, clients: cfg.Clients, profiles: cfg.Profiles, access: cfg.Access, operators: cfg.Operators}
 	if cfg.Auth != nil {
 		p.auth = *cfg.Auth
-		p.idp = newOIDC(*cfg.Auth)
-		p.verifiers = append(p.verifiers, p.idp)
+		o := newOIDC(*cfg.Auth)
+		p.idp = o
+		p.verifiers = append(p.verifiers, o)
 		if len(cfg.Operators) > 0 {
 			forAPI := *cfg.Auth
 			forAPI.Audience = forAPI.OperatorAudience
 			p.operator = newOIDC(forAPI)
+		}
+		if p.auth.UIClient != "" {
+			p.login = &Login{tokens: o, client: p.auth.UIClient, redirect: cfg.PublicURL + LoginCallbackPath}
 		}
 		p.metadata = cfg.PublicURL + MetadataPath
 		p.resource = cfg.PublicURL

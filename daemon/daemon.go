@@ -301,7 +301,7 @@ func (d *Daemon) routes(s *surface.Surfaces, m *metrics.Metrics) http.Handler {
 	mux.Handle("/mcp/", s)
 	mux.HandleFunc("GET "+callers.MetadataPath, s.ServeMetadata)
 	// The review page reads and decides through the API, in-process.
-	review := &ui.UI{Token: d.Token, Store: d.store}
+	review := &ui.UI{Store: d.store, Callers: d.surfaces.Callers}
 	review.API = api.Handler(api.Deps{
 		Version: d.opts.Version, Token: d.Token, Started: time.Now(), Gateway: d.gw,
 		Approvals: d.approvals, Writes: d.ledger, Activity: d.activity, Events: d.events,
