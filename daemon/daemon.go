@@ -226,7 +226,11 @@ func Run(ctx context.Context, opts Options) error {
 
 	reloadCtx, stopReload := context.WithCancel(ctx)
 	defer stopReload()
-	go d.watch(reloadCtx)
+	// The config file is watched before Warden says it listens: an edit
+	// made once it is up is never missed.
+	watching := make(chan struct{})
+	go d.watch(reloadCtx, watching)
+	<-watching
 
 	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve(conns) }()
@@ -373,18 +377,22 @@ func (d *Daemon) setSurfaces(cfg *config.Config) {
 }
 
 // watch reloads on config file changes and SIGHUP.
-func (d *Daemon) watch(ctx context.Context) {
+// watching is closed once the file is watched (or cannot be) and SIGHUP
+// is caught.
+func (d *Daemon) watch(ctx context.Context, watching chan struct{}) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 	changed := make(chan struct{}, 1)
+	ready := sync.OnceFunc(func() { close(watching) })
 	go func() {
 		err := config.Watch(ctx, d.cfg.Path, func() {
 			select {
 			case changed <- struct{}{}:
 			default:
 			}
-		})
+		}, ready)
+		ready() // the watch could not be set up: SIGHUP still reloads
 		if err != nil && ctx.Err() == nil {
 			d.log.Warn("not watching the config file; reload with SIGHUP", "err", err)
 		}
