@@ -89,6 +89,11 @@ func diffConformanceOnce(t *testing.T, args ...string) (diffs []string, timingOn
 	})
 	fast.WaitReady(t, "everything")
 	sdk.WaitReady(t, "everything")
+	t.Cleanup(func() {
+		if t.Failed() { // what each Warden did, for a difference seen only under load
+			t.Logf("the fast-path Warden's log:\n%s\nthe SDK-path Warden's log:\n%s", fast.Logs, sdk.Logs)
+		}
+	})
 	results := map[string]map[string][]string{}
 	answers := map[string]*statelessAnswers{}
 	for name, w := range map[string]*wardentest.Warden{"fast": fast, "sdk": sdk} {
