@@ -187,7 +187,7 @@ func Run(ctx context.Context, opts Options) error {
 	m := metrics.New(label)
 	d.gw = gateway.New(gateway.Deps{
 		Approvals: d.approvals, Writes: d.ledger, Activity: d.activity, Events: d.events, Metrics: m, Logger: log,
-		Upstream: upstream.Options{Launcher: d.launcher, Version: opts.Version, Stderr: d.logs.writer, NoFastPath: opts.NoFastPath,
+		Upstream: upstream.Options{Launcher: d.launcher, Version: opts.Version, Stderr: d.logs.writer, NoFastPath: opts.NoFastPath, Notices: opts.Limits.Notices,
 			Sessions: d.sessions, Auth: d.auth, SessionEvent: func(server, kind string) {
 				m.SessionEvent(server, kind)
 				d.events.Publish(events.Event{Type: "session", Server: server, Data: map[string]string{"event": kind}})

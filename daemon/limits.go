@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"github.com/wardenmcp/warden/upstream"
 	"io"
 	"log/slog"
 	"net"
@@ -32,6 +33,9 @@ type Limits struct {
 	MaxConns int
 	// MaxSessions bounds the MCP client sessions (surface.DefaultMaxSessions).
 	MaxSessions int
+	// Notices bounds each server's notifications for clients (0:
+	// upstream.NoticeRate a second after a burst of upstream.NoticeBurst).
+	Notices upstream.NoticeLimit
 }
 
 const (

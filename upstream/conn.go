@@ -103,6 +103,7 @@ type Options struct {
 	Sessions      SessionStore                  // persisted HTTP sessions; nil keeps none
 	SessionEvent  func(server, kind string)     // resumed, expired, reinitialized, fresh
 	Auth          Authorizer                    // OAuth for HTTP servers; nil: none
+	Notices       NoticeLimit                   // the rate of notifications for clients; zero: the defaults
 	NoticeDropped func(server string)           // a notification above the rate was dropped
 	Flood         func(server string, f Flood)  // a flooding episode began or ended
 	Answers       *Answers                      // bound over the answers being relayed; nil: a bound of its own

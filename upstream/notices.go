@@ -26,6 +26,22 @@ const (
 	noticeCalm = 2 * time.Second
 )
 
+// NoticeLimit is a server's rate of notifications for clients: Rate a
+// second after a burst of Burst. The zero value is NoticeRate and
+// NoticeBurst.
+type NoticeLimit struct {
+	Rate  float64
+	Burst int
+}
+
+// orDefault is l, or the default limit when l is zero.
+func (l NoticeLimit) orDefault() NoticeLimit {
+	if l.Rate <= 0 || l.Burst <= 0 {
+		return NoticeLimit{Rate: NoticeRate, Burst: NoticeBurst}
+	}
+	return l
+}
+
 // Flood is a flooding episode of a server, reported when it begins
 // (Flooding) and when it ends (with what was dropped).
 type Flood struct {
@@ -49,7 +65,8 @@ type noticeGate struct {
 }
 
 func newNoticeGate(server string, log *slog.Logger, opts Options) *noticeGate {
-	return &noticeGate{server: server, log: log, limit: rate.NewLimiter(NoticeRate, NoticeBurst), reads: rate.NewLimiter(noticeReadRate, NoticeBurst),
+	l := opts.Notices.orDefault()
+	return &noticeGate{server: server, log: log, limit: rate.NewLimiter(rate.Limit(l.Rate), l.Burst), reads: rate.NewLimiter(noticeReadRate, NoticeBurst),
 		dropped: opts.NoticeDropped, episode: opts.Flood}
 }
 
@@ -80,7 +97,7 @@ func (g *noticeGate) allow() bool {
 		g.dropped(g.server)
 	}
 	if begins {
-		g.log.Warn("server floods notifications; dropping those above the limit until it calms down", "limit_per_second", NoticeRate)
+		g.log.Warn("server floods notifications; dropping those above the limit until it calms down", "limit_per_second", g.limit.Limit())
 		g.report(Flood{Flooding: true})
 		time.AfterFunc(noticeCalm, g.calmed)
 	}

@@ -38,3 +38,17 @@ func TestNoticeGateReportsEpisodes(t *testing.T) {
 		t.Fatal("the flood's end was not reported")
 	}
 }
+
+// A limit of the options replaces the default one.
+func TestNoticeGateLimit(t *testing.T) {
+	g := newNoticeGate("s", slog.New(slog.NewTextHandler(io.Discard, nil)), Options{Notices: NoticeLimit{Rate: 1, Burst: 3}})
+	passed := 0
+	for range 10 {
+		if g.allow() {
+			passed++
+		}
+	}
+	if passed != 3 {
+		t.Fatalf("%d of 10 passed a limit of a burst of 3 at 1 a second", passed)
+	}
+}
