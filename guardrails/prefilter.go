@@ -436,19 +436,15 @@ type occurrence struct{ id, start int32 }
 // scan returns where the words occur in s, in order of where they start,
 // and the set of phrases whose required words s holds.
 func (a *automaton) scan(s string) ([]occurrence, bitSet) {
-	var occ []occurrence
-	seen := newBitSet(len(words.list))
+	occ := make([]occurrence, 0, len(s)/8)
 	possible := newBitSet(int(words.count))
 	n := 0
 	for i := 0; i < len(s); i++ {
 		n = int(a.delta[n*a.nclass+int(a.class[s[i]])])
 		for _, id := range a.out[n] {
 			occ = append(occ, occurrence{id, int32(i + 1 - len(words.list[id]))})
-			if !seen.has(id) {
-				seen.add(id)
-				for _, p := range words.phrases[id] {
-					possible.add(p)
-				}
+			for _, p := range words.phrases[id] {
+				possible.add(p)
 			}
 		}
 	}

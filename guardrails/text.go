@@ -31,12 +31,13 @@ func prepare(f field) *text {
 	s := f.text
 	suspicious := lookalikeWords(s)
 	t.lookalike = suspicious
-	b := make([]byte, 0, len(s))
+	var b strings.Builder
+	b.Grow(len(s))
 	t.pos = make([]int32, 0, len(s)+1)
 	emit := func(r rune, at int) {
-		n := len(b)
-		b = utf8.AppendRune(b, r)
-		for ; n < len(b); n++ {
+		n := b.Len()
+		b.WriteRune(r)
+		for ; n < b.Len(); n++ {
 			t.pos = append(t.pos, int32(at))
 		}
 	}
@@ -46,7 +47,7 @@ func prepare(f field) *text {
 		if c := s[i]; c >= 0x20 && c < 0x7F && suspicious == nil { // plain ASCII, the common case
 			if c == ' ' {
 				if !space {
-					b = append(b, ' ')
+					b.WriteByte(' ')
 					t.pos = append(t.pos, int32(i))
 				}
 				space = true
@@ -54,7 +55,7 @@ func prepare(f field) *text {
 				if 'A' <= c && c <= 'Z' {
 					c += 'a' - 'A'
 				}
-				b = append(b, c)
+				b.WriteByte(c)
 				t.pos = append(t.pos, int32(i))
 				space = false
 			}
@@ -102,7 +103,7 @@ func prepare(f field) *text {
 		i += size
 	}
 	t.pos = append(t.pos, int32(len(s)))
-	t.norm = string(b)
+	t.norm = b.String()
 	t.occ, t.possible = dictionary().scan(t.norm)
 	return t
 }
