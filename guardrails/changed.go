@@ -87,7 +87,8 @@ func sentences(norm string) []sentence {
 			}
 		}
 		if w := strings.TrimSpace(norm[start:i]); w != "" {
-			out = append(out, sentence{start, i, w})
+			lead := strings.Index(norm[start:i], w)
+			out = append(out, sentence{start + lead, start + lead + len(w), w})
 		}
 		start = i + 1
 	}

@@ -87,7 +87,7 @@ var shadowRe = anyOf(
 var credentialPlaceRe = anyOf(
 	`(?:^|[^a-z0-9])\.ssh\b`, `\bid_(?:rsa|dsa|ecdsa|ed25519)\b`, `\.aws/(?:credentials|config)\b`,
 	`(?:^|[\s'"\x60(/])\.env(?:\.[a-z]+)?\b`, `\bmcp\.json\b`, `\bclaude_desktop_config\.json\b`,
-	`(?:^|[^a-z0-9])\.(?:npmrc|pypirc|netrc|git-credentials|gitconfig|gnupg|bash_history|zsh_history)\b`,
+	`(?:^|[^a-z0-9])\.(?:npmrc|pypirc|netrc|git-credentials|gnupg|bash_history|zsh_history)\b`,
 	`\.kube/config\b`, `\.docker/config\.json\b`, `/etc/(?:passwd|shadow)\b`, `\bapplication_default_credentials\b`,
 	`\bkeystore\b`, `\bwallet\.dat\b`, `\bkeychain\b`, `(?:ending|ends) in \.(?:pem|key|p12|pfx)\b`,
 	`\bsecure shell\b[^.!?]{0,20}\b(?:folder|directory|dir|keys?|identity)\b`, `\b(?:ssh) (?:folder|directory|private key)\b`,
@@ -100,9 +100,10 @@ var secretRe = anyOf(
 	`\*_api_key\b`,
 )
 
-// Reading something: the model is asked to fetch it.
+// Reading something: the model is asked to fetch it. Base forms only: "reads
+// ~/.gitconfig" says what a tool does, "read ~/.ssh/id_rsa" what it asks.
 var readRe = anyOf(
-	`\b(?:read|reads|reading|cat|open|opens|load|loads|retrieve|fetch|grab|collect|gather|obtain|extract|dump|copy|look at|have a look at|access|print)\b`,
+	`\b(?:read|cat|open|load|retrieve|fetch|grab|collect|gather|obtain|extract|dump|copy|look at|have a look at|access|print)\b`,
 	`\b(?:contents?|full text|text|output) of\b`,
 	`\blee\b`, `\blis\b`, `\blies\b`, `\bleggi\b`, `прочита`, `读取`, `読み`,
 )
@@ -113,7 +114,7 @@ var readRe = anyOf(
 // many times slower on Go's regexp.
 var (
 	handVerbRe = anyOf(`\b(?:pass|passes|passed|include|includes|included|put|paste|pasted|send|sent|attach|attached|supply|supplied|provide|provided|insert|inserted|append|appended|embed|embedded|share|upload|uploaded|forward|tuck|place|placed|quote|quotes|hand it over|hand over|fill|mirror|copy|copied|post|posted|submit|add|added|list|set to)\b`)
-	handDestRe = regexp.MustCompile(`^[^.!?]*?(?:\b(?:in|into|as|inside|to|within|under|here)\b[^.!?]*?(?:\b(?:field|argument|arg|parameter|param|property|input|header|memo|note|notes|payload|request|body)s?\b|\x60[^\x60]+\x60|'[a-z_]+'|"[a-z_]+")|\bhere\b|\balong\b|\bas\s+[a-z]+_[a-z_]+\b)`)
+	handDestRe = regexp.MustCompile(`^[^.!?]*?(?:\b(?:in|into|as|inside|to|within|under|here)\b[^.!?]*?(?:\b(?:field|argument|arg|parameter|param|property|input|memo|note|notes|payload|request|body)s?\b|\x60[^\x60]+\x60|'[a-z_]+'|"[a-z_]+")|\bhere\b|\balong\b|\bas\s+[a-z]+_[a-z_]+\b)`)
 	handRe     = anyOf(
 		`\b(?:in|into|inside) (?:the )?(?:\x60[^\x60]+\x60|'[a-z_]+'|[a-z_]+) (?:field|argument|parameter)\b`,
 		`\b(?:pass|passes|passed|provide|provided|supply|supplied|send it along)\b[^.!?]{0,40}?\bas [a-z][a-z_]*\b`,
@@ -172,7 +173,8 @@ func exampleHost(addr string) bool {
 
 // Sends of whole collections: the person's files, mail, conversation.
 var bulkSendRe = anyOf(
-	`\b(?:upload|send|forward|copy|post|email|transmit|sync|mirror)\b[^.!?]{0,40}?\b(?:the user's|their|all|every|whole|entire|complete|full)\b[^.!?]{0,30}?\b(?:files?|folder|documents|directory|conversation|chat|history|messages|emails|contacts|photos|pictures|images|transcript)\b`,
+	`\b(?:upload|send|forward|copy|post|email|transmit|sync|mirror)\b[^.!?]{0,40}?\b(?:the user's|the person's|their)\b[^.!?]{0,30}?\b(?:files?|folder|documents|directory|conversation|chat|history|messages|emails|contacts|photos|pictures|images|transcript)\b`,
+	`\b(?:upload|send|forward|copy|post|email|transmit|sync|mirror)\b[^.!?]{0,40}?\b(?:all|every|whole|entire|complete|full)\b[^.!?]{0,30}?\b(?:conversation|chat|history|messages|transcript)\b`,
 	`\b(?:also|additionally)\b[^.!?]{0,20}\b(?:be )?(?:posted|sent|forwarded|copied|uploaded|stored|mirrored) (?:to|on|in|into)\b`,
 	`\b(?:mirror|copy)\b[^.!?]{0,40}\bas well\b`,
 )

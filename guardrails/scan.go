@@ -207,11 +207,43 @@ func self(m string) bool {
 		!strings.Contains(m, "rather") && !strings.Contains(m, "replaces")
 }
 
-// negated reports whether the verb at i is negated ("do not include…").
+// negated reports whether the verb at i is negated ("do not include…") or a
+// description of what happens ("the value is passed as…") rather than a
+// request.
 func negated(n string, i int) bool {
 	before := " " + n[max(0, i-16):i]
-	return strings.Contains(before, " not ") || strings.Contains(before, " never ") || strings.Contains(before, "n't ") ||
-		strings.Contains(before, " no ")
+	for _, w := range []string{" not ", " never ", "n't ", " no "} {
+		if strings.Contains(before, w) {
+			return true
+		}
+	}
+	for _, w := range []string{" is ", " are ", " gets "} {
+		if strings.HasSuffix(before, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// sentenceStart returns where the sentence holding norm[i] starts, or lo if
+// it starts before; sentenceEnd where it ends, or hi. A period ends a
+// sentence only before a space, so paths like ~/.ssh stay whole.
+func sentenceStart(n string, lo, i int) int {
+	for j := i - 1; j > lo; j-- {
+		if n[j] == ' ' && strings.ContainsRune(".!?;", rune(n[j-1])) {
+			return j + 1
+		}
+	}
+	return lo
+}
+
+func sentenceEnd(n string, i, hi int) int {
+	for j := i; j+1 < hi; j++ {
+		if strings.ContainsRune(".!?;", rune(n[j])) && n[j+1] == ' ' {
+			return j + 1
+		}
+	}
+	return hi
 }
 
 // hands lists a text's requests, not negated, to hand something over (into
@@ -260,7 +292,7 @@ func (h *hands) find(ps phrases) [][]int {
 func (s *scanner) credentials(t *text, hand *hands, places, secrets [][]int) {
 	n := t.norm
 	for _, m := range places {
-		lo, hi := max(0, m[0]-60), min(len(n), m[1]+100)
+		lo, hi := sentenceStart(n, max(0, m[0]-60), m[0]), sentenceEnd(n, m[1], min(len(n), m[1]+100))
 		if r := readRe.findAll(t, lo, m[0]); len(r) > 0 {
 			last := r[len(r)-1]
 			if !negated(n, last[0]) {

@@ -131,6 +131,11 @@ func TestScanLeavesHonestToolsAlone(t *testing.T) {
 		tool("Open a ticket with support@example.com. Do not include passwords or API keys."),
 		tool("Forward webhook events to a URL, e.g. http://localhost:3000/webhook."),
 		tool("Create a CI variable such as an API key that pipelines read.", "value", "The value of the variable"),
+		tool("Call an HTTP API. Pass your API key in the x-api-key header when the API needs one."),
+		tool("Read a file from the workspace. Files like .env are excluded by default."),
+		tool("Store a secret value in AWS Secrets Manager. The value is passed as secret_string."),
+		tool("Upload all files in a directory to the S3 bucket."),
+		tool("Reads your ~/.gitconfig to find the default author name for commits."),
 		tool("Поиск задач по названию."), // Cyrillic prose is not a look-alike
 		json.RawMessage(`{"name":"t","description":"Emoji 👩‍💻 are fine."}`),
 	} {
