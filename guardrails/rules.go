@@ -12,7 +12,7 @@ import (
 
 // Override: replacing the model's instructions or role.
 var overrideRe = anyOf(
-	`\b(?:ignore|ignoring|ignorez?|disregard|forget|overrule|bypass|discard|set aside)\b[^.!?]{0,40}?\b(?:previous|prior|earlier|above|preceding|former|all|any|existing|original|your|system|safety|usual|initial)\b[^.!?]{0,30}?\b(?:instructions?|prompts?|rules|guidelines|guidance|directions|directives|polic(?:y|ies)|constraints|restrictions|programming)\b`,
+	`\b(?:ignore|ignoring|ignorez?|disregard|forget|override|overrides|overrule|bypass|discard|set aside)\b[^.!?]{0,40}?\b(?:previous|prior|earlier|above|preceding|former|all|any|existing|original|your|system|safety|usual|initial)\b[^.!?]{0,30}?\b(?:instructions?|prompts?|rules|guidelines|guidance|directions|directives|polic(?:y|ies)|constraints|restrictions|programming)\b`,
 	`\bforget (?:what|everything|anything) you (?:were|have been|'ve been) (?:told|given)`,
 	`\byou are now\b`,
 	`\bfrom now on,? (?:you|respond|act|obey|follow|ignore|always|never|only|answer|reply|when|insert|include)\b`,
@@ -35,7 +35,7 @@ var overrideRe = anyOf(
 
 // Markup that poses as system text or shouts at the model.
 var markupRe = anyOf(
-	`</?\s*(?:important|system|instructions?|secret|hidden|admin|sys|critical|ai|assistant|override|priority)\s*>`,
+	`</?\s*(?:important|system|instructions?|secret|hidden|admin|sys|critical|ai|assistant|override|priority|tool_description|description|functions?|user|human)\s*>`,
 	`\[/?(?:inst|system|sys)\]`, `<\|im_(?:start|end)\|>`, `<<sys>>`, `<!--`,
 	`(?:^|\s)#{2,}\s*(?:new )?(?:system|instructions)\b`,
 )
