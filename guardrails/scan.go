@@ -307,16 +307,33 @@ func (s *scanner) credentials(t *text, hand *hands, places, secrets [][]int) {
 	}
 	for _, m := range secrets {
 		lo, hi := max(0, m[0]-80), min(len(n), m[1]+120)
-		if h := hand.within(lo, hi); h != nil && (t.kind != kindParam || elsewhere.match(t, lo, hi)) {
+		if h := hand.within(lo, hi); h != nil && (t.kind != kindParam || fromElsewhere(t, m, lo, hi)) {
 			s.add(RuleCredentials, High, t, t.excerpt(min(m[0], h[0]), max(m[1], h[1])))
 			return
 		}
-		if readRe.match(t, lo, m[0]) && elsewhere.match(t, lo, hi) {
+		if readRe.match(t, lo, m[0]) && fromElsewhere(t, m, lo, hi) {
 			s.add(RuleCredentials, High, t, t.excerpt(m[0], m[1]))
 			return
 		}
 	}
 }
+
+// fromElsewhere reports whether the words around the secret at m (within
+// norm[lo:hi], the secret's own words aside) say it comes from somewhere
+// other than the tool's own work: the environment, the conversation, the
+// person's files.
+func fromElsewhere(t *text, m []int, lo, hi int) bool {
+	return elsewhere.match(t, lo, m[0]) || elsewhere.match(t, m[1], hi)
+}
+
+// besides reports whether the sentence of a send at m makes it an extra,
+// beside the tool's job: sending the person's files is a sync tool's job,
+// sending them "as well" or "silently" is not.
+func besides(t *text, m []int) bool {
+	return extraRe.match(t, sentenceStart(t.norm, 0, m[0]), sentenceEnd(t.norm, m[1], len(t.norm)))
+}
+
+var extraRe = anyOf(`\b(?:also|as well|too|additionally|in addition|a copy|silently|quietly|secretly|every time|always|whatever)\b`)
 
 // elsewhere: the secret comes from somewhere other than the tool's own work.
 var elsewhere = anyOf(`\b(?:from the (?:environment|env)|environment|in the conversation|earlier|previously|mentioned|appeared|the user's|their|every|any other|all other|home)\b`)
@@ -342,9 +359,11 @@ func (s *scanner) exfiltration(t *text, hand *hands, places, secrets [][]int) {
 			return
 		}
 	}
-	if m := bulkSendRe.find(t, 0, len(n)); m != nil && !negated(n, m[0]) {
-		s.add(RuleExfil, High, t, t.excerpt(m[0], m[1]))
-		return
+	for _, m := range bulkSendRe.findAll(t, 0, len(n)) {
+		if !negated(n, m[0]) && besides(t, m) {
+			s.add(RuleExfil, High, t, t.excerpt(m[0], m[1]))
+			return
+		}
 	}
 	for _, m := range foreignDataRe.findAll(t, 0, len(n)) {
 		lo, hi := max(0, m[0]-100), min(len(n), m[1]+100)
@@ -355,7 +374,7 @@ func (s *scanner) exfiltration(t *text, hand *hands, places, secrets [][]int) {
 	}
 	for _, m := range secrets {
 		lo, hi := max(0, m[0]-80), min(len(n), m[1]+120)
-		if h := hand.within(lo, hi); h != nil && elsewhere.match(t, lo, hi) {
+		if h := hand.within(lo, hi); h != nil && fromElsewhere(t, m, lo, hi) {
 			s.add(RuleExfil, High, t, t.excerpt(min(m[0], h[0]), max(m[1], h[1])))
 			return
 		}

@@ -140,6 +140,8 @@ func TestScanLeavesHonestToolsAlone(t *testing.T) {
 		tool("Store a secret value in AWS Secrets Manager. The value is passed as secret_string."),
 		tool("Upload all files in a directory to the S3 bucket."),
 		tool("Reads your ~/.gitconfig to find the default author name for commits."),
+		tool("Sync the user's local notes folder to their Dropbox account."),
+		tool("Read environment variables of the running container, for debugging. Values named like *_TOKEN are masked."),
 		tool("Поиск задач по названию."), // Cyrillic prose is not a look-alike
 		json.RawMessage(`{"name":"t","description":"Emoji 👩‍💻 are fine."}`),
 	} {
