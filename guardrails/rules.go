@@ -28,7 +28,10 @@ var overrideRe = anyOf(
 	`\byou are\b[^.]{0,30}\b(?:with no|without) (?:restrictions|limits|rules|filters|guardrails)\b`,
 	`\bgranted (?:you )?full (?:permissions?|access)\b`,
 	`\b(?:execute|run|perform) (?:any|every|all) [a-z]+ without (?:asking|confirmation|confirming|approval)\b`,
-	// Other languages: "ignore the previous instructions".
+	`\bact as (?:if|though) (?:the user|the person|you) (?:has|have|had) (?:already )?(?:approved|authorized|authorised|consented|agreed)\b`,
+	`\bproceed without (?:asking|confirmation|confirming|approval)\b`,
+	// Other languages: "ignore (or forget) the previous instructions".
+	`\b(?:olvida|oublie|oubliez|vergiss|dimentica|esqueça)\b[^.]{0,30}(?:instrucciones|instructions|anweisungen|istruzioni|instruções)`,
 	`\bignora\b[^.]{0,30}instrucciones`, `\bignore as instruções`, `\bignorier\w*\b[^.]{0,30}anweisungen`,
 	`\bignora\b[^.]{0,30}istruzioni`, `игнорир[^.]{0,40}инструкци`, `忽略[^。]{0,10}(?:指令|指示|说明)`, `指示を無視`,
 )
@@ -81,6 +84,8 @@ var shadowRe = anyOf(
 	`\b(?:uses?|calls?) (?:any|a|every) tool that\b`,
 	`\broute (?:it|them|this|every|all)\b[^.!?]{0,20}\bthrough\b`,
 	`\bfrom any other tool\b`,
+	`\b(?:every|each|all) (?:other )?tool calls?\b`,
+	`\bif you have access to (?:a|an|the|any) [a-z -]{1,20}? ?(?:tool|server)\b`,
 )
 
 // Where the words name a file or store of credentials.
@@ -157,7 +162,8 @@ var addressRe = anyOf(
 
 // Verbs that send something to an address.
 var sendRe = anyOf(
-	`\b(?:send|sends|sent|sending|post|posted|posts|upload|uploads|uploaded|forward|forwards|email|e-mail|mail|bcc|cc|copy|mirror|report|log|logs|navigate|invite|message|relay|relays|route|transmit|submit|share|visit|go to|redirect|recipient|deliver|push|sync|back up|backup|attendees?|invites?|envoie|envíe|envie|envia|sende|schick)\b`,
+	`\b(?:send|sends|sent|sending|post|posted|posts|upload|uploads|uploaded|forward|forwards|email|e-mail|mail|bcc|cc|copy|mirror|report|log|logs|navigate|invite|message|relay|relays|route|transmit|submit|share|visit|go to|redirect|recipient|deliver|push|sync|back up|backup|attendees?|invites?|envoie|envoyer|envía|envíe|envie|envia|enviar|sende|senden|schick|invia|inviare)\b`,
+	`отправ|发送|送信`,
 )
 
 // exampleHost reports whether an address is an example or local one that
