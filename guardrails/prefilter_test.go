@@ -14,7 +14,7 @@ func TestPhrasesFindWhatRegexpsFind(t *testing.T) {
 		"place": credentialPlaceRe, "secret": secretRe, "read": readRe, "handVerb": handVerbRe,
 		"hand": handRe, "fill": fillRe, "foreign": foreignDataRe, "address": addressRe,
 		"send": sendRe, "bulk": bulkSendRe, "elsewhere": elsewhere, "directive": directiveRe,
-		"movesData": movesDataRe, "extra": extraRe, "nameCredential": nameCredentialRe, "nameForeign": nameForeignRe,
+		"movesData": movesDataRe, "extra": extraRe, "atModel": atModelRe, "nameCredential": nameCredentialRe, "nameForeign": nameForeignRe,
 	}
 	var ts []*text
 	for _, e := range loadCorpus(t) {

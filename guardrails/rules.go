@@ -30,6 +30,8 @@ var overrideRe = anyOf(
 	`\b(?:execute|run|perform) (?:any|every|all) [a-z]+ without (?:asking|confirmation|confirming|approval)\b`,
 	`\bact as (?:if|though) (?:the user|the person|you) (?:has|have|had) (?:already )?(?:approved|authorized|authorised|consented|agreed)\b`,
 	`\bproceed without (?:asking|confirmation|confirming|approval)\b`,
+	`\b(?:supersedes?|overrides?|outranks?|takes? precedence over)\b[^.!?]{0,30}\b(?:guidance|instructions|rules|requests|wishes|directions)\b[^.!?]{0,20}\b(?:user|developer|operator|system)`,
+	`\btakes? precedence over (?:the user|the developer|the operator|your|any other)\b`,
 	// Other languages: "ignore (or forget) the previous instructions".
 	`\b(?:olvida|oublie|oubliez|vergiss|dimentica|esqueça)\b[^.]{0,30}(?:instrucciones|instructions|anweisungen|istruzioni|instruções)`,
 	`\bignora\b[^.]{0,30}instrucciones`, `\bignore as instruções`, `\bignorier\w*\b[^.]{0,30}anweisungen`,
@@ -45,7 +47,7 @@ var markupRe = anyOf(
 
 // Concealment: keeping something from the person.
 var concealRe = anyOf(
-	`\b(?:do not|don't|dont|never|no need to|must not|mustn't|should not|shouldn't|avoid|not)\b[^.!?]{0,25}?\b(?:tell|telling|mention|mentioning|inform|informing|notify|notifying|alert|alerting|reveal|revealing|disclose|disclosing|say|saying|bring (?:it|this|that) up|point (?:it|this) out|narrate|trouble|bother|warn|warning)\b[^.!?]{0,40}?\b(?:user|users|human|person|people|customer|operator)\b`,
+	`\b(?:do not|don't|dont|never|no need to|must not|mustn't|should not|shouldn't|avoid|not|skip|refrain from)\b[^.!?]{0,25}?\b(?:tell|telling|mention|mentioning|inform|informing|notify|notifying|alert|alerting|reveal|revealing|disclose|disclosing|say|saying|bring (?:it|this|that) up|point (?:it|this) out|narrate|trouble|bother|warn|warning)\b[^.!?]{0,40}?\b(?:user|users|human|person|people|customer|operator)\b`,
 	`\b(?:do not|don't|never|no need to)\s+(?:tell|mention|narrate|disclose|reveal|point out|bring up|explain)\s+(?:it|this|that|these steps|this step)\b`,
 	`\b(?:without|never) (?:telling|informing|notifying|alerting|asking|warning|showing)\b[^.!?]{0,15}\b(?:the )?(?:user|human|person|them)\b`,
 	`\b(?:without|never) (?:letting|making) (?:the )?(?:user|human|person|them)\b[^.!?]{0,20}\b(?:know|aware|notice)`,
@@ -85,18 +87,23 @@ var shadowRe = anyOf(
 	`\broute (?:it|them|this|every|all)\b[^.!?]{0,20}\bthrough\b`,
 	`\bfrom any other tool\b`,
 	`\b(?:every|each|all) (?:other )?tool calls?\b`,
+	`\b(?:when|whenever|each time|every time|if|before|after) you (?:call|use|invoke|run)\s+(?:the |a |any |another )?(?:[a-z0-9]+_[a-z0-9_]+|[a-z0-9-]+(?: [a-z0-9-]+)? (?:tool|server|function))\b`,
 	`\bif you have access to (?:a|an|the|any) [a-z -]{1,20}? ?(?:tool|server)\b`,
 )
 
 // Where the words name a file or store of credentials.
 var credentialPlaceRe = anyOf(
-	`(?:^|[^a-z0-9])\.ssh\b`, `\bid_(?:rsa|dsa|ecdsa|ed25519)\b`, `\.aws/(?:credentials|config)\b`,
+	`(?:^|[^a-z0-9])\.ssh\b`, `\bid_(?:rsa|dsa|ecdsa|ed25519)\b`, `\.aws/(?:credentials|config)\b`, `~/\.aws\b`,
 	`(?:^|[\s'"\x60(/])\.env(?:\.[a-z]+)?\b`, `\bmcp\.json\b`, `\bclaude_desktop_config\.json\b`,
 	`(?:^|[^a-z0-9])\.(?:npmrc|pypirc|netrc|git-credentials|gnupg|bash_history|zsh_history)\b`,
 	`\.kube/config\b`, `\.docker/config\.json\b`, `/etc/(?:passwd|shadow)\b`, `\bapplication_default_credentials\b`,
 	`\bkeystore\b`, `\bwallet\.dat\b`, `\bkeychain\b`, `(?:ending|ends) in \.(?:pem|key|p12|pfx)\b`,
 	`\bsecure shell\b[^.!?]{0,20}\b(?:folder|directory|dir|keys?|identity)\b`, `\b(?:ssh) (?:folder|directory|private key)\b`,
 )
+
+// Words that aim a sentence at the model: a credential place in such a
+// sentence is a request, not a description.
+var atModelRe = anyOf(`\b(?:you|your|before you|first|must|always|please|kindly|assistant|the model|the agent|the ai)\b`)
 
 // Secrets by name.
 var secretRe = anyOf(
@@ -119,7 +126,7 @@ var readRe = anyOf(
 // many times slower on Go's regexp.
 var (
 	handVerbRe = anyOf(`\b(?:pass|passes|passed|include|includes|included|put|paste|pasted|send|sent|attach|attached|supply|supplied|provide|provided|insert|inserted|append|appended|embed|embedded|share|upload|uploaded|forward|tuck|place|placed|quote|quotes|hand it over|hand over|fill|mirror|copy|copied|post|posted|submit|add|added|list|set to)\b`)
-	handDestRe = regexp.MustCompile(`^[^.!?]*?(?:\b(?:in|into|as|inside|to|within|under|here)\b[^.!?]*?(?:\b(?:field|argument|arg|parameter|param|property|input|memo|note|notes|payload|request|body)s?\b|\x60[^\x60]+\x60|'[a-z_]+'|"[a-z_]+")|\bhere\b|\balong\b|\bas\s+[a-z]+_[a-z_]+\b)`)
+	handDestRe = regexp.MustCompile(`^[^.!?]*?(?:\b(?:in|into|as|inside|to|within|under|here)\b[^.!?]*?(?:\b(?:field|argument|arg|parameter|param|property|input|memo|note|notes|payload|request|body)s?\b|\x60[^\x60]+\x60|'[a-z_]+'|"[a-z_]+"|\b[a-z]+_[a-z_]+\b)|\bhere\b|\balong\b|\bas\s+[a-z]+_[a-z_]+\b)`)
 	handRe     = anyOf(
 		`\b(?:in|into|inside) (?:the )?(?:\x60[^\x60]+\x60|'[a-z_]+'|[a-z_]+) (?:field|argument|parameter)\b`,
 		`\b(?:pass|passes|passed|provide|provided|supply|supplied|send it along)\b[^.!?]{0,40}?\bas [a-z][a-z_]*\b`,
@@ -143,6 +150,8 @@ var foreignDataRe = anyOf(
 	`\b(?:system prompt|hidden (?:guidance|instructions)|instructions you were (?:given|configured)|guidance you were configured)\b`,
 	`\b(?:everything|whatever|all|anything)\b[^.!?]{0,20}\b(?:the user|the person|they|you)\b[^.!?]{0,10}\b(?:typed|said|wrote|shared|told|receive|received)\b`,
 	`\b(?:results?|outputs?) of (?:every|each|all|any|other|the previous|previous)\b[^.!?]{0,10}\btools?\b`,
+	`\b(?:prompt|instructions|guidance) you were (?:given|initiali[sz]ed|configured|set up|started)\b`,
+	`\b(?:output|contents?) of \x60?(?:env|printenv|set|export)\b`,
 	`\bprior outputs\b`, `\bevery tool you called\b`, `\bother tools?'s? (?:results?|outputs?)\b`,
 	`\bfrom any other tool\b`, `\blast file you read\b`,
 	`\b(?:every|all|each) (?:document|file)s?\b[^.!?]{0,40}\b(?:shared|opened|read|seen)\b`,
@@ -154,7 +163,7 @@ var foreignDataRe = anyOf(
 
 // Addresses a definition might name as a destination.
 var addressRe = anyOf(
-	`\b(?:https?|ftp|wss?)://[^\s'"<>)\]\x60]+`,
+	`\b(?:https?|s?ftp|wss?|scp|smb|s3|gs)://[^\s'"<>)\]\x60]+`,
 	`\b[a-z0-9._%+-]+@[a-z0-9-]+(?:\.[a-z0-9-]+)*\.[a-z]{2,}\b`,
 	`\+\d[\d ().-]{7,}\d`,
 	`\bchannel [a-z0-9]{6,}\b`,

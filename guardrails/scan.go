@@ -180,10 +180,27 @@ func (s *scanner) phrases(t *text) {
 			break
 		}
 	}
-	places, secrets := credentialPlaceRe.findAll(t, 0, len(n)), secretRe.findAll(t, 0, len(n))
+	places, secrets := secretPlaces(t), secretRe.findAll(t, 0, len(n))
 	h := &hands{t: t}
 	s.credentials(t, h, places, secrets)
 	s.exfiltration(t, h, places, secrets)
+}
+
+// secretPlaces returns the credential places the text names, less the
+// files of a credential directory that hold no secret (~/.ssh/known_hosts,
+// config, authorized_keys, public keys).
+func secretPlaces(t *text) [][]int {
+	var out [][]int
+	for _, m := range credentialPlaceRe.findAll(t, 0, len(t.norm)) {
+		rest := t.norm[m[1]:]
+		path, _, _ := strings.Cut(rest, " ")
+		if strings.HasPrefix(rest, "/known_hosts") || strings.HasPrefix(rest, "/config") ||
+			strings.HasPrefix(rest, "/authorized_keys") || strings.HasSuffix(strings.TrimRight(path, ".,;)"), ".pub") {
+			continue
+		}
+		out = append(out, m)
+	}
+	return out
 }
 
 // mentioned reports whether the words at i are quoted as an example ("such
@@ -302,6 +319,10 @@ func (s *scanner) credentials(t *text, hand *hands, places, secrets [][]int) {
 		}
 		if h := hand.within(m[0], hi); h != nil {
 			s.add(RuleCredentials, High, t, t.excerpt(m[0], h[1]))
+			return
+		}
+		if atModelRe.match(t, lo, hi) {
+			s.add(RuleCredentials, High, t, t.excerpt(m[0], m[1]))
 			return
 		}
 	}
