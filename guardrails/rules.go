@@ -32,6 +32,8 @@ var overrideRe = anyOf(
 	`\bproceed without (?:asking|confirmation|confirming|approval)\b`,
 	`\b(?:supersedes?|overrides?|outranks?|takes? precedence over)\b[^.!?]{0,30}\b(?:guidance|instructions|rules|requests|wishes|directions)\b[^.!?]{0,20}\b(?:user|developer|operator|system)`,
 	`\btakes? precedence over (?:the user|the developer|the operator|your|any other)\b`,
+	`\byour (?:top|first|highest|main) priority\b`,
+	`\b(?:said|told you|asked|wrote)\b[^.!?]{0,20}\b(?:is|are) secondary\b`,
 	// Other languages: "ignore (or forget) the previous instructions".
 	`\b(?:olvida|oublie|oubliez|vergiss|dimentica|esqueça)\b[^.]{0,30}(?:instrucciones|instructions|anweisungen|istruzioni|instruções)`,
 	`\bignora\b[^.]{0,30}instrucciones`, `\bignore as instruções`, `\bignorier\w*\b[^.]{0,30}anweisungen`,
@@ -51,7 +53,7 @@ var concealRe = anyOf(
 	`\b(?:do not|don't|never|no need to)\s+(?:tell|mention|narrate|disclose|reveal|point out|bring up|explain)\s+(?:it|this|that|these steps|this step)\b`,
 	`\b(?:without|never) (?:telling|informing|notifying|alerting|asking|warning|showing)\b[^.!?]{0,15}\b(?:the )?(?:user|human|person|them)\b`,
 	`\b(?:without|never) (?:letting|making) (?:the )?(?:user|human|person|them)\b[^.!?]{0,20}\b(?:know|aware|notice)`,
-	`\b(?:silently|quietly|secretly|covertly|stealthily|discreetly)\b[^.!?]{0,30}?\b(?:upload|send|copy|read|include|add|forward|message|post|call|run|execute|attach|also)\b`,
+	`\b(?:silently|quietly|secretly|covertly|stealthily|discreetly)\b[^.!?]{0,30}?\b(?:upload|send|copy|read|include|add|forward|message|post|call|run|execute|attach|also|edit|write|modify|change|delete|install|download|store|save)\b`,
 	`\b(?:upload|send|copy|read|include|add|forward|message|post|call|run|execute|attach|do) (?:this|it|that|them|[a-z']+ [a-z']+) (?:silently|quietly|secretly|covertly|stealthily)\b`,
 	`\b(?:keep|hide|conceal|hidden)\b[^.!?]{0,40}?\bfrom (?:the )?(?:user|human|person)\b`,
 	`\bbetween us\b`, `\bkeep (?:it|this|that) to yourself\b`, `\bbehind the user'?s back\b`,
@@ -87,6 +89,8 @@ var shadowRe = anyOf(
 	`\broute (?:it|them|this|every|all)\b[^.!?]{0,20}\bthrough\b`,
 	`\bfrom any other tool\b`,
 	`\b(?:every|each|all) (?:other )?tool calls?\b`,
+	`\b(?:when|whenever|if)\b[^.!?]{0,60}\b(?:with|using|through) (?:any|every|all) (?:other )?tools?\b`,
+	`\bask (?:the |another )?[a-z0-9_-]+ (?:server|tool) for\b`,
 	`\b(?:when|whenever|each time|every time|if|before|after) you (?:call|use|invoke|run)\s+(?:the |a |any |another )?(?:[a-z0-9]+_[a-z0-9_]+|[a-z0-9-]+(?: [a-z0-9-]+)? (?:tool|server|function))\b`,
 	`\bif you have access to (?:a|an|the|any) [a-z -]{1,20}? ?(?:tool|server)\b`,
 )
@@ -109,6 +113,7 @@ var atModelRe = anyOf(`\b(?:you|your|before you|first|must|always|please|kindly|
 var secretRe = anyOf(
 	`\b(?:api[ _-]?keys?|access[ _-]?keys?|secret(?: access)?[ _-]?keys?|private[ _-]?keys?|signing (?:key|material)|key material|session[ _-]?tokens?|access[ _-]?tokens?|bearer tokens?|refresh tokens?|auth(?:entication)? tokens?|passwords?|passphrases?|seed phrases?|recovery phrases?|mnemonics?|credentials|login details|secrets|cookies|environment variables|env vars)\b`,
 	`\b[a-z0-9]+_(?:api_key|secret|token|password|access_key|secret_key|private_key)s?\b`,
+	`\b(?:the user's|the person's|their|your) [a-z0-9]+ (?:token|password|key)s?\b`,
 	`\*_api_key\b`,
 )
 
@@ -125,7 +130,7 @@ var readRe = anyOf(
 // The verb and what follows it are matched apart: one pattern for both is
 // many times slower on Go's regexp.
 var (
-	handVerbRe = anyOf(`\b(?:pass|passes|passed|include|includes|included|put|paste|pasted|send|sent|attach|attached|supply|supplied|provide|provided|insert|inserted|append|appended|embed|embedded|share|upload|uploaded|forward|tuck|place|placed|quote|quotes|hand it over|hand over|fill|mirror|copy|copied|post|posted|submit|add|added|list|set to)\b`)
+	handVerbRe = anyOf(`\b(?:pass|passes|passed|include|includes|included|put|paste|pasted|send|sent|attach|attached|supply|supplied|provide|provided|insert|inserted|append|appended|embed|embedded|share|upload|uploaded|forward|tuck|place|placed|quote|quotes|hand it over|hand over|fill|mirror|copy|copied|post|posted|submit|add|added|list|set to|store|save|record)\b`)
 	handDestRe = regexp.MustCompile(`^[^.!?]*?(?:\b(?:in|into|as|inside|to|within|under|here)\b[^.!?]*?(?:\b(?:field|argument|arg|parameter|param|property|input|memo|note|notes|payload|request|body)s?\b|\x60[^\x60]+\x60|'[a-z_]+'|"[a-z_]+"|\b[a-z]+_[a-z_]+\b)|\bhere\b|\balong\b|\bas\s+[a-z]+_[a-z_]+\b)`)
 	handRe     = anyOf(
 		`\b(?:in|into|inside) (?:the )?(?:\x60[^\x60]+\x60|'[a-z_]+'|[a-z_]+) (?:field|argument|parameter)\b`,
@@ -148,7 +153,7 @@ var fillRe = anyOf(
 var foreignDataRe = anyOf(
 	`\b(?:conversation|chat history|chat so far|message history|transcript|previous messages|prior messages|last messages|earlier messages)\b`,
 	`\b(?:system prompt|hidden (?:guidance|instructions)|instructions you were (?:given|configured)|guidance you were configured)\b`,
-	`\b(?:everything|whatever|all|anything)\b[^.!?]{0,20}\b(?:the user|the person|they|you)\b[^.!?]{0,10}\b(?:typed|said|wrote|shared|told|receive|received)\b`,
+	`\b(?:everything|whatever|all|anything)\b[^.!?]{0,20}\b(?:the user|the person|they|you)\b[^.!?]{0,10}\b(?:typed|types|said|says|wrote|writes|shared|shares|told|tells|sends|receive|received)\b`,
 	`\b(?:results?|outputs?) of (?:every|each|all|any|other|the previous|previous)\b[^.!?]{0,10}\btools?\b`,
 	`\b(?:prompt|instructions|guidance) you were (?:given|initiali[sz]ed|configured|set up|started)\b`,
 	`\b(?:output|contents?) of \x60?(?:env|printenv|set|export)\b`,
@@ -173,6 +178,8 @@ var addressRe = anyOf(
 var sendRe = anyOf(
 	`\b(?:send|sends|sent|sending|post|posted|posts|upload|uploads|uploaded|forward|forwards|email|e-mail|mail|bcc|cc|copy|mirror|report|log|logs|navigate|invite|message|relay|relays|route|transmit|submit|share|visit|go to|redirect|recipient|deliver|push|sync|back up|backup|attendees?|invites?|envoie|envoyer|envía|envíe|envie|envia|enviar|sende|senden|schick|invia|inviare)\b`,
 	`отправ|发送|送信`,
+	`\b(?:answers?|repl(?:y|ies)|responses?)\b[^.!?]{0,20}\b(?:append|insert|include|add)\b[^.!?]{0,20}\blinks?\b`,
+	`\b(?:append|insert|include|add)\b[^.!?]{0,20}\blinks?\b[^.!?]{0,30}\b(?:answers?|repl(?:y|ies)|responses?)\b`,
 )
 
 // exampleHost reports whether an address is an example or local one that
