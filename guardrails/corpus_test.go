@@ -37,7 +37,7 @@ func part(server string) string {
 	return "report"
 }
 
-var allRules = []string{RuleOverride, RuleMarkup, RuleConceal, RuleCredentials, RuleExfil, RuleShadowing,
+var allRules = []string{RuleOverride, RuleAddressed, RuleMarkup, RuleConceal, RuleCredentials, RuleExfil, RuleShadowing,
 	RuleInvisible, RuleLookalike, RuleAdded}
 
 func loadCorpus(t testing.TB) []corpusEntry {

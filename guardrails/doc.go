@@ -13,6 +13,8 @@
 //
 //	instruction-override  high    words that try to replace the model's instructions or
 //	                              role ("ignore previous instructions", "you are now…")
+//	addressed-to-model    medium  words written to the model by name ("Note to the AI:",
+//	                              "Dear model", "this is the system speaking")
 //	prompt-markup         medium  chat-template or emphasis tags that pose as system text
 //	                              (<IMPORTANT>, <system>, [INST], <|im_start|>)
 //	conceal-from-user     high    asks the model to hide something from the person

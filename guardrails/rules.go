@@ -40,6 +40,16 @@ var overrideRe = anyOf(
 	`\bignora\b[^.]{0,30}istruzioni`, `игнорир[^.]{0,40}инструкци`, `忽略[^。]{0,10}(?:指令|指示|说明)`, `指示を無視`,
 )
 
+// Words addressed to the model by name: honest documentation describes the
+// tool; a note to "the AI" is written for the reader the person cannot see.
+var addressedRe = anyOf(
+	`\b(?:notes?|notices?|messages?|instructions?|reminders?|heads-up|p\.s\.|ps|memo|warning|attention)\b:? (?:to|for) (?:the |all |any )?(?:ai|ais|model|models|assistant|assistants|llm|llms|agent|agents|language models?|chatbot|claude|gpt|copilot)\b`,
+	`\b(?:dear|hey|hello|attention|hi) (?:ai|model|assistant|llm|agent|claude|gpt|copilot)\b`,
+	`(?:^|[.!?>:] )(?:ai|model|assistant|llm|agent)(?:s)?\s*[,:] `,
+	`\bthis is (?:the|your) (?:system|developer|operator|administrator|admin) speaking\b`,
+	`\b(?:if you are|as) an? (?:ai|llm|language model|assistant|agent)(?: reading this)?\b[^.!?]{0,20}\b(?:you|must|should)\b`,
+)
+
 // Markup that poses as system text or shouts at the model.
 var markupRe = anyOf(
 	`</?\s*(?:important|system|instructions?|secret|hidden|admin|sys|critical|ai|assistant|override|priority|tool_description|description|functions?|user|human)\s*>`,

@@ -26,6 +26,7 @@ const (
 	RuleInvisible   = "invisible-characters"
 	RuleLookalike   = "lookalike-characters"
 	RuleAdded       = "instructions-added"
+	RuleAddressed   = "addressed-to-model"
 )
 
 // Finding is one reason to read a definition closely: which rule, how
@@ -167,6 +168,9 @@ func (s *scanner) phrases(t *text) {
 			s.add(RuleOverride, High, t, t.excerpt(m[0], m[1]))
 			break
 		}
+	}
+	if m := addressedRe.find(t, 0, len(n)); m != nil {
+		s.add(RuleAddressed, Medium, t, t.excerpt(m[0], m[1]))
 	}
 	if m := markupRe.find(t, 0, len(n)); m != nil {
 		s.add(RuleMarkup, Medium, t, t.excerpt(m[0], m[1]))
