@@ -10,7 +10,7 @@ import (
 // the word filter and the anchored matching only skip work.
 func TestPhrasesFindWhatRegexpsFind(t *testing.T) {
 	sets := map[string]phrases{
-		"override": overrideRe, "addressed": addressedRe, "markup": markupRe, "conceal": concealRe, "shadow": shadowRe,
+		"override": overrideRe, "addressed": addressedRe, "vocative": vocativeRe, "markup": markupRe, "conceal": concealRe, "shadow": shadowRe,
 		"place": credentialPlaceRe, "secret": secretRe, "read": readRe, "handVerb": handVerbRe,
 		"hand": handRe, "fill": fillRe, "foreign": foreignDataRe, "address": addressRe,
 		"send": sendRe, "bulk": bulkSendRe, "elsewhere": elsewhere, "directive": directiveRe,

@@ -45,16 +45,19 @@ var overrideRe = anyOf(
 var addressedRe = anyOf(
 	`\b(?:notes?|notices?|messages?|instructions?|reminders?|heads-up|p\.s\.|ps|memo|warning|attention)\b:? (?:to|for) (?:the |all |any )?(?:ai|ais|model|models|assistant|assistants|llm|llms|agent|agents|language models?|chatbot|claude|gpt|copilot)\b`,
 	`\b(?:dear|hey|hello|attention|hi) (?:ai|model|assistant|llm|agent|claude|gpt|copilot)\b`,
-	`(?:^|[.!?>:] )(?:ai|model|assistant|llm|agent)(?:s)?\s*[,:] `,
 	`\bthis is (?:the|your) (?:system|developer|operator|administrator|admin) speaking\b`,
 	`\b(?:if you are|as) an? (?:ai|llm|language model|assistant|agent)(?: reading this)?\b[^.!?]{0,20}\b(?:you|must|should)\b`,
 )
+
+// A sentence that opens by calling the model ("Assistant, …", "AI: …");
+// vocativeAt checks that it opens the sentence.
+var vocativeRe = anyOf(`\b(?:ai|models?|assistants?|llms?|agents?)\s*[,:] `)
 
 // Markup that poses as system text or shouts at the model.
 var markupRe = anyOf(
 	`</?\s*(?:important|system|instructions?|secret|hidden|admin|sys|critical|ai|assistant|override|priority|tool_description|description|functions?|user|human)\s*>`,
 	`\[/?(?:inst|system|sys)\]`, `<\|im_(?:start|end)\|>`, `<<sys>>`, `<!--`,
-	`(?:^|\s)#{2,}\s*(?:new )?(?:system|instructions)\b`,
+	`#{2,}\s*(?:new )?(?:system|instructions)\b`,
 )
 
 // Concealment: keeping something from the person.
@@ -121,9 +124,13 @@ var atModelRe = anyOf(`\b(?:you|your|before you|first|must|always|please|kindly|
 
 // Secrets by name.
 var secretRe = anyOf(
-	`\b(?:api[ _-]?keys?|access[ _-]?keys?|secret(?: access)?[ _-]?keys?|private[ _-]?keys?|signing (?:key|material)|key material|session[ _-]?tokens?|access[ _-]?tokens?|bearer tokens?|refresh tokens?|auth(?:entication)? tokens?|passwords?|passphrases?|seed phrases?|recovery phrases?|mnemonics?|credentials|login details|secrets|cookies|environment variables|env vars)\b`,
+	`\b(?:api|access|secret(?: access)?|private)[ _-]?keys?\b`,
+	`\b(?:signing (?:key|material)|key material)\b`,
+	`\b(?:session|access|bearer|refresh|auth(?:entication)?)[ _-]?tokens?\b`,
+	`\b(?:passwords?|passphrases?|seed phrases?|recovery phrases?|mnemonics?)\b`,
+	`\b(?:credentials|login details|secrets|cookies|environment variables|env vars)\b`,
 	`\b[a-z0-9]+_(?:api_key|secret|token|password|access_key|secret_key|private_key)s?\b`,
-	`\b(?:the user's|the person's|their|your) [a-z0-9]+ (?:token|password|key)s?\b`,
+	`\b(?:the user's|the person's|their|your) [a-z0-9]{1,20} (?:token|password|key)s?\b`,
 	`\*_api_key\b`,
 )
 
@@ -144,8 +151,8 @@ var (
 	handDestRe = regexp.MustCompile(`^[^.!?]*?(?:\b(?:in|into|as|inside|to|within|under|here)\b[^.!?]*?(?:\b(?:field|argument|arg|parameter|param|property|input|memo|note|notes|payload|request|body)s?\b|\x60[^\x60]+\x60|'[a-z_]+'|"[a-z_]+"|\b[a-z]+_[a-z_]+\b)|\bhere\b|\balong\b|\bas\s+[a-z]+_[a-z_]+\b)`)
 	handRe     = anyOf(
 		`\b(?:in|into|inside) (?:the )?(?:\x60[^\x60]+\x60|'[a-z_]+'|[a-z_]+) (?:field|argument|parameter)\b`,
-		`\b(?:pass|passes|passed|provide|provided|supply|supplied|send it along)\b[^.!?]{0,40}?\bas [a-z][a-z_]*\b`,
-		`\bpasa\b|\bcopie\b|\bschreibe\b|\bfüge\b|\binserisci\b|\bпередай\b|放入|入れて|\bcoloque\b`,
+		`\b(?:pass|passes|passed|provide|provided|supply|supplied|send it along)\b[^.!?]{0,40}?\bas [a-z][a-z_]{0,30}\b`,
+		`\b(?:pasa|copie|schreibe|füge|inserisci|coloque)\b`, `передай`, `放入`, `入れて`,
 	)
 )
 

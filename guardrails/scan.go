@@ -172,6 +172,12 @@ func (s *scanner) phrases(t *text) {
 	if m := addressedRe.find(t, 0, len(n)); m != nil {
 		s.add(RuleAddressed, Medium, t, t.excerpt(m[0], m[1]))
 	}
+	for _, m := range vocativeRe.findAll(t, 0, len(n)) {
+		if opensSentence(n, m[0]) {
+			s.add(RuleAddressed, Medium, t, t.excerpt(m[0], m[1]))
+			break
+		}
+	}
 	if m := markupRe.find(t, 0, len(n)); m != nil {
 		s.add(RuleMarkup, Medium, t, t.excerpt(m[0], m[1]))
 	}
@@ -205,6 +211,13 @@ func secretPlaces(t *text) [][]int {
 		out = append(out, m)
 	}
 	return out
+}
+
+// opensSentence reports whether norm[i] starts the text, a sentence or what
+// follows a tag or a colon.
+func opensSentence(n string, i int) bool {
+	before := strings.TrimRight(n[:i], " ")
+	return before == "" || strings.ContainsRune(".!?>:", rune(before[len(before)-1]))
 }
 
 // mentioned reports whether the words at i are quoted as an example ("such
