@@ -1,0 +1,42 @@
+// Package guardrails scans MCP tool definitions for words aimed at the model
+// rather than the person: the tool poisoning, shadowing and rug pulls that
+// approval alone lets through when a reviewer skims hundreds of descriptions.
+//
+// Scan reads a definition as Warden pins it (the canonical JSON of
+// approval.ToolRecord.Current) and returns findings, each with a stable rule
+// id, a severity, the field and the words that raised it. Changed compares
+// two versions of one tool for a rug pull. Both run offline: no network, no
+// model, only word patterns and character checks, so they explain themselves
+// and cost microseconds.
+//
+// Rules (ids are stable; the API, events and the review page carry them):
+//
+//	instruction-override  high    words that try to replace the model's instructions or
+//	                              role ("ignore previous instructions", "you are now…")
+//	addressed-to-model    medium  words written to the model by name ("Note to the AI:",
+//	                              "Dear model", "this is the system speaking")
+//	prompt-markup         medium  chat-template or emphasis tags that pose as system text
+//	                              (<IMPORTANT>, <system>, [INST], <|im_start|>)
+//	conceal-from-user     high    asks the model to hide something from the person
+//	                              ("do not tell the user", "silently", "keep it to yourself")
+//	credential-access     high    asks for keys, tokens, passwords or credential files
+//	                              (~/.ssh, id_rsa, .env, .aws/credentials, mcp.json…) to be
+//	                              read or handed over
+//	exfiltration          high    asks for data the tool's job does not need (the
+//	                              conversation, the system prompt, other tools' results,
+//	                              files) to be put in an argument, or for anything to be
+//	                              sent to an address written in the definition
+//	tool-shadowing        high    tells the model how to use other tools or servers
+//	                              ("when send_email is called, also…", "instead of any
+//	                              other tool")
+//	invisible-characters  high    tag, bidi, zero-width or control characters a reviewer
+//	                              cannot see; medium for a few zero-width ones
+//	lookalike-characters  medium  words that mix Latin with Cyrillic or Greek look-alikes
+//	                              (high in a tool or parameter name)
+//	instructions-added    high    (Changed only) a new version adds directions to the
+//	                              model that its old text did not give
+//
+// Text hidden in tag characters is decoded and scanned too, and look-alike
+// letters are read as the Latin ones they imitate, so hiding the words does
+// not hide them from the other rules.
+package guardrails

@@ -1,0 +1,453 @@
+package guardrails
+
+import (
+	"regexp"
+	"regexp/syntax"
+	"slices"
+	"sync"
+	"unicode/utf8"
+)
+
+// phrases is a set of alternative patterns. Go's regexp is linear but slow
+// on long alternations of words, so every text is read once by an
+// Aho-Corasick automaton over the words the patterns need (in prepare), and
+// a pattern runs only on texts holding one of its required words, and only
+// from where one of its leading words starts when it has them. That keeps a
+// definition's scan in microseconds.
+type phrases []phrase
+
+type phrase struct {
+	re      *regexp.Regexp
+	num     int32   // the phrase's number among all of the package's
+	anyWord []int32 // a match contains one of these words (ids); nil: no filter
+	// lead: every match starts with one of these words (ids, sorted), after
+	// a word boundary when leadB; anchored is the pattern matched from there.
+	lead     []int32
+	leadB    bool
+	anchored *regexp.Regexp
+	maxLen   int // bytes a match can span at most: anchored reads no further
+}
+
+// words numbers every required and leading word of every pattern, for the
+// automaton; phrases lists, by word, the phrases that require it.
+var words = struct {
+	ids     map[string]int32
+	list    []string
+	phrases [][]int32
+	count   int32 // phrases compiled
+}{ids: map[string]int32{}}
+
+func wordID(w string) int32 {
+	id, seen := words.ids[w]
+	if !seen {
+		id = int32(len(words.list))
+		words.ids[w] = id
+		words.list = append(words.list, w)
+		words.phrases = append(words.phrases, nil)
+	}
+	return id
+}
+
+// anyOf compiles alternative patterns.
+func anyOf(alts ...string) phrases {
+	ps := make(phrases, len(alts))
+	for i, a := range alts {
+		p := phrase{re: regexp.MustCompile(a), num: words.count}
+		words.count++
+		tree, err := syntax.Parse(a, syntax.Perl)
+		if err == nil {
+			tree = tree.Simplify()
+			if ws, ok := required(tree); ok {
+				for _, w := range ws {
+					id := wordID(w)
+					p.anyWord = append(p.anyWord, id)
+					words.phrases[id] = append(words.phrases[id], p.num)
+				}
+			}
+			if ws, b, ok := leading(tree); ok {
+				for _, w := range ws {
+					p.lead = append(p.lead, wordID(w))
+				}
+				slices.Sort(p.lead)
+				p.leadB = b
+				p.anchored = regexp.MustCompile(`^(?:` + a + `)`)
+				p.maxLen = min(maxLength(tree), unboundedMatch)
+			}
+		}
+		ps[i] = p
+	}
+	return ps
+}
+
+// unboundedMatch caps how far a pattern with an unbounded part may reach
+// from its leading word: a few sentences.
+const unboundedMatch = 400
+
+// maxLength returns how many bytes a match of re spans at most, or
+// unboundedMatch when it has no bound.
+func maxLength(re *syntax.Regexp) int {
+	switch re.Op {
+	case syntax.OpLiteral:
+		return len(string(re.Rune))
+	case syntax.OpCharClass, syntax.OpAnyChar, syntax.OpAnyCharNotNL:
+		return 4 // one rune
+	case syntax.OpCapture, syntax.OpQuest:
+		return maxLength(re.Sub[0])
+	case syntax.OpRepeat:
+		if re.Max >= 0 {
+			return min(re.Max*maxLength(re.Sub[0]), unboundedMatch)
+		}
+		return unboundedMatch
+	case syntax.OpStar, syntax.OpPlus:
+		return unboundedMatch
+	case syntax.OpConcat:
+		n := 0
+		for _, sub := range re.Sub {
+			n = min(n+maxLength(sub), unboundedMatch)
+		}
+		return n
+	case syntax.OpAlternate:
+		n := 0
+		for _, sub := range re.Sub {
+			n = max(n, maxLength(sub))
+		}
+		return n
+	}
+	return 0 // empty matches and assertions
+}
+
+// leading returns the words every match of re starts with, and whether a
+// word boundary comes first.
+func leading(re *syntax.Regexp) ([]string, bool, bool) {
+	for re.Op == syntax.OpCapture {
+		re = re.Sub[0]
+	}
+	if re.Op != syntax.OpConcat {
+		return nil, false, false
+	}
+	subs := re.Sub
+	b := false
+	if len(subs) > 0 && subs[0].Op == syntax.OpWordBoundary {
+		b, subs = true, subs[1:]
+	}
+	if len(subs) == 0 {
+		return nil, false, false
+	}
+	ws, ok := expand(subs[0])
+	if !ok || slices.Contains(ws, "") {
+		return nil, false, false
+	}
+	return ws, b, true
+}
+
+// required returns literal strings one of which every match of re contains,
+// choosing the most selective (longest shortest word) where there is a choice.
+func required(re *syntax.Regexp) ([]string, bool) {
+	switch re.Op {
+	case syntax.OpLiteral, syntax.OpAlternate:
+		if words, ok := expand(re); ok && !slices.Contains(words, "") {
+			return words, true
+		}
+	}
+	switch re.Op {
+	case syntax.OpCapture, syntax.OpPlus:
+		return required(re.Sub[0])
+	case syntax.OpRepeat:
+		if re.Min >= 1 {
+			return required(re.Sub[0])
+		}
+	case syntax.OpConcat:
+		var best []string
+		consider := func(words []string) {
+			if len(words) == 0 || slices.Contains(words, "") {
+				return
+			}
+			if best == nil || shortest(words) > shortest(best) {
+				best = words
+			}
+		}
+		// Runs of subexpressions with a small finite set of strings give
+		// whole words ("p" then "ut|aste" is put or paste); others count alone.
+		run := []string{""}
+		for _, sub := range re.Sub {
+			if words, ok := expand(sub); ok {
+				if next := cross(run, words); next != nil {
+					run = next
+					continue
+				}
+			}
+			consider(run)
+			run = []string{""}
+			if words, ok := required(sub); ok {
+				consider(words)
+			}
+		}
+		consider(run)
+		return best, best != nil
+	case syntax.OpAlternate:
+		var all []string
+		for _, sub := range re.Sub {
+			words, ok := required(sub)
+			if !ok {
+				return nil, false
+			}
+			all = append(all, words...)
+		}
+		return all, true
+	}
+	return nil, false
+}
+
+const (
+	maxExpand = 64
+	maxClass  = 8
+)
+
+// expand returns every string re matches, when they are few.
+func expand(re *syntax.Regexp) ([]string, bool) {
+	switch re.Op {
+	case syntax.OpEmptyMatch:
+		return []string{""}, true
+	case syntax.OpLiteral:
+		if re.Flags&syntax.FoldCase != 0 {
+			return nil, false
+		}
+		return []string{string(re.Rune)}, true
+	case syntax.OpCharClass: // small classes only, as the parser makes of e|s
+		var all []string
+		for i := 0; i+1 < len(re.Rune); i += 2 {
+			for r := re.Rune[i]; r <= re.Rune[i+1]; r++ {
+				if len(all) == maxClass {
+					return nil, false
+				}
+				all = append(all, string(r))
+			}
+		}
+		return all, true
+	case syntax.OpCapture:
+		return expand(re.Sub[0])
+	case syntax.OpQuest:
+		words, ok := expand(re.Sub[0])
+		return append(words, ""), ok
+	case syntax.OpAlternate:
+		var all []string
+		for _, sub := range re.Sub {
+			words, ok := expand(sub)
+			if !ok || len(all)+len(words) > maxExpand {
+				return nil, false
+			}
+			all = append(all, words...)
+		}
+		return all, true
+	case syntax.OpConcat:
+		run := []string{""}
+		for _, sub := range re.Sub {
+			words, ok := expand(sub)
+			if !ok {
+				return nil, false
+			}
+			if run = cross(run, words); run == nil {
+				return nil, false
+			}
+		}
+		return run, true
+	}
+	return nil, false
+}
+
+// cross returns every a followed by every b, or nil past maxExpand.
+func cross(a, b []string) []string {
+	if len(a)*len(b) > maxExpand {
+		return nil
+	}
+	out := make([]string, 0, len(a)*len(b))
+	for _, x := range a {
+		for _, y := range b {
+			out = append(out, x+y)
+		}
+	}
+	return out
+}
+
+func shortest(words []string) int {
+	return len(slices.MinFunc(words, func(a, b string) int { return len(a) - len(b) }))
+}
+
+// may reports whether t holds one of p's required words.
+func (p *phrase) may(t *text) bool {
+	return p.anyWord == nil || t.possible.has(p.num)
+}
+
+// each calls yield with p's matches in t.norm[lo:hi], leftmost first, as
+// offsets in t.norm, until yield returns false.
+func (p *phrase) each(t *text, lo, hi int, yield func([]int) bool) {
+	if !p.may(t) {
+		return
+	}
+	if p.lead == nil {
+		for _, m := range p.re.FindAllStringIndex(t.norm[lo:hi], -1) {
+			if !yield([]int{lo + m[0], lo + m[1]}) {
+				return
+			}
+		}
+		return
+	}
+	end := -1 // matches do not overlap
+	for _, o := range t.occ {
+		start := int(o.start)
+		if start < lo || start <= end {
+			continue
+		}
+		if start >= hi {
+			return
+		}
+		if _, ok := slices.BinarySearch(p.lead, o.id); !ok {
+			continue
+		}
+		if p.leadB && start > lo && asciiWord(t.norm[start-1]) {
+			continue
+		}
+		// One rune past the longest match, so a closing \b sees the next letter.
+		if m := p.anchored.FindStringIndex(t.norm[start:min(hi, start+p.maxLen+utf8.UTFMax)]); m != nil {
+			end = start + m[1]
+			if !yield([]int{start, end}) {
+				return
+			}
+		}
+	}
+}
+
+// asciiWord reports whether c is a character of a word for regexp's \b.
+func asciiWord(c byte) bool {
+	return c == '_' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
+}
+
+// find returns the leftmost match in t.norm[lo:hi] of any pattern, or nil.
+func (ps phrases) find(t *text, lo, hi int) []int {
+	var best []int
+	for i := range ps {
+		ps[i].each(t, lo, hi, func(m []int) bool {
+			if best == nil || m[0] < best[0] {
+				best = m
+			}
+			return false
+		})
+	}
+	return best
+}
+
+// findAll returns every pattern's matches in t.norm[lo:hi], in order of
+// where they start.
+func (ps phrases) findAll(t *text, lo, hi int) [][]int {
+	var all [][]int
+	for i := range ps {
+		ps[i].each(t, lo, hi, func(m []int) bool {
+			all = append(all, m)
+			return true
+		})
+	}
+	slices.SortFunc(all, func(a, b []int) int { return a[0] - b[0] })
+	return all
+}
+
+// match reports whether any pattern matches t.norm[lo:hi].
+func (ps phrases) match(t *text, lo, hi int) bool {
+	return ps.find(t, lo, hi) != nil
+}
+
+// bitSet is a set of small numbers.
+type bitSet []uint64
+
+func newBitSet(n int) bitSet      { return make(bitSet, (n+63)/64) }
+func (b bitSet) has(i int32) bool { return b[i/64]&(1<<(i%64)) != 0 }
+func (b bitSet) add(i int32)      { b[i/64] |= 1 << (i % 64) }
+
+// automaton is an Aho-Corasick automaton over the patterns' words, made a
+// DFA over classes of bytes: one table lookup per byte of text.
+type automaton struct {
+	class  [256]uint8 // byte to class; 0 for bytes in no word
+	nclass int
+	delta  []uint16  // delta[node*nclass+class] is the next node
+	out    [][]int32 // ids of the words that end at each node
+}
+
+// dictionary is built once, after every pattern of the package is compiled.
+var dictionary = sync.OnceValue(func() *automaton { return build(words.list) })
+
+func build(list []string) *automaton {
+	a := &automaton{nclass: 1}
+	for _, w := range list {
+		for i := 0; i < len(w); i++ {
+			if a.class[w[i]] == 0 {
+				a.class[w[i]] = uint8(a.nclass)
+				a.nclass++
+			}
+		}
+	}
+	// The trie: goto[node*nclass+class], -1 where there is no edge.
+	nc := a.nclass
+	next := slices.Repeat([]int32{-1}, nc)
+	a.out = [][]int32{nil}
+	for id, w := range list {
+		n := int32(0)
+		for i := 0; i < len(w); i++ {
+			c := int32(n)*int32(nc) + int32(a.class[w[i]])
+			if next[c] < 0 {
+				next[c] = int32(len(a.out))
+				next = append(next, slices.Repeat([]int32{-1}, nc)...)
+				a.out = append(a.out, nil)
+			}
+			n = next[c]
+		}
+		a.out[n] = append(a.out[n], int32(id))
+	}
+	if len(a.out) > 1<<16 {
+		panic("guardrails: too many pattern words for the automaton")
+	}
+	// Breadth first, so a node's fail node is complete before the node.
+	fail := make([]int32, len(a.out))
+	a.delta = make([]uint16, len(next))
+	queue := []int32{0}
+	for len(queue) > 0 {
+		n := queue[0]
+		queue = queue[1:]
+		for c := range int32(nc) {
+			child := next[n*int32(nc)+c]
+			if child < 0 {
+				if n != 0 {
+					a.delta[n*int32(nc)+c] = a.delta[fail[n]*int32(nc)+c]
+				}
+				continue
+			}
+			a.delta[n*int32(nc)+c] = uint16(child)
+			if n != 0 {
+				fail[child] = int32(a.delta[fail[n]*int32(nc)+c])
+				a.out[child] = append(a.out[child], a.out[fail[child]]...)
+			}
+			queue = append(queue, child)
+		}
+	}
+	return a
+}
+
+// occurrence is where a word starts in a text.
+type occurrence struct{ id, start int32 }
+
+// scan returns where the words occur in s, in order of where they start,
+// and the set of phrases whose required words s holds.
+func (a *automaton) scan(s string) ([]occurrence, bitSet) {
+	occ := make([]occurrence, 0, len(s)/8)
+	possible := newBitSet(int(words.count))
+	n := 0
+	for i := 0; i < len(s); i++ {
+		n = int(a.delta[n*a.nclass+int(a.class[s[i]])])
+		for _, id := range a.out[n] {
+			occ = append(occ, occurrence{id, int32(i + 1 - len(words.list[id]))})
+			for _, p := range words.phrases[id] {
+				possible.add(p)
+			}
+		}
+	}
+	slices.SortStableFunc(occ, func(x, y occurrence) int { return int(x.start - y.start) })
+	return occ, possible
+}
