@@ -15,18 +15,34 @@ import (
 const UnknownOutcome = "unknown outcome: the Warden instance running this task stopped before the call's outcome was known"
 
 // Recover fails every task still working or waiting for input whose
-// instance is not running, or is this instance (call Recover at start,
-// before this instance runs tasks: its own are then from its last run).
-// Each is handed to lost first, and failed with an unknown outcome
+// instance is not running, or is this instance: call it at start, before
+// this instance runs tasks (its own are then from its last run). Each is
+// handed to lost first, and failed with an unknown outcome
 // (CodeUnknownOutcome) only once lost returned nil: the caller latches the
 // server of a non-read task there, so a crash in between reports it again
 // rather than never. It returns the tasks failed.
 func (ts *Tasks) Recover(ctx context.Context, lost func(Task) error) ([]Task, error) {
+	return ts.recoverLeft(ctx, true, lost)
+}
+
+// RecoverDead is Recover for the tasks of instances that are not running,
+// this one's excepted: for any time, as other instances may die (e.g. on
+// their Watch's Resync, or now and then).
+func (ts *Tasks) RecoverDead(ctx context.Context, lost func(Task) error) ([]Task, error) {
+	return ts.recoverLeft(ctx, false, lost)
+}
+
+// recoverLeft fails the tasks left running by instances not alive, and
+// with mine by this one.
+func (ts *Tasks) recoverLeft(ctx context.Context, mine bool, lost func(Task) error) ([]Task, error) {
 	self := ts.st.Instance()
 	var ids []string
 	err := ts.st.View(ctx, func(tx store.Tx) error {
 		prefix := []byte{'s', 0}
 		return tx.Scan(runningBucket, prefix, false, func(k, inst []byte) error {
+			if string(inst) == self && !mine {
+				return nil
+			}
 			if string(inst) != self {
 				if alive, err := tx.Alive(string(inst)); err != nil || alive {
 					return err
