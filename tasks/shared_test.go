@@ -13,30 +13,20 @@ import (
 	"github.com/wardenmcp/warden/store/storetest"
 )
 
-// sharedStores opens instances on one fresh PostgreSQL database; each is
-// closed at the test's end, or before by kill.
-func sharedStores(t *testing.T) (open func(instance string) store.Store, kill func(store.Store)) {
+// sharedStores opens instances on one fresh PostgreSQL database, each
+// closed at the test's end (closing one again after a test closed it, as
+// an instance that died, is harmless).
+func sharedStores(t *testing.T) func(instance string) store.Store {
 	t.Helper()
-	pg := pgtest.Start(t, pgtest.Options{})
-	url := pg.NewDatabase(t)
-	var mu sync.Mutex
-	closed := map[store.Store]bool{}
-	kill = func(st store.Store) {
-		mu.Lock()
-		defer mu.Unlock()
-		if !closed[st] {
-			closed[st] = true
-			st.Close()
-		}
-	}
+	url := pgtest.Start(t, pgtest.Options{}).NewDatabase(t)
 	return func(instance string) store.Store {
 		st, err := store.Open(context.Background(), store.Options{URL: url, Key: storetest.Key, Instance: instance})
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { kill(st) })
+		t.Cleanup(func() { st.Close() })
 		return st
-	}, kill
+	}
 }
 
 // Two instances share tasks: answers to one task's questions given at
@@ -47,7 +37,7 @@ func sharedStores(t *testing.T) (open func(instance string) store.Store, kill fu
 // instance's are left alone.
 func TestSharedByInstances(t *testing.T) {
 	ctx := context.Background()
-	open, kill := sharedStores(t)
+	open := sharedStores(t)
 	stA, stB := open("a"), open("b")
 	a, b := New(stA, Options{MaxPerServer: 5}), New(stB, Options{MaxPerServer: 5})
 
@@ -118,7 +108,7 @@ func TestSharedByInstances(t *testing.T) {
 	if len(failed) != 0 {
 		t.Errorf("C's Recover at start failed %d tasks of live instances", len(failed))
 	}
-	kill(stB)
+	stB.Close() // B dies
 	failed, err = a.RecoverDead(ctx, func(Task) error { return nil })
 	if err != nil {
 		t.Fatal(err)
