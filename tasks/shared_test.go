@@ -46,18 +46,19 @@ func TestSharedByInstances(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	qs := map[string]json.RawMessage{}
-	for i := range n {
-		qs[fmt.Sprint("q", i)] = raw(`{"method":"elicitation/create"}`)
+	qs := make([]json.RawMessage, n)
+	for i := range qs {
+		qs[i] = raw(`{"method":"elicitation/create"}`)
 	}
-	if _, err := a.Ask(ctx, tk.ID, qs); err != nil {
+	keys, err := a.Ask(ctx, tk.ID, qs...)
+	if err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
-	for i := range n {
+	for i, k := range keys {
 		ts := []*Tasks{a, b}[i%2]
 		wg.Go(func() {
-			if _, err := ts.Answer(ctx, alice, tk.ID, map[string]json.RawMessage{fmt.Sprint("q", i): raw(fmt.Sprint(i))}); err != nil {
+			if _, err := ts.Answer(ctx, alice, tk.ID, map[string]json.RawMessage{k: raw(fmt.Sprint(i))}); err != nil {
 				t.Error(err)
 			}
 		})

@@ -78,6 +78,19 @@ type Task struct {
 	// responses received and not yet taken by the runner.
 	Questions map[string]json.RawMessage `json:"questions,omitempty"`
 	Answers   map[string]json.RawMessage `json:"answers,omitempty"`
+	// Asked counts the questions ever asked: it numbers their keys.
+	Asked int `json:"asked,omitempty"`
+}
+
+// TTLMs is the task's ttlMs on the wire: the milliseconds from its
+// creation to its removal, nil ("unlimited") while it runs, as a running
+// task is never removed.
+func (t *Task) TTLMs() *int64 {
+	if !t.Status.Terminal() {
+		return nil
+	}
+	ms := t.expires().Sub(t.CreatedAt).Milliseconds()
+	return &ms
 }
 
 // expires is when a finished task is removed.

@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"time"
 
 	"github.com/wardenmcp/warden/internal/canon"
@@ -134,23 +133,33 @@ func (ts *Tasks) Get(ctx context.Context, owner Owner, id string) (Task, error) 
 	return t, err
 }
 
-// Ask parks the running task on questions for its client (input requests
-// by id, JSON): it becomes input_required until every question pending is
-// answered. A finished task refuses with ErrFinished (it was cancelled).
-func (ts *Tasks) Ask(ctx context.Context, id string, questions map[string]json.RawMessage) (Task, error) {
-	return ts.change(ctx, id, nil, func(t *Task) (bool, error) {
+// Ask parks the running task on questions for its client (input
+// requests, JSON): it is input_required until every question pending is
+// answered. Each question gets a key never used before in this task (the
+// wire wants keys unique over a task's life), returned in order. A
+// finished task refuses with ErrFinished (it was cancelled).
+func (ts *Tasks) Ask(ctx context.Context, id string, questions ...json.RawMessage) ([]string, error) {
+	var keys []string
+	_, err := ts.change(ctx, id, nil, func(t *Task) (bool, error) {
 		if t.Status.Terminal() {
 			return false, ErrFinished
 		}
+		keys = keys[:0]
 		if t.Questions == nil {
 			t.Questions = map[string]json.RawMessage{}
 		}
-		maps.Copy(t.Questions, questions)
+		for _, q := range questions {
+			t.Asked++
+			k := fmt.Sprint("input-", t.Asked)
+			t.Questions[k] = q
+			keys = append(keys, k)
+		}
 		if len(t.Questions) > 0 {
 			t.Status = InputRequired
 		}
-		return true, nil
+		return len(questions) > 0, nil
 	})
+	return keys, err
 }
 
 // Answer takes owner's answers to the task's pending questions: each

@@ -77,27 +77,40 @@ func TestLifecycle(t *testing.T) {
 		t.Errorf("Get of an unknown id: %v", err)
 	}
 
-	q := map[string]json.RawMessage{
-		"a": raw(`{"method":"elicitation/create","params":{"message":"a?"}}`),
-		"b": raw(`{"method":"elicitation/create","params":{"message":"b?"}}`),
+	qa, qb := raw(`{"method":"elicitation/create","params":{"message":"a?"}}`), raw(`{"method":"elicitation/create","params":{"message":"b?"}}`)
+	keys, err := ts.Ask(ctx, tk.ID, qa, qb)
+	if err != nil || len(keys) != 2 || keys[0] == keys[1] {
+		t.Fatalf("Ask: %v, %v", keys, err)
 	}
-	if got, err := ts.Ask(ctx, tk.ID, q); err != nil || got.Status != InputRequired || len(got.Questions) != 2 {
-		t.Fatalf("Ask: %+v, %v", got, err)
+	a, b := keys[0], keys[1]
+	if got, _ := ts.Get(ctx, alice, tk.ID); got.Status != InputRequired || !bytes.Equal(got.Questions[a], qa) || !bytes.Equal(got.Questions[b], qb) {
+		t.Fatalf("asked: %+v", got)
 	}
-	got, err := ts.Answer(ctx, alice, tk.ID, map[string]json.RawMessage{"a": raw(`{"action":"accept"}`), "zz": raw(`{}`)})
-	if err != nil || got.Status != InputRequired || len(got.Questions) != 1 || got.Questions["b"] == nil || len(got.Answers) != 1 {
+	got, err := ts.Answer(ctx, alice, tk.ID, map[string]json.RawMessage{a: raw(`{"action":"accept"}`), "zz": raw(`{}`)})
+	if err != nil || got.Status != InputRequired || len(got.Questions) != 1 || got.Questions[b] == nil || len(got.Answers) != 1 {
 		t.Fatalf("partial Answer: %+v, %v", got, err)
 	}
-	got, err = ts.Answer(ctx, alice, tk.ID, map[string]json.RawMessage{"b": raw(`{"action":"decline"}`)})
+	// An answer to a question answered already is ignored.
+	got, err = ts.Answer(ctx, alice, tk.ID, map[string]json.RawMessage{a: raw(`{"action":"cancel"}`), b: raw(`{"action":"decline"}`)})
 	if err != nil || got.Status != Working || len(got.Questions) != 0 {
 		t.Fatalf("last Answer: %+v, %v", got, err)
 	}
 	answers, err := ts.TakeAnswers(ctx, tk.ID)
-	if err != nil || string(answers["a"]) != `{"action":"accept"}` || string(answers["b"]) != `{"action":"decline"}` || len(answers) != 2 {
+	if err != nil || string(answers[a]) != `{"action":"accept"}` || string(answers[b]) != `{"action":"decline"}` || len(answers) != 2 {
 		t.Fatalf("TakeAnswers: %s, %v", answers, err)
 	}
 	if again, _ := ts.TakeAnswers(ctx, tk.ID); len(again) != 0 {
 		t.Fatalf("answers taken twice: %s", again)
+	}
+	// A later question never reuses a key.
+	if later, err := ts.Ask(ctx, tk.ID, qa); err != nil || len(later) != 1 || later[0] == a || later[0] == b {
+		t.Fatalf("a later question: %v, %v", later, err)
+	}
+	if _, err := ts.Answer(ctx, alice, tk.ID, map[string]json.RawMessage{a: raw(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := ts.Get(ctx, alice, tk.ID); got.Status != InputRequired || got.TTLMs() != nil {
+		t.Fatalf("an old key answered the new question, or a running task has a TTL: %+v", got)
 	}
 
 	result := raw(`{"content":[{"type":"text","text":"done"}],"isError":true}`)
@@ -112,7 +125,10 @@ func TestLifecycle(t *testing.T) {
 	if _, err := ts.Fail(ctx, tk.ID, Error{Code: 1, Message: "x"}); !errors.Is(err, ErrFinished) {
 		t.Errorf("Fail after Complete: %v", err)
 	}
-	if _, err := ts.Ask(ctx, tk.ID, q); !errors.Is(err, ErrFinished) {
+	if ttl := done.TTLMs(); ttl == nil || *ttl != done.UpdatedAt.Sub(done.CreatedAt).Milliseconds()+time.Hour.Milliseconds() {
+		t.Errorf("a finished task's ttlMs %v: want the time from its creation to its removal", ttl)
+	}
+	if _, err := ts.Ask(ctx, tk.ID, qa); !errors.Is(err, ErrFinished) {
 		t.Errorf("Ask after Complete: %v", err)
 	}
 	c, err := ts.Cancel(ctx, alice, tk.ID)
@@ -130,7 +146,7 @@ func TestCancelThenLateOutcome(t *testing.T) {
 	ctx := context.Background()
 	ts, _ := newTasks(t, Options{})
 	tk := create(t, ts, alice, "fs")
-	if _, err := ts.Ask(ctx, tk.ID, map[string]json.RawMessage{"q": raw(`{}`)}); err != nil {
+	if _, err := ts.Ask(ctx, tk.ID, raw(`{}`)); err != nil {
 		t.Fatal(err)
 	}
 	c, err := ts.Cancel(ctx, alice, tk.ID)
@@ -207,10 +223,11 @@ func TestWatch(t *testing.T) {
 	stop := ts.Watch(func(c Change) { ch <- c })
 	defer stop()
 	tk := create(t, ts, alice, "fs")
-	if _, err := ts.Ask(ctx, tk.ID, map[string]json.RawMessage{"q": raw(`{}`)}); err != nil {
+	keys, err := ts.Ask(ctx, tk.ID, raw(`{}`))
+	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ts.Answer(ctx, alice, tk.ID, map[string]json.RawMessage{"q": raw(`{}`)}); err != nil {
+	if _, err := ts.Answer(ctx, alice, tk.ID, map[string]json.RawMessage{keys[0]: raw(`{}`)}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := ts.Complete(ctx, tk.ID, raw(`{"content":[]}`)); err != nil {
@@ -238,7 +255,7 @@ func TestRecover(t *testing.T) {
 	ts := New(st, Options{})
 	running := create(t, ts, alice, "fs")
 	waiting := create(t, ts, bob, "db")
-	if _, err := ts.Ask(ctx, waiting.ID, map[string]json.RawMessage{"q": raw(`{}`)}); err != nil {
+	if _, err := ts.Ask(ctx, waiting.ID, raw(`{}`)); err != nil {
 		t.Fatal(err)
 	}
 	done := create(t, ts, alice, "fs")
