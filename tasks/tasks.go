@@ -335,8 +335,9 @@ func countPrefix(tx store.Tx, prefix []byte) (int, error) {
 	return n, err
 }
 
-// Change is what Watch reports: a task's new status. Resync: changes may
-// have been missed (the store was unreachable); reload what you follow.
+// Change is what Watch reports: a task changed (a status, a question
+// asked, an answer given or taken), and its status now. Resync: changes
+// may have been missed (the store was unreachable); reload what you follow.
 type Change struct {
 	ID     string `json:"id"`
 	Status Status `json:"status"`
