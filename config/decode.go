@@ -21,7 +21,7 @@ var (
 	topFields      = []string{"listen", "stateDir", "store", "storeKey", "activity", "toolSearch", "toolSearchBudget", "mcpServers", "publicURL", "auth", "clients", "profiles", "access", "operators"}
 	activityFields = []string{"maxEntries", "maxAge"}
 	serverFields   = []string{"command", "args", "env", "cwd", "url", "headers", "transport", "type",
-		"trusted", "disabled", "callTimeout", "confirmDestructive", "tools", "inheritEnv", "sandbox", "start", "idleTimeout", "oauth", "envFile"}
+		"trusted", "disabled", "callTimeout", "confirmDestructive", "tools", "inheritEnv", "sandbox", "start", "idleTimeout", "oauth", "envFile", "tasks"}
 	// Fields other MCP hosts write that Warden reads but does not offer
 	// in messages (those it ignores are in foreignTop and foreignServer).
 	hostTopFields    = []string{"servers"}
@@ -549,6 +549,8 @@ func (d *decoder) server(name string, v *hujson.Value, path string) (*Server, er
 			s.OnDemand = mode == StartOnDemand
 		case "idleTimeout":
 			s.IdleTimeout, err = d.duration(v, p)
+		case "tasks":
+			s.Tasks, err = d.taskTools(v, p)
 		}
 		return err
 	})
@@ -565,6 +567,30 @@ func (d *decoder) server(name string, v *hujson.Value, path string) (*Server, er
 		return nil, err
 	}
 	return s, nil
+}
+
+// taskTools reads a server's "tasks": "all", or a list of tool names.
+func (d *decoder) taskTools(v *hujson.Value, path string) (TaskTools, error) {
+	const fix = `write "all", or a list of the upstream's tool names such as ["build", "deploy"]`
+	if lit, ok := v.Value.(hujson.Literal); ok && lit.Kind() == '"' {
+		if lit.String() != "all" {
+			return TaskTools{}, d.errAt(v, path, strconv.Quote(lit.String())+" is not a choice of tasks", fix)
+		}
+		return TaskTools{All: true}, nil
+	}
+	if _, ok := v.Value.(*hujson.Array); !ok {
+		return TaskTools{}, d.typeErr(v, path, `"all" or a list of tool names`, fix)
+	}
+	_, names, err := d.strList(v, path)
+	if err != nil {
+		return TaskTools{}, err
+	}
+	for i, name := range names {
+		if name == "" {
+			return TaskTools{}, d.errAt(v, index(path, i), "tool name is empty", "write the upstream tool's name")
+		}
+	}
+	return TaskTools{Names: names}, nil
 }
 
 // hideTools hides the tools another host's "disabledTools" names, as that

@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-const serverKnown = "known fields are command, args, env, cwd, url, headers, transport, type, trusted, disabled, callTimeout, confirmDestructive, tools, inheritEnv, sandbox, start, idleTimeout, oauth, envFile"
+const serverKnown = "known fields are command, args, env, cwd, url, headers, transport, type, trusted, disabled, callTimeout, confirmDestructive, tools, inheritEnv, sandbox, start, idleTimeout, oauth, envFile, tasks"
 
 // TestErrors checks that each bad input gives the promised message: file,
 // field path, problem and fix.
@@ -59,6 +59,10 @@ func TestErrors(t *testing.T) {
 			pre + `activity.maxEntries: is not a whole number of entries above zero; write a number such as 10000`, "activity.maxEntries"},
 		{"bad transport", servers(`"x": {"url": "https://h/mcp", "transport": "streamable"}`),
 			pre + `mcpServers.x.transport: "streamable" is not a transport; write "stdio", "http" or "sse"`, "mcpServers.x.transport"},
+		{"bad tasks", servers(`"x": {"command": "a", "tasks": "some"}`),
+			pre + `mcpServers.x.tasks: "some" is not a choice of tasks; write "all", or a list of the upstream's tool names such as ["build", "deploy"]`, "mcpServers.x.tasks"},
+		{"empty task name", servers(`"x": {"command": "a", "tasks": ["build", ""]}`),
+			pre + `mcpServers.x.tasks[1]: tool name is empty; write the upstream tool's name`, "mcpServers.x.tasks[1]"},
 		{"bad class", servers(`"x": {"command": "a", "tools": {"rm": {"class": "dangerous"}}}`),
 			pre + `mcpServers.x.tools.rm.class: "dangerous" is not a class; write "read", "write" or "destructive"`, "mcpServers.x.tools.rm.class"},
 		{"stdio with url", servers(`"x": {"url": "https://h/mcp", "transport": "stdio"}`),
