@@ -41,6 +41,11 @@ type Call struct {
 	// After, if set, takes the work left once the answer is read, for the
 	// caller to do after it sent the answer on (see answer.After).
 	After *answer.After
+	// Start, if set, makes the call a task: it is called once the call is
+	// admitted (quarantine, approval, profile, latch, confirmation), just
+	// before it goes upstream, and creates the task there. An error refuses
+	// the call as it is; nothing is sent.
+	Start func(context.Context) error
 }
 
 // CallTool runs call through policy and, if allowed, upstream. A policy
@@ -55,7 +60,7 @@ func (g *Gateway) CallTool(ctx context.Context, call Call) (*answer.Result, erro
 	defer leave()
 
 	start := time.Now()
-	entry := activity.Entry{At: start, Surface: call.Surface, Server: call.Server, Tool: call.Tool, User: call.Who.Name()}
+	entry := activity.Entry{At: start, Surface: call.Surface, Server: call.Server, Tool: call.Tool, User: call.Who.Name(), Task: call.Start != nil}
 	res, err := g.callTool(ctx, call, &entry)
 	entry.LatencyMicros = time.Since(start).Microseconds()
 	var ref *Refusal
@@ -104,6 +109,12 @@ func (g *Gateway) callTool(ctx context.Context, call Call, entry *activity.Entry
 	}
 	if tool.Class == writes.ClassDestructive && c.Config().ConfirmDestructive {
 		if err := g.confirm(ctx, call); err != nil {
+			return nil, err
+		}
+	}
+
+	if call.Start != nil {
+		if err := call.Start(ctx); err != nil {
 			return nil, err
 		}
 	}

@@ -65,3 +65,11 @@ func (g *Gateway) LiveConfig(server string) (*config.Server, bool) {
 	}
 	return c.Config(), true
 }
+
+// RunsAsTask reports whether server's tool runs as a task for a client
+// that declares the tasks extension: its server's config names it
+// ("tasks"). Other tools run as direct calls.
+func (g *Gateway) RunsAsTask(server, tool string) bool {
+	cfg, ok := g.LiveConfig(server)
+	return ok && cfg.Tasks.Has(tool)
+}
