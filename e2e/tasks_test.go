@@ -1,0 +1,186 @@
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wardenmcp/warden/internal/testing/fixture"
+	"github.com/wardenmcp/warden/internal/testing/testenv"
+	"github.com/wardenmcp/warden/internal/testing/wardentest"
+)
+
+// taskScenarios are the conformance suite's scenarios of the tasks
+// extension.
+var taskScenarios = []string{"tasks-lifecycle", "tasks-capability-negotiation", "tasks-wire-fields", "tasks-request-state-removal",
+	"tasks-mrtr-input", "tasks-request-headers", "tasks-dispatch-and-envelope", "tasks-status-notifications",
+	"tasks-required-task-error", "tasks-mrtr-composition"}
+
+// tasksFixture starts an HTTP fixture-server with the tasks scenarios'
+// tools (a 2026-07-28 one with stateless) and returns its URL.
+func tasksFixture(t testing.TB, stateless bool) string {
+	t.Helper()
+	stats := filepath.Join(t.TempDir(), "stats.json")
+	args := []string{"-http", "127.0.0.1:0", "-stats", stats, "-tasks"}
+	if stateless {
+		args = append(args, "-stateless")
+	}
+	testenv.StartProcess(t, exec.Command(testenv.BuildBinary(t, fixturePkg), args...))
+	var url string
+	wardentest.WaitFor(t, 20*time.Second, "the HTTP fixture-server to listen", func() bool {
+		st, ok := fixture.ReadStatsFile(stats)
+		url = st.URL
+		return ok && url != ""
+	})
+	return url
+}
+
+// shortOfTasks are the checks of the tasks scenarios that do not pass
+// through Warden today, by upstream: for each, the status the suite gives
+// it and why.
+var shortOfTasks = map[string]map[string]string{
+	"t2026": {
+		// execution.taskSupport is not read from upstream definitions yet
+		// (the SDK's Tool drops it): no tool is "required".
+		"sep-2663-server-returns-missing-capability-when-required": "FAILURE",
+		"sep-2663-mrtr-synchronous-before-task-creation":           "FAILURE",
+	},
+	"t2025": {
+		"sep-2663-server-returns-missing-capability-when-required": "FAILURE",
+		"sep-2663-mrtr-synchronous-before-task-creation":           "FAILURE",
+		// The scenario cancels a confirm_delete (destructive) task whose
+		// call waits upstream for its question: an unknown outcome, which
+		// latches the server, so its next confirm_delete is refused.
+		"tasks-mrtr-tasks-update-resumes": "FAILURE",
+	},
+}
+
+// The conformance suite's ten scenarios of the tasks extension through
+// /mcp/{server}, for an upstream of each era that has their tools and
+// does not speak the extension (Warden runs the tasks): every check
+// passes but those in shortOfTasks, which fail as said there (a change
+// either way fails the test). tasks-status-notifications is skipped by the
+// suite itself (its harness awaits a rewrite).
+func TestTaskScenariosThroughWarden(t *testing.T) {
+	taskTools := []string{fixture.ToolSlowCompute, fixture.ToolFailingJob, fixture.ToolProtocolErrorJob, fixture.ToolConfirmDelete, fixture.ToolMultiInput}
+	w := wardentest.Start(t, map[string]any{
+		"t2026": map[string]any{"url": tasksFixture(t, true), "trusted": true, "tasks": taskTools},
+		"t2025": map[string]any{"url": tasksFixture(t, false), "trusted": true, "tasks": taskTools},
+	})
+	w.WaitReady(t, "t2026")
+	w.WaitReady(t, "t2025")
+	for _, server := range []string{"t2026", "t2025"} {
+		seen := map[string]bool{}
+		passed := 0
+		for _, sc := range taskScenarios {
+			checks, out := testenv.RunServerScenario(t, w.URL("/mcp/"+server), "2026-07-28", sc)
+			for _, c := range checks {
+				want, short := shortOfTasks[server][c.ID]
+				switch {
+				case short:
+					seen[c.ID] = true
+				case sc == "tasks-status-notifications":
+					want = "SKIPPED"
+				default:
+					want = "SUCCESS"
+				}
+				if c.Status == "SUCCESS" {
+					passed++
+				}
+				if c.Status != want {
+					t.Errorf("%s, %s: check %s is %s, want %s\n%s", server, sc, c.ID, c.Status, want, out)
+				}
+			}
+		}
+		for id := range shortOfTasks[server] {
+			if !seen[id] {
+				t.Errorf("%s: check %s was not run", server, id)
+			}
+		}
+		t.Logf("%s: %d checks passed", server, passed)
+	}
+}
+
+// taskRPC sends a stateless-era request of a client that declares the
+// tasks extension to url, with the headers the revision wants, and
+// returns its result or its error.
+func taskRPC(t *testing.T, url, method string, params map[string]any) (result map[string]any, rpcErr map[string]any) {
+	t.Helper()
+	params["_meta"] = map[string]any{
+		"io.modelcontextprotocol/protocolVersion":    "2026-07-28",
+		"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "tasks-test", "version": "1"},
+		"io.modelcontextprotocol/clientCapabilities": map[string]any{"extensions": map[string]any{"io.modelcontextprotocol/tasks": map[string]any{}}},
+	}
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", method)
+	for _, k := range []string{"name", "taskId"} {
+		if v, ok := params[k].(string); ok {
+			req.Header.Set("Mcp-Name", v)
+		}
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s: %v", method, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		for line := range strings.Lines(string(b)) {
+			if data, ok := strings.CutPrefix(strings.TrimSpace(line), "data:"); ok {
+				b = []byte(data) // the response is the last event
+			}
+		}
+	}
+	var msg struct {
+		Result map[string]any `json:"result"`
+		Error  map[string]any `json:"error"`
+	}
+	if err := json.Unmarshal(b, &msg); err != nil {
+		t.Fatalf("%s: answer %q: %v", method, b, err)
+	}
+	return msg.Result, msg.Error
+}
+
+// A task whose Warden is killed (kill -9) while its write runs upstream
+// is, after the restart, failed with an unknown outcome, and its server is
+// latched like any write in doubt.
+func TestTaskKill9(t *testing.T) {
+	u := wlNewUpstream(t, "http", map[string]any{"tasks": []string{fixture.ToolWrite}})
+	d := wlNewDaemon(t, u)
+	d.connect().Close() // the upstream answers
+	url := "http://" + d.listen + "/mcp/s"
+	slow := map[string]any{"key": "k", "value": wlMarker(t), "sleep_ms": 10000}
+	res, rpcErr := taskRPC(t, url, "tools/call", map[string]any{"name": fixture.ToolWrite, "arguments": slow})
+	id, _ := res["taskId"].(string)
+	if rpcErr != nil || res["resultType"] != "task" || id == "" {
+		t.Fatalf("a slow write as a task: %v %v", res, rpcErr)
+	}
+	u.waitStats(t, "the write to reach the upstream", func(s fixture.Stats) bool { return s.WriteDispatches == 1 })
+
+	d.kill9()
+	d.serve()
+	got, rpcErr := taskRPC(t, url, "tasks/get", map[string]any{"taskId": id})
+	taskErr, _ := got["error"].(map[string]any)
+	if rpcErr != nil || got["status"] != "failed" || taskErr == nil || !strings.Contains(fmt.Sprint(taskErr["message"]), "unknown outcome") {
+		t.Fatalf("tasks/get after kill -9: %v %v; want failed with an unknown outcome", got, rpcErr)
+	}
+	listed := d.latches()
+	if len(listed) != 1 || listed[0].Server != "s" || listed[0].Tool != fixture.ToolWrite || listed[0].ArgsSHA256 != wlArgsHash(t, slow) {
+		t.Fatalf("warden writes --json after kill -9 mid-task = %+v", listed)
+	}
+	d.proc.Stop()
+}
