@@ -77,6 +77,7 @@ type Config struct {
 	Store    string
 	StoreKey string
 	Activity Activity // activity log retention
+	Tasks    Tasks    // how long finished tasks stay, how many run at once
 	// ToolSearch is which tools /mcp lists: every tool ("off"), the search
 	// view ("on"), or the search view once the visible tools' definitions
 	// cost more than ToolSearchBudget tokens ("auto").
@@ -127,6 +128,15 @@ type Config struct {
 type Activity struct {
 	MaxEntries int           // default 10000
 	MaxAge     time.Duration // default 7 days
+}
+
+// Tasks bounds the tasks Warden runs (the tasks extension): a finished
+// task's result stays Retention, then is removed; at most MaxPerServer
+// tasks run at once for one server and MaxPerCaller for one caller. Zero
+// values take the defaults (package tasks: 1 hour, 32 and 16).
+type Tasks struct {
+	Retention                  time.Duration
+	MaxPerServer, MaxPerCaller int
 }
 
 // Server is one upstream MCP server from "mcpServers".

@@ -219,6 +219,17 @@ func TestEmptyAndSum(t *testing.T) {
 	}
 }
 
+// The top level's "tasks" bounds the tasks.
+func TestParseTaskBounds(t *testing.T) {
+	cfg, err := Parse("/x/config.json", []byte(`{"tasks": {"retention": "10m", "maxPerServer": 4, "maxPerCaller": 2}}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (Tasks{Retention: 10 * time.Minute, MaxPerServer: 4, MaxPerCaller: 2}); cfg.Tasks != want {
+		t.Errorf("tasks %+v, want %+v", cfg.Tasks, want)
+	}
+}
+
 // A server's "tasks" names the tools run as tasks: all, or a list.
 func TestParseTasks(t *testing.T) {
 	cfg, err := Parse("/x/config.json", []byte(`{"mcpServers": {

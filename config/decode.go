@@ -18,8 +18,9 @@ import (
 
 // Field names, in the order messages list them.
 var (
-	topFields      = []string{"listen", "stateDir", "store", "storeKey", "activity", "toolSearch", "toolSearchBudget", "mcpServers", "publicURL", "auth", "clients", "profiles", "access", "operators"}
+	topFields      = []string{"listen", "stateDir", "store", "storeKey", "activity", "tasks", "toolSearch", "toolSearchBudget", "mcpServers", "publicURL", "auth", "clients", "profiles", "access", "operators"}
 	activityFields = []string{"maxEntries", "maxAge"}
+	tasksFields    = []string{"retention", "maxPerServer", "maxPerCaller"}
 	serverFields   = []string{"command", "args", "env", "cwd", "url", "headers", "transport", "type",
 		"trusted", "disabled", "callTimeout", "confirmDestructive", "tools", "inheritEnv", "sandbox", "start", "idleTimeout", "oauth", "envFile", "tasks"}
 	// Fields other MCP hosts write that Warden reads but does not offer
@@ -150,6 +151,8 @@ func (d *decoder) decode(cfg *Config) error {
 			cfg.StoreKey = x
 		case "activity":
 			return d.activity(v, path, &cfg.Activity)
+		case "tasks":
+			return d.tasks(v, path, &cfg.Tasks)
 		case "toolSearch":
 			s, err := d.str(v, path)
 			if err != nil {
@@ -437,6 +440,34 @@ func (d *decoder) activity(v *hujson.Value, path string, a *Activity) error {
 				return err
 			}
 			a.MaxAge = dur
+		}
+		return nil
+	})
+}
+
+func (d *decoder) tasks(v *hujson.Value, path string, to *Tasks) error {
+	obj, err := d.object(v, path, `write an object such as {"retention": "1h", "maxPerServer": 32, "maxPerCaller": 16}`)
+	if err != nil {
+		return err
+	}
+	return d.fields(obj, path, tasksFields, func(name string, v *hujson.Value, p string) error {
+		switch name {
+		case "retention":
+			dur, err := d.duration(v, p)
+			if err != nil {
+				return err
+			}
+			to.Retention = dur
+		case "maxPerServer", "maxPerCaller":
+			n, ok := d.count(v)
+			if !ok {
+				return d.errAt(v, p, "is not a whole number of tasks above zero", "write a number such as 16")
+			}
+			if name == "maxPerServer" {
+				to.MaxPerServer = n
+			} else {
+				to.MaxPerCaller = n
+			}
 		}
 		return nil
 	})

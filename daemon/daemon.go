@@ -202,7 +202,7 @@ func Run(ctx context.Context, opts Options) error {
 	surfaces.ShareSessions(d.store)
 	tasksCtx, stopTasks := context.WithCancel(ctx)
 	defer stopTasks()
-	ts, err := d.openTasks(tasksCtx)
+	ts, err := d.openTasks(tasksCtx, cfg.Tasks)
 	if err != nil {
 		ln.Close()
 		sock.Close()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/wardenmcp/warden/config"
 	"github.com/wardenmcp/warden/tasks"
 	"github.com/wardenmcp/warden/writes"
 )
@@ -12,12 +13,13 @@ import (
 // instances that died are failed.
 const taskSweepEvery = time.Minute
 
-// openTasks keeps the tasks in the daemon's store. The tasks a previous
+// openTasks keeps the tasks in the daemon's store, bounded by cfg (read
+// at start: a reload leaves the bounds as they are). The tasks a previous
 // run left running fail as unknown outcomes, a non-read one latching its
 // server; then, until ctx ends, expired tasks are removed and those left
 // by instances that died fail likewise, every taskSweepEvery.
-func (d *Daemon) openTasks(ctx context.Context) (*tasks.Tasks, error) {
-	ts := tasks.New(d.store, tasks.Options{})
+func (d *Daemon) openTasks(ctx context.Context, cfg config.Tasks) (*tasks.Tasks, error) {
+	ts := tasks.New(d.store, tasks.Options{Retention: cfg.Retention, MaxPerServer: cfg.MaxPerServer, MaxPerCaller: cfg.MaxPerCaller})
 	if failed, err := ts.Recover(ctx, d.taskLost); err != nil {
 		return nil, err
 	} else if len(failed) > 0 {
