@@ -26,7 +26,7 @@ import (
 // Tasks (the 2026-07-28 tasks extension, wire in package tasks' doc) on
 // every endpoint, for any upstream: Warden runs the task itself. A
 // stateless-era client that declares the extension and calls a tool that
-// runs as a task (gateway.RunsAsTask) gets a task handle once the call is
+// runs as a task (gateway.TaskSupport) gets a task handle once the call is
 // admitted by the same call path and policy as a direct call; the call
 // goes on upstream on a goroutine of its own, its questions parked in the
 // task for tasks/get and tasks/update, its outcome settled into the task.
@@ -363,14 +363,23 @@ func (taskClient) Log(context.Context, *mcp.LoggingMessageParams)            {}
 var _ gateway.Client = taskClient{}
 
 // taskCall runs r, a stateless-era tools/call, as a task if its tool runs
-// as one and its client declares the extension: handled is false for a
-// call to run directly.
+// as one and its client declares the extension, and refuses it (-32021)
+// to a client that does not if its tool runs only as a task: handled is
+// false for a call to run directly.
 func (v *view) taskCall(ctx context.Context, r *mcp.CallToolRequest, from origin) (res mcp.Result, handled bool, err error) {
 	if v.tasks == nil || v.index != nil || r.Params.RequestState != "" || len(r.Params.InputResponses) > 0 {
 		return nil, false, nil
 	}
 	t, err := v.target(r.Params.Name)
-	if err != nil || !v.g.RunsAsTask(t.server, t.name) || !declaresTasks(r.ClientCapabilities()) {
+	if err != nil {
+		return nil, false, nil
+	}
+	switch support := v.g.TaskSupport(t.server, t.name); {
+	case support == gateway.TaskForbidden:
+		return nil, false, nil
+	case !declaresTasks(r.ClientCapabilities()) && support == gateway.TaskRequired:
+		return nil, true, tasksMissing(fmt.Sprintf("tool %q runs only as a task: it", r.Params.Name))
+	case !declaresTasks(r.ClientCapabilities()):
 		return nil, false, nil
 	}
 	call := gateway.Call{Server: t.server, Tool: t.name, Args: r.Params.Arguments, Meta: hopMeta(r.Params.Meta),
@@ -392,7 +401,7 @@ func (v *view) taskable(name string) bool {
 		return false
 	}
 	t, err := v.target(name)
-	return err == nil && v.g.RunsAsTask(t.server, t.name)
+	return err == nil && v.g.TaskSupport(t.server, t.name) != gateway.TaskForbidden
 }
 
 // ownerOf is who owns the tasks a request starts: the caller its token

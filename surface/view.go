@@ -151,6 +151,9 @@ func (v *view) intercept(next mcp.MethodHandler) mcp.MethodHandler {
 			res, err := next(ctx, method, req)
 			if list, ok := res.(*mcp.ListToolsResult); ok && list != nil {
 				v.withDefinitions(list, v.callerOf(headerOf(r.Extra)).Profile)
+				if hasExecution(list.Tools) {
+					return toolsListed{list}, err
+				}
 			}
 			return res, err
 		case *mcp.ListPromptsRequest, *mcp.ListResourcesRequest, *mcp.ListResourceTemplatesRequest:
@@ -392,7 +395,7 @@ func (v *view) show(def *mcp.Tool) error {
 		v.forget(key)
 		return err
 	}
-	if v.unchanged(key, def) {
+	if v.unchanged(key, listedTool{def}) {
 		return nil
 	}
 	if err := addTool(v.srv, v.held(def)); err != nil {
