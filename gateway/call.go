@@ -42,9 +42,10 @@ type Call struct {
 	// caller to do after it sent the answer on (see answer.After).
 	After *answer.After
 	// Start, if set, makes the call a task: it is called once the call is
-	// admitted (quarantine, approval, profile, latch, confirmation), just
-	// before it goes upstream, and creates the task there. An error refuses
-	// the call as it is; nothing is sent.
+	// admitted (quarantine, approval, profile, latch), and creates the task
+	// there; a destructive call's confirmation is then asked of the client
+	// through it (its first question), before anything goes upstream. An
+	// error refuses the call as it is; nothing is sent.
 	Start func(context.Context) error
 }
 
@@ -107,14 +108,13 @@ func (g *Gateway) callTool(ctx context.Context, call Call, entry *activity.Entry
 			return nil, latchedRefusal(&l)
 		}
 	}
-	if tool.Class == writes.ClassDestructive && c.Config().ConfirmDestructive {
-		if err := g.confirm(ctx, call); err != nil {
+	if call.Start != nil {
+		if err := call.Start(ctx); err != nil {
 			return nil, err
 		}
 	}
-
-	if call.Start != nil {
-		if err := call.Start(ctx); err != nil {
+	if tool.Class == writes.ClassDestructive && c.Config().ConfirmDestructive {
+		if err := g.confirm(ctx, call); err != nil {
 			return nil, err
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/wardenmcp/warden/gateway"
 	"github.com/wardenmcp/warden/internal/testing/fixture"
 	"github.com/wardenmcp/warden/writes"
@@ -52,5 +53,27 @@ func TestCallStart(t *testing.T) {
 	}
 	if started, calls, _ := run(fixture.ToolWrite, `{"value":"v"}`, nil); started || calls != 0 {
 		t.Errorf("a write refused by the latch: started %v, %d calls upstream", started, calls)
+	}
+}
+
+// A destructive task on a server with confirmDestructive is started before
+// its confirmation, which is asked through it (a task's client is asked in
+// the task); declined, nothing is sent.
+func TestCallStartBeforeConfirmation(t *testing.T) {
+	fx := fixture.NewServer(fixture.Options{})
+	p := start(t, fmt.Sprintf(`{"d": {"url": %q, "trusted": true, "confirmDestructive": true}}`, fx.Serve(t)))
+	p.WaitListed(t, "d")
+	started := false
+	asker := &client{caps: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{}},
+		elicit: func(*mcp.ElicitParams) (*mcp.ElicitResult, error) {
+			if !started {
+				t.Error("the confirmation was asked before the task was started")
+			}
+			return &mcp.ElicitResult{Action: "decline"}, nil
+		}}
+	res, err := p.Gateway.CallTool(testCtx(t), gateway.Call{Server: "d", Tool: fixture.ToolDelete, Surface: "mcp", Client: asker,
+		Start: func(context.Context) error { started = true; return nil }})
+	if err != nil || refusalCode(decoded(t, res)) != string(gateway.CodeDeclined) || asker.askedCount() != 1 || fx.Deletes() != 0 {
+		t.Fatalf("a declined destructive task: %v (%v), asked %d times, %d deletes", res, err, asker.askedCount(), fx.Deletes())
 	}
 }
