@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -137,8 +138,10 @@ type taskRunner struct {
 // runningTask is one task whose call runs here.
 type runningTask struct {
 	id     string
+	owner  tasks.Owner
 	cancel context.CancelFunc
 	poke   chan struct{} // a change: look for answers
+	resync atomic.Bool   // changes may have been missed: look at the task too
 
 	mu      sync.Mutex
 	waiting map[string]chan json.RawMessage // question key → its answer
@@ -162,6 +165,9 @@ func (r *taskRunner) changed(c tasks.Change) {
 		}
 		if c.Status == tasks.Cancelled {
 			rt.cancel()
+		}
+		if c.Resync {
+			rt.resync.Store(true)
 		}
 		select {
 		case rt.poke <- struct{}{}:
@@ -187,7 +193,7 @@ func (r *taskRunner) close() {
 // answered as a direct call would be (res or err).
 func (r *taskRunner) start(ctx context.Context, owner tasks.Owner, read bool, call gateway.Call) (handle *taskResult, res mcp.Result, err error) {
 	callCtx, cancel := context.WithCancel(context.Background())
-	rt := &runningTask{cancel: cancel, poke: make(chan struct{}, 1), waiting: map[string]chan json.RawMessage{}}
+	rt := &runningTask{owner: owner, cancel: cancel, poke: make(chan struct{}, 1), waiting: map[string]chan json.RawMessage{}}
 	created := make(chan tasks.Task, 1)
 	call.Start = func(ctx context.Context) error {
 		t, err := r.ts.Create(ctx, tasks.Spec{Owner: owner, Server: call.Server, Tool: call.Tool, Args: call.Args, Read: read})
@@ -294,6 +300,14 @@ func (rt *runningTask) collect(ctx context.Context, ts *tasks.Tasks) {
 		case <-rt.poke:
 		case <-ctx.Done():
 			return
+		}
+		if rt.resync.Swap(false) {
+			if t, err := ts.Get(ctx, rt.owner, rt.id); err == nil && t.Status == tasks.Cancelled {
+				rt.cancel() // cancelled while this instance heard nothing
+				return
+			} else if err != nil {
+				rt.resync.Store(true) // looked at with the next change
+			}
 		}
 		answers, err := ts.TakeAnswers(ctx, rt.id)
 		if err != nil {
