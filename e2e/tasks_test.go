@@ -46,14 +46,7 @@ func tasksFixture(t testing.TB, stateless bool) string {
 // through Warden today, by upstream: for each, the status the suite gives
 // it and why.
 var shortOfTasks = map[string]map[string]string{
-	"t2026": {
-		// A required tool's first questions are not asked before its task
-		// (by multi-round trip) yet: its task is made at once, and asks
-		// them through tasks/get.
-		"sep-2663-mrtr-synchronous-before-task-creation": "FAILURE",
-	},
 	"t2025": {
-		"sep-2663-mrtr-synchronous-before-task-creation": "FAILURE",
 		// The scenario cancels a confirm_delete (destructive) task whose
 		// call waits upstream for its question: an unknown outcome, which
 		// latches the server, so its next confirm_delete is refused.

@@ -3,6 +3,7 @@ package surface
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -137,11 +138,14 @@ type taskRunner struct {
 
 // runningTask is one task whose call runs here.
 type runningTask struct {
-	id     string
-	owner  tasks.Owner
-	cancel context.CancelFunc
-	poke   chan struct{} // a change: look for answers
-	resync atomic.Bool   // changes may have been missed: look at the task too
+	id      string
+	owner   tasks.Owner
+	cancel  context.CancelFunc
+	poke    chan struct{} // a change: look for answers
+	resync  atomic.Bool   // changes may have been missed: look at the task too
+	asked   chan struct{} // closed once the call asked a question
+	askOnce sync.Once
+	settled chan struct{} // closed once the outcome is in the task
 
 	mu      sync.Mutex
 	waiting map[string]chan json.RawMessage // question key → its answer
@@ -188,12 +192,16 @@ func (r *taskRunner) close() {
 }
 
 // start runs call as a task of owner, for the client request at ctx: once
-// the call is admitted, the task is created and its handle returned; the
-// call goes on after the request. A call refused or failed before that is
-// answered as a direct call would be (res or err).
-func (r *taskRunner) start(ctx context.Context, owner tasks.Owner, read bool, call gateway.Call) (handle *taskResult, res mcp.Result, err error) {
+// the call is admitted, the task is created and returned; the call goes on
+// after the request. A call refused or failed before that is answered as a
+// direct call would be (res or err). With questionsFirst (a tool that runs
+// only as a task), questions the call asks at once (within questionsAtOnce
+// of the task's start) are put to the client first, by multi-round trip:
+// ask is true, and the task is waiting for their answers (see taskCall).
+func (r *taskRunner) start(ctx context.Context, owner tasks.Owner, read bool, call gateway.Call, questionsFirst bool) (t tasks.Task, ask bool, res mcp.Result, err error) {
 	callCtx, cancel := context.WithCancel(context.Background())
-	rt := &runningTask{owner: owner, cancel: cancel, poke: make(chan struct{}, 1), waiting: map[string]chan json.RawMessage{}}
+	rt := &runningTask{owner: owner, cancel: cancel, poke: make(chan struct{}, 1), waiting: map[string]chan json.RawMessage{},
+		asked: make(chan struct{}), settled: make(chan struct{})}
 	created := make(chan tasks.Task, 1)
 	call.Start = func(ctx context.Context) error {
 		t, err := r.ts.Create(ctx, tasks.Spec{Owner: owner, Server: call.Server, Tool: call.Tool, Args: call.Args, Read: read})
@@ -232,27 +240,51 @@ func (r *taskRunner) start(ctx context.Context, owner tasks.Owner, read bool, ca
 			return
 		}
 		r.settle(rt.id, got, err)
+		close(rt.settled)
 		r.mu.Lock()
 		delete(r.running, rt.id)
 		r.mu.Unlock()
 	}()
 	select {
-	case t := <-created:
-		return wireTask(t, "task"), nil, nil
+	case t = <-created:
 	case o := <-direct:
-		return nil, o.res, o.err
+		return tasks.Task{}, false, o.res, o.err
 	case <-ctx.Done():
-		// The client left before the call was admitted (asked to confirm,
-		// say): as for a direct call, the call is abandoned.
+		// The client left before the call was admitted: as for a direct
+		// call, the call is abandoned.
 		cancel()
 		select {
-		case t := <-created: // admitted meanwhile: a task it is
-			return wireTask(t, "task"), nil, nil
+		case t = <-created: // admitted meanwhile: a task it is
+			return t, false, nil, nil
 		case o := <-direct:
-			return nil, o.res, o.err
+			return tasks.Task{}, false, o.res, o.err
 		}
 	}
+	if !questionsFirst {
+		return t, false, nil, nil
+	}
+	wait := time.NewTimer(questionsAtOnce)
+	defer wait.Stop()
+	select {
+	case <-rt.asked:
+		// Questions asked together go out together (as rounds do).
+		time.Sleep(10 * time.Millisecond)
+	case <-rt.settled:
+	case <-wait.C:
+	case <-ctx.Done():
+	}
+	now, err := r.ts.Get(context.WithoutCancel(ctx), owner, t.ID)
+	if err != nil {
+		return t, false, nil, nil
+	}
+	return now, now.Status == tasks.InputRequired, nil, nil
 }
+
+// questionsAtOnce is how long a call of a tool that runs only as a task may
+// take to ask its first questions of the client before its task handle is
+// answered: those asked by then go to the client first, by multi-round
+// trip (an upstream that asks before it works asks at once).
+const questionsAtOnce = time.Second
 
 // settle writes the call's outcome into its task: a tool result completes
 // it (a tool's error too), a JSON-RPC error fails it. A task cancelled
@@ -355,6 +387,7 @@ func (c taskClient) Ask(ctx context.Context, _ string, q mcp.InputRequest) (mcp.
 	if err != nil {
 		return nil, err
 	}
+	c.rt.askOnce.Do(func() { close(c.rt.asked) })
 	t := time.NewTimer(questionWait)
 	defer t.Stop()
 	select {
@@ -379,16 +412,27 @@ var _ gateway.Client = taskClient{}
 // taskCall runs r, a stateless-era tools/call, as a task if its tool runs
 // as one and its client declares the extension, and refuses it (-32021)
 // to a client that does not if its tool runs only as a task: handled is
-// false for a call to run directly.
+// false for a call to run directly. A tool that runs only as a task puts
+// the questions it asks at once to the client first, by multi-round trip,
+// before its task handle (see taskRunner.start): the round that answers
+// them, its request state naming the task, gets the handle.
 func (v *view) taskCall(ctx context.Context, r *mcp.CallToolRequest, from origin) (res mcp.Result, handled bool, err error) {
-	if v.tasks == nil || v.index != nil || r.Params.RequestState != "" || len(r.Params.InputResponses) > 0 {
+	if v.tasks == nil || v.index != nil {
+		return nil, false, nil
+	}
+	if id, ok := v.taskOfState(r.Params.Name, r.Params.RequestState); ok {
+		res, err := v.answerFirstRound(ctx, ownerOf(from), id, r.Params.InputResponses)
+		return res, true, err
+	}
+	if r.Params.RequestState != "" || len(r.Params.InputResponses) > 0 {
 		return nil, false, nil
 	}
 	t, err := v.target(r.Params.Name)
 	if err != nil {
 		return nil, false, nil
 	}
-	switch support := v.g.TaskSupport(t.server, t.name); {
+	support := v.g.TaskSupport(t.server, t.name)
+	switch {
 	case support == gateway.TaskForbidden:
 		return nil, false, nil
 	case !declaresTasks(r.ClientCapabilities()) && support == gateway.TaskRequired:
@@ -398,14 +442,66 @@ func (v *view) taskCall(ctx context.Context, r *mcp.CallToolRequest, from origin
 	}
 	call := gateway.Call{Server: t.server, Tool: t.name, Args: r.Params.Arguments, Meta: hopMeta(r.Params.Meta),
 		Surface: from.surface, Client: gateway.SessionClient{ServerSession: r.Session}, Caller: from.caller, Who: from.who, PerRequest: true}
-	handle, res, err := v.tasks.start(ctx, ownerOf(from), t.class == writes.ClassRead, call)
-	if handle != nil {
-		return handle, true, nil
+	task, ask, res, err := v.tasks.start(ctx, ownerOf(from), t.class == writes.ClassRead, call, support == gateway.TaskRequired)
+	switch {
+	case ask:
+		res, err := v.firstRound(task, r.Params.Name)
+		return res, true, err
+	case task.ID != "":
+		return wireTask(task, "task"), true, nil
 	}
 	if d, ok := res.(*mcp.CallToolResult); ok && err == nil {
 		res, err = withResultType(d, "complete")
 	}
 	return res, true, err
+}
+
+// firstRound is the input-required result putting the questions of task t,
+// a call of tool name, to its client before its handle.
+func (v *view) firstRound(t tasks.Task, name string) (mcp.Result, error) {
+	b, err := json.Marshal(t.Questions)
+	if err != nil {
+		return nil, err
+	}
+	var open mcp.InputRequestMap
+	if err := json.Unmarshal(b, &open); err != nil {
+		return nil, err
+	}
+	signed := "task." + t.ID
+	d := &mcp.CallToolResult{InputRequests: open, RequestState: signed + "." + v.rounds.mac(signed, v.surface+"\x00task\x00"+name)}
+	return withResultType(d, "input_required")
+}
+
+// taskOfState reads the request state firstRound gave for a call of tool
+// name: the task it names.
+func (v *view) taskOfState(name, state string) (id string, ok bool) {
+	rest, ok := strings.CutPrefix(state, "task.")
+	if !ok {
+		return "", false
+	}
+	id, mac, ok := strings.Cut(rest, ".")
+	return id, ok && hmac.Equal([]byte(mac), []byte(v.rounds.mac("task."+id, v.surface+"\x00task\x00"+name)))
+}
+
+// answerFirstRound gives owner's task id the answers of its first round
+// and returns its handle.
+func (v *view) answerFirstRound(ctx context.Context, owner tasks.Owner, id string, responses mcp.InputResponseMap) (mcp.Result, error) {
+	answers := make(map[string]json.RawMessage, len(responses))
+	for k, a := range responses {
+		b, err := json.Marshal(a)
+		if err != nil {
+			return nil, err
+		}
+		answers[k] = b
+	}
+	t, err := v.tasks.ts.Answer(ctx, owner, id, answers)
+	if errors.Is(err, tasks.ErrNotFound) {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "requestState names a task that is gone: call again without requestState"}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return wireTask(t, "task"), nil
 }
 
 // taskable reports whether a tools/call of name may run as a task here:
