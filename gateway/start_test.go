@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/wardenmcp/warden/approval"
 	"github.com/wardenmcp/warden/gateway"
 	"github.com/wardenmcp/warden/internal/testing/fixture"
 	"github.com/wardenmcp/warden/writes"
@@ -76,4 +77,26 @@ func TestCallStartBeforeConfirmation(t *testing.T) {
 	if err != nil || refusalCode(decoded(t, res)) != string(gateway.CodeDeclined) || asker.askedCount() != 1 || fx.Deletes() != 0 {
 		t.Fatalf("a declined destructive task: %v (%v), asked %d times, %d deletes", res, err, asker.askedCount(), fx.Deletes())
 	}
+}
+
+// A tool's task support is part of its pinned definition: how it runs as
+// a task follows it, and a change of it holds the tool for review.
+func TestTaskSupportIsPinned(t *testing.T) {
+	fx := fixture.NewServer(fixture.Options{Tasks: true})
+	p := start(t, fmt.Sprintf(`{"tk": {"url": %q, "trusted": true, "tasks": [%q]}}`, fx.Serve(t), fixture.ToolGreet))
+	p.WaitListed(t, "tk")
+	for tool, want := range map[string]string{
+		fixture.ToolSlowCompute: gateway.TaskOptional, fixture.ToolWithTask: gateway.TaskRequired,
+		fixture.ToolGreet: gateway.TaskOptional, // forbidden by its definition, named in "tasks"
+		fixture.ToolEcho:  gateway.TaskForbidden,
+	} {
+		if got := p.Gateway.TaskSupport("tk", tool); got != want {
+			t.Errorf("%s: task support %q, want %q", tool, got, want)
+		}
+	}
+	if err := fx.SetTaskSupport(fixture.ToolSlowCompute, fixture.TaskRequired); err != nil {
+		t.Fatal(err)
+	}
+	waitTool(t, p, "tk", fixture.ToolSlowCompute, func(x gateway.Tool) bool { return x.Status == approval.StatusChanged })
+	expectRefusal(t, p, "tk", fixture.ToolSlowCompute, `{}`, nil, gateway.CodeChanged, "warden review approve tk slow_compute")
 }
