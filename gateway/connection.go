@@ -66,6 +66,11 @@ func (g *Gateway) LiveConfig(server string) (*config.Server, bool) {
 	return c.Config(), true
 }
 
+// MetaExecution is the _meta key a listed tool's execution (the tasks
+// extension's execution.taskSupport) is kept under, pinned with it; the
+// surfaces list it as the tool's execution again.
+const MetaExecution = upstream.MetaExecution
+
 // How a tool runs for a client that declares the tasks extension (its
 // execution.taskSupport).
 const (
@@ -76,13 +81,13 @@ const (
 
 // TaskSupport says how server's tool runs for a client that declares the
 // tasks extension: as its listed definition's execution.taskSupport says
-// (pinned with it, see upstream.MetaExecution), else TaskOptional when its
+// (pinned with it, see MetaExecution), else TaskOptional when its
 // server's config names it ("tasks"), else TaskForbidden.
 func (g *Gateway) TaskSupport(server, tool string) string {
 	var support string
 	if inv := g.inv.get(server); inv != nil {
 		if def := inv.Tool(tool); def != nil {
-			if ex, ok := def.Meta[upstream.MetaExecution].(map[string]any); ok {
+			if ex, ok := def.Meta[MetaExecution].(map[string]any); ok {
 				support, _ = ex["taskSupport"].(string)
 			}
 		}

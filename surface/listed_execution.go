@@ -5,11 +5,11 @@ import (
 	"maps"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/wardenmcp/warden/upstream"
+	"github.com/wardenmcp/warden/gateway"
 )
 
 // A tool's execution (execution.taskSupport, the tasks extension) comes
-// from the gateway in its _meta, under upstream.MetaExecution, as it is
+// from the gateway in its _meta, under gateway.MetaExecution, as it is
 // pinned; clients see it listed as the tool's own execution again, on both
 // paths: the fast path lists the definitions show encoded with listedTool,
 // the SDK server's path answers toolsListed.
@@ -18,13 +18,13 @@ import (
 type listedTool struct{ *mcp.Tool }
 
 func (t listedTool) MarshalJSON() ([]byte, error) {
-	ex, has := t.Meta[upstream.MetaExecution]
+	ex, has := t.Meta[gateway.MetaExecution]
 	if !has {
 		return json.Marshal(t.Tool)
 	}
 	c := *t.Tool
 	c.Meta = maps.Clone(c.Meta)
-	delete(c.Meta, upstream.MetaExecution)
+	delete(c.Meta, gateway.MetaExecution)
 	if len(c.Meta) == 0 {
 		c.Meta = nil
 	}
@@ -42,7 +42,7 @@ func (t listedTool) MarshalJSON() ([]byte, error) {
 // hasExecution reports whether any of tools has an execution.
 func hasExecution(tools []*mcp.Tool) bool {
 	for _, t := range tools {
-		if _, ok := t.Meta[upstream.MetaExecution]; ok {
+		if _, ok := t.Meta[gateway.MetaExecution]; ok {
 			return true
 		}
 	}
