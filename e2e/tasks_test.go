@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -175,4 +176,50 @@ func TestTaskKill9(t *testing.T) {
 		t.Fatalf("warden writes --json after kill -9 mid-task = %+v", listed)
 	}
 	d.proc.Stop()
+}
+
+// Beyond the config's tasks.maxPerCaller running tasks, a call to run as a
+// task is refused with an error naming the limit and what to do, and runs
+// nothing; once a task ends, another may start. The activity log records
+// the call as a task.
+func TestTaskLimit(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.json")
+	b, _ := json.Marshal(map[string]any{"tasks": map[string]any{"maxPerCaller": 1},
+		"mcpServers": map[string]any{"tk": map[string]any{"url": tasksFixture(t, true), "trusted": true}}})
+	if err := os.WriteFile(cfg, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w := wardentest.StartWith(t, cfg, filepath.Join(dir, "state"))
+	w.WaitReady(t, "tk")
+	url := w.URL("/mcp/tk")
+	slow := func(label string) (map[string]any, map[string]any) {
+		return taskRPC(t, url, "tools/call", map[string]any{"name": fixture.ToolSlowCompute, "arguments": map[string]any{"seconds": 60, "label": label}})
+	}
+	first, rpcErr := slow("first")
+	id, _ := first["taskId"].(string)
+	if rpcErr != nil || id == "" {
+		t.Fatalf("the first task: %v %v", first, rpcErr)
+	}
+	if res, rpcErr := slow("second"); res != nil || !strings.Contains(fmt.Sprint(rpcErr["message"]), "already runs 1 tasks") || !strings.Contains(fmt.Sprint(rpcErr["message"]), "tasks/cancel") {
+		t.Fatalf("a task beyond the limit: %v %v; want an error naming the limit", res, rpcErr)
+	}
+	if _, rpcErr := taskRPC(t, url, "tasks/cancel", map[string]any{"taskId": id}); rpcErr != nil {
+		t.Fatal(rpcErr)
+	}
+	if res, rpcErr := slow("third"); rpcErr != nil || res["taskId"] == nil {
+		t.Fatalf("a task after the first was cancelled: %v %v", res, rpcErr)
+	}
+	// The activity log is written off the call path: wait for the
+	// cancelled call's entry.
+	wardentest.WaitFor(t, 20*time.Second, "the activity of the cancelled task", func() bool {
+		var entries []map[string]any
+		w.API(t, "GET", "/v1/activity?server=tk", nil, &entries)
+		for _, e := range entries {
+			if e["task"] == true && e["tool"] == fixture.ToolSlowCompute {
+				return true
+			}
+		}
+		return false
+	})
 }
