@@ -198,9 +198,12 @@ func (a *handler) operator(r *http.Request) (callers.Operator, int, error) {
 	if a.Socket != nil && a.Socket(r) {
 		return callers.Local, 0, nil
 	}
-	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok {
+	got, refused := callers.Bearer(r)
+	switch {
+	case refused != nil && refused.Missing:
 		return callers.Operator{}, http.StatusUnauthorized, errors.New(unauthorized)
+	case refused != nil:
+		return callers.Operator{}, http.StatusUnauthorized, fmt.Errorf("%s; %s", refused.Description, unauthorized)
 	}
 	if subtle.ConstantTimeCompare([]byte(got), []byte(a.Token)) == 1 {
 		return callers.Local, 0, nil

@@ -18,22 +18,24 @@ import (
 
 // operatorEnv is the API of a Warden whose operators log in with a real
 // identity provider: rita a reviewer by her group, adam an admin by name,
-// eve known to the provider but to no entry of "operators". Server q is
-// quarantined with its tools pending.
+// eve known to the provider but to no entry of "operators", each with a
+// token for the API; agent a token of rita's for the MCP endpoints. Server
+// q is quarantined with its tools pending.
 func operatorEnv(t *testing.T) (*env, *idp.Provider) {
 	t.Helper()
 	prov := idp.Start(t)
-	const aud = "https://warden.test/mcp"
+	const mcpAud, apiAud = "https://warden.test/mcp", "https://warden.test/v1"
 	for _, a := range []idp.Agent{
-		{ID: "rita", Secret: "r", Audience: aud, Groups: []string{"eng", "security"}},
-		{ID: "adam", Secret: "a", Audience: aud},
-		{ID: "eve", Secret: "e", Audience: aud, Groups: []string{"eng"}},
+		{ID: "rita", Secret: "r", Audience: apiAud, Groups: []string{"eng", "security"}},
+		{ID: "adam", Secret: "a", Audience: apiAud},
+		{ID: "eve", Secret: "e", Audience: apiAud, Groups: []string{"eng"}},
 		{ID: "outsider", Secret: "o", Audience: "https://elsewhere.test", Groups: []string{"security"}},
+		{ID: "agent", Secret: "g", Audience: mcpAud, Groups: []string{"security"}},
 	} {
 		prov.Add(a)
 	}
 	policy := callers.New(&config.Config{PublicURL: "https://warden.test",
-		Auth:      &config.Auth{Issuer: prov.Issuer, Audience: aud, UserClaim: "sub", GroupsClaim: "groups"},
+		Auth:      &config.Auth{Issuer: prov.Issuer, Audience: mcpAud, OperatorAudience: apiAud, UserClaim: "sub", GroupsClaim: "groups"},
 		Operators: []config.Operator{{Group: "security", Role: config.RoleReviewer}, {User: "adam", Role: config.RoleAdmin}}})
 	q := fixture.NewServer(fixture.Options{})
 	e := newEnv(t, fmt.Sprintf(`{"q": {"url": %q}}`, q.Serve(t)), func(d *Deps) {
@@ -118,10 +120,15 @@ func TestOperatorRoles(t *testing.T) {
 }
 
 // A token that is no operator's is refused, saying why: a person not in
-// "operators" (403), a token for another audience, or none Warden knows
-// (401). A client's token of "clients" is never an operator's.
+// "operators" (403), a token for another audience (the MCP endpoints' too:
+// an agent's token never decides), or none Warden knows (401).
 func TestNotOperators(t *testing.T) {
 	e, prov := operatorEnv(t)
+	expectError(t, e.doAs("POST", "/v1/servers/q/approve", "{}", "Bearer "+prov.Token(t, "agent")),
+		refusal{http.StatusUnauthorized, "unauthorized", []string{`"https://warden.test/v1"`}})
+	if !e.Approvals.Quarantined("q") {
+		t.Fatal("an agent's token for the MCP endpoints admitted q")
+	}
 	expectError(t, e.doAs("GET", "/v1/status", "", "Bearer "+prov.Token(t, "eve")),
 		refusal{http.StatusForbidden, "not_operator", []string{`"operators"`, `{"user": "<name>", "role": "reviewer"}`}})
 	expectError(t, e.doAs("GET", "/v1/status", "", "Bearer "+prov.Token(t, "outsider")),

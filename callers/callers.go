@@ -105,6 +105,8 @@ type Policy struct {
 	operators []config.Operator
 	auth      config.Auth // zero: no identity provider
 	idp       Verifier    // the identity provider's tokens; nil without one
+	operator  Verifier    // its tokens for /v1 (auth.OperatorAudience); nil without operators
+	login     *Login      // the review page's login; nil without auth.uiClient
 	metadata  string      // the URL of the resource metadata, with auth
 	resource  string      // what the metadata calls Warden
 }
@@ -121,8 +123,17 @@ func New(cfg *config.Config) *Policy {
 	p := &Policy{verifiers: []Verifier{known}, clients: cfg.Clients, profiles: cfg.Profiles, access: cfg.Access, operators: cfg.Operators}
 	if cfg.Auth != nil {
 		p.auth = *cfg.Auth
-		p.idp = newOIDC(*cfg.Auth)
-		p.verifiers = append(p.verifiers, p.idp)
+		o := newOIDC(*cfg.Auth)
+		p.idp = o
+		p.verifiers = append(p.verifiers, o)
+		if len(cfg.Operators) > 0 {
+			forAPI := *cfg.Auth
+			forAPI.Audience = forAPI.OperatorAudience
+			p.operator = newOIDC(forAPI)
+		}
+		if p.auth.UIClient != "" {
+			p.login = &Login{tokens: o, client: p.auth.UIClient, redirect: cfg.PublicURL + LoginCallbackPath}
+		}
 		p.metadata = cfg.PublicURL + MetadataPath
 		p.resource = cfg.PublicURL
 		if u, err := url.Parse(p.auth.Audience); err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != "" {
@@ -219,23 +230,33 @@ func (p *Policy) Authenticate(r *http.Request) (Caller, error) {
 	return c, err
 }
 
-func (p *Policy) authenticate(r *http.Request) (Caller, error) {
+// Bearer is r's bearer token (RFC 6750, in the Authorization header
+// only), or why r has none that may be checked.
+func Bearer(r *http.Request) (string, *Refused) {
 	if r.URL.Query().Has("access_token") {
-		return Caller{}, &Refused{Description: "a token in the URL is refused (URLs are logged); send it in the Authorization header"}
+		return "", &Refused{Description: "a token in the URL is refused (URLs are logged); send it in the Authorization header"}
 	}
 	h := r.Header.Values("Authorization")
 	if len(h) == 0 {
-		return Caller{}, &Refused{Description: "no bearer token: send Authorization: Bearer <token> with each request", Missing: true}
+		return "", &Refused{Description: "no bearer token: send Authorization: Bearer <token> with each request", Missing: true}
 	}
 	scheme, token, _ := strings.Cut(h[0], " ")
 	token = strings.TrimSpace(token)
 	switch {
 	case len(h) > 1:
-		return Caller{}, &Refused{Description: "more than one Authorization header: send one"}
+		return "", &Refused{Description: "more than one Authorization header: send one"}
 	case !strings.EqualFold(scheme, "Bearer") || token == "":
-		return Caller{}, &Refused{Description: "the Authorization header is not a bearer token: send Authorization: Bearer <token>"}
+		return "", &Refused{Description: "the Authorization header is not a bearer token: send Authorization: Bearer <token>"}
 	case len(token) > maxToken:
-		return Caller{}, &Refused{Description: fmt.Sprintf("the bearer token is longer than %d bytes", maxToken)}
+		return "", &Refused{Description: fmt.Sprintf("the bearer token is longer than %d bytes", maxToken)}
+	}
+	return token, nil
+}
+
+func (p *Policy) authenticate(r *http.Request) (Caller, error) {
+	token, refused := Bearer(r)
+	if refused != nil {
+		return Caller{}, refused
 	}
 	for _, v := range p.verifiers {
 		id, err := v.Verify(r.Context(), token)

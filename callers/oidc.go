@@ -13,6 +13,7 @@ import (
 	"github.com/coreos/go-oidc/v3/oidc"
 	"github.com/go-jose/go-jose/v4"
 	"github.com/wardenmcp/warden/config"
+	"golang.org/x/oauth2"
 	"golang.org/x/time/rate"
 )
 
@@ -39,8 +40,8 @@ type oidcTokens struct {
 	client *http.Client
 	now    func() time.Time
 
-	mu       sync.Mutex
-	verifier *oidc.IDTokenVerifier // nil until discovery succeeds
+	mu    sync.Mutex
+	found *discovery // nil until discovery succeeds
 
 	// verified remembers, by the token's SHA-256, whose a token checked
 	// lately is, so the next requests with it cost a hash, not a signature
@@ -65,7 +66,7 @@ const (
 // is down, and then about once a second at most (a burst of 5): a stream
 // of tokens naming unknown keys must not become a stream of requests to
 // the identity provider.
-func newOIDC(auth config.Auth) Verifier {
+func newOIDC(auth config.Auth) *oidcTokens {
 	client := &http.Client{Timeout: 10 * time.Second,
 		Transport: limitedTransport{next: http.DefaultTransport, limit: rate.NewLimiter(1, 5)}}
 	return &oidcTokens{auth: auth, client: client, now: time.Now, verified: map[[sha256.Size]byte]verified{}}
@@ -85,13 +86,20 @@ func (t limitedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return t.next.RoundTrip(r)
 }
 
-// discovered is the verifier of the issuer's tokens, reading its
-// discovery document the first time.
-func (o *oidcTokens) discovered(ctx context.Context) (*oidc.IDTokenVerifier, error) {
+// discovery is what the issuer's discovery document gave.
+type discovery struct {
+	endpoint oauth2.Endpoint // where a person logs in (login.go)
+	keys     oidc.KeySet
+	access   *oidc.IDTokenVerifier // of access tokens for Warden
+}
+
+// discovered is what the issuer's discovery document gives, read the
+// first time.
+func (o *oidcTokens) discovered(ctx context.Context) (*discovery, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.verifier != nil {
-		return o.verifier, nil
+	if o.found != nil {
+		return o.found, nil
 	}
 	ctx, cancel := context.WithTimeout(oidc.ClientContext(context.WithoutCancel(ctx), o.client), 10*time.Second)
 	defer cancel()
@@ -101,13 +109,20 @@ func (o *oidcTokens) discovered(ctx context.Context) (*oidc.IDTokenVerifier, err
 	}
 	// The key set fetches with the context it was made with: the client,
 	// without the timeout of discovery (the client has its own).
-	keys := oidc.NewRemoteKeySet(oidc.ClientContext(context.Background(), o.client), jwksURL(p))
-	o.verifier = oidc.NewVerifier(o.auth.Issuer, keys, &oidc.Config{
-		ClientID:             o.auth.Audience,
+	d := &discovery{endpoint: p.Endpoint(), keys: oidc.NewRemoteKeySet(oidc.ClientContext(context.Background(), o.client), jwksURL(p))}
+	d.access = o.verifier(d.keys, o.auth.Audience)
+	o.found = d
+	return d, nil
+}
+
+// verifier checks tokens of the issuer, signed with one of keys, for
+// audience.
+func (o *oidcTokens) verifier(keys oidc.KeySet, audience string) *oidc.IDTokenVerifier {
+	return oidc.NewVerifier(o.auth.Issuer, keys, &oidc.Config{
+		ClientID:             audience,
 		SupportedSigningAlgs: signingAlgs,
 		Now:                  func() time.Time { return o.now().Add(-skew) },
 	})
-	return o.verifier, nil
 }
 
 // jwksURL is the key set URL p's discovery document names.
@@ -150,23 +165,30 @@ func (o *oidcTokens) Verify(ctx context.Context, token string) (Identity, error)
 // check verifies token with the issuer's keys: whose it is, and when it
 // expires.
 func (o *oidcTokens) check(ctx context.Context, token string) (Identity, time.Time, error) {
-	v, err := o.discovered(ctx)
+	d, err := o.discovered(ctx)
 	if err != nil {
 		return Identity{}, time.Time{}, err
 	}
-	t, err := v.Verify(ctx, token)
+	t, err := d.access.Verify(ctx, token)
 	if err != nil {
 		return Identity{}, time.Time{}, o.reason(token, err)
 	}
+	id, err := o.identity(t)
+	return id, t.Expiry, err
+}
+
+// identity is whom a verified token (an access token, or a person's ID
+// token) names: its user and groups, by the claims "auth" says.
+func (o *oidcTokens) identity(t *oidc.IDToken) (Identity, error) {
 	var claims map[string]any
 	if err := t.Claims(&claims); err != nil {
-		return Identity{}, time.Time{}, errors.New("the token's claims are not a JSON object")
+		return Identity{}, errors.New("the token's claims are not a JSON object")
 	}
 	user, _ := claims[o.auth.UserClaim].(string)
 	if user == "" {
-		return Identity{}, time.Time{}, fmt.Errorf("the token has no %q claim naming its user (Warden's \"auth\".\"claims\".\"user\")", o.auth.UserClaim)
+		return Identity{}, fmt.Errorf("the token has no %q claim naming its user (Warden's \"auth\".\"claims\".\"user\")", o.auth.UserClaim)
 	}
-	return Identity{User: user, Groups: groups(claims[o.auth.GroupsClaim])}, t.Expiry, nil
+	return Identity{User: user, Groups: groups(claims[o.auth.GroupsClaim])}, nil
 }
 
 // groups reads a groups claim: a list of names, or one name.

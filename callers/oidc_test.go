@@ -209,7 +209,7 @@ func TestOIDCProviderDown(t *testing.T) {
 	if !errors.As(err, &ref) || !strings.Contains(ref.Description, "the identity provider "+issuer+" could not be asked for its keys") {
 		t.Errorf("provider down: %v", err)
 	}
-	if p.verifiers[1].(*oidcTokens).verifier != nil {
+	if p.verifiers[1].(*oidcTokens).found != nil {
 		t.Error("a failed discovery was kept")
 	}
 }
@@ -221,7 +221,7 @@ func TestOIDCAskedSeldom(t *testing.T) {
 	lt := limitedTransport{next: roundTrip(func(*http.Request) (*http.Response, error) {
 		sent.Add(1)
 		return &http.Response{StatusCode: 200, Body: http.NoBody}, nil
-	}), limit: newOIDC(config.Auth{}).(*oidcTokens).client.Transport.(limitedTransport).limit}
+	}), limit: newOIDC(config.Auth{}).client.Transport.(limitedTransport).limit}
 	refused := 0
 	for range 20 {
 		if _, err := lt.RoundTrip(httptest.NewRequest("GET", "http://127.0.0.1/keys", nil)); err != nil {

@@ -56,13 +56,14 @@ func (p *Policy) Operator(id Identity) (Operator, error) {
 }
 
 // OperatorToken is the operator whose identity provider's access token
-// token is (ErrUnknownToken without an identity provider). A client's
-// token is not asked for: agents never decide.
+// for Warden's API (auth.OperatorAudience) token is; ErrUnknownToken
+// without operators. A client's token is not asked for, nor one for the MCP
+// endpoints: agents never decide.
 func (p *Policy) OperatorToken(ctx context.Context, token string) (Operator, error) {
-	if p == nil || p.idp == nil {
+	if p == nil || p.operator == nil {
 		return Operator{}, ErrUnknownToken
 	}
-	id, err := p.idp.Verify(ctx, token)
+	id, err := p.operator.Verify(ctx, token)
 	if err != nil {
 		return Operator{}, err
 	}

@@ -29,6 +29,7 @@ import (
 	"github.com/wardenmcp/warden/activity"
 	"github.com/wardenmcp/warden/api"
 	"github.com/wardenmcp/warden/approval"
+	"github.com/wardenmcp/warden/decisions"
 	"github.com/wardenmcp/warden/internal/state"
 	"github.com/wardenmcp/warden/writes"
 )
@@ -269,15 +270,31 @@ func (c *Client) Activity(ctx context.Context, f activity.Filter, limit int) ([]
 	if f.User != "" {
 		q.Set("user", f.User)
 	}
+	var out []activity.Entry
+	return out, c.do(ctx, http.MethodGet, listPath("/v1/activity", q, limit), nil, &out)
+}
+
+// Decisions lists operators' decisions, newest first (GET /v1/decisions):
+// only server's when set; limit 0 takes the daemon's default.
+func (c *Client) Decisions(ctx context.Context, server string, limit int) ([]decisions.Decision, error) {
+	q := url.Values{}
+	if server != "" {
+		q.Set("server", server)
+	}
+	var out []decisions.Decision
+	return out, c.do(ctx, http.MethodGet, listPath("/v1/decisions", q, limit), nil, &out)
+}
+
+// listPath is a list route's path with its query and limit (0: the
+// daemon's default).
+func listPath(p string, q url.Values, limit int) string {
 	if limit > 0 {
 		q.Set("limit", strconv.Itoa(limit))
 	}
-	p := "/v1/activity"
 	if len(q) > 0 {
 		p += "?" + q.Encode()
 	}
-	var out []activity.Entry
-	return out, c.do(ctx, http.MethodGet, p, nil, &out)
+	return p
 }
 
 // Logs writes a stdio server's stderr log to w (GET

@@ -357,6 +357,10 @@ type Auth struct {
 	// UserClaim and GroupsClaim name the claims that hold the caller's
 	// user (default "sub") and groups (default "groups").
 	UserClaim, GroupsClaim string
+	// OperatorAudience is the "aud" of an operator's token for /v1
+	// ("operatorAudience"; default <publicURL>/v1): another resource than
+	// the MCP endpoints, so an agent's token for them never decides.
+	OperatorAudience string
 	// UIClient is the review page's client id at the identity provider (a
 	// public client: authorization code with PKCE, redirect
 	// <publicURL>/ui/callback); "" when people log in only with `warden ui`.
@@ -364,7 +368,7 @@ type Auth struct {
 }
 
 var (
-	authFields   = []string{"issuer", "audience", "claims", "uiClient"}
+	authFields   = []string{"issuer", "audience", "operatorAudience", "claims", "uiClient"}
 	claimsFields = []string{"user", "groups"}
 )
 
@@ -409,6 +413,11 @@ func (d *decoder) auth(v *hujson.Value, p string, cfg *Config) error {
 				return d.errAt(v, fp, "is empty", `write the audience the identity provider puts in "aud" of tokens for Warden, such as "https://warden.example.com/mcp"`)
 			}
 			a.Audience = s
+		case "operatorAudience":
+			if s == "" {
+				return d.errAt(v, fp, "is empty", `write the audience the identity provider puts in "aud" of operators' tokens for Warden's API, or leave it out for "<publicURL>/v1"`)
+			}
+			a.OperatorAudience = s
 		case "uiClient":
 			if s == "" {
 				return d.errAt(v, fp, "is empty", "write the client id the identity provider gave the review page, or leave it out")
@@ -457,6 +466,14 @@ func (d *decoder) checkAuth(cfg *Config, root *hujson.Object) error {
 		v := &root.Members[find(root, "operators")].Value
 		return d.errAt(v, "operators", `needs "auth"`,
 			`write "auth" with the identity provider operators log in with; without it only the local operator (the warden CLI, the api-token) can decide`)
+	}
+	if cfg.Auth != nil && cfg.PublicURL != "" && cfg.Auth.OperatorAudience == "" {
+		cfg.Auth.OperatorAudience = cfg.PublicURL + "/v1"
+	}
+	if cfg.Auth != nil && cfg.Auth.OperatorAudience == cfg.Auth.Audience {
+		v := &root.Members[find(root, "auth")].Value
+		return d.errAt(v, "auth", `gives operators' tokens the audience of the MCP endpoints`,
+			`give "operatorAudience" an audience of its own (default "<publicURL>/v1"): else an agent's token for the MCP endpoints could approve, block and clear`)
 	}
 	if cfg.Auth == nil || cfg.PublicURL != "" {
 		return nil

@@ -58,7 +58,7 @@ func TestAuthFields(t *testing.T) {
 	if cfg.PublicURL != "https://warden.example.com" {
 		t.Errorf("publicURL: %q", cfg.PublicURL)
 	}
-	if got := fmt.Sprint(*cfg.Auth); got != "{https://idp.example.com https://warden.example.com/mcp sub groups }" {
+	if got := fmt.Sprint(*cfg.Auth); got != "{https://idp.example.com https://warden.example.com/mcp sub groups https://warden.example.com/v1 }" {
 		t.Errorf("auth with default claims: %s", got)
 	}
 	cfg, err = Parse("/x/config.json", []byte(`{
@@ -115,6 +115,8 @@ func TestTeamErrors(t *testing.T) {
 		{`{"operators": [{"user": "alice", "role": "boss"}]}`, pre + `operators[0].role: "boss" is not a role; write "reviewer"…`},
 		{`{"operators": [{"user": "alice", "role": "admin", "profile": "*"}]}`, pre + `operators[0].profile: unknown field; known fields are user, group, role`},
 		{`{"auth": {"issuer": "https://idp.example", "audience": "w", "uiClient": ""}, "publicURL": "https://w.example"}`, pre + `auth.uiClient: is empty…`},
+		{`{"auth": {"issuer": "https://idp.example", "audience": "w", "operatorAudience": "w"}, "publicURL": "https://w.example"}`, pre + `auth: gives operators' tokens the audience of the MCP endpoints; give "operatorAudience" an audience of its own…`},
+		{`{"auth": {"issuer": "https://idp.example", "audience": "https://w.example/v1"}, "publicURL": "https://w.example"}`, pre + `auth: gives operators' tokens the audience of the MCP endpoints…`},
 		{`{"auth": {}, "publicURL": "https://w.example"}`, pre + `auth: needs both "issuer" and "audience"…`},
 		{`{"auth": {"issuer": "https://idp.example"}, "publicURL": "https://w.example"}`, pre + `auth: needs both "issuer" and "audience"…`},
 		{`{"auth": {"issuer": "idp.example", "audience": "w"}, "publicURL": "https://w.example"}`, pre + `auth.issuer: is not an issuer URL…`},

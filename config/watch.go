@@ -22,16 +22,16 @@ const watchDebounce = 100 * time.Millisecond
 // ignored and bursts are debounced (~100ms).
 //
 // onChange runs on Watch's goroutine, one call at a time; it should reload
-// with Load and keep the running config when that fails. The directory is
-// created (0700) when missing. Watch returns nil when ctx is done, or an
-// error if the watch cannot be set up. A lost-events overflow also calls
-// onChange, since the file may have changed.
-func Watch(ctx context.Context, path string, onChange func()) error {
-	return watch(ctx, path, watchDebounce, onChange, nil)
+// with Load and keep the running config when that fails. ready, if set, is
+// called once watching has begun: a change after it is never missed. The
+// directory is created (0700) when missing. Watch returns nil when ctx is
+// done, or an error if the watch cannot be set up. A lost-events overflow
+// also calls onChange, since the file may have changed.
+func Watch(ctx context.Context, path string, onChange, ready func()) error {
+	return watch(ctx, path, watchDebounce, onChange, ready)
 }
 
-// watch is Watch with the debounce and a hook called once watching has
-// begun (for tests).
+// watch is Watch with the debounce.
 func watch(ctx context.Context, path string, debounce time.Duration, onChange func(), ready func()) error {
 	if path == "" {
 		path = DefaultPath()

@@ -107,7 +107,7 @@ func TestWatchCreatesDirAndStops(t *testing.T) {
 func TestWatchReturnsOnCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- Watch(ctx, filepath.Join(t.TempDir(), "config.json"), func() {}) }()
+	go func() { done <- Watch(ctx, filepath.Join(t.TempDir(), "config.json"), func() {}, nil) }()
 	cancel()
 	select {
 	case err := <-done:

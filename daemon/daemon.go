@@ -235,7 +235,11 @@ func Run(ctx context.Context, opts Options) error {
 
 	reloadCtx, stopReload := context.WithCancel(ctx)
 	defer stopReload()
-	go d.watch(reloadCtx)
+	// The config file is watched before Warden says it listens: an edit
+	// made once it is up is never missed.
+	watching := make(chan struct{})
+	go d.watch(reloadCtx, watching)
+	<-watching
 
 	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve(conns) }()
@@ -310,7 +314,7 @@ func (d *Daemon) routes(s *surface.Surfaces, m *metrics.Metrics) http.Handler {
 	mux.Handle("/mcp/", s)
 	mux.HandleFunc("GET "+callers.MetadataPath, s.ServeMetadata)
 	// The review page reads and decides through the API, in-process.
-	review := &ui.UI{Token: d.Token, Store: d.store}
+	review := &ui.UI{Store: d.store, Callers: d.surfaces.Callers}
 	review.API = api.Handler(api.Deps{
 		Version: d.opts.Version, Token: d.Token, Started: time.Now(), Gateway: d.gw,
 		Approvals: d.approvals, Writes: d.ledger, Activity: d.activity, Events: d.events,
@@ -382,18 +386,22 @@ func (d *Daemon) setSurfaces(cfg *config.Config) {
 }
 
 // watch reloads on config file changes and SIGHUP.
-func (d *Daemon) watch(ctx context.Context) {
+// watching is closed once the file is watched (or cannot be) and SIGHUP
+// is caught.
+func (d *Daemon) watch(ctx context.Context, watching chan struct{}) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 	changed := make(chan struct{}, 1)
+	ready := sync.OnceFunc(func() { close(watching) })
 	go func() {
 		err := config.Watch(ctx, d.cfg.Path, func() {
 			select {
 			case changed <- struct{}{}:
 			default:
 			}
-		})
+		}, ready)
+		ready() // the watch could not be set up: SIGHUP still reloads
 		if err != nil && ctx.Err() == nil {
 			d.log.Warn("not watching the config file; reload with SIGHUP", "err", err)
 		}

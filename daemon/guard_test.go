@@ -147,3 +147,19 @@ func TestGuardPublicHost(t *testing.T) {
 		t.Errorf("another host: %d, want 403", rec.Code)
 	}
 }
+
+// The identity provider sends the browser back to /ui/callback with a
+// cross-site top-level GET: Chromium sends it with no Origin and the
+// provider's page as Referer (seen in e2e TestOperatorsLogIn). The guard
+// lets it through to the page, which checks the login's state.
+func TestGuardLetsTheLoginCallbackIn(t *testing.T) {
+	h, reached := guarded("warden.example.com")
+	r := httptest.NewRequest("GET", "http://warden.example.com/ui/callback?code=c&state=s", nil)
+	r.Header.Set("Referer", "https://idp.example.com/")
+	r.Header.Set("Sec-Fetch-Site", "cross-site")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, r)
+	if rec.Code != http.StatusTeapot || *reached != 1 {
+		t.Fatalf("the provider's redirect back: %d %s", rec.Code, rec.Body)
+	}
+}

@@ -89,6 +89,12 @@ func diffConformanceOnce(t *testing.T, args ...string) (diffs []string, timingOn
 	})
 	fast.WaitReady(t, "everything")
 	sdk.WaitReady(t, "everything")
+	t.Cleanup(func() {
+		if t.Failed() { // what each Warden did, for a difference seen only under load
+			tail := func(s string) string { return s[max(0, len(s)-32<<10):] }
+			t.Logf("the fast-path Warden's log, its end:\n%s\nthe SDK-path Warden's:\n%s", tail(fast.Logs.String()), tail(sdk.Logs.String()))
+		}
+	})
 	results := map[string]map[string][]string{}
 	answers := map[string]*statelessAnswers{}
 	for name, w := range map[string]*wardentest.Warden{"fast": fast, "sdk": sdk} {

@@ -54,9 +54,11 @@ func TestNotificationFlood(t *testing.T) {
 	}
 	stuckClient(t, w.URL("/mcp/flood"))
 
-	awaitEvent(t, events, "notifications", "a flood reported for server flood", func(server string, data json.RawMessage) bool {
+	// A flood is reported once the server's burst allowance is spent: at
+	// the read rate Warden keeps under load, that may take tens of seconds.
+	events.Await(t, 60*time.Second, "a flood reported for server flood", func(e wardentest.Event) bool {
 		var f upstream.Flood
-		return server == "flood" && json.Unmarshal(data, &f) == nil && f.Flooding
+		return e.Name == "notifications" && e.Server == "flood" && json.Unmarshal(e.Data, &f) == nil && f.Flooding
 	})
 	var m string
 	wardentest.WaitFor(t, 60*time.Second, "drops for flooding and for the client that does not read", func() bool {

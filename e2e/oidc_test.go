@@ -81,3 +81,54 @@ func TestOIDCCallers(t *testing.T) {
 		}
 	}
 }
+
+// An operator decides on /v1 with the identity provider's token for the
+// API, by role, and the decision names them wherever it is read; an
+// agent's token for the MCP endpoints decides nothing.
+func TestOperatorTokens(t *testing.T) {
+	prov := idp.Start(t)
+	prov.AddTeam("https://warden.test/mcp")
+	prov.Add(idp.Agent{ID: "sam", Secret: "s", Audience: "https://warden.test/v1", Groups: []string{"security"}})
+	q := fixture.NewServer(fixture.Options{})
+	w := kcStart(t, map[string]any{
+		"mcpServers": map[string]any{"q": map[string]any{"url": q.Serve(t)}},
+		"publicURL":  "https://warden.test",
+		"auth":       map[string]any{"issuer": prov.Issuer, "audience": "https://warden.test/mcp"},
+		"access":     []any{map[string]any{"group": "eng", "profile": "*"}},
+		"operators":  []any{map[string]any{"group": "security", "role": "reviewer"}, map[string]any{"group": "eng", "role": "admin"}},
+	}, "q")
+	post := func(token, path string) int {
+		t.Helper()
+		req, _ := http.NewRequest("POST", w.URL(path), strings.NewReader("{}"))
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	// builder is an admin by group, but holds a token for the MCP endpoints.
+	if code := post(prov.Token(t, "builder"), "/v1/servers/q/approve"); code != http.StatusUnauthorized {
+		t.Fatalf("an agent's token for /mcp admitting q: %d", code)
+	}
+	sam := prov.Token(t, "sam")
+	if code := post(sam, "/v1/servers/q/quarantine"); code != http.StatusForbidden {
+		t.Fatalf("a reviewer quarantining q: %d", code)
+	}
+	if code := post(sam, "/v1/servers/q/approve"); code != http.StatusOK {
+		t.Fatalf("a reviewer admitting q: %d", code)
+	}
+	code, out, stderr := w.CLI(t, "decisions", "--server", "q")
+	if code != 0 || !strings.Contains(out, "sam") || !strings.Contains(out, "admit") || strings.Count(out, "\n") != 2 {
+		t.Errorf("warden decisions: exit %d\n%s%s", code, out, stderr)
+	}
+	code, out, _ = w.CLI(t, "tools", "q", "--json")
+	if code != 0 || strings.Count(out, `"decided_by": "sam"`) != 4 {
+		t.Errorf("warden tools q --json after sam admitted it: exit %d\n%s", code, out)
+	}
+	if strings.Contains(w.Logs.String(), sam) {
+		t.Error("the operator's token is in the daemon's log")
+	}
+}

@@ -66,7 +66,7 @@ func newLive(t *testing.T) *live {
 	h := api.Handler(api.Deps{Version: "test", Token: "tok", Started: time.Now(), Gateway: p.Gateway,
 		Approvals: p.Approvals, Writes: p.Writes, Activity: p.Activity, Events: p.Events, Auth: p.Auth,
 		Config: configInfo, Sessions: func() any { return p.Sessions.List() }})
-	e := &live{Parts: p, t: t, u: &UI{API: h, Token: "tok", Store: p.Store}}
+	e := &live{Parts: p, t: t, u: &UI{API: h, Store: p.Store}}
 	c := login(t, e.u)
 	e.cookie, e.csrf = c.Value, csrfOf(t, e.u, c)
 	return e
@@ -532,7 +532,7 @@ func TestOverviewCountsHeldBackApart(t *testing.T) {
 // the store); once it is back, a code.
 func TestUILoginStoreUnavailable(t *testing.T) {
 	p := warden.New(t, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	u := &UI{Token: "tok", Store: p.Store}
+	u := &UI{Store: p.Store}
 	h := api.Handler(api.Deps{Version: "test", Token: "tok", Started: time.Now(), Gateway: p.Gateway,
 		Approvals: p.Approvals, Writes: p.Writes, Activity: p.Activity, Events: p.Events, Auth: p.Auth,
 		Sessions: func() any { return p.Sessions.List() }, UILogin: u.NewCode})

@@ -14,6 +14,8 @@ import (
 	"github.com/wardenmcp/warden/activity"
 	"github.com/wardenmcp/warden/api"
 	"github.com/wardenmcp/warden/approval"
+	"github.com/wardenmcp/warden/callers"
+	"github.com/wardenmcp/warden/config"
 	"github.com/wardenmcp/warden/internal/display"
 	"github.com/wardenmcp/warden/sessions"
 	"github.com/wardenmcp/warden/writes"
@@ -21,12 +23,18 @@ import (
 
 // page is what every template gets.
 type page struct {
-	Title   string
-	CSRF    string
-	Flash   *flash
-	Problem string // why the page could not show its data
-	Data    any
+	Title    string
+	CSRF     string
+	Operator callers.Operator // who is logged in
+	Flash    *flash
+	Problem  string // why the page could not show its data
+	Issuer   string // the identity provider people log in at, if any
+	Data     any
 }
+
+// Admin reports whether the operator may do what only an admin may
+// (clear latches, quarantine): the page offers it only then.
+func (p page) Admin() bool { return p.Operator.May(config.RoleAdmin) }
 
 // mismatch is a tool that changed since the page showed it.
 type mismatch = approval.Mismatch
@@ -58,10 +66,11 @@ func (rec *recorder) WriteHeader(code int) {
 	}
 }
 
-// apiRequest is r turned into a call of the REST API with the operator
-// token. It keeps r's context, so the API checks the browser's connection
-// as it checks any caller's.
-func (u *UI) apiRequest(r *http.Request, method, path string, body any) (*http.Request, error) {
+// apiRequest is r turned into a call of the REST API as s's operator
+// (api.AsOperator: the API enforces their role and records their name).
+// It keeps r's context, so the API checks the browser's connection as it
+// checks any caller's.
+func (u *UI) apiRequest(r *http.Request, s *session, method, path string, body any) (*http.Request, error) {
 	var rd io.Reader = http.NoBody
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -75,14 +84,14 @@ func (u *UI) apiRequest(r *http.Request, method, path string, body any) (*http.R
 		return nil, err
 	}
 	req.RemoteAddr, req.Host = r.RemoteAddr, r.Host
-	req.Header.Set("Authorization", "Bearer "+u.Token)
 	req.Header.Set("Content-Type", "application/json")
-	return req, nil
+	return api.AsOperator(req, s.Operator), nil
 }
 
-// call runs one REST API request in-process and decodes its JSON answer.
-func (u *UI) call(r *http.Request, method, path string, body, out any) error {
-	req, err := u.apiRequest(r, method, path, body)
+// call runs one REST API request in-process, as s's operator, and decodes
+// its JSON answer.
+func (u *UI) call(r *http.Request, s *session, method, path string, body, out any) error {
+	req, err := u.apiRequest(r, s, method, path, body)
 	if err != nil {
 		return err
 	}
@@ -121,7 +130,7 @@ func render(w http.ResponseWriter, status int, name string, p page) {
 func (u *UI) show(w http.ResponseWriter, s *session, name, title string, data any, err error) {
 	// The title can name a tool, the problem and the flash quote the
 	// daemon, which quotes servers: shown escaped (package display).
-	p := page{Title: display.Escape(title), CSRF: s.CSRF, Flash: u.takeFlash(s), Data: data}
+	p := page{Title: display.Escape(title), CSRF: s.CSRF, Operator: s.Operator, Flash: u.takeFlash(s), Data: data}
 	if p.Flash != nil {
 		p.Flash.Message = display.Text(p.Flash.Message)
 	}
@@ -147,9 +156,9 @@ type overviewData struct {
 func (u *UI) overview(w http.ResponseWriter, r *http.Request, s *session) {
 	var d overviewData
 	var ls []writes.Latch
-	err := u.call(r, "GET", "/v1/status", nil, &d.Status)
+	err := u.call(r, s, "GET", "/v1/status", nil, &d.Status)
 	if err == nil {
-		err = u.call(r, "GET", "/v1/writes", nil, &ls)
+		err = u.call(r, s, "GET", "/v1/writes", nil, &ls)
 	}
 	d.Rows, d.Summary = triage(d.Status.Servers, ls)
 	u.show(w, s, "overview", "Servers", d, err)
@@ -169,12 +178,12 @@ type serverData struct {
 func (u *UI) server(w http.ResponseWriter, r *http.Request, s *session) {
 	var d serverData
 	name := r.PathValue("s")
-	err := u.call(r, "GET", serverPath(name, ""), nil, &d.Server)
+	err := u.call(r, s, "GET", serverPath(name, ""), nil, &d.Server)
 	if err == nil {
-		err = u.call(r, "GET", serverPath(name, "/tools"), nil, &d.Tools)
+		err = u.call(r, s, "GET", serverPath(name, "/tools"), nil, &d.Tools)
 	}
 	if err == nil {
-		d.Latches, err = u.latchesOf(r, name)
+		d.Latches, err = u.latchesOf(r, s, name)
 	}
 	reviewOrder(d.Tools)
 	d.Admission = api.PlanAdmission(d.Tools, nil)
@@ -202,9 +211,9 @@ func (u *UI) tool(w http.ResponseWriter, r *http.Request, s *session) {
 	name, tool := r.PathValue("s"), r.PathValue("t")
 	var d toolData
 	var tools []api.Tool
-	err := u.call(r, "GET", serverPath(name, ""), nil, &d.Server)
+	err := u.call(r, s, "GET", serverPath(name, ""), nil, &d.Server)
 	if err == nil {
-		err = u.call(r, "GET", serverPath(name, "/tools"), nil, &tools)
+		err = u.call(r, s, "GET", serverPath(name, "/tools"), nil, &tools)
 	}
 	if err == nil {
 		i := slices.IndexFunc(tools, func(t api.Tool) bool { return t.Name == tool })
@@ -224,21 +233,21 @@ func (u *UI) tool(w http.ResponseWriter, r *http.Request, s *session) {
 }
 
 // latchesOf is the latched writes of one server.
-func (u *UI) latchesOf(r *http.Request, server string) ([]writes.Latch, error) {
+func (u *UI) latchesOf(r *http.Request, s *session, server string) ([]writes.Latch, error) {
 	var ls []writes.Latch
-	err := u.call(r, "GET", "/v1/writes", nil, &ls)
+	err := u.call(r, s, "GET", "/v1/writes", nil, &ls)
 	return slices.DeleteFunc(ls, func(l writes.Latch) bool { return l.Server != server }), err
 }
 
 func (u *UI) latches(w http.ResponseWriter, r *http.Request, s *session) {
 	var ls []writes.Latch
-	err := u.call(r, "GET", "/v1/writes", nil, &ls)
+	err := u.call(r, s, "GET", "/v1/writes", nil, &ls)
 	u.show(w, s, "writes", "Latched writes", ls, err)
 }
 
 func (u *UI) confirmClear(w http.ResponseWriter, r *http.Request, s *session) {
 	name := r.PathValue("s")
-	ls, err := u.latchesOf(r, name)
+	ls, err := u.latchesOf(r, s, name)
 	u.show(w, s, "confirm", "Clear "+name+"'s latch?", struct {
 		Server     string
 		Latches    []writes.Latch
@@ -263,7 +272,7 @@ func (u *UI) activity(w http.ResponseWriter, r *http.Request, s *session) {
 		d.Limit = n
 	}
 	var st api.Status
-	err := u.call(r, "GET", "/v1/status", nil, &st)
+	err := u.call(r, s, "GET", "/v1/status", nil, &st)
 	for _, sv := range st.Servers {
 		d.Servers = append(d.Servers, sv.Name)
 	}
@@ -275,20 +284,20 @@ func (u *UI) activity(w http.ResponseWriter, r *http.Request, s *session) {
 		if d.User != "" {
 			v.Set("user", d.User)
 		}
-		err = u.call(r, "GET", "/v1/activity?"+v.Encode(), nil, &d.Entries)
+		err = u.call(r, s, "GET", "/v1/activity?"+v.Encode(), nil, &d.Entries)
 	}
 	u.show(w, s, "activity", "Activity", d, err)
 }
 
 func (u *UI) upstreamSessions(w http.ResponseWriter, r *http.Request, s *session) {
 	var ss []sessions.Info
-	err := u.call(r, "GET", "/v1/sessions", nil, &ss)
+	err := u.call(r, s, "GET", "/v1/sessions", nil, &ss)
 	u.show(w, s, "sessions", "Upstream sessions", ss, err)
 }
 
 // events relays /v1/events, for the page's live updates.
 func (u *UI) events(w http.ResponseWriter, r *http.Request, s *session) {
-	req, err := u.apiRequest(r, "GET", "/v1/events", nil)
+	req, err := u.apiRequest(r, s, "GET", "/v1/events", nil)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
@@ -356,7 +365,7 @@ func (u *UI) approve(r *http.Request, s *session) string {
 		return back(name)
 	}
 	var ans approval.Answer
-	err := u.call(r, "POST", serverPath(name, "/tools/approve"), req, &ans)
+	err := u.call(r, s, "POST", serverPath(name, "/tools/approve"), req, &ans)
 	u.done(s, name, err, approved(name, fmt.Sprintf("Approved %d tool(s)", ans.ApprovedCount), ans))
 	return backTo(r, name, req.Tools)
 }
@@ -369,7 +378,7 @@ func (u *UI) block(r *http.Request, s *session) string {
 		return back(name)
 	}
 	var ans approval.Answer
-	err := u.call(r, "POST", serverPath(name, "/tools/block"), api.BlockRequest{Tools: tools}, &ans)
+	err := u.call(r, s, "POST", serverPath(name, "/tools/block"), api.BlockRequest{Tools: tools}, &ans)
 	u.done(s, name, err, fmt.Sprintf("Blocked %d tool(s): they are neither listed nor run.", ans.BlockedCount))
 	return backTo(r, name, tools)
 }
@@ -378,14 +387,14 @@ func (u *UI) admit(r *http.Request, s *session) string {
 	name := r.PathValue("s")
 	var ans approval.Answer
 	req := approval.ServerApproval{ExpectedHashes: expected(r, r.PostForm["shown"])}
-	err := u.call(r, "POST", serverPath(name, "/approve"), req, &ans)
+	err := u.call(r, s, "POST", serverPath(name, "/approve"), req, &ans)
 	u.done(s, name, err, approved(name, fmt.Sprintf("Admitted %s, approving %d tool(s)", name, ans.ApprovedCount), ans))
 	return back(name)
 }
 
 func (u *UI) quarantine(r *http.Request, s *session) string {
 	name := r.PathValue("s")
-	err := u.call(r, "POST", serverPath(name, "/quarantine"), nil, nil)
+	err := u.call(r, s, "POST", serverPath(name, "/quarantine"), nil, nil)
 	u.done(s, name, err, "Quarantined "+name+": none of its tools are listed or run until it is admitted again.")
 	return back(name)
 }
@@ -393,7 +402,7 @@ func (u *UI) quarantine(r *http.Request, s *session) string {
 func (u *UI) clear(r *http.Request, s *session) string {
 	name := r.PathValue("s")
 	var res api.Cleared
-	err := u.call(r, "DELETE", "/v1/writes/"+url.PathEscape(name), nil, &res)
+	err := u.call(r, s, "DELETE", "/v1/writes/"+url.PathEscape(name), nil, &res)
 	msg := "Cleared " + name + "'s latch: writes are allowed again."
 	if err == nil && !res.Cleared {
 		msg = name + " had no latched writes; nothing to clear."

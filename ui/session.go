@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/wardenmcp/warden/api"
+	"github.com/wardenmcp/warden/callers"
 	"github.com/wardenmcp/warden/store"
 )
 
@@ -35,10 +36,16 @@ var errNoCode = errors.New("no such login code")
 
 // session is one browser's login.
 type session struct {
-	key     []byte    // the store key: SHA-256 of the cookie
-	CSRF    string    `json:"csrf"`
-	Expires time.Time `json:"expires"`
-	Flash   *flash    `json:"flash,omitempty"` // shown once, on the next page
+	key      []byte           // the store key: SHA-256 of the cookie
+	Operator callers.Operator `json:"operator"` // who logged in: the page decides as them
+	// Person is whom the identity provider named, in a session begun
+	// there (nil: the local operator's). Their role is read from
+	// "operators" again on every request, so a change of the config
+	// applies to sessions already open.
+	Person  *callers.Identity `json:"person,omitempty"`
+	CSRF    string            `json:"csrf"`
+	Expires time.Time         `json:"expires"`
+	Flash   *flash            `json:"flash,omitempty"` // shown once, on the next page
 }
 
 // flash is what a form's POST reports on the page it redirects to.
@@ -87,23 +94,15 @@ func (u *UI) NewCode() (string, error) {
 	return c, nil
 }
 
-// redeem spends a login code and starts a session: its cookie value. The
-// code is spent under its store lock, so two instances cannot both take it.
+// redeem spends a login code and starts a session of the local operator:
+// its cookie value. The code is spent under its store lock, so two
+// instances cannot both take it.
 func (u *UI) redeem(code string) (string, error) {
-	id, err := token()
-	if err != nil {
-		return "", err
-	}
-	csrf, err := token()
+	id, v, err := newSession(callers.Local, nil)
 	if err != nil {
 		return "", err
 	}
 	now := time.Now()
-	s := session{CSRF: csrf, Expires: now.Add(sessionTTL)}
-	v, err := json.Marshal(&s)
-	if err != nil {
-		return "", err
-	}
 	ck := storeKey(code)
 	err = u.Store.Update(context.Background(), func(tx store.Tx) error {
 		if err := tx.Lock("ui/code/" + string(ck)); err != nil {
@@ -119,16 +118,7 @@ func (u *UI) redeem(code string) (string, error) {
 		if err := tx.Delete(bucketCodes, ck); err != nil {
 			return err
 		}
-		if err := prune(tx, bucketSessions, now, func(k, _ []byte) (time.Time, error) {
-			s, err := readSession(tx, k)
-			if s == nil {
-				return time.Time{}, err
-			}
-			return s.Expires, err
-		}); err != nil {
-			return err
-		}
-		return tx.PutSecret(bucketSessions, storeKey(id), v)
+		return keepSession(tx, now, id, v)
 	})
 	if err != nil && !errors.Is(err, errNoCode) {
 		err = fmt.Errorf("ui: start a session: %w", err)
@@ -137,6 +127,35 @@ func (u *UI) redeem(code string) (string, error) {
 		return "", err
 	}
 	return id, nil
+}
+
+// newSession is a new session of op (person, if the identity provider
+// named them): its cookie value, and what the store keeps of it.
+func newSession(op callers.Operator, person *callers.Identity) (id string, v []byte, err error) {
+	if id, err = token(); err != nil {
+		return "", nil, err
+	}
+	csrf, err := token()
+	if err != nil {
+		return "", nil, err
+	}
+	v, err = json.Marshal(&session{Operator: op, Person: person, CSRF: csrf, Expires: time.Now().Add(sessionTTL)})
+	return id, v, err
+}
+
+// keepSession stores the session v under its cookie id's key, removing
+// the expired ones.
+func keepSession(tx store.Tx, now time.Time, id string, v []byte) error {
+	if err := prune(tx, bucketSessions, now, func(k, _ []byte) (time.Time, error) {
+		s, err := readSession(tx, k)
+		if s == nil {
+			return time.Time{}, err
+		}
+		return s.Expires, err
+	}); err != nil {
+		return err
+	}
+	return tx.PutSecret(bucketSessions, storeKey(id), v)
 }
 
 // prune deletes bucket's entries whose expiry (read by expires) is past.
@@ -164,7 +183,8 @@ func prune(tx store.Tx, bucket string, now time.Time, expires func(k, v []byte) 
 }
 
 // readSession reads the session at key; nil if none, or if it does not
-// read (it was sealed under a key Warden no longer has: a new login).
+// read (it was sealed under a key Warden no longer has, or was kept by a
+// Warden that recorded no operator: a new login).
 func readSession(tx store.Tx, key []byte) (*session, error) {
 	v, err := tx.GetSecret(bucketSessions, key)
 	if v == nil || err != nil {
@@ -174,15 +194,16 @@ func readSession(tx store.Tx, key []byte) (*session, error) {
 		return nil, nil
 	}
 	var s session
-	if json.Unmarshal(v, &s) != nil {
+	if json.Unmarshal(v, &s) != nil || s.Operator.Name == "" {
 		return nil, nil
 	}
 	s.key = key
 	return &s, nil
 }
 
-// session finds the request's session: nil without a valid cookie, an
-// error when the store cannot say.
+// session finds the request's session, with its operator as "operators"
+// makes them now: nil without a valid cookie, or for a person no longer an
+// operator; an error when the store cannot say.
 func (u *UI) session(r *http.Request) (*session, error) {
 	c, err := r.Cookie(cookieName)
 	if err != nil {
@@ -198,6 +219,13 @@ func (u *UI) session(r *http.Request) (*session, error) {
 	}
 	if s == nil || time.Now().After(s.Expires) {
 		return nil, nil
+	}
+	if s.Person != nil {
+		op, err := u.policy().Operator(*s.Person)
+		if err != nil {
+			return nil, nil // no longer an operator: logged out
+		}
+		s.Operator = op
 	}
 	return s, nil
 }

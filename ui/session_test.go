@@ -17,7 +17,7 @@ import (
 // newUI is a UI over api with a store of its own.
 func newUI(t *testing.T, api http.Handler) *UI {
 	t.Helper()
-	return &UI{API: api, Token: "tok", Store: openStore(t, filepath.Join(t.TempDir(), "warden.db"))}
+	return &UI{API: api, Store: openStore(t, filepath.Join(t.TempDir(), "warden.db"))}
 }
 
 func openStore(t *testing.T, path string) store.Store {
@@ -59,7 +59,7 @@ func expire(t *testing.T, u *UI, code string) {
 func TestSessionWorksOnEveryInstance(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "warden.db")
 	st := openStore(t, path)
-	one, two := &UI{API: &fakeAPI{}, Token: "tok", Store: st}, &UI{API: &fakeAPI{}, Token: "tok", Store: st}
+	one, two := &UI{API: &fakeAPI{}, Store: st}, &UI{API: &fakeAPI{}, Store: st}
 	cs := []*http.Cookie{loginOn(t, one, two)}
 	code, err := one.NewCode() // not spent: still in the store
 	if err != nil {
@@ -132,7 +132,7 @@ func TestSessionAcrossPostgresInstances(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { st.Close() })
-		return &UI{API: &fakeAPI{}, Token: "tok", Store: st}
+		return &UI{API: &fakeAPI{}, Store: st}
 	}
 	one, two := open("one"), open("two")
 	c := loginOn(t, one, two)

@@ -1,14 +1,18 @@
 // Package ui is the review page in the browser, served under /ui/: server
 // rendered templates and a little JavaScript, all embedded in the binary.
 // It holds no decision logic: every page reads and every form changes state
-// through the operator REST API, called in-process with the operator token,
-// so the page decides exactly as `warden` does.
+// through the operator REST API, called in-process as the person logged in
+// (api.AsOperator), so the page decides exactly as `warden` does.
 //
-// A browser gets in only with a one-time code from POST /v1/ui/login
-// (`warden ui`), exchanged for a session cookie (HttpOnly, SameSite=Strict);
-// each form that changes state is a POST carrying the session's CSRF token.
-// Codes and sessions are kept in the store (session.go), so a code minted by
-// one instance, and a cookie issued by one, work on every instance.
+// A browser gets in with a one-time code from POST /v1/ui/login (`warden
+// ui`: the local operator, an admin), or, with "auth.uiClient" set, by a
+// person's login at the identity provider (idp.go) as the operator
+// "operators" makes them. Either gives a session cookie (HttpOnly,
+// SameSite=Strict) naming the operator, whose role the API enforces on
+// every call the page makes for them; each form that changes state is a
+// POST carrying the session's CSRF token. Codes, logins under way and
+// sessions are kept in the store (session.go), so each works on every
+// instance.
 package ui
 
 import (
@@ -21,6 +25,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/wardenmcp/warden/callers"
 	"github.com/wardenmcp/warden/store"
 )
 
@@ -39,11 +44,13 @@ const (
 	sessionTTL = 12 * time.Hour
 )
 
-// UI serves /ui/. Set API, Token and Store before serving.
+// UI serves /ui/. Set API, Store and Callers before serving.
 type UI struct {
-	API   http.Handler // the operator REST API (/v1/)
-	Token string       // the operator token, sent to API in-process only
-	Store store.Store  // login codes and sessions
+	API   http.Handler // the operator REST API (/v1/), called in-process as the session's operator
+	Store store.Store  // login codes, logins under way and sessions
+	// Callers is the live known callers: their identity provider's login
+	// and "operators". Nil, or answering nil: only the one-time link.
+	Callers func() *callers.Policy
 }
 
 // ServeHTTP routes /ui/.
@@ -65,6 +72,8 @@ func (u *UI) mux() *http.ServeMux {
 	static, _ := fs.Sub(files, "static")
 	m.Handle("GET /ui/static/", http.StripPrefix("/ui/static/", http.FileServerFS(static)))
 	m.HandleFunc("GET /ui/login", u.login)
+	m.HandleFunc("GET "+loginStartPath, u.loginStart)
+	m.HandleFunc("GET "+callers.LoginCallbackPath, u.loginCallback)
 	m.HandleFunc("GET /ui/{$}", u.authed(u.overview))
 	m.HandleFunc("GET /ui/servers/{s}", u.authed(u.server))
 	m.HandleFunc("GET /ui/servers/{s}/tools/{t}", u.authed(u.tool))
@@ -102,17 +111,29 @@ func (u *UI) login(w http.ResponseWriter, r *http.Request) {
 		u.loginPage(w, http.StatusServiceUnavailable, unavailable)
 		return
 	}
+	loggedIn(w, id)
+}
+
+// loggedIn gives the browser the session cookie id.
+func loggedIn(w http.ResponseWriter, id string) {
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: id, Path: "/ui/", HttpOnly: true,
 		SameSite: http.SameSiteStrictMode, MaxAge: int(sessionTTL / time.Second)})
 	// Not a redirect: a redirect in a navigation that began on another
-	// site (a link clicked in a web chat) is cross-site, so the browser
-	// would not send the SameSite=Strict cookie just set. The page's own
-	// refresh is same-site.
+	// site (a link clicked in a web chat, the identity provider's
+	// redirect back) is cross-site, so the browser would not send the
+	// SameSite=Strict cookie just set. The page's own refresh is
+	// same-site.
 	render(w, http.StatusOK, "loggedin", page{Title: "Logged in"})
 }
 
+// loginPage shows how to log in: the one-time link, and the identity
+// provider's login when there is one.
 func (u *UI) loginPage(w http.ResponseWriter, status int, problem string) {
-	render(w, status, "login", page{Title: "Log in", Problem: problem})
+	p := page{Title: "Log in", Problem: problem}
+	if l := u.idp(); l != nil {
+		p.Issuer = l.Issuer()
+	}
+	render(w, status, "login", p)
 }
 
 type handlerFunc func(w http.ResponseWriter, r *http.Request, s *session)

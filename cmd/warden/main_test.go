@@ -835,6 +835,28 @@ func TestWritesAndActivity(t *testing.T) {
 	}
 }
 
+// warden decisions shows who decided what, a name from the identity
+// provider escaped for the terminal.
+func TestDecisions(t *testing.T) {
+	f := newFakeAPI(t)
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	f.mux.HandleFunc("GET /v1/decisions", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("server") != "fs" || r.URL.Query().Get("limit") != "2" {
+			reply(w, 400, api.Error{Error: api.ErrorBody{Code: "bad_request", Message: "query " + r.URL.RawQuery}})
+			return
+		}
+		reply(w, 200, []map[string]any{
+			{"at": at, "operator": "rita\u001b[2J", "instance": "a", "action": "admit", "server": "fs", "approved": []string{"read_file"}, "blocked": []string{"rm"}},
+			{"at": at, "operator": "local", "action": "clear", "server": "fs", "latches": 2},
+		})
+	})
+	code, out, stderr := f.run("", "decisions", "--server", "fs", "--limit", "2")
+	if code != 0 || !strings.Contains(out, "approved read_file; blocked rm") || !strings.Contains(out, "2 calls in doubt") ||
+		strings.Contains(out, "\x1b") || !strings.Contains(out, "rita") {
+		t.Errorf("decisions: exit %d\n%s\n%s", code, out, stderr)
+	}
+}
+
 func TestBaseURL(t *testing.T) {
 	for in, want := range map[string]string{
 		"127.0.0.1:7373": "http://127.0.0.1:7373",

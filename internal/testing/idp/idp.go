@@ -2,7 +2,8 @@
 // op package (the library behind its example provider) with its example
 // storage, and agents that get JWT access tokens with the
 // client-credentials grant, each for the audience and with the groups a
-// test chose. Its signing key can be rotated mid-test.
+// test chose. People log in to public clients with the authorization code
+// grant and PKCE (login.go). Its signing key can be rotated mid-test.
 package idp
 
 import (
@@ -96,14 +97,21 @@ func start(t testing.TB, keys *keyring) *Provider {
 		t.Fatal(err)
 	}
 	issuer := "http://" + l.Addr().String()
-	st := &agents{Storage: storage.NewStorage(storage.NewUserStore(issuer)), keys: keys, byID: map[string]Agent{}}
+	ppl := &people{byName: map[string]Person{}}
+	st := &agents{Storage: storage.NewStorageWithClients(ppl, map[string]*storage.Client{}), keys: keys, byID: map[string]Agent{},
+		people: ppl, public: map[string]*storage.Client{}}
 	var cryptoKey [32]byte
 	_, _ = rand.Read(cryptoKey[:])
 	prov, err := op.NewOpenIDProvider(issuer, &op.Config{CryptoKey: cryptoKey, CodeMethodS256: true}, st, op.WithAllowInsecure())
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: prov, ReadHeaderTimeout: 5 * time.Second}
+	mux := http.NewServeMux()
+	mux.Handle(loginPath, &loginPage{storage: st, callback: func(ctx context.Context, id string) string {
+		return op.AuthCallbackURL(prov)(op.ContextWithIssuer(ctx, issuer), id)
+	}})
+	mux.Handle("/", prov)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = srv.Serve(l) }()
 	t.Cleanup(func() { _ = srv.Close() })
 	return &Provider{Issuer: issuer, keys: keys, store: st}
@@ -161,9 +169,11 @@ func (p *Provider) Rotate() { p.keys.rotate() }
 // client-credentials clients and the keyring's keys.
 type agents struct {
 	*storage.Storage
-	keys *keyring
-	mu   sync.Mutex
-	byID map[string]Agent
+	keys   *keyring
+	people *people
+	mu     sync.Mutex
+	byID   map[string]Agent
+	public map[string]*storage.Client // the public clients people log in to
 }
 
 func (s *agents) agent(id string) (Agent, bool) {

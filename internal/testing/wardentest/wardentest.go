@@ -71,10 +71,38 @@ func Start(t testing.TB, servers map[string]any) *Warden {
 // unless stopped before.
 func StartWith(t testing.TB, configPath, stateDir string, opts ...func(*daemon.Options)) *Warden {
 	t.Helper()
+	return start(t, listen(t), configPath, stateDir, opts)
+}
+
+// StartConfig runs Warden with the whole config file cfg makes for the
+// address Warden will listen on (a config whose publicURL is that
+// address), and a fresh state dir.
+func StartConfig(t testing.TB, cfg func(addr string) map[string]any) *Warden {
+	t.Helper()
+	ln := listen(t)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "config.json")
+	b, err := json.MarshalIndent(cfg(ln.Addr().String()), "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return start(t, ln, path, filepath.Join(dir, "state"), nil)
+}
+
+func listen(t testing.TB) net.Listener {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
+	return ln
+}
+
+func start(t testing.TB, ln net.Listener, configPath, stateDir string, opts []func(*daemon.Options)) *Warden {
+	t.Helper()
 	// The CLI and `warden stdio` find the daemon through the config's listen.
 	setListen(t, configPath, ln.Addr().String())
 	w := &Warden{t: t, ConfigPath: configPath, StateDir: stateDir, Logs: &LogBuffer{}, done: make(chan error, 1)}
