@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -28,18 +27,11 @@ var taskScenarios = []string{"tasks-lifecycle", "tasks-capability-negotiation", 
 // tools (a 2026-07-28 one with stateless) and returns its URL.
 func tasksFixture(t testing.TB, stateless bool) string {
 	t.Helper()
-	stats := filepath.Join(t.TempDir(), "stats.json")
-	args := []string{"-http", "127.0.0.1:0", "-stats", stats, "-tasks"}
+	args := []string{"-tasks"}
 	if stateless {
 		args = append(args, "-stateless")
 	}
-	testenv.StartProcess(t, exec.Command(testenv.BuildBinary(t, fixturePkg), args...))
-	var url string
-	wardentest.WaitFor(t, 20*time.Second, "the HTTP fixture-server to listen", func() bool {
-		st, ok := fixture.ReadStatsFile(stats)
-		url = st.URL
-		return ok && url != ""
-	})
+	url, _, _ := httpFixture(t, args...)
 	return url
 }
 
