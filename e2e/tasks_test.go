@@ -95,13 +95,13 @@ func TestTaskScenariosThroughWarden(t *testing.T) {
 
 // taskRPC sends a stateless-era request of a client that declares the
 // tasks extension to url, with the headers the revision wants, and
-// returns its result or its error.
+// returns its result or its error. The client can answer elicitation.
 func taskRPC(t *testing.T, url, method string, params map[string]any) (result map[string]any, rpcErr map[string]any) {
 	t.Helper()
 	params["_meta"] = map[string]any{
 		"io.modelcontextprotocol/protocolVersion":    "2026-07-28",
 		"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "tasks-test", "version": "1"},
-		"io.modelcontextprotocol/clientCapabilities": map[string]any{"extensions": map[string]any{"io.modelcontextprotocol/tasks": map[string]any{}}},
+		"io.modelcontextprotocol/clientCapabilities": map[string]any{"elicitation": map[string]any{}, "extensions": map[string]any{"io.modelcontextprotocol/tasks": map[string]any{}}},
 	}
 	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, url, bytes.NewReader(body))
@@ -214,4 +214,40 @@ func TestTaskLimit(t *testing.T) {
 		}
 		return false
 	})
+}
+
+// A non-read task waiting for its client's answer when its Warden is
+// killed (its 2026-07-28 upstream between rounds) is failed with an
+// unknown outcome after the restart, and its server latched once: by its
+// write's intent, which the task's recovery does not latch again.
+func TestTaskKill9WhileAsking(t *testing.T) {
+	url, _, _ := httpFixture(t, "-tasks", "-stateless")
+	d := wlNewDaemon(t, &wlUpstream{kind: "http", cfg: map[string]any{"url": url, "trusted": true}})
+	d.connect().Close() // the upstream answers
+	mcpURL := "http://" + d.listen + "/mcp/s"
+	args := map[string]any{"filename": "kill9.txt"}
+	res, rpcErr := taskRPC(t, mcpURL, "tools/call", map[string]any{"name": fixture.ToolConfirmDelete, "arguments": args})
+	id, _ := res["taskId"].(string)
+	if rpcErr != nil || id == "" {
+		t.Fatalf("confirm_delete as a task: %v %v", res, rpcErr)
+	}
+	wardentest.WaitFor(t, 20*time.Second, "the task to ask", func() bool {
+		got, _ := taskRPC(t, mcpURL, "tasks/get", map[string]any{"taskId": id})
+		return got["status"] == "input_required"
+	})
+	if listed := d.latches(); len(listed) != 0 {
+		t.Fatalf("latched while asking: %+v", listed)
+	}
+
+	d.kill9()
+	d.serve()
+	got, rpcErr := taskRPC(t, mcpURL, "tasks/get", map[string]any{"taskId": id})
+	if rpcErr != nil || got["status"] != "failed" {
+		t.Fatalf("tasks/get after kill -9: %v %v; want failed", got, rpcErr)
+	}
+	listed := d.latches()
+	if len(listed) != 1 || listed[0].Tool != fixture.ToolConfirmDelete || listed[0].ArgsSHA256 != wlArgsHash(t, args) {
+		t.Fatalf("warden writes --json after kill -9 of an asking task = %+v", listed)
+	}
+	d.proc.Stop()
 }
