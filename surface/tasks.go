@@ -26,7 +26,8 @@ import (
 )
 
 // Tasks (the 2026-07-28 tasks extension, wire in package tasks' doc) on
-// every endpoint, for any upstream: Warden runs the task itself. A
+// /mcp and /mcp/{server} (not the search view), for any upstream: Warden
+// runs the task itself. A
 // stateless-era client that declares the extension and calls a tool that
 // runs as a task (gateway.TaskSupport) gets a task handle once the call is
 // admitted by the same call path and policy as a direct call; the call
