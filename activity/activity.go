@@ -57,6 +57,9 @@ type Entry struct {
 	// User is the caller its token named (a user, else a client of the
 	// config's "clients"); empty without known callers.
 	User string `json:"user,omitempty"`
+	// Task: the call ran as a task (the tasks extension), its client
+	// answered with a task handle rather than waiting.
+	Task bool `json:"task,omitempty"`
 }
 
 // Defaults used when Open gets a non-positive bound.

@@ -77,6 +77,7 @@ type Config struct {
 	Store    string
 	StoreKey string
 	Activity Activity // activity log retention
+	Tasks    Tasks    // how long finished tasks stay, how many run at once
 	// ToolSearch is which tools /mcp lists: every tool ("off"), the search
 	// view ("on"), or the search view once the visible tools' definitions
 	// cost more than ToolSearchBudget tokens ("auto").
@@ -129,6 +130,15 @@ type Activity struct {
 	MaxAge     time.Duration // default 7 days
 }
 
+// Tasks bounds the tasks Warden runs (the tasks extension): a finished
+// task's result stays Retention, then is removed; at most MaxPerServer
+// tasks run at once for one server and MaxPerCaller for one caller. Zero
+// values take the defaults (package tasks: 1 hour, 32 and 16).
+type Tasks struct {
+	Retention                  time.Duration
+	MaxPerServer, MaxPerCaller int
+}
+
 // Server is one upstream MCP server from "mcpServers".
 //
 // The exported fields hold effective values: ${env:NAME} references are
@@ -167,6 +177,7 @@ type Server struct {
 	ConfirmDestructive bool   // ask the human through elicitation before each destructive call
 	CallTimeout        time.Duration
 	Tools              map[string]ToolOverride // keyed by upstream tool name
+	Tasks              TaskTools               // the tools run as tasks whatever their definitions say
 
 	// As written in the file, with ${env:} references unexpanded (the path
 	// variables are expanded: see expansion). Set by Parse only; for a
@@ -179,6 +190,20 @@ type Server struct {
 	rawOAuth   *OAuth
 	expanded   []string // values of its ${env:} references and its envFile: secrets
 }
+
+// TaskTools is a server's "tasks": the tools that run as tasks (the tasks
+// extension) for clients that ask for them, beside those whose definitions
+// declare task support: all of them ("all"), or those named.
+type TaskTools struct {
+	All   bool
+	Names []string
+}
+
+// Has reports whether tool is among them.
+func (t TaskTools) Has(tool string) bool { return t.All || slices.Contains(t.Names, tool) }
+
+// Equal reports whether t and o name the same tools.
+func (t TaskTools) Equal(o TaskTools) bool { return t.All == o.All && slices.Equal(t.Names, o.Names) }
 
 // Sandbox is a stdio server's "sandbox": confinement beyond the default.
 type Sandbox struct {

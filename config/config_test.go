@@ -218,3 +218,32 @@ func TestEmptyAndSum(t *testing.T) {
 		t.Fatalf("Sum: same bytes %t, other bytes %t", a.Sum == b.Sum, a.Sum == c.Sum)
 	}
 }
+
+// The top level's "tasks" bounds the tasks.
+func TestParseTaskBounds(t *testing.T) {
+	cfg, err := Parse("/x/config.json", []byte(`{"tasks": {"retention": "10m", "maxPerServer": 4, "maxPerCaller": 2}}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (Tasks{Retention: 10 * time.Minute, MaxPerServer: 4, MaxPerCaller: 2}); cfg.Tasks != want {
+		t.Errorf("tasks %+v, want %+v", cfg.Tasks, want)
+	}
+}
+
+// A server's "tasks" names the tools run as tasks: all, or a list.
+func TestParseTasks(t *testing.T) {
+	cfg, err := Parse("/x/config.json", []byte(`{"mcpServers": {
+		"a": {"command": "a", "tasks": "all"},
+		"b": {"command": "b", "tasks": ["build", "deploy"]},
+		"c": {"command": "c"}}}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b, c := cfg.Servers["a"].Tasks, cfg.Servers["b"].Tasks, cfg.Servers["c"].Tasks
+	if !a.Has("anything") || !b.Has("deploy") || b.Has("test") || c.Has("build") {
+		t.Errorf("tasks: a %+v, b %+v, c %+v", a, b, c)
+	}
+	if a.Equal(b) || !b.Equal(TaskTools{Names: []string{"build", "deploy"}}) {
+		t.Errorf("Equal: a %+v, b %+v", a, b)
+	}
+}

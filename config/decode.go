@@ -18,10 +18,11 @@ import (
 
 // Field names, in the order messages list them.
 var (
-	topFields      = []string{"listen", "stateDir", "store", "storeKey", "activity", "toolSearch", "toolSearchBudget", "mcpServers", "publicURL", "auth", "clients", "profiles", "access", "operators"}
+	topFields      = []string{"listen", "stateDir", "store", "storeKey", "activity", "tasks", "toolSearch", "toolSearchBudget", "mcpServers", "publicURL", "auth", "clients", "profiles", "access", "operators"}
 	activityFields = []string{"maxEntries", "maxAge"}
+	tasksFields    = []string{"retention", "maxPerServer", "maxPerCaller"}
 	serverFields   = []string{"command", "args", "env", "cwd", "url", "headers", "transport", "type",
-		"trusted", "disabled", "callTimeout", "confirmDestructive", "tools", "inheritEnv", "sandbox", "start", "idleTimeout", "oauth", "envFile"}
+		"trusted", "disabled", "callTimeout", "confirmDestructive", "tools", "inheritEnv", "sandbox", "start", "idleTimeout", "oauth", "envFile", "tasks"}
 	// Fields other MCP hosts write that Warden reads but does not offer
 	// in messages (those it ignores are in foreignTop and foreignServer).
 	hostTopFields    = []string{"servers"}
@@ -150,6 +151,8 @@ func (d *decoder) decode(cfg *Config) error {
 			cfg.StoreKey = x
 		case "activity":
 			return d.activity(v, path, &cfg.Activity)
+		case "tasks":
+			return d.tasks(v, path, &cfg.Tasks)
 		case "toolSearch":
 			s, err := d.str(v, path)
 			if err != nil {
@@ -442,6 +445,34 @@ func (d *decoder) activity(v *hujson.Value, path string, a *Activity) error {
 	})
 }
 
+func (d *decoder) tasks(v *hujson.Value, path string, to *Tasks) error {
+	obj, err := d.object(v, path, `write an object such as {"retention": "1h", "maxPerServer": 32, "maxPerCaller": 16}`)
+	if err != nil {
+		return err
+	}
+	return d.fields(obj, path, tasksFields, func(name string, v *hujson.Value, p string) error {
+		switch name {
+		case "retention":
+			dur, err := d.duration(v, p)
+			if err != nil {
+				return err
+			}
+			to.Retention = dur
+		case "maxPerServer", "maxPerCaller":
+			n, ok := d.count(v)
+			if !ok {
+				return d.errAt(v, p, "is not a whole number of tasks above zero", "write a number such as 16")
+			}
+			if name == "maxPerServer" {
+				to.MaxPerServer = n
+			} else {
+				to.MaxPerCaller = n
+			}
+		}
+		return nil
+	})
+}
+
 func (d *decoder) servers(v *hujson.Value, path string, into map[string]*Server) error {
 	obj, err := d.object(v, path, `write an object of servers such as {"memory": {"command": "mcp-memory"}}`)
 	if err != nil {
@@ -549,6 +580,8 @@ func (d *decoder) server(name string, v *hujson.Value, path string) (*Server, er
 			s.OnDemand = mode == StartOnDemand
 		case "idleTimeout":
 			s.IdleTimeout, err = d.duration(v, p)
+		case "tasks":
+			s.Tasks, err = d.taskTools(v, p)
 		}
 		return err
 	})
@@ -565,6 +598,30 @@ func (d *decoder) server(name string, v *hujson.Value, path string) (*Server, er
 		return nil, err
 	}
 	return s, nil
+}
+
+// taskTools reads a server's "tasks": "all", or a list of tool names.
+func (d *decoder) taskTools(v *hujson.Value, path string) (TaskTools, error) {
+	const fix = `write "all", or a list of the upstream's tool names such as ["build", "deploy"]`
+	if lit, ok := v.Value.(hujson.Literal); ok && lit.Kind() == '"' {
+		if lit.String() != "all" {
+			return TaskTools{}, d.errAt(v, path, strconv.Quote(lit.String())+" is not a choice of tasks", fix)
+		}
+		return TaskTools{All: true}, nil
+	}
+	if _, ok := v.Value.(*hujson.Array); !ok {
+		return TaskTools{}, d.typeErr(v, path, `"all" or a list of tool names`, fix)
+	}
+	_, names, err := d.strList(v, path)
+	if err != nil {
+		return TaskTools{}, err
+	}
+	for i, name := range names {
+		if name == "" {
+			return TaskTools{}, d.errAt(v, index(path, i), "tool name is empty", "write the upstream tool's name")
+		}
+	}
+	return TaskTools{Names: names}, nil
 }
 
 // hideTools hides the tools another host's "disabledTools" names, as that

@@ -480,6 +480,12 @@ func (e *editor) encodeServer(s *Server, ind string) string {
 	if s.CallTimeout != 0 && s.CallTimeout != DefaultCallTimeout {
 		add("callTimeout", quote(s.CallTimeout.String()))
 	}
+	switch {
+	case s.Tasks.All:
+		add("tasks", quote("all"))
+	case len(s.Tasks.Names) > 0:
+		add("tasks", quoteList(s.Tasks.Names))
+	}
 	if sb := s.Sandbox; sb.Paths || sb.NoNetwork {
 		var fs []string
 		if sb.NoNetwork {

@@ -255,7 +255,7 @@ func TestClaudeDesktopOwnFields(t *testing.T) {
 		"preferences (line 4): ignored: Claude Desktop's own setting", "isUsingBuiltInNodeForMcp (line 5): ignored: Claude Desktop's own setting")
 
 	_, err = Parse("/x/c.json", []byte(`{"globalShortcut": "x", "colour": "red", "mcpServers": {}}`), env())
-	if err == nil || err.Error() != "config /x/c.json: colour: unknown field; known fields are listen, stateDir, store, storeKey, activity, toolSearch, toolSearchBudget, mcpServers, publicURL, auth, clients, profiles, access, operators" {
+	if err == nil || err.Error() != "config /x/c.json: colour: unknown field; known fields are listen, stateDir, store, storeKey, activity, tasks, toolSearch, toolSearchBudget, mcpServers, publicURL, auth, clients, profiles, access, operators" {
 		t.Errorf("a field no host uses: %v", err)
 	}
 }

@@ -145,6 +145,7 @@ func TestEqual(t *testing.T) {
 		"Tools": {func(s *Server) { s.Tools["t"] = ToolOverride{Class: ClassWrite} },
 			func(s *Server) { s.Tools["t"] = ToolOverride{Class: ClassRead, Hidden: true} },
 			func(s *Server) { s.Tools["u"] = ToolOverride{} }},
+		"Tasks": {func(s *Server) { s.Tasks.All = true }, func(s *Server) { s.Tasks.Names = []string{"t"} }},
 	}
 	typ := reflect.TypeFor[Server]()
 	for i := range typ.NumField() {

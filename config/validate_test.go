@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-const serverKnown = "known fields are command, args, env, cwd, url, headers, transport, type, trusted, disabled, callTimeout, confirmDestructive, tools, inheritEnv, sandbox, start, idleTimeout, oauth, envFile"
+const serverKnown = "known fields are command, args, env, cwd, url, headers, transport, type, trusted, disabled, callTimeout, confirmDestructive, tools, inheritEnv, sandbox, start, idleTimeout, oauth, envFile, tasks"
 
 // TestErrors checks that each bad input gives the promised message: file,
 // field path, problem and fix.
@@ -30,9 +30,9 @@ func TestErrors(t *testing.T) {
 		{"bad type", servers(`"fs": {"url": "https://h/mcp", "type": "websocket"}`),
 			pre + `mcpServers.fs.type: "websocket" is not a transport; write "stdio", "http" or "sse"`, "mcpServers.fs.type"},
 		{"unknown top field", `{"listn": "x"}`,
-			pre + `listn: unknown field; known fields are listen, stateDir, store, storeKey, activity, toolSearch, toolSearchBudget, mcpServers, publicURL, auth, clients, profiles, access, operators (did you mean "listen"?)`, "listn"},
+			pre + `listn: unknown field; known fields are listen, stateDir, store, storeKey, activity, tasks, toolSearch, toolSearchBudget, mcpServers, publicURL, auth, clients, profiles, access, operators (did you mean "listen"?)`, "listn"},
 		{"unknown field, no suggestion", `{"zzzzzzzz": 1}`,
-			pre + `zzzzzzzz: unknown field; known fields are listen, stateDir, store, storeKey, activity, toolSearch, toolSearchBudget, mcpServers, publicURL, auth, clients, profiles, access, operators`, "zzzzzzzz"},
+			pre + `zzzzzzzz: unknown field; known fields are listen, stateDir, store, storeKey, activity, tasks, toolSearch, toolSearchBudget, mcpServers, publicURL, auth, clients, profiles, access, operators`, "zzzzzzzz"},
 		{"unknown tool field", servers(`"fs": {"command": "x", "tools": {"rm": {"klass": "read"}}}`),
 			pre + `mcpServers.fs.tools.rm.klass: unknown field; known fields are class, hidden, recordArgs (did you mean "class"?)`, "mcpServers.fs.tools.rm.klass"},
 		{"unknown activity field", `{"activity": {"maxAge": "1h", "max": 3}}`,
@@ -59,6 +59,14 @@ func TestErrors(t *testing.T) {
 			pre + `activity.maxEntries: is not a whole number of entries above zero; write a number such as 10000`, "activity.maxEntries"},
 		{"bad transport", servers(`"x": {"url": "https://h/mcp", "transport": "streamable"}`),
 			pre + `mcpServers.x.transport: "streamable" is not a transport; write "stdio", "http" or "sse"`, "mcpServers.x.transport"},
+		{"bad task retention", `{"tasks": {"retention": "an hour"}}`,
+			pre + `tasks.retention: "an hour" is not a duration; write a Go duration such as "30s" or "2m"`, "tasks.retention"},
+		{"bad task limit", `{"tasks": {"maxPerCaller": 0}}`,
+			pre + `tasks.maxPerCaller: is not a whole number of tasks above zero; write a number such as 16`, "tasks.maxPerCaller"},
+		{"bad tasks", servers(`"x": {"command": "a", "tasks": "some"}`),
+			pre + `mcpServers.x.tasks: "some" is not a choice of tasks; write "all", or a list of the upstream's tool names such as ["build", "deploy"]`, "mcpServers.x.tasks"},
+		{"empty task name", servers(`"x": {"command": "a", "tasks": ["build", ""]}`),
+			pre + `mcpServers.x.tasks[1]: tool name is empty; write the upstream tool's name`, "mcpServers.x.tasks[1]"},
 		{"bad class", servers(`"x": {"command": "a", "tools": {"rm": {"class": "dangerous"}}}`),
 			pre + `mcpServers.x.tools.rm.class: "dangerous" is not a class; write "read", "write" or "destructive"`, "mcpServers.x.tools.rm.class"},
 		{"stdio with url", servers(`"x": {"url": "https://h/mcp", "transport": "stdio"}`),

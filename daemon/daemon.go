@@ -200,6 +200,15 @@ func Run(ctx context.Context, opts Options) error {
 	d.surfaces = surfaces
 	surfaces.SetStdio(viaSocket)
 	surfaces.ShareSessions(d.store)
+	tasksCtx, stopTasks := context.WithCancel(ctx)
+	defer stopTasks()
+	ts, err := d.openTasks(tasksCtx, cfg.Tasks)
+	if err != nil {
+		ln.Close()
+		sock.Close()
+		return err
+	}
+	surfaces.SetTasks(ts)
 	if opts.NoFastPath {
 		surfaces.DisableFastPath()
 		log.Warn("the tools/call fast paths are off (WARDEN_FASTPATH=off): every call goes through the SDK, slower")

@@ -2,8 +2,6 @@ package e2e
 
 import (
 	"context"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -11,7 +9,6 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/wardenmcp/warden/internal/testing/fixture"
 	"github.com/wardenmcp/warden/internal/testing/testenv"
 	"github.com/wardenmcp/warden/internal/testing/wardentest"
 	"github.com/wardenmcp/warden/upstream"
@@ -21,14 +18,7 @@ import (
 // answers size bytes of text, and returns its URL.
 func hugeAnswerFixture(t testing.TB, size int) string {
 	t.Helper()
-	stats := filepath.Join(t.TempDir(), "stats.json")
-	testenv.StartProcess(t, exec.Command(testenv.BuildBinary(t, fixturePkg), "-http", "127.0.0.1:0", "-stats", stats, "-huge-answer", strconv.Itoa(size)))
-	var url string
-	wardentest.WaitFor(t, 20*time.Second, "the HTTP fixture-server to listen", func() bool {
-		st, ok := fixture.ReadStatsFile(stats)
-		url = st.URL
-		return ok && url != ""
-	})
+	url, _, _ := httpFixture(t, "-huge-answer", strconv.Itoa(size))
 	return url
 }
 

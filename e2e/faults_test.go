@@ -24,6 +24,21 @@ import (
 
 const fixturePkg = "./internal/testing/fixture/cmd/fixture-server"
 
+// httpFixture starts a fixture-server process serving HTTP, with args
+// (-stats is its own), and returns its URL, its process and its -stats
+// file.
+func httpFixture(t testing.TB, args ...string) (url string, proc *testenv.Process, stats string) {
+	t.Helper()
+	stats = filepath.Join(t.TempDir(), "stats.json")
+	proc = testenv.StartProcess(t, exec.Command(testenv.BuildBinary(t, fixturePkg), append([]string{"-http", "127.0.0.1:0", "-stats", stats}, args...)...))
+	wardentest.WaitFor(t, 20*time.Second, "the HTTP fixture-server to listen", func() bool {
+		st, ok := fixture.ReadStatsFile(stats)
+		url = st.URL
+		return ok && url != ""
+	})
+	return url, proc, stats
+}
+
 // readPID reads the pid a fixture-server wrote into its -stats file.
 func readPID(t *testing.T, statsFile string) int {
 	t.Helper()

@@ -73,14 +73,9 @@ func wlProcUpstream(t *testing.T, kind string, extra map[string]any) *wlUpstream
 	if kind == "stdio" {
 		return wlNewUpstream(t, kind, extra)
 	}
-	u := &wlUpstream{kind: kind, stats: filepath.Join(t.TempDir(), "stats.json")}
-	u.proc = testenv.StartProcess(t, exec.Command(testenv.BuildBinary(t, fixturePkg), "-http", "127.0.0.1:0", "-stats", u.stats))
+	u := &wlUpstream{kind: kind}
 	var url string
-	wardentest.WaitFor(t, 20*time.Second, "the HTTP fixture-server to listen", func() bool {
-		st, ok := fixture.ReadStatsFile(u.stats)
-		url = st.URL
-		return ok && url != ""
-	})
+	url, u.proc, u.stats = httpFixture(t)
 	u.cfg = map[string]any{"url": url, "trusted": true}
 	maps.Copy(u.cfg, extra)
 	return u

@@ -41,6 +41,12 @@ type Call struct {
 	// After, if set, takes the work left once the answer is read, for the
 	// caller to do after it sent the answer on (see answer.After).
 	After *answer.After
+	// Start, if set, makes the call a task: it is called once the call is
+	// admitted (quarantine, approval, profile, latch), and creates the task
+	// there; a destructive call's confirmation is then asked of the client
+	// through it (its first question), before anything goes upstream. An
+	// error refuses the call as it is; nothing is sent.
+	Start func(context.Context) error
 }
 
 // CallTool runs call through policy and, if allowed, upstream. A policy
@@ -55,7 +61,7 @@ func (g *Gateway) CallTool(ctx context.Context, call Call) (*answer.Result, erro
 	defer leave()
 
 	start := time.Now()
-	entry := activity.Entry{At: start, Surface: call.Surface, Server: call.Server, Tool: call.Tool, User: call.Who.Name()}
+	entry := activity.Entry{At: start, Surface: call.Surface, Server: call.Server, Tool: call.Tool, User: call.Who.Name(), Task: call.Start != nil}
 	res, err := g.callTool(ctx, call, &entry)
 	entry.LatencyMicros = time.Since(start).Microseconds()
 	var ref *Refusal
@@ -100,6 +106,11 @@ func (g *Gateway) callTool(ctx context.Context, call Call, entry *activity.Entry
 		// below is what makes the check race-free.
 		if l, latched := g.deps.Writes.Check(call.Server); latched {
 			return nil, latchedRefusal(&l)
+		}
+	}
+	if call.Start != nil {
+		if err := call.Start(ctx); err != nil {
+			return nil, err
 		}
 	}
 	if tool.Class == writes.ClassDestructive && c.Config().ConfirmDestructive {

@@ -65,3 +65,43 @@ func (g *Gateway) LiveConfig(server string) (*config.Server, bool) {
 	}
 	return c.Config(), true
 }
+
+// MetaExecution is the _meta key a listed tool's execution (the tasks
+// extension's execution.taskSupport) is kept under, pinned with it; the
+// surfaces list it as the tool's execution again.
+const MetaExecution = upstream.MetaExecution
+
+// How a tool runs for a client that declares the tasks extension (its
+// execution.taskSupport).
+const (
+	TaskForbidden = "forbidden" // a direct call
+	TaskOptional  = "optional"  // a task
+	TaskRequired  = "required"  // a task, and refused to other clients
+)
+
+// TaskSupport says how server's tool runs for a client that declares the
+// tasks extension: as its listed definition's execution.taskSupport says
+// (pinned with it, see MetaExecution), else TaskOptional when its
+// server's config names it ("tasks"), else TaskForbidden.
+func (g *Gateway) TaskSupport(server, tool string) string {
+	var support string
+	if inv := g.inv.get(server); inv != nil {
+		if def := inv.Tool(tool); def != nil {
+			if ex, ok := def.Meta[MetaExecution].(map[string]any); ok {
+				support, _ = ex["taskSupport"].(string)
+			}
+		}
+	}
+	switch {
+	case support == TaskOptional || support == TaskRequired:
+		return support
+	case g.configNamesTask(server, tool):
+		return TaskOptional
+	}
+	return TaskForbidden
+}
+
+func (g *Gateway) configNamesTask(server, tool string) bool {
+	cfg, ok := g.LiveConfig(server)
+	return ok && cfg.Tasks.Has(tool)
+}

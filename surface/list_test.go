@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/wardenmcp/warden/gateway"
 )
 
 // The fast path's tools/list, from the definitions encoded when they were
@@ -39,6 +40,12 @@ func TestFastToolListIsTheSDKServers(t *testing.T) {
 		if i == 2 {
 			def.InputSchema.(map[string]any)["properties"].(map[string]any)["q"].(map[string]any)["x-mcp-header"] = "Q"
 		}
+		if i == 1 || i == 3 { // listed as the tool's execution, not in its _meta
+			if def.Meta == nil {
+				def.Meta = mcp.Meta{}
+			}
+			def.Meta[gateway.MetaExecution] = map[string]any{"taskSupport": "optional"}
+		}
 		if err := v.show(def); err != nil {
 			t.Fatal(err)
 		}
@@ -57,6 +64,10 @@ func TestFastToolListIsTheSDKServers(t *testing.T) {
 	}
 	if !jsonEqual(fast, sdk.Result) {
 		t.Fatalf("fast list\n%s\nSDK's\n%s", mustJSON(fast), mustJSON(sdk.Result))
+	}
+	listed := string(v.toolList(nil))
+	if strings.Count(listed, `"execution":{"taskSupport":"optional"}`) != 2 || strings.Contains(listed, gateway.MetaExecution) || !strings.Contains(listed, `"vendor/x":1`) {
+		t.Errorf("listed %s: want two tools' execution, not in _meta, other _meta kept", listed)
 	}
 }
 

@@ -84,6 +84,9 @@ func (s *Surfaces) Changed(server string) {
 // view: its client sessions and its forwarding of resource updates.
 func (s *Surfaces) Close() {
 	close(s.done)
+	if s.tasks != nil {
+		s.tasks.close()
+	}
 	for _, stop := range s.unwatch {
 		stop()
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/wardenmcp/warden/gateway"
 	"github.com/wardenmcp/warden/protocol"
 	"github.com/wardenmcp/warden/store"
+	"github.com/wardenmcp/warden/tasks"
 )
 
 // Surfaces holds the aggregated view and one view per server, and serves them
@@ -43,6 +44,7 @@ type Surfaces struct {
 	st          store.Store                    // ShareSessions's shared store, set before serving; nil: sessions stay here
 	unwatch     []func()                       // ShareSessions's watches of st, stopped by Close
 	policy      atomic.Pointer[callers.Policy] // SetCallers's (callers.go); nil: none
+	tasks       *taskRunner                    // SetTasks's, set before serving; nil: no tasks
 
 	mu    sync.Mutex
 	views map[string]*view
@@ -207,6 +209,9 @@ func (s *Surfaces) DisableFastPath() { s.noFast.Store(true) }
 // handler.
 func (s *Surfaces) serve(v *view, h endpoint, stateless bool, w http.ResponseWriter, r *http.Request) {
 	if stateless {
+		if r.Method == http.MethodPost && taskNameMismatch(w, r) {
+			return
+		}
 		// Of known length: a body too large is the SDK's to refuse.
 		if r.Method == http.MethodPost && !s.noFast.Load() && r.ContentLength >= 0 && r.ContentLength <= maxBody && statelessHeaders(r) &&
 			offerFast(w, r, func(body []byte) bool { return v.serveStatelessFast(w, r, body) }) {
@@ -337,7 +342,7 @@ func (s *Surfaces) view(server string) (*view, endpoint) {
 	v, ok := s.views[server]
 	if !ok {
 		v = newView(s.g, server, s.log, s.version)
-		v.st, v.policy = s.st, &s.policy
+		v.st, v.policy, v.tasks = s.st, &s.policy, s.tasks
 		// Filled before anyone can find it: update rebuilds only the
 		// views it finds, so a change after this one reaches it there.
 		v.Changed(server)
@@ -406,6 +411,13 @@ func (s *Surfaces) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	v, h := s.view(server)
 	s.serve(v, h, stateless, w, r)
+}
+
+// SetTasks serves the tasks extension with the task records in ts (see
+// tasks.go); call it before serving.
+func (s *Surfaces) SetTasks(ts *tasks.Tasks) {
+	s.tasks = newTaskRunner(ts, s.g, s.log)
+	s.agg.tasks = s.tasks
 }
 
 // ToolSearch is which view /mcp shows without ?view= (config toolSearch).

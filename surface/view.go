@@ -58,6 +58,7 @@ type view struct {
 	byServer  map[string]*exposed
 	index     *search.Index // the search view's tools, instead of tools/list
 	rounds    *rounds       // stateless-era calls between their rounds
+	tasks     *taskRunner   // SetTasks's, set before serving; nil: no tasks
 
 	sessMu   sync.Mutex
 	sessions map[string]*live // initialized downstream sessions by id
@@ -108,7 +109,11 @@ func newView(g *gateway.Gateway, single string, log *slog.Logger, version string
 		SupportedProtocolVersions: protocolVersions,
 		InitializedHandler:        func(_ context.Context, r *mcp.InitializedRequest) { v.track(r.Session) },
 		GetSessionID:              v.newSessionID,
+		// The SDK's default (logging) and the tasks extension (tasks.go).
+		Capabilities: &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{},
+			Extensions: map[string]any{tasksExtension: map[string]any{}}},
 	})
+	addTaskMethods(v.srv)
 	v.srv.AddReceivingMiddleware(v.intercept)
 	return v
 }
@@ -140,10 +145,15 @@ func (v *view) intercept(next mcp.MethodHandler) mcp.MethodHandler {
 		switch r := req.(type) {
 		case *mcp.CallToolRequest:
 			return v.callTool(ctx, r)
+		case *mcp.ServerRequest[*taskParams]:
+			return v.serveTask(ctx, method, r)
 		case *mcp.ListToolsRequest:
 			res, err := next(ctx, method, req)
 			if list, ok := res.(*mcp.ListToolsResult); ok && list != nil {
 				v.withDefinitions(list, v.callerOf(headerOf(r.Extra)).Profile)
+				if hasExecution(list.Tools) {
+					return toolsListed{list}, err
+				}
 			}
 			return res, err
 		case *mcp.ListPromptsRequest, *mcp.ListResourcesRequest, *mcp.ListResourceTemplatesRequest:
@@ -175,13 +185,16 @@ func (v *view) intercept(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
-func (v *view) callTool(ctx context.Context, r *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func (v *view) callTool(ctx context.Context, r *mcp.CallToolRequest) (mcp.Result, error) {
 	// A large answer holds its room in the answers' bound until decoded
 	// for the SDK (which sends it after this returns).
 	after := &answer.After{}
 	defer after.Run()
 	from := v.originOf(headerOf(r.Extra), r.Session, r.Params.Meta)
 	if here, stateless := sessionClient(r.Session); stateless {
+		if res, handled, err := v.taskCall(ctx, r, from); handled {
+			return res, err
+		}
 		res, typ, err := v.callRounds(ctx, here, r.Params, after, from)
 		if err != nil {
 			return nil, err
@@ -209,23 +222,33 @@ func (v *view) call(ctx context.Context, p *mcp.CallToolParamsRaw, client gatewa
 		}
 		p = inner
 	}
-	v.mu.Lock()
-	t, ok := v.tools[p.Name]
-	contested, isContested := v.contested[p.Name]
-	v.mu.Unlock()
-	if isContested {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("tool name %q stands for two tools of server %q, so for neither; see them with: warden tools %s", p.Name, contested, contested)}
-	}
-	if !ok {
-		if t, ok = v.resolve(p.Name); !ok {
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", p.Name)}
-		}
+	t, err := v.target(p.Name)
+	if err != nil {
+		return nil, err
 	}
 	_, rounds := client.(roundClient) // a stateless-era client's
 	return v.g.CallTool(ctx, gateway.Call{
 		Server: t.server, Tool: t.name, Args: p.Arguments, Meta: hopMeta(p.Meta), Surface: from.surface, Client: client, Caller: from.caller, Who: from.who,
 		PerRequest: rounds, Answers: p.InputResponses, After: after,
 	})
+}
+
+// target is the tool a tools/call of this view names (the search view's
+// own aside).
+func (v *view) target(name string) (ref, error) {
+	v.mu.Lock()
+	t, ok := v.tools[name]
+	contested, isContested := v.contested[name]
+	v.mu.Unlock()
+	if isContested {
+		return ref{}, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("tool name %q stands for two tools of server %q, so for neither; see them with: warden tools %s", name, contested, contested)}
+	}
+	if !ok {
+		if t, ok = v.resolve(name); !ok {
+			return ref{}, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", name)}
+		}
+	}
+	return t, nil
 }
 
 // resolve finds the tool a name not (yet) in the lists means, for the
@@ -372,7 +395,7 @@ func (v *view) show(def *mcp.Tool) error {
 		v.forget(key)
 		return err
 	}
-	if v.unchanged(key, def) {
+	if v.unchanged(key, listedTool{def}) {
 		return nil
 	}
 	if err := addTool(v.srv, v.held(def)); err != nil {

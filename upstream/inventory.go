@@ -105,10 +105,12 @@ func (l *lister) pass(cs *mcp.ClientSession) {
 	caps := inv.Init.Capabilities
 	var err error
 	if caps != nil && caps.Tools != nil {
-		if inv.Tools, err = collect(cs.Tools(ctx, nil)); err != nil {
+		tap := &listTap{}
+		if inv.Tools, err = collect(cs.Tools(withListTap(ctx, tap), nil)); err != nil {
 			l.log.Warn("listing tools failed", "err", redact(l.cfg.Load(), err))
 			return // an incomplete inventory must never be applied
 		}
+		tap.apply(inv.Tools)
 		bound := map[string]bool{}
 		for i, t := range inv.Tools {
 			var held bool

@@ -11,7 +11,8 @@ import (
 // write of a request marks its call as dispatched (see Dispatch), a
 // notification above the gate's rate is dropped as it is read (and a flood
 // is read no faster than noticeReadRate), and a large
-// answer takes room in the answers' bound (see Answers).
+// answer takes room in the answers' bound (see Answers), and a listing
+// pass reads the tools' execution (execution.go).
 type markingTransport struct {
 	mcp.Transport
 	gate *noticeGate
@@ -22,7 +23,7 @@ func (t markingTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	if err != nil {
 		return nil, err
 	}
-	return boundedConn{markingConn{conn}, t.gate, &answerIDs{holds: map[jsonrpc.ID]*answerHold{}}}, nil
+	return boundedConn{markingConn{conn}, t.gate, &answerIDs{holds: map[jsonrpc.ID]*answerHold{}}, &tapIDs{}}, nil
 }
 
 type markingConn struct{ mcp.Connection }
@@ -39,10 +40,12 @@ type boundedConn struct {
 	markingConn
 	gate *noticeGate
 	ids  *answerIDs
+	taps *tapIDs // tools/list answers a listing pass reads (execution.go)
 }
 
 func (c boundedConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	c.ids.sent(ctx, msg) // before: the answer can come before Write returns
+	c.taps.sent(ctx, msg)
 	return c.markingConn.Write(ctx, msg)
 }
 
@@ -58,6 +61,7 @@ func (c boundedConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			}
 		}
 		if err == nil {
+			c.taps.received(msg)
 			msg = c.ids.received(ctx, msg)
 		}
 		return msg, err

@@ -153,7 +153,12 @@ func (t *sessionTransport) post(req *http.Request) (*http.Response, error) {
 			return localResponse(req, http.StatusAccepted, nil, nil), nil
 		}
 	}
-	return t.exchange(req, body)
+	resp, err := t.exchange(req, body)
+	if tap := listTapOf(req.Context()); tap != nil && method == "tools/list" && err == nil && resp.StatusCode == http.StatusOK {
+		// A listing pass reads the tools' execution (execution.go).
+		resp.Body = &tapBody{ReadCloser: resp.Body, tap: tap, sse: strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")}
+	}
+	return resp, err
 }
 
 // exchange sends a request on the live session. Before the first request on

@@ -36,6 +36,9 @@ func newActivityCmd(g *globals) *cobra.Command {
 					if e.Code != "" {
 						outcome += " " + e.Code
 					}
+					if e.Task {
+						outcome += " (task)"
+					}
 					lat := (time.Duration(e.LatencyMicros) * time.Microsecond).String()
 					t.row(stamp(e.At), e.Surface, orDash(e.User), e.Server, e.Tool, e.Class, outcome, lat)
 				}

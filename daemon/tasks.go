@@ -1,0 +1,62 @@
+package daemon
+
+import (
+	"context"
+	"time"
+
+	"github.com/wardenmcp/warden/config"
+	"github.com/wardenmcp/warden/tasks"
+	"github.com/wardenmcp/warden/writes"
+)
+
+// taskSweepEvery is how often expired tasks are removed and the tasks of
+// instances that died are failed.
+const taskSweepEvery = time.Minute
+
+// openTasks keeps the tasks in the daemon's store, bounded by cfg (read
+// at start: a reload leaves the bounds as they are). The tasks a previous
+// run left running fail as unknown outcomes, a non-read one latching its
+// server; then, until ctx ends, expired tasks are removed and those left
+// by instances that died fail likewise, every taskSweepEvery.
+func (d *Daemon) openTasks(ctx context.Context, cfg config.Tasks) (*tasks.Tasks, error) {
+	ts := tasks.New(d.store, tasks.Options{Retention: cfg.Retention, MaxPerServer: cfg.MaxPerServer, MaxPerCaller: cfg.MaxPerCaller})
+	if failed, err := ts.Recover(ctx, d.taskLost); err != nil {
+		return nil, err
+	} else if len(failed) > 0 {
+		d.log.Warn("tasks left running by the last run failed as unknown outcomes", "tasks", len(failed))
+	}
+	go func() {
+		t := time.NewTicker(taskSweepEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			if _, err := ts.Sweep(ctx); err != nil {
+				d.log.Warn("removing expired tasks failed; retried in a minute", "err", err)
+			}
+			if _, err := ts.RecoverDead(ctx, d.taskLost); err != nil {
+				d.log.Warn("failing the tasks of instances that stopped failed; retried in a minute", "err", err)
+			}
+		}
+	}()
+	return ts, nil
+}
+
+// taskLost latches the server of t, a non-read task whose instance died
+// while it ran: whether its call took effect is unknown. A latch its call's
+// write intent made already (writes.Ledger, at start) is not made twice.
+func (d *Daemon) taskLost(t tasks.Task) error {
+	if t.Read {
+		return nil
+	}
+	for _, l := range d.ledger.List() {
+		if l.Server == t.Server && l.Tool == t.Tool && l.ArgsSHA256 == t.ArgsSHA256 {
+			return nil
+		}
+	}
+	return d.ledger.Record(writes.Latch{Server: t.Server, Tool: t.Tool, ArgsSHA256: t.ArgsSHA256,
+		At: time.Now(), Reason: writes.ReasonUpstreamLost, Surface: "task " + t.ID}, nil)
+}

@@ -1,0 +1,262 @@
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wardenmcp/warden/internal/testing/fixture"
+	"github.com/wardenmcp/warden/internal/testing/testenv"
+	"github.com/wardenmcp/warden/internal/testing/wardentest"
+)
+
+// taskScenarios are the conformance suite's scenarios of the tasks
+// extension.
+var taskScenarios = []string{"tasks-lifecycle", "tasks-capability-negotiation", "tasks-wire-fields", "tasks-request-state-removal",
+	"tasks-mrtr-input", "tasks-request-headers", "tasks-dispatch-and-envelope", "tasks-status-notifications",
+	"tasks-required-task-error", "tasks-mrtr-composition"}
+
+// tasksFixture starts an HTTP fixture-server with the tasks scenarios'
+// tools (a 2026-07-28 one with stateless) and returns its URL.
+func tasksFixture(t testing.TB, stateless bool) string {
+	t.Helper()
+	args := []string{"-tasks"}
+	if stateless {
+		args = append(args, "-stateless")
+	}
+	url, _, _ := httpFixture(t, args...)
+	return url
+}
+
+// shortOfTasks are the checks of the tasks scenarios that may not pass
+// through Warden, by upstream: for each, the statuses the suite may give
+// it and why.
+var shortOfTasks = map[string]map[string][]string{
+	"t2025": {
+		// The scenario cancels a confirm_delete (destructive) task whose
+		// call waits upstream for its question. If the call is cancelled
+		// before the upstream, its question failed, answers, the outcome
+		// is unknown and latches the server (Warden's rule), and the
+		// scenario's next confirm_delete is refused; if the upstream
+		// answers first, it is known. Which comes first is the machine's.
+		"tasks-mrtr-tasks-update-resumes": {"FAILURE", "SUCCESS"},
+	},
+}
+
+// The conformance suite's ten scenarios of the tasks extension through
+// /mcp/{server}, for an upstream of each era that has their tools and
+// does not speak the extension (Warden runs the tasks; which tools run as
+// tasks, and which only so, their definitions say): every check passes
+// but those in shortOfTasks, which may fail as said there. tasks-status-notifications is skipped by the suite
+// itself (its harness awaits a rewrite). The same through a Warden with
+// its fast paths and one without (they hand task requests to the SDK
+// server's path, and list tools' execution each their own way).
+func TestTaskScenariosThroughWarden(t *testing.T) {
+	fast, sdk := startPaths(t, func(string) map[string]any {
+		return map[string]any{
+			"t2026": map[string]any{"url": tasksFixture(t, true), "trusted": true},
+			"t2025": map[string]any{"url": tasksFixture(t, false), "trusted": true},
+		}
+	})
+	for path, w := range map[string]*wardentest.Warden{"fast": fast, "sdk": sdk} {
+		w.WaitReady(t, "t2026")
+		w.WaitReady(t, "t2025")
+		for _, server := range []string{"t2026", "t2025"} {
+			seen := map[string]bool{}
+			passed := 0
+			for _, sc := range taskScenarios {
+				checks, out := testenv.RunServerScenario(t, w.URL("/mcp/"+server), "2026-07-28", sc)
+				for _, c := range checks {
+					want, short := shortOfTasks[server][c.ID]
+					switch {
+					case short:
+						seen[c.ID] = true
+					case sc == "tasks-status-notifications":
+						want = []string{"SKIPPED"}
+					default:
+						want = []string{"SUCCESS"}
+					}
+					if c.Status == "SUCCESS" {
+						passed++
+					}
+					if !slices.Contains(want, c.Status) {
+						t.Errorf("%s paths, %s, %s: check %s is %s, want %s\n%s", path, server, sc, c.ID, c.Status, strings.Join(want, " or "), out)
+					}
+				}
+			}
+			for id := range shortOfTasks[server] {
+				if !seen[id] {
+					t.Errorf("%s paths, %s: check %s was not run", path, server, id)
+				}
+			}
+			t.Logf("%s paths, %s: %d checks passed", path, server, passed)
+		}
+	}
+}
+
+// taskRPC sends a stateless-era request of a client that declares the
+// tasks extension to url, with the headers the revision wants, and
+// returns its result or its error. The client can answer elicitation.
+func taskRPC(t *testing.T, url, method string, params map[string]any) (result map[string]any, rpcErr map[string]any) {
+	t.Helper()
+	params["_meta"] = map[string]any{
+		"io.modelcontextprotocol/protocolVersion":    "2026-07-28",
+		"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "tasks-test", "version": "1"},
+		"io.modelcontextprotocol/clientCapabilities": map[string]any{"elicitation": map[string]any{}, "extensions": map[string]any{"io.modelcontextprotocol/tasks": map[string]any{}}},
+	}
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", method)
+	for _, k := range []string{"name", "taskId"} {
+		if v, ok := params[k].(string); ok {
+			req.Header.Set("Mcp-Name", v)
+		}
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s: %v", method, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		for line := range strings.Lines(string(b)) {
+			if data, ok := strings.CutPrefix(strings.TrimSpace(line), "data:"); ok {
+				b = []byte(data) // the response is the last event
+			}
+		}
+	}
+	var msg struct {
+		Result map[string]any `json:"result"`
+		Error  map[string]any `json:"error"`
+	}
+	if err := json.Unmarshal(b, &msg); err != nil {
+		t.Fatalf("%s: answer %q: %v", method, b, err)
+	}
+	return msg.Result, msg.Error
+}
+
+// A task whose Warden is killed (kill -9) while its write runs upstream
+// is, after the restart, failed with an unknown outcome, and its server is
+// latched like any write in doubt.
+func TestTaskKill9(t *testing.T) {
+	u := wlNewUpstream(t, "http", map[string]any{"tasks": []string{fixture.ToolWrite}})
+	d := wlNewDaemon(t, u)
+	d.connect().Close() // the upstream answers
+	url := "http://" + d.listen + "/mcp/s"
+	slow := map[string]any{"key": "k", "value": wlMarker(t), "sleep_ms": 10000}
+	res, rpcErr := taskRPC(t, url, "tools/call", map[string]any{"name": fixture.ToolWrite, "arguments": slow})
+	id, _ := res["taskId"].(string)
+	if rpcErr != nil || res["resultType"] != "task" || id == "" {
+		t.Fatalf("a slow write as a task: %v %v", res, rpcErr)
+	}
+	u.waitStats(t, "the write to reach the upstream", func(s fixture.Stats) bool { return s.WriteDispatches == 1 })
+
+	d.kill9()
+	d.serve()
+	got, rpcErr := taskRPC(t, url, "tasks/get", map[string]any{"taskId": id})
+	taskErr, _ := got["error"].(map[string]any)
+	if rpcErr != nil || got["status"] != "failed" || taskErr == nil || !strings.Contains(fmt.Sprint(taskErr["message"]), "unknown outcome") {
+		t.Fatalf("tasks/get after kill -9: %v %v; want failed with an unknown outcome", got, rpcErr)
+	}
+	listed := d.latches()
+	if len(listed) != 1 || listed[0].Server != "s" || listed[0].Tool != fixture.ToolWrite || listed[0].ArgsSHA256 != wlArgsHash(t, slow) {
+		t.Fatalf("warden writes --json after kill -9 mid-task = %+v", listed)
+	}
+	d.proc.Stop()
+}
+
+// Beyond the config's tasks.maxPerCaller running tasks, a call to run as a
+// task is refused with an error naming the limit and what to do, and runs
+// nothing; once a task ends, another may start. The activity log records
+// the call as a task.
+func TestTaskLimit(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.json")
+	b, _ := json.Marshal(map[string]any{"tasks": map[string]any{"maxPerCaller": 1},
+		"mcpServers": map[string]any{"tk": map[string]any{"url": tasksFixture(t, true), "trusted": true}}})
+	if err := os.WriteFile(cfg, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w := wardentest.StartWith(t, cfg, filepath.Join(dir, "state"))
+	w.WaitReady(t, "tk")
+	url := w.URL("/mcp/tk")
+	slow := func(label string) (map[string]any, map[string]any) {
+		return taskRPC(t, url, "tools/call", map[string]any{"name": fixture.ToolSlowCompute, "arguments": map[string]any{"seconds": 60, "label": label}})
+	}
+	first, rpcErr := slow("first")
+	id, _ := first["taskId"].(string)
+	if rpcErr != nil || id == "" {
+		t.Fatalf("the first task: %v %v", first, rpcErr)
+	}
+	if res, rpcErr := slow("second"); res != nil || !strings.Contains(fmt.Sprint(rpcErr["message"]), "already runs 1 tasks") || !strings.Contains(fmt.Sprint(rpcErr["message"]), "tasks/cancel") {
+		t.Fatalf("a task beyond the limit: %v %v; want an error naming the limit", res, rpcErr)
+	}
+	if _, rpcErr := taskRPC(t, url, "tasks/cancel", map[string]any{"taskId": id}); rpcErr != nil {
+		t.Fatal(rpcErr)
+	}
+	if res, rpcErr := slow("third"); rpcErr != nil || res["taskId"] == nil {
+		t.Fatalf("a task after the first was cancelled: %v %v", res, rpcErr)
+	}
+	// The activity log is written off the call path: wait for the
+	// cancelled call's entry.
+	wardentest.WaitFor(t, 20*time.Second, "the activity of the cancelled task", func() bool {
+		var entries []map[string]any
+		w.API(t, "GET", "/v1/activity?server=tk", nil, &entries)
+		for _, e := range entries {
+			if e["task"] == true && e["tool"] == fixture.ToolSlowCompute {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// A non-read task waiting for its client's answer when its Warden is
+// killed (its 2026-07-28 upstream between rounds) is failed with an
+// unknown outcome after the restart, and its server latched once: by its
+// write's intent, which the task's recovery does not latch again.
+func TestTaskKill9WhileAsking(t *testing.T) {
+	url, _, _ := httpFixture(t, "-tasks", "-stateless")
+	d := wlNewDaemon(t, &wlUpstream{kind: "http", cfg: map[string]any{"url": url, "trusted": true}})
+	d.connect().Close() // the upstream answers
+	mcpURL := "http://" + d.listen + "/mcp/s"
+	args := map[string]any{"filename": "kill9.txt"}
+	res, rpcErr := taskRPC(t, mcpURL, "tools/call", map[string]any{"name": fixture.ToolConfirmDelete, "arguments": args})
+	id, _ := res["taskId"].(string)
+	if rpcErr != nil || id == "" {
+		t.Fatalf("confirm_delete as a task: %v %v", res, rpcErr)
+	}
+	wardentest.WaitFor(t, 20*time.Second, "the task to ask", func() bool {
+		got, _ := taskRPC(t, mcpURL, "tasks/get", map[string]any{"taskId": id})
+		return got["status"] == "input_required"
+	})
+	if listed := d.latches(); len(listed) != 0 {
+		t.Fatalf("latched while asking: %+v", listed)
+	}
+
+	d.kill9()
+	d.serve()
+	got, rpcErr := taskRPC(t, mcpURL, "tasks/get", map[string]any{"taskId": id})
+	if rpcErr != nil || got["status"] != "failed" {
+		t.Fatalf("tasks/get after kill -9: %v %v; want failed", got, rpcErr)
+	}
+	listed := d.latches()
+	if len(listed) != 1 || listed[0].Tool != fixture.ToolConfirmDelete || listed[0].ArgsSHA256 != wlArgsHash(t, args) {
+		t.Fatalf("warden writes --json after kill -9 of an asking task = %+v", listed)
+	}
+	d.proc.Stop()
+}

@@ -1,0 +1,137 @@
+package tasks
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/wardenmcp/warden/store"
+)
+
+// UnknownOutcome is the message of a task whose instance died while it
+// ran.
+const UnknownOutcome = "unknown outcome: the Warden instance running this task stopped before the call's outcome was known"
+
+// Recover fails every task still working or waiting for input whose
+// instance is not running, or is this instance: call it at start, before
+// this instance runs tasks (its own are then from its last run). Each is
+// handed to lost first, and failed with an unknown outcome
+// (CodeUnknownOutcome) only once lost returned nil: the caller latches the
+// server of a non-read task there, so a crash in between reports it again
+// rather than never. It returns the tasks failed.
+func (ts *Tasks) Recover(ctx context.Context, lost func(Task) error) ([]Task, error) {
+	return ts.recoverLeft(ctx, true, lost)
+}
+
+// RecoverDead is Recover for the tasks of instances that are not running,
+// this one's excepted: for any time, as other instances may die (e.g. on
+// their Watch's Resync, or now and then).
+func (ts *Tasks) RecoverDead(ctx context.Context, lost func(Task) error) ([]Task, error) {
+	return ts.recoverLeft(ctx, false, lost)
+}
+
+// recoverLeft fails the tasks left running by instances not alive, and
+// with mine by this one.
+func (ts *Tasks) recoverLeft(ctx context.Context, mine bool, lost func(Task) error) ([]Task, error) {
+	self := ts.st.Instance()
+	var ids []string
+	err := ts.st.View(ctx, func(tx store.Tx) error {
+		prefix := []byte{'s', 0}
+		return tx.Scan(runningBucket, prefix, false, func(k, inst []byte) error {
+			if string(inst) == self && !mine {
+				return nil
+			}
+			if string(inst) != self {
+				if alive, err := tx.Alive(string(inst)); err != nil || alive {
+					return err
+				}
+			}
+			ids = append(ids, string(k[bytes.LastIndexByte(k, 0)+1:]))
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("tasks: finding tasks left running: %w", err)
+	}
+	var failed []Task
+	for _, id := range ids {
+		var t Task
+		err := ts.st.View(ctx, func(tx store.Tx) error {
+			var err error
+			t, err = getTask(tx, id)
+			return err
+		})
+		if errors.Is(err, ErrNotFound) || t.Status.Terminal() {
+			continue
+		}
+		if err != nil {
+			return failed, err
+		}
+		if err := lost(t); err != nil {
+			return failed, fmt.Errorf("tasks: task %s of %s/%s left running: %w", t.ID, t.Server, t.Tool, err)
+		}
+		t, err = ts.Fail(ctx, id, Error{Code: CodeUnknownOutcome, Message: UnknownOutcome})
+		if errors.Is(err, ErrFinished) {
+			continue
+		}
+		if err != nil {
+			return failed, err
+		}
+		failed = append(failed, t)
+	}
+	return failed, nil
+}
+
+// sweepBatch bounds the tasks one transaction of Sweep removes (a var for
+// the test of several transactions).
+var sweepBatch = 500
+
+// Sweep removes the finished tasks whose TTL has passed since they
+// finished, and returns how many. Run it now and then (say every minute):
+// the store then holds at most a TTL's worth of finished tasks.
+func (ts *Tasks) Sweep(ctx context.Context) (int, error) {
+	total := 0
+	for {
+		n, err := ts.sweep(ctx)
+		total += n
+		if err != nil || n < sweepBatch {
+			return total, err
+		}
+	}
+}
+
+// sweep removes up to sweepBatch expired tasks in one transaction.
+func (ts *Tasks) sweep(ctx context.Context) (int, error) {
+	now := uint64(ts.now().UnixNano())
+	n := 0
+	err := ts.st.Update(ctx, func(tx store.Tx) error {
+		n = 0
+		var done [][]byte
+		err := tx.Scan(expiryBucket, nil, false, func(k, _ []byte) error {
+			if len(done) == sweepBatch || len(k) < 8 || binary.BigEndian.Uint64(k) > now {
+				return store.ErrStop
+			}
+			done = append(done, bytes.Clone(k))
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, k := range done {
+			if err := tx.Delete(taskBucket, k[8:]); err != nil {
+				return err
+			}
+			if err := tx.Delete(expiryBucket, k); err != nil {
+				return err
+			}
+			n++
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("tasks: removing expired tasks: %w", err)
+	}
+	return n, nil
+}
