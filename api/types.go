@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/wardenmcp/warden/approval"
 	"github.com/wardenmcp/warden/gateway"
+	"github.com/wardenmcp/warden/guardrails"
 	"github.com/wardenmcp/warden/instances"
 )
 
@@ -68,8 +69,12 @@ type Tool struct {
 	ApprovedBy        string               `json:"approved_by,omitempty"`
 	ApprovedAt        time.Time            `json:"approved_at,omitzero"`
 	DecidedBy         string               `json:"decided_by,omitempty"` // the operator who last approved or blocked it
-	Current           json.RawMessage      `json:"current,omitempty"`    // definition now
-	Approved          json.RawMessage      `json:"approved,omitempty"`   // definition last approved
+	// Findings are what the guardrails scanner finds in the current
+	// definition (and, when changed, what the change added): read these
+	// closely before approving.
+	Findings []guardrails.Finding `json:"findings"`
+	Current  json.RawMessage      `json:"current,omitempty"`  // definition now
+	Approved json.RawMessage      `json:"approved,omitempty"` // definition last approved
 }
 
 // CallRequest is the body of POST /v1/servers/{s}/call (warden call).

@@ -22,6 +22,7 @@ import (
 	"github.com/wardenmcp/warden/approval"
 	"github.com/wardenmcp/warden/config"
 	"github.com/wardenmcp/warden/gateway"
+	"github.com/wardenmcp/warden/guardrails"
 	"github.com/wardenmcp/warden/internal/state"
 	"github.com/wardenmcp/warden/internal/testing/testenv"
 )
@@ -355,7 +356,8 @@ func TestReviewSummaryAndDiff(t *testing.T) {
 	f := newFakeAPI(t)
 	changed := api.Tool{Name: "read_file", Class: "read", Status: approval.StatusChanged, Present: true,
 		ApprovedHash: "sha256:" + strings.Repeat("a", 64), CurrentHash: "sha256:" + strings.Repeat("b", 64),
-		ApprovedBy: "operator", Approved: def("read_file", "Reads a file.", true), Current: def("read_file", "Reads a file and more.", true)}
+		ApprovedBy: "operator", Approved: def("read_file", "Reads a file.", true), Current: def("read_file", "Reads a file and more.", true),
+		Findings: []guardrails.Finding{{Rule: "credential-access", Severity: "high", Field: "description", Excerpt: "read ~/.ssh/id_rsa\x1b[2J"}}}
 	ok := api.Tool{Name: "list", Class: "read", Status: approval.StatusApproved, Present: true, CurrentHash: "sha256:" + strings.Repeat("c", 64)}
 	f.handle("GET /v1/servers/fs", 200, api.Server{Name: "fs", Quarantined: false})
 	f.handle("GET /v1/servers/fs/tools", 200, []api.Tool{ok, changed, pendingTool("write")})
@@ -382,6 +384,7 @@ func TestReviewSummaryAndDiff(t *testing.T) {
 		t.Fatalf("--diff: exit %d, want 3: %s", code, stderr)
 	}
 	for _, want := range []string{"2 tool(s) to review", "changed  fs/read_file", "-Reads a file.", "+Reads a file and more.",
+		`!!! high credential-access in description: "read ~/.ssh/id_rsa\x1b[2J"`,
 		"pending  fs/write", "never approved", "warden review approve fs --all"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("review output lacks %q:\n%s", want, out)

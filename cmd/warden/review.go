@@ -9,6 +9,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -223,6 +224,9 @@ func (g *globals) writeServerDiff(server string, tools []api.Tool) error {
 // writeToolReview writes one held tool's header and definition diff.
 func writeToolReview(w io.Writer, server string, t api.Tool) error {
 	fmt.Fprintf(w, "%s  %s/%s  class %s\n", t.Status, server, display.Escape(t.Name), classLabel(t))
+	for _, f := range t.Findings {
+		fmt.Fprintf(w, "!!! %s %s in %s: %s\n", f.Severity, f.Rule, display.Escape(f.Field), display.Escape(strconv.Quote(f.Excerpt)))
+	}
 	if t.Status == approval.StatusChanged && len(t.Approved) > 0 {
 		by := t.ApprovedBy
 		if t.DecidedBy != "" {
