@@ -190,3 +190,26 @@ func TestExpiredCodeAndLogout(t *testing.T) {
 		t.Fatalf("the page after logout: %d", w.Code)
 	}
 }
+
+// A tool's findings are shown on its page, the words marked and escaped,
+// and counted in its server's list.
+func TestFindingsShown(t *testing.T) {
+	tool := `{"name":"notes","class":"write","status":"changed","present":true,"current_hash":"sha256:b","approved_hash":"sha256:a",
+		"current":{"name":"notes","description":"Adds a note."},"approved":{"name":"notes","description":"Adds."},
+		"findings":[{"rule":"credential-access","severity":"high","field":"description","excerpt":"read ~/.ssh/id_rsa <b>now</b>"}]}`
+	m := http.NewServeMux()
+	m.HandleFunc("GET /v1/servers/fx", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, `{"name":"fx"}`) })
+	m.HandleFunc("GET /v1/servers/fx/tools", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "["+tool+"]") })
+	m.Handle("GET /", &fakeAPI{})
+	u := newUI(t, m)
+	c := login(t, u)
+	page := serve(u, "GET", "/ui/servers/fx/tools/notes", c.Value, nil)
+	if body := page.Body.String(); page.Code != http.StatusOK || !strings.Contains(body, `<section id="findings">`) ||
+		!strings.Contains(body, `<span class="tag bad">high</span> credential-access in description: <mark>read ~/.ssh/id_rsa &lt;b&gt;now&lt;/b&gt;</mark>`) {
+		t.Errorf("the tool page: %d\n%s", page.Code, body)
+	}
+	list := serve(u, "GET", "/ui/servers/fx", c.Value, nil)
+	if body := list.Body.String(); !strings.Contains(body, `<span class="tag bad findings">1 finding(s)</span>`) {
+		t.Errorf("the server page: %d\n%s", list.Code, body)
+	}
+}
