@@ -80,7 +80,18 @@ type Task struct {
 	Answers   map[string]json.RawMessage `json:"answers,omitempty"`
 	// Asked counts the questions ever asked: it numbers their keys.
 	Asked int `json:"asked,omitempty"`
+
+	// Upstream is, for a task passed through to a server that speaks the
+	// tasks extension itself, that server's id for it: the task runs
+	// there, and its requests are forwarded with this id. It is never
+	// shown to the client, whose id is ID.
+	Upstream string `json:"upstream,omitempty"`
 }
+
+// runs reports whether the task runs in Warden: not finished, and not
+// handed to its upstream. The limits count these, and a task that ran
+// here when its instance died is failed (see Recover).
+func (t *Task) runs() bool { return !t.Status.Terminal() && t.Upstream == "" }
 
 // TTLMs is the task's ttlMs on the wire: the milliseconds from its
 // creation to its removal, nil ("unlimited") while it runs, as a running
@@ -93,7 +104,8 @@ func (t *Task) TTLMs() *int64 {
 	return &ms
 }
 
-// expires is when a finished task is removed.
+// expires is when a finished task, or one handed to its upstream, is
+// removed.
 func (t *Task) expires() time.Time { return t.UpdatedAt.Add(t.TTL) }
 
 // ErrNotFound: no task with that id for that owner (another owner's task

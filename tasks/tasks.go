@@ -1,6 +1,7 @@
 package tasks
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -16,9 +17,11 @@ import (
 //
 //	tasks          id → Task (JSON)
 //	tasks_running  "s" 0 server 0 id and "c" 0 identity 0 id → instance,
-//	               for each task not finished: the limits count these
+//	               for each task running here (Task.runs): the limits
+//	               count these
 //	tasks_expiry   8-byte expiry (Unix ns, big-endian) id → "", for each
-//	               finished task: the sweep walks these in order
+//	               other task (finished, or handed to its upstream): the
+//	               sweep walks these in order
 //
 // Every change of a task happens in one Update holding the task's lock;
 // Create holds its server's lock, then its caller's, while it counts.
@@ -111,7 +114,7 @@ func (ts *Tasks) Create(ctx context.Context, sp Spec) (Task, error) {
 				return &LimitError{Scope: lim.scope, Name: lim.name, Limit: lim.max}
 			}
 		}
-		return ts.put(tx, &t, "")
+		return ts.put(tx, &t, nil)
 	})
 	if err != nil {
 		return Task{}, fmt.Errorf("tasks: creating a task of %s/%s: %w", sp.Server, sp.Tool, err)
@@ -219,6 +222,30 @@ func (ts *Tasks) Cancel(ctx context.Context, owner Owner, id string) (Task, erro
 	return ts.settle(ctx, id, &owner, func(t *Task) { t.Status = Cancelled })
 }
 
+// Handed records that the task's upstream, which speaks the tasks
+// extension itself, took the call as its own task upstreamID: from now on
+// the task runs there (it leaves the limits' count, and a restart of
+// Warden leaves it be), and Warden only forwards its requests. It stays
+// for its TTL after it was last reached (Renew). A task finished
+// meanwhile (cancelled while its call was on its way) refuses with
+// ErrFinished: the upstream's task is to be cancelled.
+func (ts *Tasks) Handed(ctx context.Context, id, upstreamID string) (Task, error) {
+	return ts.change(ctx, id, nil, func(t *Task) (bool, error) {
+		if t.Status.Terminal() {
+			return false, ErrFinished
+		}
+		t.Upstream, t.Status, t.Questions, t.Answers = upstreamID, Working, nil, nil
+		return true, nil
+	})
+}
+
+// Renew keeps owner's task handed to its upstream for another TTL, from
+// now: its client reached it. Other tasks are left as they are.
+func (ts *Tasks) Renew(ctx context.Context, owner Owner, id string) error {
+	_, err := ts.change(ctx, id, &owner, func(t *Task) (bool, error) { return t.Upstream != "", nil })
+	return err
+}
+
 // settle makes the task finished with set.
 func (ts *Tasks) settle(ctx context.Context, id string, owner *Owner, set func(*Task)) (Task, error) {
 	return ts.change(ctx, id, owner, func(t *Task) (bool, error) {
@@ -247,7 +274,7 @@ func (ts *Tasks) change(ctx context.Context, id string, owner *Owner, fn func(*T
 		if owner != nil && t.Owner != *owner {
 			return ErrNotFound
 		}
-		was := t.Status
+		old := t
 		changed, err := fn(&t)
 		out = t
 		if err != nil || !changed {
@@ -255,14 +282,14 @@ func (ts *Tasks) change(ctx context.Context, id string, owner *Owner, fn func(*T
 		}
 		t.UpdatedAt = ts.now()
 		out = t
-		return ts.put(tx, &t, was)
+		return ts.put(tx, &t, &old)
 	})
 	return out, err
 }
 
-// put writes t (whose status was was; "" for a new task), keeps the
-// indexes, and publishes the change.
-func (ts *Tasks) put(tx store.Tx, t *Task, was Status) error {
+// put writes t (which was old; nil for a new task), keeps the indexes,
+// and publishes the change.
+func (ts *Tasks) put(tx store.Tx, t *Task, old *Task) error {
 	v, err := json.Marshal(t)
 	if err != nil {
 		return err
@@ -270,28 +297,46 @@ func (ts *Tasks) put(tx store.Tx, t *Task, was Status) error {
 	if err := tx.Put(taskBucket, []byte(t.ID), v); err != nil {
 		return err
 	}
-	switch {
-	case was == "":
-		for _, k := range runningKeys(t) {
-			if err := tx.Put(runningBucket, k, []byte(t.Instance)); err != nil {
-				return err
-			}
-		}
-	case !was.Terminal() && t.Status.Terminal():
-		for _, k := range runningKeys(t) {
-			if err := tx.Delete(runningBucket, k); err != nil {
-				return err
-			}
-		}
-		if err := tx.Put(expiryBucket, expiryKey(t), nil); err != nil {
-			return err
-		}
+	if err := reindex(tx, t, old); err != nil {
+		return err
 	}
 	msg, err := json.Marshal(Change{ID: t.ID, Status: t.Status, Owner: t.Owner})
 	if err != nil {
 		return err
 	}
 	return tx.Publish(Topic, msg)
+}
+
+// reindex moves t between the indexes as it changed from old (nil: new):
+// a task that runs here is in the running index; any other in the expiry
+// index, under its expiry, which moves when a handed task is renewed.
+func reindex(tx store.Tx, t, old *Task) error {
+	ran := old != nil && old.runs()
+	switch {
+	case old == nil && t.runs():
+		for _, k := range runningKeys(t) {
+			if err := tx.Put(runningBucket, k, []byte(t.Instance)); err != nil {
+				return err
+			}
+		}
+		return nil
+	case t.runs():
+		return nil
+	case ran:
+		for _, k := range runningKeys(t) {
+			if err := tx.Delete(runningBucket, k); err != nil {
+				return err
+			}
+		}
+	case old != nil:
+		if bytes.Equal(expiryKey(old), expiryKey(t)) {
+			return nil
+		}
+		if err := tx.Delete(expiryBucket, expiryKey(old)); err != nil {
+			return err
+		}
+	}
+	return tx.Put(expiryBucket, expiryKey(t), nil)
 }
 
 func getTask(tx store.Tx, id string) (Task, error) {

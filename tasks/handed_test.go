@@ -1,0 +1,77 @@
+package tasks
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+)
+
+// A task handed to its upstream leaves the limits' count and is left be
+// by Recover (it runs upstream, not in Warden); it stays for its TTL
+// after its client last reached it (Renew), then is swept; only its
+// owner renews it; a task cancelled before its upstream took it refuses
+// the handing, so the upstream's task can be cancelled.
+func TestHanded(t *testing.T) {
+	ctx := context.Background()
+	var mu sync.Mutex
+	now := time.Date(2026, 12, 6, 10, 0, 0, 0, time.UTC)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	path := filepath.Join(t.TempDir(), "warden.db")
+	st := openBolt(t, path, "first")
+	ts := New(st, Options{MaxPerServer: 1, Retention: time.Hour, Now: clock})
+
+	tk := create(t, ts, alice, "fs")
+	if _, err := ts.Create(ctx, Spec{Owner: bob, Server: "fs", Tool: "t"}); err == nil {
+		t.Fatal("a second task of fs while the first runs here")
+	}
+	got, err := ts.Handed(ctx, tk.ID, "up-1")
+	if err != nil || got.Upstream != "up-1" || got.Status != Working {
+		t.Fatalf("Handed: %+v, %v", got, err)
+	}
+	create(t, ts, bob, "fs") // the handed task no longer counts
+
+	st.Close()
+	st = openBolt(t, path, "second")
+	ts = New(st, Options{Retention: time.Hour, Now: clock})
+	failed, err := ts.Recover(ctx, func(Task) error { return nil })
+	if err != nil || len(failed) != 1 || failed[0].Owner != bob {
+		t.Fatalf("Recover failed %+v, %v; want bob's task alone", failed, err)
+	}
+	if got, _ := ts.Get(ctx, alice, tk.ID); got.Status != Working || got.Upstream != "up-1" {
+		t.Fatalf("a handed task after Recover: %+v", got)
+	}
+
+	advance(50 * time.Minute)
+	if err := ts.Renew(ctx, bob, tk.ID); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("bob renewed alice's task: %v", err)
+	}
+	if err := ts.Renew(ctx, alice, tk.ID); err != nil {
+		t.Fatal(err)
+	}
+	advance(50 * time.Minute) // 100 minutes after the handing, 50 after the renewal
+	if _, err := ts.Sweep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ts.Get(ctx, alice, tk.ID); err != nil {
+		t.Fatalf("a renewed handed task was swept: %v", err)
+	}
+	advance(10 * time.Minute)
+	if _, err := ts.Sweep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ts.Get(ctx, alice, tk.ID); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("a handed task an hour after its renewal: %v; want it swept", err)
+	}
+
+	gone := create(t, ts, alice, "db")
+	if _, err := ts.Cancel(ctx, alice, gone.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ts.Handed(ctx, gone.ID, "up-2"); !errors.Is(err, ErrFinished) {
+		t.Fatalf("Handed after a cancel: %v; want ErrFinished", err)
+	}
+}
