@@ -109,3 +109,20 @@ func spellsLength(s []byte, keys []string) bool {
 	}
 	return false
 }
+
+// TaskHandle reports whether the result is the task handle of an upstream
+// that speaks the tasks extension itself (a CreateTaskResult: resultType
+// "task"), and the task's id there. Only a result as sent (Raw) is one.
+func (r *Result) TaskHandle() (id string, ok bool) {
+	if r.Raw == nil || !MayHold(r.Raw, "resultType") {
+		return "", false
+	}
+	var h struct {
+		ResultType string `json:"resultType"`
+		TaskID     string `json:"taskId"`
+	}
+	if json.Unmarshal(r.Raw, &h) != nil || h.ResultType != "task" || h.TaskID == "" {
+		return "", false
+	}
+	return h.TaskID, true
+}

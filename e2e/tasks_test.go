@@ -260,3 +260,52 @@ func TestTaskKill9WhileAsking(t *testing.T) {
 	}
 	d.proc.Stop()
 }
+
+// runTaskScenarios runs the suite's tasks scenarios against url and
+// reports every check that is not as expected (every check SUCCESS; the
+// status-notifications scenario SKIPPED by the suite itself), and how
+// many passed.
+func runTaskScenarios(t *testing.T, url, what string) int {
+	t.Helper()
+	passed := 0
+	for _, sc := range taskScenarios {
+		checks, out := testenv.RunServerScenario(t, url, "2026-07-28", sc)
+		for _, c := range checks {
+			want := "SUCCESS"
+			if sc == "tasks-status-notifications" {
+				want = "SKIPPED"
+			}
+			if c.Status == "SUCCESS" {
+				passed++
+			}
+			if c.Status != want {
+				t.Errorf("%s, %s: check %s is %s, want %s\n%s", what, sc, c.ID, c.Status, want, out)
+			}
+		}
+	}
+	t.Logf("%s: %d checks passed", what, passed)
+	return passed
+}
+
+// An upstream that speaks the tasks extension itself (the fixture's
+// -tasks-native) gets its task requests passed through: the suite's ten
+// tasks scenarios pass against it directly and through /mcp/{server}
+// alike, with the same number of checks, and the tasks through Warden ran
+// on the upstream (it started them), not in Warden.
+func TestTaskPassThrough(t *testing.T) {
+	url, _, stats := httpFixture(t, "-tasks-native", "-stateless")
+	direct := runTaskScenarios(t, url, "the native upstream directly")
+	before, _ := fixture.ReadStatsFile(stats)
+	if before.NativeTasks == 0 {
+		t.Fatal("the native upstream started no task of its own")
+	}
+	w := wardentest.Start(t, map[string]any{"native": map[string]any{"url": url, "trusted": true}})
+	w.WaitReady(t, "native")
+	if through := runTaskScenarios(t, w.URL("/mcp/native"), "through Warden"); through != direct {
+		t.Errorf("%d checks passed through Warden, %d directly", through, direct)
+	}
+	after, _ := fixture.ReadStatsFile(stats)
+	if after.NativeTasks-before.NativeTasks != before.NativeTasks {
+		t.Errorf("the upstream started %d tasks through Warden, %d for the suite directly: the tasks were not passed through", after.NativeTasks-before.NativeTasks, before.NativeTasks)
+	}
+}

@@ -122,7 +122,7 @@ func (g *Gateway) callTool(ctx context.Context, call Call, entry *activity.Entry
 	f := &inflight{server: call.Server, client: call.Client, ctx: ctx, token: call.Meta["progressToken"], perRequest: call.PerRequest}
 	upToken, done := g.router.add(f)
 	defer done()
-	f.up.Params, f.up.After = toolParams(call, upToken), call.After
+	f.up.Params, f.up.After, f.up.Task = toolParams(call, upToken), call.After, call.Start != nil
 	var w *writeAdmission // a non-read call's
 	if tool.Class != writes.ClassRead {
 		w = &writeAdmission{ctx: ctx, ledger: g.deps.Writes, call: call, entry: entry, recordArgs: c.Config().Tools[call.Tool].RecordArgs}

@@ -16,6 +16,11 @@ const StatelessSince = "2026-07-28"
 // discovery), and the SDK client falls back to the newest with sessions.
 const Newest = StatelessSince
 
+// TasksExtension is the name of the 2026-07-28 tasks extension (SEP-2663),
+// under capabilities.extensions of a server's server/discover and of a
+// request's client capabilities.
+const TasksExtension = "io.modelcontextprotocol/tasks"
+
 // LevelRank orders the log levels, the most verbose first.
 var LevelRank = map[mcp.LoggingLevel]int{
 	"debug": 0, "info": 1, "notice": 2, "warning": 3, "error": 4, "critical": 5, "alert": 6, "emergency": 7,

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"strings"
 	"sync"
@@ -37,7 +38,7 @@ import (
 // them over (taskable).
 
 // tasksExtension is the extension's name, under capabilities.extensions.
-const tasksExtension = "io.modelcontextprotocol/tasks"
+const tasksExtension = protocol.TasksExtension
 
 // The task methods the extension defines.
 const (
@@ -240,7 +241,7 @@ func (r *taskRunner) start(ctx context.Context, owner tasks.Owner, read bool, ca
 			direct <- outcome{res, err}
 			return
 		}
-		r.settle(rt.id, got, err)
+		r.settle(rt.id, call.Server, got, err)
 		close(rt.settled)
 		r.mu.Lock()
 		delete(r.running, rt.id)
@@ -288,11 +289,17 @@ func (r *taskRunner) start(ctx context.Context, owner tasks.Owner, read bool, ca
 const questionsAtOnce = time.Second
 
 // settle writes the call's outcome into its task: a tool result completes
-// it (a tool's error too), a JSON-RPC error fails it. A task cancelled
-// meanwhile keeps its status; the outcome is dropped.
-func (r *taskRunner) settle(id string, res *answer.Result, err error) {
+// it (a tool's error too), a JSON-RPC error fails it; the task handle of
+// an upstream that speaks the extension hands the task to server (see
+// hand). A task cancelled meanwhile keeps its status; the outcome is
+// dropped.
+func (r *taskRunner) settle(id, server string, res *answer.Result, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	if up, ok := handle(res, err); ok {
+		r.hand(ctx, id, server, up)
+		return
+	}
 	if err == nil {
 		var b []byte
 		b, err = resultJSON(res)
@@ -309,6 +316,29 @@ func (r *taskRunner) settle(id string, res *answer.Result, err error) {
 	}
 	if err != nil && !errors.Is(err, tasks.ErrFinished) {
 		r.log.Error("settling a task failed; it is failed as an unknown outcome at the next start", "task", id, "err", err)
+	}
+}
+
+// handle is the upstream's own task id, if the call's outcome is its task
+// handle.
+func handle(res *answer.Result, err error) (string, bool) {
+	if err != nil || res == nil {
+		return "", false
+	}
+	return res.TaskHandle()
+}
+
+// hand records that server took task id as its own task up: from now on
+// the client's task requests are forwarded to it (passTask). A task
+// cancelled while its call was on its way has the upstream's task
+// cancelled too.
+func (r *taskRunner) hand(ctx context.Context, id, server, up string) {
+	_, err := r.ts.Handed(ctx, id, up)
+	if errors.Is(err, tasks.ErrFinished) {
+		_, err = r.g.TaskRequest(ctx, server, methodTasksCancel, up, nil)
+	}
+	if err != nil {
+		r.log.Error("handing a task to its upstream failed", "task", id, "server", server, "err", err)
 	}
 }
 
@@ -529,27 +559,95 @@ func (v *view) serveTask(ctx context.Context, method string, r *mcp.ServerReques
 	}
 	owner := ownerOf(v.originOf(headerOf(r.Extra), r.Session, r.Params.Meta))
 	ts := v.tasks.ts
-	var t tasks.Task
-	var err error
-	switch method {
-	case methodTasksGet:
-		t, err = ts.Get(ctx, owner, r.Params.TaskID)
-	case methodTasksUpdate:
+	t, err := ts.Get(ctx, owner, r.Params.TaskID)
+	switch {
+	case err == nil && t.Upstream != "":
+		return v.passTask(ctx, method, owner, t, r.Params.InputResponses)
+	case err != nil || method == methodTasksGet:
+	case method == methodTasksUpdate:
 		_, err = ts.Answer(ctx, owner, r.Params.TaskID, r.Params.InputResponses)
-	case methodTasksCancel:
-		if _, err = ts.Cancel(ctx, owner, r.Params.TaskID); errors.Is(err, tasks.ErrFinished) {
+	case method == methodTasksCancel:
+		if t, err = ts.Cancel(ctx, owner, r.Params.TaskID); errors.Is(err, tasks.ErrFinished) {
 			err = nil // a finished task's cancel is acknowledged, and changes nothing
+		}
+		if err == nil && t.Upstream != "" { // handed to its upstream meanwhile
+			_, err = v.g.TaskRequest(ctx, t.Server, methodTasksCancel, t.Upstream, nil)
 		}
 	}
 	switch {
 	case errors.Is(err, tasks.ErrNotFound):
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("no task %q: it is unknown, another caller's, or was removed after its retention", r.Params.TaskID)}
+		return nil, noTask(r.Params.TaskID)
 	case err != nil:
 		return nil, err
 	case method == methodTasksGet:
 		return wireTask(t, "complete"), nil
 	}
 	return &taskResult{ResultType: "complete"}, nil
+}
+
+// noTask is the error for a task id the caller has no task by: the same
+// whether it is unknown or another caller's, so that ids do not leak.
+func noTask(id string) error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("no task %q: it is unknown, another caller's, or was removed after its retention", id)}
+}
+
+// passTask forwards a task request for owner's task t, which its upstream
+// runs as its own (tasks.Task.Upstream), and renews t for another
+// retention. tasks/get answers the upstream's task as it sent it, under
+// t's id; tasks/update and tasks/cancel are acknowledged once the
+// upstream did. A task the upstream no longer knows is no task.
+func (v *view) passTask(ctx context.Context, method string, owner tasks.Owner, t tasks.Task, responses map[string]json.RawMessage) (mcp.Result, error) {
+	raw, err := v.g.TaskRequest(ctx, t.Server, method, t.Upstream, responses)
+	var werr *jsonrpc.Error
+	switch {
+	case errors.As(err, &werr) && werr.Code == jsonrpc.CodeInvalidParams:
+		return nil, noTask(t.ID) // its message would name the upstream's id
+	case err != nil:
+		return nil, err
+	}
+	if err := v.tasks.ts.Renew(ctx, owner, t.ID); err != nil && !errors.Is(err, tasks.ErrNotFound) {
+		return nil, err
+	}
+	if method != methodTasksGet {
+		return &taskResult{ResultType: "complete"}, nil
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
+		return nil, fmt.Errorf("server %q answered tasks/get with no object: %.80s", t.Server, raw)
+	}
+	fields["taskId"], _ = json.Marshal(t.ID)
+	return &passedTask{fields: fields}, nil
+}
+
+// passedTask is an upstream's answer to tasks/get, its task id Warden's:
+// its members as the upstream sent them, but for its own name in _meta,
+// where Warden's goes.
+type passedTask struct {
+	mcp.ResultBase
+	fields map[string]json.RawMessage
+}
+
+func (p *passedTask) MarshalJSON() ([]byte, error) {
+	out := maps.Clone(p.fields)
+	meta := map[string]json.RawMessage{}
+	_ = json.Unmarshal(out["_meta"], &meta) // none, or not an object: Warden's alone
+	delete(meta, mcp.MetaKeyServerInfo)
+	for k, val := range p.Meta {
+		b, err := json.Marshal(val)
+		if err != nil {
+			return nil, err
+		}
+		meta[k] = b
+	}
+	delete(out, "_meta")
+	if len(meta) > 0 {
+		b, err := json.Marshal(meta)
+		if err != nil {
+			return nil, err
+		}
+		out["_meta"] = b
+	}
+	return json.Marshal(out)
 }
 
 // addTaskMethods lets srv accept the task methods; intercept serves them

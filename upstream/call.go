@@ -28,6 +28,11 @@ type Call struct {
 	// After, if set, takes the work left once the answer is read (see
 	// answer.After); else the call does it before it returns.
 	After *answer.After
+	// Task: the call is a task's, and its caller takes a task handle: an
+	// upstream that speaks the tasks extension gets it as a task request
+	// (see passesTask), and may answer its own handle (answer.Result's
+	// TaskHandle).
+	Task bool
 
 	sent     atomic.Bool
 	release  func()

@@ -142,6 +142,9 @@ type Conn struct {
 	// or the SDK client, chosen at Start (a stateless-era call of a tool
 	// that binds headers takes the SDK's, whatever was chosen).
 	callOnSession func(context.Context, *mcp.ClientSession, *Call, *mcp.CallToolParams) (*answer.Result, error)
+	// direct is a streamable-HTTP upstream's direct path, which a task
+	// call passed through takes whatever callOnSession is (see passesTask).
+	direct *direct
 
 	subs   *followers
 	levels *levels
@@ -187,10 +190,10 @@ func Start(cfg *config.Server, opts Options) *Conn {
 		}
 		c.http = newSessionTransport(cfg, opts.Sessions, c.log, event)
 		c.http.authorize(opts.Auth, cfg)
+		c.direct = &direct{name: cfg.Name, cfg: &c.cfg, http: c.http, client: clientInfo(opts.Version), peer: opts.Peer,
+			notices: notices, ask: ask, refresh: c.list.changed}
 		if !opts.NoFastPath {
-			d := &direct{name: cfg.Name, cfg: &c.cfg, http: c.http, client: clientInfo(opts.Version), peer: opts.Peer,
-				notices: notices, ask: ask, refresh: c.list.changed}
-			c.callOnSession = d.call
+			c.callOnSession = c.direct.call
 		}
 	}
 	if cfg.Transport == "sse" {

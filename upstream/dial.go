@@ -45,6 +45,7 @@ func (d *dialer) connect() (*mcp.ClientSession, error) {
 	}
 	client := mcp.NewClient(clientInfo(d.opts.Version), d.clientOptions())
 	client.AddReceivingMiddleware(d.ask.forwardServerRequests)
+	addTaskMethods(client)
 	client.AddSendingMiddleware(d.ask.roundTrips, holdSchemas, withoutServerInfo)
 	ctx, cancel := context.WithTimeout(d.ctx, d.cfg.Load().CallTimeout)
 	defer cancel()

@@ -123,7 +123,7 @@ func TestRoundsWithoutAnswersAreAnswered(t *testing.T) {
 func TestAskable(t *testing.T) {
 	caller := &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{}, RootsV2: &mcp.RootCapabilities{}}
 	in := &mcp.CallToolParams{Name: "t", Meta: mcp.Meta{"progressToken": "p"}}
-	got := askable(in, caller, "debug")
+	got := askable(in, caller, "debug", false)
 	b, _ := json.Marshal(got.Meta[mcp.MetaKeyClientCapabilities])
 	if string(b) != `{"elicitation":{},"roots":{}}` {
 		t.Errorf("capabilities %s, want elicitation and roots only", b)
@@ -134,7 +134,7 @@ func TestAskable(t *testing.T) {
 	if len(in.Meta) != 1 {
 		t.Errorf("the caller's params were changed: %v", in.Meta)
 	}
-	own := askable(&mcp.CallToolParams{Meta: mcp.Meta{mcp.MetaKeyLogLevel: "error"}}, nil, "debug")
+	own := askable(&mcp.CallToolParams{Meta: mcp.Meta{mcp.MetaKeyLogLevel: "error"}}, nil, "debug", false)
 	b, _ = json.Marshal(own.Meta[mcp.MetaKeyClientCapabilities])
 	if own.Meta[mcp.MetaKeyLogLevel] != "error" || string(b) != `{}` {
 		t.Errorf("an operator call naming its level: %v, capabilities %s", own.Meta, b)

@@ -487,7 +487,11 @@ func (c *Conn) callTool(ctx context.Context, cs *mcp.ClientSession, call *Call) 
 	ctx = WithCall(ctx, call)
 	caller, perRequest := call.caller()
 	if stateless(cs) {
-		params := askable(call.Params, caller, c.levels.forCalls())
+		pass := c.passesTask(cs, call)
+		params := askable(call.Params, caller, c.levels.forCalls(), pass)
+		if pass {
+			return c.direct.call(ctx, cs, call, params)
+		}
 		if c.list.bindsHeaders(params.Name) {
 			return callSDK(ctx, cs, call, params) // the SDK writes the Mcp-Param-* headers
 		}
@@ -495,7 +499,7 @@ func (c *Conn) callTool(ctx context.Context, cs *mcp.ClientSession, call *Call) 
 	}
 	params := call.Params
 	if perRequest && !answersAll(caller) {
-		params = askable(params, caller, "") // 2025: the session has the level
+		params = askable(params, caller, "", false) // 2025: the session has the level
 	}
 	return c.callOnSession(ctx, cs, call, params)
 }

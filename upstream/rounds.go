@@ -9,6 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/wardenmcp/warden/protocol"
 )
 
 // Server-to-client requests, in both eras. A 2025 upstream sends sampling,
@@ -186,21 +187,29 @@ func again(req mcp.Request, answers mcp.InputResponseMap, state string) (mcp.Req
 // no log level asks for level, the one 2025 clients set for the server's
 // session (see SetLogLevel): a stateless server has no session to set it
 // on ("" for a 2025 server, which has).
-func askable(params *mcp.CallToolParams, caller *mcp.ClientCapabilities, level mcp.LoggingLevel) *mcp.CallToolParams {
+//
+// With tasks (a task call passed through: see passesTask) the upstream is
+// also told the client speaks the tasks extension, so that it may answer
+// a task handle.
+func askable(params *mcp.CallToolParams, caller *mcp.ClientCapabilities, level mcp.LoggingLevel, tasks bool) *mcp.CallToolParams {
 	p := *params
-	p.Meta = askableMeta(params.Meta, caller, level)
+	p.Meta = askableMeta(params.Meta, caller, level, tasks)
 	return &p
 }
 
 // askableMeta is meta with what askable adds.
-func askableMeta(meta mcp.Meta, caller *mcp.ClientCapabilities, level mcp.LoggingLevel) mcp.Meta {
+func askableMeta(meta mcp.Meta, caller *mcp.ClientCapabilities, level mcp.LoggingLevel, tasks bool) mcp.Meta {
 	var caps struct {
 		Sampling    *mcp.SamplingCapabilities    `json:"sampling,omitempty"`
 		Elicitation *mcp.ElicitationCapabilities `json:"elicitation,omitempty"`
 		Roots       *mcp.RootCapabilities        `json:"roots,omitempty"`
+		Extensions  map[string]any               `json:"extensions,omitempty"`
 	}
 	if caller != nil {
 		caps.Sampling, caps.Elicitation, caps.Roots = caller.Sampling, caller.Elicitation, caller.RootsV2
+	}
+	if tasks {
+		caps.Extensions = map[string]any{protocol.TasksExtension: map[string]any{}}
 	}
 	meta = maps.Clone(meta)
 	if meta == nil {
@@ -227,11 +236,11 @@ func (a *asker) forCaller(ctx context.Context, req mcp.Request) mcp.Request {
 	switch p := req.GetParams().(type) {
 	case *mcp.GetPromptParams:
 		q := *p
-		q.Meta = askableMeta(p.Meta, caps, a.level())
+		q.Meta = askableMeta(p.Meta, caps, a.level(), false)
 		return &mcp.ClientRequest[*mcp.GetPromptParams]{Session: cs, Params: &q}
 	case *mcp.ReadResourceParams:
 		q := *p
-		q.Meta = askableMeta(p.Meta, caps, a.level())
+		q.Meta = askableMeta(p.Meta, caps, a.level(), false)
 		return &mcp.ClientRequest[*mcp.ReadResourceParams]{Session: cs, Params: &q}
 	}
 	return req

@@ -145,6 +145,8 @@ func (t *sessionTransport) post(req *http.Request) (*http.Response, error) {
 	switch method {
 	case "initialize":
 		return t.initialize(req, body, id)
+	case taskGet, taskUpdate, taskCancel:
+		req = nameTask(req, body)
 	case "notifications/initialized":
 		t.mu.Lock()
 		resumed := t.resumed
