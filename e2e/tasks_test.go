@@ -107,6 +107,12 @@ func TestTaskScenariosThroughWarden(t *testing.T) {
 // returns its result or its error. The client can answer elicitation.
 func taskRPC(t *testing.T, url, method string, params map[string]any) (result map[string]any, rpcErr map[string]any) {
 	t.Helper()
+	return taskRPCAs(t, url, "", method, params)
+}
+
+// taskRPCAs is taskRPC with a bearer token ("": none).
+func taskRPCAs(t *testing.T, url, token, method string, params map[string]any) (result map[string]any, rpcErr map[string]any) {
+	t.Helper()
 	params["_meta"] = map[string]any{
 		"io.modelcontextprotocol/protocolVersion":    "2026-07-28",
 		"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "tasks-test", "version": "1"},
@@ -121,6 +127,9 @@ func taskRPC(t *testing.T, url, method string, params map[string]any) (result ma
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
 	req.Header.Set("Mcp-Method", method)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
 	for _, k := range []string{"name", "taskId"} {
 		if v, ok := params[k].(string); ok {
 			req.Header.Set("Mcp-Name", v)
@@ -308,4 +317,93 @@ func TestTaskPassThrough(t *testing.T) {
 	if after.NativeTasks-before.NativeTasks != before.NativeTasks {
 		t.Errorf("the upstream started %d tasks through Warden, %d for the suite directly: the tasks were not passed through", after.NativeTasks-before.NativeTasks, before.NativeTasks)
 	}
+}
+
+// A task passed through is its caller's alone: another caller's
+// tasks/get, tasks/update and tasks/cancel of it are answered as for an
+// unknown id (-32602, the same words), never "forbidden", so ids do not
+// leak; its caller gets it under Warden's id, not the upstream's, also
+// after Warden is killed and restarted (the id's mapping is in the
+// store). A call passed through is admitted as a direct call: one outside
+// its caller's profile is refused and starts no task upstream.
+func TestTaskPassThroughCallers(t *testing.T) {
+	url, _, stats := httpFixture(t, "-tasks-native", "-stateless")
+	dir := t.TempDir()
+	d := &wlDaemon{t: t, bin: testenv.BuildBinary(t, "./cmd/warden"), cfg: filepath.Join(dir, "config.json"),
+		state: filepath.Join(dir, "state"), listen: "127.0.0.1:" + itoa(testenv.FreePort(t))}
+	b, _ := json.Marshal(map[string]any{"listen": d.listen,
+		"mcpServers": map[string]any{"nt": map[string]any{"url": url, "trusted": true}},
+		"clients": map[string]any{
+			"alice": map[string]any{"tokenSha256": testenv.TokenSHA256("alice-token"), "profile": "readonly"},
+			"bob":   map[string]any{"tokenSha256": testenv.TokenSHA256("bob-token"), "profile": "greeter"},
+		},
+		"profiles": map[string]any{
+			"readonly": map[string]any{"classes": []string{"read"}},
+			"greeter":  map[string]any{"servers": map[string]any{"nt": map[string]any{"tools": []string{fixture.ToolGreet}}}},
+		}})
+	if err := os.WriteFile(d.cfg, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d.serve()
+	defer d.proc.Stop()
+	mcpURL := "http://" + d.listen + "/mcp/nt"
+	slow := map[string]any{"name": fixture.ToolSlowCompute, "arguments": map[string]any{"seconds": 60, "label": "alice"}}
+	var res, rpcErr map[string]any
+	defer func() {
+		if t.Failed() {
+			t.Logf("last answer: %v %v", res, rpcErr)
+		}
+	}()
+	wardentest.WaitFor(t, 20*time.Second, "the upstream's tools", func() bool {
+		listed, _ := taskRPCAs(t, mcpURL, "alice-token", "tools/list", map[string]any{})
+		return strings.Contains(fmt.Sprint(listed["tools"]), fixture.ToolSlowCompute)
+	})
+	res, rpcErr = taskRPCAs(t, mcpURL, "alice-token", "tools/call", slow)
+	id, _ := res["taskId"].(string)
+	wardentest.WaitFor(t, 20*time.Second, "the upstream to start alice's task", func() bool {
+		st, _ := fixture.ReadStatsFile(stats)
+		return st.NativeTasks == 1
+	})
+
+	unknown := func(what string, got, rpcErr map[string]any, id string) {
+		t.Helper()
+		msg := fmt.Sprint(rpcErr["message"])
+		if got != nil || rpcErr["code"] != float64(-32602) || !strings.Contains(msg, fmt.Sprintf("no task %q", id)) || strings.Contains(strings.ToLower(msg), "forbidden") {
+			t.Errorf("%s: %v %v; want -32602, no task %q", what, got, rpcErr, id)
+		}
+	}
+	for _, m := range []string{"tasks/get", "tasks/update", "tasks/cancel"} {
+		params := map[string]any{"taskId": id}
+		if m == "tasks/update" {
+			params["inputResponses"] = map[string]any{"input-1": map[string]any{"action": "accept"}}
+		}
+		got, rpcErr := taskRPCAs(t, mcpURL, "bob-token", m, params)
+		unknown("bob's "+m+" of alice's task", got, rpcErr, id)
+	}
+	got, rpcErr := taskRPCAs(t, mcpURL, "bob-token", "tasks/get", map[string]any{"taskId": "NOSUCHTASK"})
+	unknown("bob's tasks/get of no task", got, rpcErr, "NOSUCHTASK")
+
+	res, rpcErr = taskRPCAs(t, mcpURL, "bob-token", "tools/call", slow)
+	if rpcErr != nil || res["isError"] != true || !strings.Contains(fmt.Sprint(res["_meta"]), "NOT_PERMITTED") {
+		t.Errorf("bob's slow_compute: %v %v; want the profile's refusal", res, rpcErr)
+	}
+	if st, _ := fixture.ReadStatsFile(stats); st.NativeTasks != 1 {
+		t.Errorf("a refused call started a task upstream (%d)", st.NativeTasks)
+	}
+
+	d.kill9()
+	d.serve()
+	got, rpcErr = taskRPCAs(t, mcpURL, "alice-token", "tasks/get", map[string]any{"taskId": id})
+	if rpcErr != nil || got["taskId"] != id || got["status"] != "working" {
+		t.Fatalf("alice's tasks/get after a restart: %v %v; want her task working, under Warden's id", got, rpcErr)
+	}
+	if _, rpcErr := taskRPCAs(t, mcpURL, "alice-token", "tasks/cancel", map[string]any{"taskId": id}); rpcErr != nil {
+		t.Fatal(rpcErr)
+	}
+	got, rpcErr = taskRPCAs(t, mcpURL, "alice-token", "tasks/get", map[string]any{"taskId": id})
+	if rpcErr != nil || got["status"] != "cancelled" {
+		t.Fatalf("alice's task after her cancel: %v %v; want cancelled upstream", got, rpcErr)
+	}
+	got, rpcErr = taskRPCAs(t, mcpURL, "bob-token", "tasks/get", map[string]any{"taskId": id})
+	unknown("bob's tasks/get after the restart", got, rpcErr, id)
 }
