@@ -407,3 +407,43 @@ func TestTaskPassThroughCallers(t *testing.T) {
 	got, rpcErr = taskRPCAs(t, mcpURL, "bob-token", "tasks/get", map[string]any{"taskId": id})
 	unknown("bob's tasks/get after the restart", got, rpcErr, id)
 }
+
+// The search view serves tasks through call_tool, listed as optionally a
+// task: a client that declares the extension and calls a tool that runs
+// as a task gets a handle, for an upstream Warden runs the task for and
+// one it passes the task through to alike; the task completes with the
+// tool's result.
+func TestTaskSearchView(t *testing.T) {
+	nativeURL, _, stats := httpFixture(t, "-tasks-native", "-stateless")
+	w := wardentest.Start(t, map[string]any{
+		"nt":  map[string]any{"url": nativeURL, "trusted": true},
+		"t26": map[string]any{"url": tasksFixture(t, true), "trusted": true},
+	})
+	w.WaitReady(t, "nt")
+	w.WaitReady(t, "t26")
+	url := w.URL("/mcp?view=search")
+	listed, rpcErr := taskRPC(t, url, "tools/list", map[string]any{})
+	if !strings.Contains(fmt.Sprint(listed["tools"]), "execution:map[taskSupport:optional]") {
+		t.Errorf("the search view's tools: %v %v; want call_tool listed as optionally a task", listed, rpcErr)
+	}
+	for _, server := range []string{"nt", "t26"} {
+		label := "via search on " + server
+		res, rpcErr := taskRPC(t, url, "tools/call", map[string]any{"name": "call_tool",
+			"arguments": map[string]any{"name": server + "__" + fixture.ToolSlowCompute, "arguments": map[string]any{"seconds": 0.2, "label": label}}})
+		id, _ := res["taskId"].(string)
+		if rpcErr != nil || res["resultType"] != "task" || id == "" {
+			t.Fatalf("%s: call_tool of slow_compute: %v %v; want a task handle", server, res, rpcErr)
+		}
+		var got map[string]any
+		wardentest.WaitFor(t, 20*time.Second, server+"'s task to complete", func() bool {
+			got, rpcErr = taskRPC(t, url, "tasks/get", map[string]any{"taskId": id})
+			return rpcErr != nil || got["status"] != "working"
+		})
+		if rpcErr != nil || got["status"] != "completed" || !strings.Contains(fmt.Sprint(got["result"]), label+": computed in 0.2s") {
+			t.Errorf("%s: the task: %v %v; want it completed with slow_compute's result", server, got, rpcErr)
+		}
+	}
+	if st, _ := fixture.ReadStatsFile(stats); st.NativeTasks != 1 {
+		t.Errorf("the native upstream started %d tasks, want the one passed through", st.NativeTasks)
+	}
+}

@@ -50,7 +50,7 @@ func (v *view) serveStatelessFast(w http.ResponseWriter, r *http.Request, body [
 		return false
 	}
 	p := &m.Params.CallToolParamsRaw
-	if p.Name == "" || r.Header.Get("Mcp-Name") != p.Name || v.bindsHeaders(p.Name) || v.taskable(p.Name) {
+	if p.Name == "" || r.Header.Get("Mcp-Name") != p.Name || v.bindsHeaders(p.Name) || v.taskable(p.Name, p.Arguments) {
 		return false
 	}
 	for k := range r.Header {

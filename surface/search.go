@@ -48,6 +48,9 @@ var searchViewTools = []*mcp.Tool{{
 	InputSchema: json.RawMessage(`{"type":"object","properties":{` +
 		`"name":{"type":"string","description":"the tool's name as search_tools gave it (server__tool)"},` +
 		`"arguments":{"type":"object","description":"the tool's arguments"}},"required":["name"]}`),
+	// It may answer a task handle: when the tool it calls runs as a task
+	// (see taskCall).
+	Meta: mcp.Meta{gateway.MetaExecution: map[string]any{"taskSupport": "optional"}},
 }}
 
 // SearchViewTokens is what the search view's tool list costs a client's
@@ -94,19 +97,28 @@ func (v *view) searchCall(p *mcp.CallToolParamsRaw, profile *callers.Profile) (*
 		}
 		return answer.Decoded(v.searchResult(a.Query, a.Server, limit, profile)), nil, nil
 	case callToolName:
-		var a struct {
-			Name      string          `json:"name"`
-			Arguments json.RawMessage `json:"arguments"`
+		name, args, err := unwrapCall(p.Arguments)
+		if err != nil {
+			return nil, nil, err
 		}
-		if err := unmarshalArgs(p.Arguments, &a); err != nil || a.Name == "" {
-			return nil, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: `call_tool needs arguments {"name": "server__tool", "arguments": {...}}; find names with search_tools`}
-		}
-		if string(a.Arguments) == "null" {
-			a.Arguments = nil
-		}
-		return nil, &mcp.CallToolParamsRaw{Meta: p.Meta, Name: a.Name, Arguments: a.Arguments}, nil
+		return nil, &mcp.CallToolParamsRaw{Meta: p.Meta, Name: name, Arguments: args}, nil
 	}
 	return nil, p, nil
+}
+
+// unwrapCall reads call_tool's arguments: the tool it calls, and with what.
+func unwrapCall(raw json.RawMessage) (name string, args json.RawMessage, err error) {
+	var a struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	}
+	if err := unmarshalArgs(raw, &a); err != nil || a.Name == "" {
+		return "", nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: `call_tool needs arguments {"name": "server__tool", "arguments": {...}}; find names with search_tools`}
+	}
+	if string(a.Arguments) == "null" {
+		a.Arguments = nil
+	}
+	return a.Name, a.Arguments, nil
 }
 
 func unmarshalArgs(raw json.RawMessage, into any) error {

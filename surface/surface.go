@@ -417,7 +417,7 @@ func (s *Surfaces) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // tasks.go); call it before serving.
 func (s *Surfaces) SetTasks(ts *tasks.Tasks) {
 	s.tasks = newTaskRunner(ts, s.g, s.log)
-	s.agg.tasks = s.tasks
+	s.agg.tasks, s.search.tasks = s.tasks, s.tasks
 }
 
 // ToolSearch is which view /mcp shows without ?view= (config toolSearch).

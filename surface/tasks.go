@@ -27,8 +27,9 @@ import (
 )
 
 // Tasks (the 2026-07-28 tasks extension, wire in package tasks' doc) on
-// /mcp and /mcp/{server} (not the search view), for any upstream: Warden
-// runs the task itself. A
+// /mcp, /mcp/{server} and the search view (its call_tool), for any
+// upstream: Warden runs the task itself, or passes it through to an
+// upstream that speaks the extension (passTask). A
 // stateless-era client that declares the extension and calls a tool that
 // runs as a task (gateway.TaskSupport) gets a task handle once the call is
 // admitted by the same call path and policy as a direct call; the call
@@ -447,18 +448,21 @@ var _ gateway.Client = taskClient{}
 // the questions it asks at once to the client first, by multi-round trip,
 // before its task handle (see taskRunner.start): the round that answers
 // them, its request state naming the task, gets the handle.
+//
+// On the search view, the call is call_tool's: the tool it calls decides.
 func (v *view) taskCall(ctx context.Context, r *mcp.CallToolRequest, from origin) (res mcp.Result, handled bool, err error) {
-	if v.tasks == nil || v.index != nil {
+	name, args, ok := v.taskTarget(r.Params.Name, r.Params.Arguments)
+	if !ok {
 		return nil, false, nil
 	}
-	if id, ok := v.taskOfState(r.Params.Name, r.Params.RequestState); ok {
+	if id, ok := v.taskOfState(name, r.Params.RequestState); ok {
 		res, err := v.answerFirstRound(ctx, ownerOf(from), id, r.Params.InputResponses)
 		return res, true, err
 	}
 	if r.Params.RequestState != "" || len(r.Params.InputResponses) > 0 {
 		return nil, false, nil
 	}
-	t, err := v.target(r.Params.Name)
+	t, err := v.target(name)
 	if err != nil {
 		return nil, false, nil
 	}
@@ -467,16 +471,16 @@ func (v *view) taskCall(ctx context.Context, r *mcp.CallToolRequest, from origin
 	case support == gateway.TaskForbidden:
 		return nil, false, nil
 	case !declaresTasks(r.ClientCapabilities()) && support == gateway.TaskRequired:
-		return nil, true, tasksMissing(fmt.Sprintf("tool %q runs only as a task: it", r.Params.Name))
+		return nil, true, tasksMissing(fmt.Sprintf("tool %q runs only as a task: it", name))
 	case !declaresTasks(r.ClientCapabilities()):
 		return nil, false, nil
 	}
-	call := gateway.Call{Server: t.server, Tool: t.name, Args: r.Params.Arguments, Meta: hopMeta(r.Params.Meta),
+	call := gateway.Call{Server: t.server, Tool: t.name, Args: args, Meta: hopMeta(r.Params.Meta),
 		Surface: from.surface, Client: gateway.SessionClient{ServerSession: r.Session}, Caller: from.caller, Who: from.who, PerRequest: true}
 	task, ask, res, err := v.tasks.start(ctx, ownerOf(from), t.class == writes.ClassRead, call, support == gateway.TaskRequired)
 	switch {
 	case ask:
-		res, err := v.firstRound(task, r.Params.Name)
+		res, err := v.firstRound(task, name)
 		return res, true, err
 	case task.ID != "":
 		return wireTask(task, "task"), true, nil
@@ -535,10 +539,29 @@ func (v *view) answerFirstRound(ctx context.Context, owner tasks.Owner, id strin
 	return wireTask(t, "task"), nil
 }
 
-// taskable reports whether a tools/call of name may run as a task here:
-// the fast path leaves such calls to the SDK server's path.
-func (v *view) taskable(name string) bool {
-	if v.tasks == nil || v.index != nil {
+// taskTarget is the tool a tools/call of name with args calls, as far as
+// tasks go: itself, or on the search view the tool call_tool calls (its
+// other tool never runs as a task). ok is false for a call that cannot
+// run as a task here.
+func (v *view) taskTarget(name string, args json.RawMessage) (string, json.RawMessage, bool) {
+	if v.tasks == nil {
+		return "", nil, false
+	}
+	if v.index == nil {
+		return name, args, true
+	}
+	if name != callToolName {
+		return "", nil, false
+	}
+	name, args, err := unwrapCall(args)
+	return name, args, err == nil
+}
+
+// taskable reports whether a tools/call of name with args may run as a
+// task here: the fast path leaves such calls to the SDK server's path.
+func (v *view) taskable(name string, args json.RawMessage) bool {
+	name, _, ok := v.taskTarget(name, args)
+	if !ok {
 		return false
 	}
 	t, err := v.target(name)
