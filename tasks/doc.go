@@ -100,4 +100,9 @@
 // and times, poll interval and TTL, the result as JSON bytes or the error,
 // and the questions pending with the answers not yet taken. Every change
 // is one transaction under the task's lock and is published on Topic.
+//
+// A task passed through to an upstream that speaks the extension itself
+// keeps the upstream's id for it (Upstream, set by Handed): it runs there,
+// so it leaves the limits' count and Recover leaves it be, and it stays
+// for its TTL after its client last reached it (Renew).
 package tasks
