@@ -77,3 +77,22 @@ func TestMayHold(t *testing.T) {
 		}
 	}
 }
+
+// Only a result as sent whose resultType is "task", with a task id, is an
+// upstream's task handle.
+func TestTaskHandle(t *testing.T) {
+	for raw, want := range map[string]string{
+		`{"resultType":"task","taskId":"T1","status":"working"}`: "T1",
+		`{"resultType":"complete","taskId":"T1"}`:                "",
+		`{"resultType":"task"}`:                                  "",
+		`{"content":[{"type":"text","text":"resultType task"}]}`: "",
+	} {
+		id, ok := (&Result{Raw: json.RawMessage(raw)}).TaskHandle()
+		if id != want || ok != (want != "") {
+			t.Errorf("%s: %q %v, want %q", raw, id, ok, want)
+		}
+	}
+	if _, ok := Decoded(&mcp.CallToolResult{}).TaskHandle(); ok {
+		t.Error("a decoded result is a task handle")
+	}
+}
