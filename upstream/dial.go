@@ -134,7 +134,7 @@ func (d *dialer) transport() (mcp.Transport, *stdioTransport, error) {
 		return &mcp.StreamableClientTransport{Endpoint: d.cfg.Load().URL, HTTPClient: &http.Client{Transport: d.http}}, nil, nil
 	case "sse":
 		t := &mcp.SSEClientTransport{Endpoint: d.cfg.Load().URL, HTTPClient: &http.Client{Transport: d.sse}}
-		return longLived{t, d.ctx}, nil, nil
+		return longLived{tappingTransport{t}, d.ctx}, nil, nil
 	}
 	return nil, nil, fmt.Errorf("unknown transport %q", d.cfg.Load().Transport)
 }

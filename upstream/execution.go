@@ -15,9 +15,9 @@ import (
 // A tool's execution (the tasks extension's execution.taskSupport). The
 // SDK's Tool has no field for it and drops it when it reads a tool list,
 // so a listing pass reads it from the upstream's own answers: its context
-// carries a listTap, which the stdio connection (boundedConn) and the HTTP
-// transport (sessionTransport) feed what the upstream answered to each
-// tools/list. The pass then keeps each tool's execution in its _meta under
+// carries a listTap, which the stdio connection (boundedConn), the legacy
+// SSE one (tappingConn) and the HTTP transport (sessionTransport) feed
+// what the upstream answered to each tools/list. The pass then keeps each tool's execution in its _meta under
 // MetaExecution: pinned and reviewed with the rest of the definition, and
 // listed to clients as the tool's execution again (package surface).
 
@@ -148,6 +148,36 @@ func (ids *tapIDs) received(msg jsonrpc.Message) {
 	if t != nil && resp.Result != nil {
 		t.result(resp.Result)
 	}
+}
+
+// tappingTransport is a legacy SSE server's transport, whose connection
+// feeds the listing passes' taps as boundedConn does a stdio server's.
+type tappingTransport struct{ mcp.Transport }
+
+func (t tappingTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	conn, err := t.Transport.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return tappingConn{conn, &tapIDs{}}, nil
+}
+
+type tappingConn struct {
+	mcp.Connection
+	taps *tapIDs
+}
+
+func (c tappingConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	c.taps.sent(ctx, msg) // before: the answer can come before Write returns
+	return c.Connection.Write(ctx, msg)
+}
+
+func (c tappingConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	msg, err := c.Connection.Read(ctx)
+	if err == nil {
+		c.taps.received(msg)
+	}
+	return msg, err
 }
 
 // tapBody is the body of an HTTP answer to tools/list, feeding its tap as
