@@ -300,22 +300,30 @@ func runTaskScenarios(t *testing.T, url, what string) int {
 // -tasks-native) gets its task requests passed through: the suite's ten
 // tasks scenarios pass against it directly and through /mcp/{server}
 // alike, with the same number of checks, and the tasks through Warden ran
-// on the upstream (it started them), not in Warden.
+// on the upstream (it started as many), not in Warden. The same through
+// a Warden with its fast paths and one without (a task passed through
+// takes the direct path on both).
 func TestTaskPassThrough(t *testing.T) {
 	url, _, stats := httpFixture(t, "-tasks-native", "-stateless")
 	direct := runTaskScenarios(t, url, "the native upstream directly")
-	before, _ := fixture.ReadStatsFile(stats)
-	if before.NativeTasks == 0 {
+	st, _ := fixture.ReadStatsFile(stats)
+	perRun := st.NativeTasks
+	if perRun == 0 {
 		t.Fatal("the native upstream started no task of its own")
 	}
-	w := wardentest.Start(t, map[string]any{"native": map[string]any{"url": url, "trusted": true}})
-	w.WaitReady(t, "native")
-	if through := runTaskScenarios(t, w.URL("/mcp/native"), "through Warden"); through != direct {
-		t.Errorf("%d checks passed through Warden, %d directly", through, direct)
-	}
-	after, _ := fixture.ReadStatsFile(stats)
-	if after.NativeTasks-before.NativeTasks != before.NativeTasks {
-		t.Errorf("the upstream started %d tasks through Warden, %d for the suite directly: the tasks were not passed through", after.NativeTasks-before.NativeTasks, before.NativeTasks)
+	fast, sdk := startPaths(t, func(string) map[string]any {
+		return map[string]any{"native": map[string]any{"url": url, "trusted": true}}
+	})
+	for path, w := range map[string]*wardentest.Warden{"fast": fast, "sdk": sdk} {
+		w.WaitReady(t, "native")
+		before, _ := fixture.ReadStatsFile(stats)
+		if through := runTaskScenarios(t, w.URL("/mcp/native"), path+" paths, through Warden"); through != direct {
+			t.Errorf("%s paths: %d checks passed through Warden, %d directly", path, through, direct)
+		}
+		after, _ := fixture.ReadStatsFile(stats)
+		if after.NativeTasks-before.NativeTasks != perRun {
+			t.Errorf("%s paths: the upstream started %d tasks through Warden, %d for the suite directly: the tasks were not passed through", path, after.NativeTasks-before.NativeTasks, perRun)
+		}
 	}
 }
 
