@@ -628,7 +628,7 @@ func (v *view) passTask(ctx context.Context, method string, owner tasks.Owner, t
 	case err != nil:
 		return nil, err
 	}
-	if err := v.tasks.ts.Renew(ctx, owner, t.ID); err != nil && !errors.Is(err, tasks.ErrNotFound) {
+	if err := v.tasks.ts.Renew(ctx, owner, t); err != nil && !errors.Is(err, tasks.ErrNotFound) {
 		return nil, err
 	}
 	if method != methodTasksGet {

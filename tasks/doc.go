@@ -104,5 +104,5 @@
 // A task passed through to an upstream that speaks the extension itself
 // keeps the upstream's id for it (Upstream, set by Handed): it runs there,
 // so it leaves the limits' count and Recover leaves it be, and it stays
-// for its TTL after its client last reached it (Renew).
+// for about its TTL after its client last reached it (Renew).
 package tasks

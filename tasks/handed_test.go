@@ -11,7 +11,8 @@ import (
 
 // A task handed to its upstream leaves the limits' count and is left be
 // by Recover (it runs upstream, not in Warden); it stays for its TTL
-// after its client last reached it (Renew), then is swept; only its
+// after its client last reached it (Renew, which writes at most once a
+// tenth of the TTL), then is swept; only its
 // owner renews it; a task cancelled before its upstream took it refuses
 // the handing, so the upstream's task can be cancelled.
 func TestHanded(t *testing.T) {
@@ -45,11 +46,18 @@ func TestHanded(t *testing.T) {
 		t.Fatalf("a handed task after Recover: %+v", got)
 	}
 
-	advance(50 * time.Minute)
-	if err := ts.Renew(ctx, bob, tk.ID); !errors.Is(err, ErrNotFound) {
+	advance(5 * time.Minute) // within a tenth of the TTL: no write
+	if err := ts.Renew(ctx, alice, got); err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := ts.Get(ctx, alice, tk.ID); !again.UpdatedAt.Equal(got.UpdatedAt) {
+		t.Fatalf("a renewal within a tenth of the TTL wrote the task: %v, was %v", again.UpdatedAt, got.UpdatedAt)
+	}
+	advance(45 * time.Minute)
+	if err := ts.Renew(ctx, bob, got); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("bob renewed alice's task: %v", err)
 	}
-	if err := ts.Renew(ctx, alice, tk.ID); err != nil {
+	if err := ts.Renew(ctx, alice, got); err != nil {
 		t.Fatal(err)
 	}
 	advance(50 * time.Minute) // 100 minutes after the handing, 50 after the renewal

@@ -239,10 +239,16 @@ func (ts *Tasks) Handed(ctx context.Context, id, upstreamID string) (Task, error
 	})
 }
 
-// Renew keeps owner's task handed to its upstream for another TTL, from
-// now: its client reached it. Other tasks are left as they are.
-func (ts *Tasks) Renew(ctx context.Context, owner Owner, id string) error {
-	_, err := ts.change(ctx, id, &owner, func(t *Task) (bool, error) { return t.Upstream != "", nil })
+// Renew keeps owner's task t (as read), handed to its upstream, for
+// another TTL from now: its client reached it. To spare the store a write
+// a poll, a task renewed within the last tenth of its TTL is left as it is
+// (so it stays at least nine tenths of a TTL after its last request).
+// Other tasks are left as they are.
+func (ts *Tasks) Renew(ctx context.Context, owner Owner, t Task) error {
+	if t.Upstream == "" || ts.now().Sub(t.UpdatedAt) < t.TTL/10 {
+		return nil
+	}
+	_, err := ts.change(ctx, t.ID, &owner, func(t *Task) (bool, error) { return t.Upstream != "", nil })
 	return err
 }
 
