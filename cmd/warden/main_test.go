@@ -799,7 +799,8 @@ func TestWritesAndActivity(t *testing.T) {
 			return
 		}
 		reply(w, 200, []map[string]any{{"at": at, "surface": "cli", "server": "fs", "tool": "read_file", "class": "read",
-			"outcome": "refused", "code": "TOOL_PENDING", "latency_micros": 42, "user": "ci-bot"},
+			"outcome": "refused", "code": "TOOL_PENDING", "latency_micros": 42, "user": "ci-bot",
+			"error": "Tool \"read_file\" of server \"fs\" is new and not approved yet.\n\x1b[2J" + strings.Repeat(" Review it.", 20)},
 			{"at": at, "surface": "mcp/fs", "server": "fs", "tool": "build", "class": "write", "outcome": "ok", "latency_micros": 7, "task": true}})
 	})
 	f.handle("GET /v1/sessions", 200, []map[string]any{{"server": "remote", "session_id_prefix": "abcdef01…", "protocol_version": "2025-11-25",
@@ -826,7 +827,9 @@ func TestWritesAndActivity(t *testing.T) {
 	}
 	code, out, stderr = f.run("", "activity", "--server", "fs", "--user", "ci-bot", "--limit", "5")
 	if code != 0 || !strings.Contains(out, "refused TOOL_PENDING") || !strings.Contains(out, "42µs") || !strings.Contains(out, "ci-bot") ||
-		!strings.Contains(out, "ok (task)") || strings.Count(out, "(task)") != 1 {
+		!strings.Contains(out, "ok (task)") || strings.Count(out, "(task)") != 1 ||
+		!strings.Contains(out, `Tool "read_file" of server "fs" is new and not approved yet. \x1b[2J Review it.`) || strings.ContainsRune(out, 0x1b) ||
+		strings.Count(out, "Review it.") > 8 || !strings.Contains(out, "…") {
 		t.Errorf("activity: exit %d\n%s\n%s", code, out, stderr)
 	}
 	code, out, _ = f.run("", "sessions")
