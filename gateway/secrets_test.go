@@ -2,11 +2,13 @@ package gateway_test
 
 import (
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 
 	"github.com/wardenmcp/warden/gateway"
 	"github.com/wardenmcp/warden/internal/testing/fixture"
+	"github.com/wardenmcp/warden/internal/testing/wardentest/parts"
 )
 
 // awsKey is a made-up AWS access key id (written in two parts so that no
@@ -70,5 +72,28 @@ func TestActivityMasksErrors(t *testing.T) {
 	if e.Outcome != "error" || strings.Contains(e.Error, awsKey[4:]) ||
 		!strings.Contains(e.Error, `write_value failed as asked; the value of "k" stays "key=[REDACTED:aws-access-token]"`) {
 		t.Errorf("activity of the failed write: %+v", e)
+	}
+}
+
+// BenchmarkCallSecretsCheck is a typical read call through the gateway to
+// the fixture over HTTP, to a server that checks arguments for secrets (the
+// default) and to one whose config allows them (no check), one after the
+// other in one run; guardrails' BenchmarkArgumentsCheck is the check alone.
+func BenchmarkCallSecretsCheck(b *testing.B) {
+	url := fixture.NewServer(fixture.Options{}).Serve(b)
+	p := parts.New(b, slog.New(slog.DiscardHandler))
+	p.Start(b, fmt.Sprintf(`{"check": {"url": %q, "trusted": true}, "nocheck": {"url": %q, "trusted": true, "guardrails": {"secrets": "allow"}}}`, url, url))
+	p.WaitListed(b, "check")
+	p.WaitListed(b, "nocheck")
+	args := []byte(`{"path": "/home/user/project/README.md", "query": "how do I rotate the api key for the staging token?", "limit": 10, "sha": "da39a3ee5e6b4b0d3255bfef95601890afd80709"}`)
+	for _, server := range []string{"nocheck", "check"} {
+		b.Run(server, func(b *testing.B) {
+			for b.Loop() {
+				res, err := p.Gateway.CallTool(b.Context(), gateway.Call{Server: server, Tool: fixture.ToolEcho, Args: args, Surface: "mcp"})
+				if err != nil || res.IsError {
+					b.Fatal(res, err)
+				}
+			}
+		})
 	}
 }
