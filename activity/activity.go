@@ -2,7 +2,8 @@
 // surface, server, tool, class, argument hash, outcome, latency, and what a
 // refusal or error said), never the arguments themselves nor a result.
 // What an error said is masked for credentials (guardrails.MaskSecrets) by
-// the writer, before anything is stored.
+// the writer, before anything is stored; it may still quote other data a
+// server chose to put in its error.
 //
 // Add is on the call path and never blocks: it hands the entry to a buffered
 // channel and, when the buffer is full, drops it and counts the drop. One
