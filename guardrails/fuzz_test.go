@@ -2,7 +2,6 @@ package guardrails
 
 import (
 	"encoding/json"
-	"strings"
 	"testing"
 	"unicode/utf8"
 )
@@ -53,7 +52,9 @@ func FuzzFindSecrets(f *testing.F) {
 		if json.Unmarshal(b, &back) != nil {
 			t.Fatal("marshalled arguments do not read back")
 		}
-		value = back[strings.ToValidUTF8(name, "\uFFFD")]
+		for _, v := range back {
+			value = v
+		}
 		for _, fd := range FindSecrets(b) {
 			if fd.Path == "" || fd.Rule == "" {
 				t.Fatalf("finding %+v", fd)

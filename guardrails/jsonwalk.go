@@ -1,22 +1,27 @@
 package guardrails
 
-import "encoding/json"
+import (
+	"bytes"
+	"encoding/json"
+)
 
 // maxWalkDepth bounds how deep walkStrings follows nested values.
 const maxWalkDepth = 256
 
 // walkStrings calls fn with every string value in the JSON document b (not
-// object keys), with its path, in document order, until fn returns false.
-// It reads b once, without building the document; at a syntax error, or
-// deeper than maxWalkDepth, it stops. fn must not keep path.
-func walkStrings(b []byte, fn func(path []pathPart, s string) bool) {
-	w := walker{b: b, fn: fn}
+// object keys), at most its first max bytes, with its path, in document
+// order, until fn returns false. It reads b once, without building the
+// document; at a syntax error, or deeper than maxWalkDepth, it stops. fn
+// must not keep path.
+func walkStrings(b []byte, max int, fn func(path []pathPart, s string) bool) {
+	w := walker{b: b, max: max, fn: fn}
 	w.value()
 }
 
 type walker struct {
 	b    []byte
 	i    int
+	max  int
 	path []pathPart
 	fn   func([]pathPart, string) bool
 	stop bool
@@ -117,27 +122,39 @@ func (w *walker) next(closing byte) bool {
 	return false
 }
 
-// str reads a string at w.i, unescaped.
+// str reads a string at w.i, unescaped, at most its first w.max bytes
+// (a few less when the cut falls in an escape).
 func (w *walker) str() (string, bool) {
 	start := w.i
 	escaped := false
-	for w.i++; w.i < len(w.b); w.i++ {
-		switch w.b[w.i] {
-		case '\\':
-			escaped = true
-			w.i++
-		case '"':
-			w.i++
-			raw := w.b[start:w.i]
-			if !escaped {
-				return string(raw[1 : len(raw)-1]), true
-			}
-			var s string
-			if json.Unmarshal(raw, &s) != nil {
-				return "", false
-			}
-			return s, true
+	for w.i++; w.i < len(w.b); {
+		j := bytes.IndexAny(w.b[w.i:], `"\`)
+		if j < 0 {
+			break
 		}
+		w.i += j
+		if w.b[w.i] == '\\' {
+			escaped = true
+			w.i += 2
+			continue
+		}
+		w.i++
+		body := w.b[start+1 : w.i-1]
+		end := min(len(body), w.max)
+		if !escaped {
+			return string(body[:end]), true
+		}
+		var s string
+		for cut := end; cut >= max(0, end-6); cut-- {
+			if json.Unmarshal(append(append([]byte{'"'}, body[:cut]...), '"'), &s) == nil {
+				return s[:min(len(s), w.max)], true
+			}
+			if cut == len(body) {
+				return "", false // not JSON
+			}
+		}
+		return "", false
 	}
+	w.i = len(w.b)
 	return "", false
 }

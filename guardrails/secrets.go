@@ -41,7 +41,7 @@ func FindSecrets(args []byte) []SecretFinding {
 	rs := loadSecretRules()
 	var out []SecretFinding
 	budget := MaxSecretScan
-	walkStrings(args, func(path []pathPart, s string) bool {
+	walkStrings(args, MaxSecretScan, func(path []pathPart, s string) bool {
 		if len(s) > budget {
 			s = s[:budget]
 		}

@@ -154,3 +154,18 @@ func TestFindSecretsBound(t *testing.T) {
 		t.Errorf("past the bound: %+v", got)
 	}
 }
+
+// The walk hands over each string's first max bytes, escapes read, with
+// its path; broken JSON ends it.
+func TestWalkStrings(t *testing.T) {
+	var got []string
+	walkStrings([]byte(`{"a": "abcdef", "b": ["x\u0041yz", "q\u0041", 3, {"c": "\"s\""}], "d": null, "e": "`), 3,
+		func(path []pathPart, s string) bool {
+			got = append(got, pathString(path)+"="+s)
+			return true
+		})
+	want := []string{"a=abc", "b[0]=x", "b[1]=q", `b[3].c="s`} // a cut in an escape cuts before it
+	if !slices.Equal(got, want) {
+		t.Errorf("walk = %q, want %q", got, want)
+	}
+}
