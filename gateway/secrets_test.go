@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -49,10 +50,18 @@ func TestCallArgumentsBlocked(t *testing.T) {
 		t.Errorf("a blocked write was sent (%d) or latched (%+v)", fx.WriteDispatches(), p.Writes.List())
 	}
 
+	// A call made a task is refused before its task is created.
+	started := false
+	task, err := p.Gateway.CallTool(testCtx(t), gateway.Call{Server: "fx", Tool: fixture.ToolEcho, Args: []byte(args), Surface: "mcp",
+		Start: func(context.Context) error { started = true; return nil }})
+	if err != nil || refusalCode(decoded(t, task)) != string(gateway.CodeArgumentsBlocked) || started {
+		t.Errorf("a blocked task call: %+v (%v), task created %v", task, err, started)
+	}
+
 	// Allowed by its config: sent as it is.
-	res, err := call(t, p, "open", fixture.ToolEcho, args, nil)
-	if err != nil || res.IsError || !strings.Contains(text(res), awsKey) || open.Calls(fixture.ToolEcho) != 1 {
-		t.Errorf("allowed server: %q (%v), %d calls", text(res), err, open.Calls(fixture.ToolEcho))
+	allowed, err := call(t, p, "open", fixture.ToolEcho, args, nil)
+	if err != nil || allowed.IsError || !strings.Contains(text(allowed), awsKey) || open.Calls(fixture.ToolEcho) != 1 {
+		t.Errorf("allowed server: %q (%v), %d calls", text(allowed), err, open.Calls(fixture.ToolEcho))
 	}
 }
 
