@@ -70,7 +70,7 @@ scale="${WARDEN_FUZZSCALE:-1}"
 for target in ./config/:FuzzParse:20000 ./config/:FuzzParseCodex:10000 ./upstream/:FuzzCallAnswer:20000 \
 	./upstream/:FuzzCallAnswerAfterNoise:20000 ./upstream/:FuzzWireResponse:60 \
 	./surface/:FuzzMCPRequest:8000 ./surface/:FuzzStatelessCall:20000 ./api/:FuzzBodies:4000 \
-	./callers/:FuzzAuthenticate:20000 ./callers/:FuzzOIDCToken:8000; do
+	./callers/:FuzzAuthenticate:20000 ./callers/:FuzzOIDCToken:8000 ./guardrails/:FuzzFindSecrets:20000; do
 	IFS=: read -r pkg name count <<<"$target"
 	fuzztime="$((count * scale))x"
 	echo "== go test -fuzz ^${name}\$ -fuzztime ${fuzztime} ${pkg}"

@@ -1,6 +1,9 @@
 // Package activity is Warden's activity log: one entry per tool call (time,
-// surface, server, tool, class, argument hash, outcome, latency), never the
-// arguments themselves.
+// surface, server, tool, class, argument hash, outcome, latency, and what a
+// refusal or error said), never the arguments themselves nor a result.
+// What an error said is masked for credentials (guardrails.MaskSecrets) by
+// the writer, before anything is stored; it may still quote other data a
+// server chose to put in its error.
 //
 // Add is on the call path and never blocks: it hands the entry to a buffered
 // channel and, when the buffer is full, drops it and counts the drop. One
@@ -21,10 +24,12 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/wardenmcp/warden/guardrails"
 	"github.com/wardenmcp/warden/internal/canon"
 	"github.com/wardenmcp/warden/store"
 )
@@ -47,10 +52,15 @@ type Entry struct {
 	ArgsSHA256 string    `json:"args_sha256"`
 	// Args, when set, are hashed into ArgsSHA256 by the writer, off the call
 	// path, and dropped: they are never stored.
-	Args          json.RawMessage `json:"-"`
-	Outcome       string          `json:"outcome"`
-	Code          string          `json:"code,omitempty"`
-	LatencyMicros int64           `json:"latency_micros"`
+	Args    json.RawMessage `json:"-"`
+	Outcome string          `json:"outcome"`
+	Code    string          `json:"code,omitempty"`
+	// Error is what a refusal, an error or an unknown outcome said (a
+	// refusal's text, the error result's text, the JSON-RPC error); the
+	// writer masks the credentials in it and cuts it to MaxError bytes
+	// before it is stored. Empty for a call that succeeded.
+	Error         string `json:"error,omitempty"`
+	LatencyMicros int64  `json:"latency_micros"`
 	// Instance is the instance that served the call (store.Store.Instance),
 	// set by the writer.
 	Instance string `json:"instance,omitempty"`
@@ -296,6 +306,7 @@ func (l *Log) write(batch []item) {
 					it.e.ArgsSHA256 = canon.ArgsSHA256(it.e.Args)
 				}
 				it.e.Args = nil
+				it.e.Error = Masked(it.e.Error)
 				it.e.Instance = l.instance
 				v, err := json.Marshal(&it.e)
 				if err != nil {
@@ -320,6 +331,27 @@ func (l *Log) write(batch []item) {
 			close(it.flush)
 		}
 	}
+}
+
+// MaxError bounds an entry's Error, in bytes. Callers may cut what they
+// hand over to MaxErrorRead: Masked reads no more.
+const (
+	MaxError     = 512
+	MaxErrorRead = 4096
+)
+
+// Masked is s as an entry keeps it: its first MaxErrorRead bytes, each
+// credential in them masked, cut to MaxError bytes (whole runes). Masking
+// comes before the cut, so a cut cannot hide a credential from it.
+func Masked(s string) string {
+	if s == "" {
+		return ""
+	}
+	s = guardrails.MaskSecrets(strings.ToValidUTF8(s[:min(len(s), MaxErrorRead)], "\uFFFD"))
+	if len(s) > MaxError {
+		s = strings.ToValidUTF8(s[:MaxError], "") + "…"
+	}
+	return s
 }
 
 // key is the next key for an entry at at: time, instance, sequence.

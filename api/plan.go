@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/wardenmcp/warden/approval"
+	"github.com/wardenmcp/warden/guardrails"
 )
 
 // Waiting reports whether a tool waits for review: present, and pending or
@@ -18,8 +19,13 @@ func Waiting(t Tool) bool {
 type Admission struct {
 	Approve  []Tool // pending: approved
 	HeldBack []Tool // pending but held back: stay pending until named
+	Flagged  []Tool // pending with a high-severity finding: stay pending until named
 	Changed  []Tool // changed since approved: stay held until reviewed
 }
+
+// Flagged reports whether t has a high-severity guardrails finding:
+// approving all passes over it unless forced (t.Reason says so).
+func Flagged(t Tool) bool { return len(guardrails.HighRules(t.Findings)) > 0 }
 
 // PlanAdmission sorts tools as admission with block treats them, in the
 // order given; blocked tools are in none of the lists.
@@ -32,6 +38,8 @@ func PlanAdmission(tools []Tool, block []string) Admission {
 			a.Changed = append(a.Changed, t)
 		case t.HeldBack:
 			a.HeldBack = append(a.HeldBack, t)
+		case Flagged(t):
+			a.Flagged = append(a.Flagged, t)
 		default:
 			a.Approve = append(a.Approve, t)
 		}

@@ -5,11 +5,13 @@ import (
 	"testing"
 
 	"github.com/wardenmcp/warden/approval"
+	"github.com/wardenmcp/warden/guardrails"
 )
 
 // PlanAdmission sorts waiting tools as admission treats them: pending ones
-// approved unless held back or blocked, changed ones kept for review, the
-// rest (approved, blocked, absent) left out.
+// approved unless held back, flagged (a high-severity finding) or blocked,
+// changed ones kept for review, the rest (approved, blocked, absent) left
+// out.
 func TestPlanAdmission(t *testing.T) {
 	tool := func(name string, st approval.Status, present, heldBack bool) Tool {
 		return Tool{Name: name, Status: st, Present: present, HeldBack: heldBack}
@@ -24,7 +26,11 @@ func TestPlanAdmission(t *testing.T) {
 		tool("p2", approval.StatusPending, true, false),
 		tool("to-block", approval.StatusPending, true, false),
 		tool("changed-to-block", approval.StatusChanged, true, false),
+		tool("flagged", approval.StatusPending, true, false),
+		tool("medium", approval.StatusPending, true, false),
 	}
+	tools[9].Findings = []guardrails.Finding{{Rule: guardrails.RuleCredentials, Severity: guardrails.High}}
+	tools[10].Findings = []guardrails.Finding{{Rule: guardrails.RuleMarkup, Severity: guardrails.Medium}}
 	names := func(ts []Tool) []string {
 		var out []string
 		for _, t := range ts {
@@ -33,8 +39,11 @@ func TestPlanAdmission(t *testing.T) {
 		return out
 	}
 	plan := PlanAdmission(tools, []string{"to-block", "changed-to-block"})
-	if got := names(plan.Approve); !slices.Equal(got, []string{"p1", "p2"}) {
-		t.Errorf("approve %v, want [p1 p2]", got)
+	if got := names(plan.Approve); !slices.Equal(got, []string{"p1", "p2", "medium"}) {
+		t.Errorf("approve %v, want [p1 p2 medium]", got)
+	}
+	if got := names(plan.Flagged); !slices.Equal(got, []string{"flagged"}) {
+		t.Errorf("flagged %v, want [flagged]", got)
 	}
 	if got := names(plan.HeldBack); !slices.Equal(got, []string{"held"}) {
 		t.Errorf("held back %v, want [held]", got)

@@ -197,4 +197,20 @@ func TestRugPullFindings(t *testing.T) {
 	if i < 0 {
 		t.Fatalf("the rug pull's findings: %+v; want a high credential-access finding naming id_rsa", pulled.Findings)
 	}
+	if !strings.Contains(pulled.Reason, "warden review approve fx write_value") {
+		t.Fatalf("the rug pull's reason %q: want the command that approves it", pulled.Reason)
+	}
+	// Approving all passes over it, naming it; force approves it.
+	for _, c := range []struct {
+		body    string
+		flagged []string
+		status  approval.Status
+	}{{`{"all": true}`, []string{fixture.ToolWrite}, approval.StatusChanged}, {`{"all": true, "force": true}`, []string{}, approval.StatusApproved}} {
+		var ans approval.Answer
+		rec := e.do("POST", "/v1/servers/fx/tools/approve", c.body)
+		decodeInto(t, rec, &ans)
+		if rec.Code != http.StatusOK || !slices.Equal(ans.Flagged, c.flagged) || find().Status != c.status {
+			t.Fatalf("POST tools/approve %s: %d %+v, write_value %s; want flagged %v, %s", c.body, rec.Code, ans, find().Status, c.flagged, c.status)
+		}
+	}
 }

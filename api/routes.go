@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"strconv"
 	"time"
 
@@ -128,7 +127,10 @@ func (a *handler) tools(w http.ResponseWriter, r *http.Request) {
 		}
 		t := Tool{Name: rec.Name, Class: class, Status: rec.Status, Present: rec.Present, Hidden: sc.Hidden[rec.Name], HeldBack: rec.HeldBack, HeldBackAt: rec.HeldBackAt, Invalid: rec.Invalid, ServerQuarantined: quarantined,
 			ApprovedHash: rec.ApprovedHash, CurrentHash: rec.CurrentHash, Annotations: rec.Annotations,
-			ApprovedBy: rec.ApprovedBy, ApprovedAt: rec.ApprovedAt, DecidedBy: rec.DecidedBy, Findings: findings(rec)}
+			ApprovedBy: rec.ApprovedBy, ApprovedAt: rec.ApprovedAt, DecidedBy: rec.DecidedBy, Findings: rec.Findings, Reason: rec.Reason}
+		if t.Findings == nil {
+			t.Findings = []guardrails.Finding{}
+		}
 		if definitions {
 			t.Current, t.Approved = rec.Current, rec.Approved
 		}
@@ -191,25 +193,6 @@ func (a *handler) block(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	reply(w, http.StatusOK, ans)
-}
-
-// findings are what the guardrails scanner finds in rec's current
-// definition and, for a changed tool, what the change added (Changed),
-// each once.
-func findings(rec approval.ToolRecord) []guardrails.Finding {
-	out, _ := guardrails.Scan(rec.Current)
-	if rec.Status == approval.StatusChanged && len(rec.Approved) > 0 {
-		added, _ := guardrails.Changed(rec.Approved, rec.Current)
-		for _, f := range added {
-			if !slices.Contains(out, f) {
-				out = append(out, f)
-			}
-		}
-	}
-	if out == nil {
-		out = []guardrails.Finding{}
-	}
-	return out
 }
 
 // call runs a tool for the operator, through the same call path and policy

@@ -69,12 +69,15 @@ type Tool struct {
 	ApprovedBy        string               `json:"approved_by,omitempty"`
 	ApprovedAt        time.Time            `json:"approved_at,omitzero"`
 	DecidedBy         string               `json:"decided_by,omitempty"` // the operator who last approved or blocked it
-	// Findings are what the guardrails scanner finds in the current
-	// definition (and, when changed, what the change added): read these
-	// closely before approving.
+	// Findings are what the guardrails scanner found in the current
+	// definition (and, when changed, what the change added), as stored
+	// with the record: read these closely before approving.
 	Findings []guardrails.Finding `json:"findings"`
-	Current  json.RawMessage      `json:"current,omitempty"`  // definition now
-	Approved json.RawMessage      `json:"approved,omitempty"` // definition last approved
+	// Reason says why a waiting tool with a high-severity finding is held
+	// (approving all passes over it) and the command that approves it.
+	Reason   string          `json:"reason,omitempty"`
+	Current  json.RawMessage `json:"current,omitempty"`  // definition now
+	Approved json.RawMessage `json:"approved,omitempty"` // definition last approved
 }
 
 // CallRequest is the body of POST /v1/servers/{s}/call (warden call).

@@ -17,6 +17,10 @@ type Answer struct {
 	// sorted, at most MaxHeldTools: an approval of all tools passed them
 	// over on purpose, and only naming them approves them.
 	HeldBack []string `json:"held_back"`
+	// Flagged are the held tools with a high-severity guardrails finding
+	// (ToolRecord.Reason), sorted, at most MaxHeldTools: an approval of all
+	// tools passes them over unless forced, so naming one approves it.
+	Flagged []string `json:"flagged"`
 	// Quarantined: the server is still quarantined, so even its approved
 	// tools stay hidden until it is admitted.
 	Quarantined bool `json:"quarantined"`
@@ -27,7 +31,7 @@ const MaxHeldTools = 50
 
 // answer reads the outcome back from the installed records. Caller holds s.mu.
 func (s *server) answer(approved, blocked []string) Answer {
-	a := Answer{HeldTools: []string{}, NotApproved: []string{}, HeldBack: []string{}, Quarantined: !s.hasMeta || s.meta.Quarantined}
+	a := Answer{HeldTools: []string{}, NotApproved: []string{}, HeldBack: []string{}, Flagged: []string{}, Quarantined: !s.hasMeta || s.meta.Quarantined}
 	for _, name := range dedupe(approved) {
 		if rec := s.tools[name]; rec != nil && rec.Status == StatusApproved {
 			a.ApprovedCount++
@@ -40,7 +44,7 @@ func (s *server) answer(approved, blocked []string) Answer {
 			a.BlockedCount++
 		}
 	}
-	var held, heldBack []string
+	var held, heldBack, flagged []string
 	for name, rec := range s.tools {
 		if !rec.Present {
 			continue
@@ -57,9 +61,13 @@ func (s *server) answer(approved, blocked []string) Answer {
 		if rec.HeldBack {
 			heldBack = append(heldBack, name)
 		}
+		if rec.flagged() {
+			flagged = append(flagged, name)
+		}
 	}
 	a.HeldTools = append(a.HeldTools, firstNames(held)...)
 	a.HeldBack = append(a.HeldBack, firstNames(heldBack)...)
+	a.Flagged = append(a.Flagged, firstNames(flagged)...)
 	return a
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/wardenmcp/warden/guardrails"
 )
 
 // ApplyResult says what one discovery pass did. Name lists are sorted.
@@ -26,12 +27,15 @@ type ApplyResult struct {
 // parallelHashMin is the number of tools per extra hashing goroutine.
 const parallelHashMin = 128
 
-// entry is one inventory tool, hashed once per pass.
+// entry is one inventory tool, hashed once per pass. scan is its
+// definition's guardrails findings when the pass found it new or changed
+// (nil: the records already had it).
 type entry struct {
 	name string
 	hash string
 	def  json.RawMessage
 	ann  *mcp.ToolAnnotations
+	scan []guardrails.Finding
 }
 
 // Apply is the one path by which the registry learns a server's tools
@@ -46,7 +50,10 @@ type entry struct {
 // transaction, against the records as the store has them: a trusted, unquarantined
 // server without a baseline decision is baselined (its pending and new tools
 // approved by "baseline", the decision stored even for no tools); otherwise
-// new tools are pending. An approved tool whose hash differs becomes changed
+// new tools are pending. A tool with a high-severity guardrails finding
+// stays pending even in a baseline, its record saying why (Reason); every
+// definition is scanned when first seen or changed, outside the lock, and
+// its findings stored with the record. An approved tool whose hash differs becomes changed
 // and is approved again when the hash returns; pending and blocked tools keep
 // their status. A tool whose name is outside the MCP character set is held
 // as invalid (NameProblem), baseline or not. Tools missing from the
@@ -56,11 +63,11 @@ func (r *Registry) Apply(server string, trusted bool, seq uint64, tools []*mcp.T
 	if server == "" {
 		return ApplyResult{}, invalid("empty server name")
 	}
-	inv, err := hashInventory(server, tools)
+	s := r.serverFor(server)
+	inv, err := hashInventory(server, tools, s.view.Load().has)
 	if err != nil {
 		return ApplyResult{}, err
 	}
-	s := r.serverFor(server)
 	s.lock()
 	res, chs, err := r.applyLocked(s, trusted, seq, inv)
 	s.unlock()
@@ -68,16 +75,20 @@ func (r *Registry) Apply(server string, trusted bool, seq uint64, tools []*mcp.T
 	return res, err
 }
 
-// hashInventory hashes every tool once (outside any lock, spread over the
-// CPUs for large inventories) and rejects inventories with empty or duplicate
-// names, which would make the pin ambiguous.
-func hashInventory(server string, tools []*mcp.Tool) ([]entry, error) {
+// hashInventory hashes every tool once and scans the definitions that
+// known (the records as last published) does not have (outside any lock,
+// spread over the CPUs for large inventories), and rejects inventories with
+// empty or duplicate names, which would make the pin ambiguous.
+func hashInventory(server string, tools []*mcp.Tool, known func(name, hash string) bool) ([]entry, error) {
 	inv := make([]entry, len(tools))
 	errs := make([]error, len(tools))
 	hashRange := func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			h, def, err := hashTool(tools[i])
 			inv[i], errs[i] = entry{hash: h, def: def}, err
+			if err == nil && !known(tools[i].Name, h) {
+				inv[i].scan = scanDefinition(def)
+			}
 		}
 	}
 	if workers := min(runtime.GOMAXPROCS(0), len(tools)/parallelHashMin); workers > 1 {
@@ -213,19 +224,23 @@ func initialMeta(trusted bool, now time.Time) serverMeta {
 }
 
 // nextRecord applies one inventory entry to a record. It returns nil when
-// nothing but LastSeen would change.
+// nothing but LastSeen would change. A baseline approves a pending tool
+// unless it has a high-severity finding.
 func nextRecord(server string, old *ToolRecord, e *entry, baseline bool, now time.Time) *ToolRecord {
 	if old == nil {
 		rec := &ToolRecord{Server: server, Name: e.name, Status: StatusPending, Present: true,
 			CurrentHash: e.hash, Current: e.def, Annotations: e.ann, FirstSeen: now, LastSeen: now}
-		if !holdInvalid(rec) && baseline {
+		rec.Findings = findingsOf(rec, e.scan)
+		if !holdInvalid(rec) && baseline && !rec.flagged() {
 			approve(rec, ApprovedByBaseline, now)
 		}
+		rec.Reason = holdReason(rec, baseline)
 		return rec
 	}
 	rec := *old
 	rec.Present = true
-	if rec.CurrentHash != e.hash {
+	redefined := rec.CurrentHash != e.hash
+	if redefined {
 		rec.CurrentHash, rec.Current, rec.Annotations = e.hash, e.def, e.ann
 	}
 	switch rec.Status {
@@ -235,12 +250,17 @@ func nextRecord(server string, old *ToolRecord, e *entry, baseline bool, now tim
 		} else {
 			rec.Status = StatusChanged
 		}
-	case StatusPending:
-		if baseline {
-			approve(&rec, ApprovedByBaseline, now)
-		}
-	case StatusBlocked: // stays blocked
-	case StatusInvalid: // stays invalid: the name cannot change
+	}
+	if redefined {
+		rec.Findings = findingsOf(&rec, e.scan)
+	}
+	if rec.Status == StatusPending && baseline && !rec.flagged() {
+		approve(&rec, ApprovedByBaseline, now)
+	} // blocked stays blocked; invalid stays invalid: the name cannot change
+	// A held tool keeps the reason it was first held for (a baseline's)
+	// until its definition changes.
+	if why := holdReason(&rec, baseline); why == "" || rec.Reason == "" || redefined {
+		rec.Reason = why
 	}
 	if sameState(old, &rec) {
 		return nil
@@ -254,5 +274,6 @@ func approve(rec *ToolRecord, by string, now time.Time) {
 	rec.Status = StatusApproved
 	rec.ApprovedHash, rec.Approved = rec.CurrentHash, rec.Current
 	rec.ApprovedBy, rec.ApprovedAt = by, now
+	rec.Findings, rec.Reason = approvedFindings(rec.Findings), ""
 	rec.release()
 }

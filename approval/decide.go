@@ -18,12 +18,14 @@ type ServerApproval struct {
 
 // ToolApproval approves tools by name (Tools) or every pending and changed
 // tool (All) except some. With ExpectedHashes every named tool must be in it
-// and every entry must match; under All a tool not in it stays held.
+// and every entry must match; under All a tool not in it stays held. All
+// passes over tools with a high-severity guardrails finding unless Force.
 type ToolApproval struct {
 	Tools          []string          `json:"tools,omitempty"`
 	All            bool              `json:"all,omitempty"`
 	Except         []string          `json:"except,omitempty"`
 	ExpectedHashes map[string]string `json:"expected_hashes,omitempty"`
+	Force          bool              `json:"force,omitempty"`
 	By             string            `json:"-"` // the operator deciding, as records name them
 }
 
@@ -98,6 +100,8 @@ func (r *Registry) Quarantine(server, by string) error {
 // tools blocked,
 // the quarantine lifted and the baseline decision stored. A tool that appeared
 // after the review stays pending; changed tools stay changed (ApproveTools).
+// Without ExpectedHashes, a tool with a high-severity guardrails finding
+// stays pending too: only naming it approves it.
 func (r *Registry) ApproveServer(server string, req ServerApproval) (Answer, error) {
 	s, err := r.locked(server)
 	if err != nil {
@@ -131,7 +135,7 @@ func (s *server) approveServer(req ServerApproval, now time.Time) ([]string, cha
 		}
 	} else {
 		for name, rec := range s.tools {
-			if _, b := blocked[name]; !b && rec.Present && rec.Status == StatusPending && !rec.HeldBack {
+			if _, b := blocked[name]; !b && rec.Present && rec.Status == StatusPending && !rec.HeldBack && !rec.flagged() {
 				targets = append(targets, name)
 			}
 		}
@@ -158,7 +162,8 @@ func (s *server) approveServer(req ServerApproval, now time.Time) ([]string, cha
 // tools except some, pinning their current definitions. Naming a blocked
 // tool unblocks it; All never does. The Except tools of All are marked held
 // back, and All passes over tools held back earlier: the person said no to
-// them, so only naming them approves them. Unknown names in Tools or Except
+// them, so only naming them approves them. All passes over tools with a
+// high-severity guardrails finding too, unless Force. Unknown names in Tools or Except
 // are an error (a mistyped exception must not approve the tool it meant to
 // spare).
 func (r *Registry) ApproveTools(server string, req ToolApproval) (Answer, error) {
@@ -199,7 +204,7 @@ func (s *server) approveTools(req ToolApproval, now time.Time) ([]string, change
 				}
 				continue
 			}
-			if rec.HeldBack {
+			if rec.HeldBack || (rec.flagged() && !req.Force) {
 				continue
 			}
 			if _, reviewed := req.ExpectedHashes[name]; req.ExpectedHashes != nil && !reviewed {
@@ -366,7 +371,7 @@ func (s *server) blockRecords(names []string, by string) []*ToolRecord {
 	for _, name := range dedupe(names) {
 		if old := s.tools[name]; old.Status != StatusBlocked {
 			rec := *old
-			rec.Status, rec.DecidedBy = StatusBlocked, by
+			rec.Status, rec.DecidedBy, rec.Reason = StatusBlocked, by, ""
 			rec.release()
 			out = append(out, &rec)
 		}

@@ -2,6 +2,11 @@
 // until a human admits them: nothing runs that a human has not approved in its
 // current form.
 //
+// Each definition is scanned by package guardrails when first seen or
+// changed and its findings stored with the record: a high-severity one keeps
+// the tool out of a trusted server's baseline and out of approvals of all
+// tools unless forced (findings.go), so a person names it to approve it.
+//
 // Every record of one server is read, decided and written under that server's
 // own mutex and its store lock (held across every instance sharing the
 // store), in one transaction per discovery pass or operator decision that

@@ -2,9 +2,11 @@ package approval
 
 import (
 	"encoding/json"
+	"slices"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/wardenmcp/warden/guardrails"
 )
 
 // Status is where a tool stands in review. Only approved tools of an admitted
@@ -78,6 +80,14 @@ type ToolRecord struct {
 	// set; "" for every other status. It follows from the name, so it is
 	// not stored but set again on load.
 	Invalid string `json:"invalid,omitempty"`
+	// Findings are what the guardrails scanner found in Current and, while
+	// it differs from Approved, what the change added: made once when a
+	// definition is first seen or changes, and stored with it.
+	Findings []guardrails.Finding `json:"findings,omitempty"`
+	// Reason says why a pending or changed tool with a high-severity
+	// finding is held (a trusted server's baseline left it pending;
+	// approving all passes over it) and how to approve it; "" otherwise.
+	Reason string `json:"reason,omitempty"`
 }
 
 // visible reports whether the tool may be listed and called.
@@ -90,7 +100,8 @@ func (t *ToolRecord) visible(quarantined bool) bool {
 func sameState(a, b *ToolRecord) bool {
 	return a.Status == b.Status && a.Present == b.Present &&
 		a.CurrentHash == b.CurrentHash && a.ApprovedHash == b.ApprovedHash &&
-		a.ApprovedBy == b.ApprovedBy && a.ApprovedAt.Equal(b.ApprovedAt) && a.HeldBack == b.HeldBack && a.DecidedBy == b.DecidedBy
+		a.ApprovedBy == b.ApprovedBy && a.ApprovedAt.Equal(b.ApprovedAt) && a.HeldBack == b.HeldBack && a.DecidedBy == b.DecidedBy &&
+		a.Reason == b.Reason
 }
 
 // holdBack marks the record held back by an operator at now.
@@ -105,6 +116,7 @@ func (t *ToolRecord) clone() ToolRecord {
 	c := *t
 	c.Current = append(json.RawMessage(nil), t.Current...)
 	c.Approved = append(json.RawMessage(nil), t.Approved...)
+	c.Findings = slices.Clone(t.Findings)
 	if t.Annotations != nil {
 		a := *t.Annotations
 		c.Annotations = &a
@@ -178,10 +190,16 @@ type Change struct {
 // ToolChange is one written record: status and presence before and after.
 // From is "" for a tool seen for the first time; From == To with a new
 // definition means a pending or blocked tool's definition changed.
+//
+// Findings and Reason are the record's (ToolRecord) when its definition is
+// new or changed, so a watcher of /v1/events sees what the scanner found
+// without asking.
 type ToolChange struct {
-	Tool       string `json:"tool"`
-	From       Status `json:"from,omitempty"`
-	To         Status `json:"to"`
-	WasPresent bool   `json:"was_present"`
-	Present    bool   `json:"present"`
+	Tool       string               `json:"tool"`
+	From       Status               `json:"from,omitempty"`
+	To         Status               `json:"to"`
+	WasPresent bool                 `json:"was_present"`
+	Present    bool                 `json:"present"`
+	Findings   []guardrails.Finding `json:"findings,omitempty"`
+	Reason     string               `json:"reason,omitempty"`
 }

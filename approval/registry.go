@@ -61,6 +61,13 @@ type view struct {
 	counts  Counts
 }
 
+// has reports whether the snapshot has a record of name with definition
+// hash: its findings are made already.
+func (v *view) has(name, hash string) bool {
+	i, ok := slices.BinarySearchFunc(v.records, name, func(rec *ToolRecord, name string) int { return strings.Compare(rec.Name, name) })
+	return ok && v.records[i].CurrentHash == hash
+}
+
 func (s *server) lock()   { s.mu.Lock() }
 func (s *server) unlock() { s.mu.Unlock() }
 
@@ -277,6 +284,9 @@ func (r *Registry) install(s *server, meta *serverMeta, recs []*ToolRecord, caus
 		tc := ToolChange{Tool: rec.Name, To: rec.Status, Present: rec.Present}
 		if old != nil {
 			tc.From, tc.WasPresent = old.Status, old.Present
+		}
+		if old == nil || old.CurrentHash != rec.CurrentHash {
+			tc.Findings, tc.Reason = rec.Findings, rec.Reason
 		}
 		if old.visible(wasQ) != rec.visible(nowQ) {
 			ch.VisibleChanged = true

@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wardenmcp/warden/decisions"
+	"github.com/wardenmcp/warden/guardrails"
 	"github.com/wardenmcp/warden/store"
 )
 
@@ -46,6 +47,9 @@ type storedRecord struct {
 	LastSeen     time.Time       `json:"last_seen,omitzero"`
 	HeldBack     bool            `json:"held_back,omitempty"`
 	HeldBackAt   time.Time       `json:"held_back_at,omitzero"`
+	// Findings is nil in records written before findings were stored.
+	Findings *[]guardrails.Finding `json:"findings,omitempty"`
+	Reason   string                `json:"reason,omitempty"`
 }
 
 // encodeRecord writes rec as storedRecord JSON by hand: encoding/json would
@@ -88,11 +92,20 @@ func encodeRecord(rec *ToolRecord) []byte {
 	if rec.HeldBack {
 		b = append(b, `,"held_back":true`...)
 	}
+	if rec.Findings != nil {
+		fs, _ := json.Marshal(rec.Findings) // strings only: cannot fail
+		b = append(append(b, `,"findings":`...), fs...)
+	}
+	if rec.Reason != "" {
+		b = appendString(append(b, `,"reason":`...), rec.Reason)
+	}
 	return append(b, '}')
 }
 
-// decodeRecord is encodeRecord's inverse.
-func decodeRecord(server, name string, v []byte) (*ToolRecord, error) {
+// decodeRecord is encodeRecord's inverse. A record written before findings
+// were stored takes prior's (the record in memory) when the definitions are
+// the same, else is scanned now.
+func decodeRecord(server, name string, v []byte, prior *ToolRecord) (*ToolRecord, error) {
 	var s storedRecord
 	if err := json.Unmarshal(v, &s); err != nil {
 		return nil, err
@@ -102,9 +115,18 @@ func decodeRecord(server, name string, v []byte) (*ToolRecord, error) {
 	}
 	rec := &ToolRecord{Server: server, Name: name, Status: s.Status, Present: s.Present,
 		ApprovedHash: s.ApprovedHash, CurrentHash: s.CurrentHash, Current: s.Current, Approved: s.Approved,
-		ApprovedBy: s.ApprovedBy, ApprovedAt: s.ApprovedAt, DecidedBy: s.DecidedBy, FirstSeen: s.FirstSeen, LastSeen: s.LastSeen, HeldBack: s.HeldBack, HeldBackAt: s.HeldBackAt}
+		ApprovedBy: s.ApprovedBy, ApprovedAt: s.ApprovedAt, DecidedBy: s.DecidedBy, FirstSeen: s.FirstSeen, LastSeen: s.LastSeen, HeldBack: s.HeldBack, HeldBackAt: s.HeldBackAt,
+		Reason: s.Reason}
 	if rec.Approved == nil && rec.ApprovedHash != "" && rec.ApprovedHash == rec.CurrentHash {
 		rec.Approved = rec.Current
+	}
+	switch {
+	case s.Findings != nil:
+		rec.Findings = *s.Findings
+	case prior != nil && prior.Findings != nil && prior.CurrentHash == rec.CurrentHash && prior.ApprovedHash == rec.ApprovedHash:
+		rec.Findings = prior.Findings
+	default:
+		rec.Findings = findingsOf(rec, nil)
 	}
 	if len(rec.Current) > 0 {
 		var d struct {
@@ -147,7 +169,7 @@ func (r *Registry) reload(tx store.Tx, s *server) (*Change, error) {
 				return nil
 			}
 		}
-		rec, err := decodeRecord(s.name, string(k), v)
+		rec, err := decodeRecord(s.name, string(k), v, old)
 		if err != nil {
 			return fmt.Errorf("approval: tool record %q/%q is unreadable (%v); restore the store (the state dir, or the database the \"store\" setting names) from a backup, or remove the record", s.name, k, err)
 		}

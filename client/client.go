@@ -192,6 +192,9 @@ func (c *Client) ApproveTools(ctx context.Context, server string, req approval.T
 	if req.ExpectedHashes != nil {
 		body["expected_hashes"] = req.ExpectedHashes
 	}
+	if req.Force {
+		body["force"] = true
+	}
 	var out approval.Answer
 	return &out, c.do(ctx, http.MethodPost, serverPath(server, "/tools/approve"), body, &out)
 }

@@ -178,6 +178,7 @@ type Server struct {
 	CallTimeout        time.Duration
 	Tools              map[string]ToolOverride // keyed by upstream tool name
 	Tasks              TaskTools               // the tools run as tasks whatever their definitions say
+	Guardrails         Guardrails              // what the guardrails let through to the server
 
 	// As written in the file, with ${env:} references unexpanded (the path
 	// variables are expanded: see expansion). Set by Parse only; for a
@@ -204,6 +205,20 @@ func (t TaskTools) Has(tool string) bool { return t.All || slices.Contains(t.Nam
 
 // Equal reports whether t and o name the same tools.
 func (t TaskTools) Equal(o TaskTools) bool { return t.All == o.All && slices.Equal(t.Names, o.Names) }
+
+// Guardrails is a server's "guardrails": {"secrets": "block" | "allow"}.
+// By default a call whose arguments carry a credential is refused
+// (ARGUMENTS_BLOCKED); AllowSecrets sends it, for a server meant to take
+// them (a secrets manager, a login tool).
+type Guardrails struct {
+	AllowSecrets bool // "secrets": "allow"
+}
+
+// Secrets values.
+const (
+	SecretsBlock = "block"
+	SecretsAllow = "allow"
+)
 
 // Sandbox is a stdio server's "sandbox": confinement beyond the default.
 type Sandbox struct {

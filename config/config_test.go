@@ -230,6 +230,26 @@ func TestParseTaskBounds(t *testing.T) {
 	}
 }
 
+// A server's "guardrails" lets secrets through only when it says "allow".
+func TestParseGuardrails(t *testing.T) {
+	cfg, err := Parse("/x/config.json", []byte(`{"mcpServers": {
+		"a": {"command": "a", "guardrails": {"secrets": "allow"}},
+		"b": {"command": "b", "guardrails": {"secrets": "block"}},
+		"c": {"command": "c", "guardrails": {}},
+		"d": {"command": "d"}}}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cfg.Servers["a"].Guardrails.AllowSecrets {
+		t.Error(`"allow" does not allow`)
+	}
+	for _, name := range []string{"b", "c", "d"} {
+		if cfg.Servers[name].Guardrails.AllowSecrets {
+			t.Errorf("%s allows secrets", name)
+		}
+	}
+}
+
 // A server's "tasks" names the tools run as tasks: all, or a list.
 func TestParseTasks(t *testing.T) {
 	cfg, err := Parse("/x/config.json", []byte(`{"mcpServers": {

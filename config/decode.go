@@ -22,13 +22,14 @@ var (
 	activityFields = []string{"maxEntries", "maxAge"}
 	tasksFields    = []string{"retention", "maxPerServer", "maxPerCaller"}
 	serverFields   = []string{"command", "args", "env", "cwd", "url", "headers", "transport", "type",
-		"trusted", "disabled", "callTimeout", "confirmDestructive", "tools", "inheritEnv", "sandbox", "start", "idleTimeout", "oauth", "envFile", "tasks"}
+		"trusted", "disabled", "callTimeout", "confirmDestructive", "tools", "inheritEnv", "sandbox", "start", "idleTimeout", "oauth", "envFile", "tasks", "guardrails"}
 	// Fields other MCP hosts write that Warden reads but does not offer
 	// in messages (those it ignores are in foreignTop and foreignServer).
 	hostTopFields    = []string{"servers"}
 	hostServerFields = []string{"serverUrl", "transportType", "timeout", "disabledTools"}
 	toolFields       = []string{"class", "hidden", "recordArgs"}
 	sandboxFields    = []string{"network", "paths", "container"}
+	guardrailsFields = []string{"secrets"}
 	pathsFields      = []string{"read", "write"}
 	containerFields  = []string{"image", "engine"}
 	oauthFields      = []string{"clientId", "clientSecret", "clientMetadataUrl", "scopes"}
@@ -582,6 +583,8 @@ func (d *decoder) server(name string, v *hujson.Value, path string) (*Server, er
 			s.IdleTimeout, err = d.duration(v, p)
 		case "tasks":
 			s.Tasks, err = d.taskTools(v, p)
+		case "guardrails":
+			err = d.guardrails(v, p, &s.Guardrails)
 		}
 		return err
 	})
@@ -598,6 +601,23 @@ func (d *decoder) server(name string, v *hujson.Value, path string) (*Server, er
 		return nil, err
 	}
 	return s, nil
+}
+
+// guardrails reads a server's {"secrets": "block" | "allow"}.
+func (d *decoder) guardrails(v *hujson.Value, path string, g *Guardrails) error {
+	const fix = `write an object such as {"secrets": "allow"}`
+	obj, err := d.object(v, path, fix)
+	if err != nil {
+		return err
+	}
+	return d.fields(obj, path, guardrailsFields, func(_ string, v *hujson.Value, p string) error {
+		mode, err := d.str(v, p)
+		if err == nil && mode != SecretsBlock && mode != SecretsAllow {
+			err = d.errAt(v, p, strconv.Quote(mode)+" is not a choice of secrets", `write "block" (the default: a call carrying a credential is refused) or "allow"`)
+		}
+		g.AllowSecrets = mode == SecretsAllow
+		return err
+	})
 }
 
 // taskTools reads a server's "tasks": "all", or a list of tool names.

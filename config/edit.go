@@ -486,6 +486,9 @@ func (e *editor) encodeServer(s *Server, ind string) string {
 	case len(s.Tasks.Names) > 0:
 		add("tasks", quoteList(s.Tasks.Names))
 	}
+	if s.Guardrails.AllowSecrets {
+		add("guardrails", `{"secrets": "allow"}`)
+	}
 	if sb := s.Sandbox; sb.Paths || sb.NoNetwork {
 		var fs []string
 		if sb.NoNetwork {

@@ -61,7 +61,7 @@ func TestAddRemoveKeepsComments(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "config.json")
 	write(t, path, commented, 0o640)
 	s := &Server{Command: "mcp-new", Args: []string{"--root", "/srv/<x>&"}, Env: map[string]string{"B": "2", "A": "${env:UNSET_IN_TEST}"},
-		Trusted: true, CallTimeout: 90 * time.Second, Tools: map[string]ToolOverride{"rm": {Class: ClassDestructive, RecordArgs: true}, "ls": {Hidden: true}}}
+		Trusted: true, CallTimeout: 90 * time.Second, Guardrails: Guardrails{AllowSecrets: true}, Tools: map[string]ToolOverride{"rm": {Class: ClassDestructive, RecordArgs: true}, "ls": {Hidden: true}}}
 	if err := AddServer(path, "new", s); err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestAddRemoveKeepsComments(t *testing.T) {
 	}
 	n := cfg.Servers["new"]
 	if n == nil || n.Command != "mcp-new" || !slices.Equal(n.Args, s.Args) || n.Env["A"] != "v" || n.Env["B"] != "2" ||
-		!n.Trusted || n.CallTimeout != 90*time.Second || n.Tools["rm"] != (ToolOverride{Class: ClassDestructive, RecordArgs: true}) || !n.Tools["ls"].Hidden ||
+		!n.Trusted || n.CallTimeout != 90*time.Second || !n.Guardrails.AllowSecrets || n.Tools["rm"] != (ToolOverride{Class: ClassDestructive, RecordArgs: true}) || !n.Tools["ls"].Hidden ||
 		len(cfg.Servers) != 3 {
 		t.Errorf("added server: %v %+v", n, cfg.Servers)
 	}

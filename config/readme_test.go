@@ -19,7 +19,7 @@ func TestReadmeNamesEveryField(t *testing.T) {
 	}
 	section, _, _ = strings.Cut(section, "\n## ")
 	for _, fields := range [][]string{topFields, activityFields, tasksFields, serverFields, toolFields,
-		sandboxFields, oauthFields, clientFields, profileFields, profileServer, accessFields, authFields, claimsFields} {
+		sandboxFields, guardrailsFields, oauthFields, clientFields, profileFields, profileServer, accessFields, authFields, claimsFields} {
 		for _, f := range fields {
 			if !strings.Contains(section, "`"+f+"`") {
 				t.Errorf("the README's Configuration section does not name the field %q", f)

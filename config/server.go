@@ -22,7 +22,8 @@ func (s *Server) Equal(o *Server) bool {
 	return s.Name == o.Name && s.SameConnection(o) &&
 		s.Trusted == o.Trusted && s.Disabled == o.Disabled &&
 		s.ConfirmDestructive == o.ConfirmDestructive &&
-		s.CallTimeout == o.CallTimeout && maps.Equal(s.Tools, o.Tools) && s.Tasks.Equal(o.Tasks)
+		s.CallTimeout == o.CallTimeout && maps.Equal(s.Tools, o.Tools) && s.Tasks.Equal(o.Tasks) &&
+		s.Guardrails == o.Guardrails
 }
 
 // SameConnection reports whether s and o connect to the upstream the same

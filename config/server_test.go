@@ -145,7 +145,8 @@ func TestEqual(t *testing.T) {
 		"Tools": {func(s *Server) { s.Tools["t"] = ToolOverride{Class: ClassWrite} },
 			func(s *Server) { s.Tools["t"] = ToolOverride{Class: ClassRead, Hidden: true} },
 			func(s *Server) { s.Tools["u"] = ToolOverride{} }},
-		"Tasks": {func(s *Server) { s.Tasks.All = true }, func(s *Server) { s.Tasks.Names = []string{"t"} }},
+		"Tasks":      {func(s *Server) { s.Tasks.All = true }, func(s *Server) { s.Tasks.Names = []string{"t"} }},
+		"Guardrails": {func(s *Server) { s.Guardrails.AllowSecrets = true }},
 	}
 	typ := reflect.TypeFor[Server]()
 	for i := range typ.NumField() {

@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-const serverKnown = "known fields are command, args, env, cwd, url, headers, transport, type, trusted, disabled, callTimeout, confirmDestructive, tools, inheritEnv, sandbox, start, idleTimeout, oauth, envFile, tasks"
+const serverKnown = "known fields are command, args, env, cwd, url, headers, transport, type, trusted, disabled, callTimeout, confirmDestructive, tools, inheritEnv, sandbox, start, idleTimeout, oauth, envFile, tasks, guardrails"
 
 // TestErrors checks that each bad input gives the promised message: file,
 // field path, problem and fix.
@@ -65,6 +65,12 @@ func TestErrors(t *testing.T) {
 			pre + `tasks.maxPerCaller: is not a whole number of tasks above zero; write a number such as 16`, "tasks.maxPerCaller"},
 		{"bad tasks", servers(`"x": {"command": "a", "tasks": "some"}`),
 			pre + `mcpServers.x.tasks: "some" is not a choice of tasks; write "all", or a list of the upstream's tool names such as ["build", "deploy"]`, "mcpServers.x.tasks"},
+		{"bad secrets", servers(`"x": {"command": "a", "guardrails": {"secrets": "warn"}}`),
+			pre + `mcpServers.x.guardrails.secrets: "warn" is not a choice of secrets; write "block" (the default: a call carrying a credential is refused) or "allow"`, "mcpServers.x.guardrails.secrets"},
+		{"unknown guardrail", servers(`"x": {"command": "a", "guardrails": {"tokens": "allow"}}`),
+			pre + `mcpServers.x.guardrails.tokens: unknown field; known fields are secrets`, "mcpServers.x.guardrails.tokens"},
+		{"guardrails not an object", servers(`"x": {"command": "a", "guardrails": "allow"}`),
+			pre + `mcpServers.x.guardrails: is a string, not an object; write an object such as {"secrets": "allow"}`, "mcpServers.x.guardrails"},
 		{"empty task name", servers(`"x": {"command": "a", "tasks": ["build", ""]}`),
 			pre + `mcpServers.x.tasks[1]: tool name is empty; write the upstream tool's name`, "mcpServers.x.tasks[1]"},
 		{"bad class", servers(`"x": {"command": "a", "tools": {"rm": {"class": "dangerous"}}}`),

@@ -58,7 +58,9 @@ func TestUIReviewStates(t *testing.T) {
 		t.Fatal(err)
 	}
 	apWaitTool(t, w, "alpha", fixture.ToolDelete, "the long description", func(x api.Tool) bool { return strings.Contains(string(x.Current), "deletes every value") })
-	if code, out, stderr := w.CLI(t, "review", "approve", "alpha", "--all", "--except", fixture.ToolWrite, "--yes"); code != 3 {
+	// --force: the long description's terminal escape is a high-severity
+	// finding (invisible-characters), which approving all passes over.
+	if code, out, stderr := w.CLI(t, "review", "approve", "alpha", "--all", "--except", fixture.ToolWrite, "--yes", "--force"); code != 3 {
 		t.Fatalf("review approve alpha --all --except: exit %d\n%s\n%s", code, out, stderr)
 	}
 	if code, out, stderr := w.CLI(t, "servers", "approve", "alpha", "--yes"); code != 3 {

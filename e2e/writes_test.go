@@ -900,7 +900,9 @@ func TestActivityOutcomes(t *testing.T) {
 	}
 	calls := []call{
 		{fixture.ToolWrite, map[string]any{"key": "k", "value": marker + "-ok"}, "ok", ""},
-		{fixture.ToolWrite, map[string]any{"key": "k", "value": marker + "-fail", "fail": true}, "error", ""},
+		// (Another key: the fixture's error quotes what its key holds, and
+		// the activity entry keeps what an error said.)
+		{fixture.ToolWrite, map[string]any{"key": "k-fail", "value": marker + "-fail", "fail": true}, "error", ""},
 		{fixture.ToolRead, map[string]any{"key": "k"}, "ok", ""},
 		{fixture.ToolWrite, map[string]any{"key": "k", "value": marker + "-slow", "sleep_ms": 5000}, "unknown", ""},
 		{fixture.ToolWrite, map[string]any{"key": "k", "value": marker + "-refused"}, "refused", "WRITES_LATCHED"},

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -13,6 +14,7 @@ import (
 	"github.com/wardenmcp/warden/answer"
 	"github.com/wardenmcp/warden/approval"
 	"github.com/wardenmcp/warden/callers"
+	"github.com/wardenmcp/warden/guardrails"
 	"github.com/wardenmcp/warden/internal/canon"
 	"github.com/wardenmcp/warden/upstream"
 	"github.com/wardenmcp/warden/writes"
@@ -67,17 +69,44 @@ func (g *Gateway) CallTool(ctx context.Context, call Call) (*answer.Result, erro
 	var ref *Refusal
 	switch {
 	case errors.As(err, &ref):
-		entry.Outcome, entry.Code = "refused", string(ref.Code)
+		entry.Outcome, entry.Code, entry.Error = "refused", string(ref.Code), ref.Text
 		res, err = answer.Decoded(ref.Result()), nil
 	case entry.Outcome == "unknown":
+		entry.Error = errorText(res, nil)
 	case err != nil || (res != nil && res.IsError):
-		entry.Outcome = "error"
+		entry.Outcome, entry.Error = "error", errorText(res, err)
 	default:
 		entry.Outcome = "ok"
 	}
 	g.deps.Activity.Add(entry)
 	g.deps.Metrics.ObserveCall(call.Server, entry.Class, entry.Outcome, time.Since(start))
 	return res, err
+}
+
+// errorText is what a failed call said, for its activity entry (which
+// masks credentials in it): the JSON-RPC error, else the error result's
+// text, at most activity.MaxErrorRead bytes.
+func errorText(res *answer.Result, err error) string {
+	var b strings.Builder
+	switch {
+	case err != nil:
+		b.WriteString(err.Error())
+	case res != nil:
+		r, derr := res.Tool()
+		if derr != nil {
+			return "the result could not be read: " + derr.Error()
+		}
+		for _, c := range r.Content {
+			if t, ok := c.(*mcp.TextContent); ok && b.Len() < activity.MaxErrorRead {
+				if b.Len() > 0 {
+					b.WriteString(" ")
+				}
+				b.WriteString(t.Text)
+			}
+		}
+	}
+	s := b.String()
+	return s[:min(len(s), activity.MaxErrorRead)]
 }
 
 func (g *Gateway) callTool(ctx context.Context, call Call, entry *activity.Entry) (*answer.Result, error) {
@@ -100,6 +129,11 @@ func (g *Gateway) callTool(ctx context.Context, call Call, entry *activity.Entry
 	entry.Args = call.Args // hashed by the activity writer, off the call path
 	if len(entry.Args) == 0 {
 		entry.Args = json.RawMessage("{}")
+	}
+	if !c.Config().Guardrails.AllowSecrets {
+		if found := guardrails.FindSecrets(call.Args); found != nil {
+			return nil, argumentsBlocked(call, found)
+		}
 	}
 	if tool.Class != writes.ClassRead {
 		// Refuse early, even while the server is down; the admission gate
@@ -248,6 +282,17 @@ func unavailable(server string, err error) *Refusal {
 	}
 	// The cause goes last: it may quote the server's stderr, line by line.
 	return refuse(CodeUnavailable, "Server %q could not take the call. Nothing was sent; it is safe to retry. Check the server with: warden status. The cause: %v", server, err)
+}
+
+// argumentsBlocked refuses a call whose arguments carry credentials: it
+// names where and in which format, never the value.
+func argumentsBlocked(call Call, found []guardrails.SecretFinding) *Refusal {
+	var where []string
+	for _, f := range found {
+		where = append(where, fmt.Sprintf("%s (%s)", f.Path, f.Rule))
+	}
+	return refuse(CodeArgumentsBlocked, "The arguments of the call to %q on server %q carry what looks like a credential, so nothing was sent: %s. Keep secrets out of tool calls (a server should read its own from its config). If server %q is meant to receive them, an operator allows it in Warden's config file, in the server's entry under \"mcpServers\": \"guardrails\": {\"secrets\": \"allow\"} (applied when the file is saved).",
+		call.Tool, call.Server, strings.Join(where, ", "), call.Server)
 }
 
 // storeUnavailable refuses a non-read call whose admission could not reach

@@ -24,6 +24,9 @@ const (
 	// The store (the database the "store" setting names) could not be
 	// reached: a write's latch state is unknown, so it is not admitted.
 	CodeStoreUnavailable Code = "STORE_UNAVAILABLE"
+	// The arguments carry a credential and the server's config does not
+	// allow secrets (package guardrails).
+	CodeArgumentsBlocked Code = "ARGUMENTS_BLOCKED"
 )
 
 // StoreHelp is what to do when the store cannot be reached (STORE_UNAVAILABLE).

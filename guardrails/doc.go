@@ -39,4 +39,25 @@
 // Text hidden in tag characters is decoded and scanned too, and look-alike
 // letters are read as the Latin ones they imitate, so hiding the words does
 // not hide them from the other rules.
+//
+// # Secrets kept out of calls
+//
+// FindSecrets reads a tool call's arguments for credentials, and
+// MaskSecrets blanks them in a text (an error an activity entry keeps). The
+// formats are gitleaks' default rule set (github.com/zricethezav/gitleaks/v8
+// v8.30.1, MIT licence: GITLEAKS-LICENSE), about 220 maintained patterns for
+// cloud keys, service tokens, private keys and JWTs, each with its keywords,
+// entropy bound and allowlists. Its file gitleaks.toml is embedded as the
+// module ships it (a test checks it byte for byte against the module) and
+// read with go-toml: importing the module's config package would link
+// viper, zerolog and a dozen more modules into Warden for one string. Left
+// out: its generic-api-key rule, which reads "name = value" in free text;
+// instead a value is a secret by place (RuleSecretParam) when its
+// parameter's name says so and it is varied enough.
+//
+// The rules load on first use (about 30 ms, once); a rule's regexp is
+// compiled the first time a text holds one of its keywords, found by one
+// Aho-Corasick pass, and runs only over the part of the text a match
+// holding them can span. A typical call's check costs a few microseconds,
+// and at most MaxSecretScan bytes of a call's strings are read.
 package guardrails

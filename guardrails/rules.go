@@ -188,7 +188,7 @@ var addressRe = anyOf(
 	`\b(?:https?|s?ftp|wss?|scp|smb|s3|gs)://[^\s'"<>)\]\x60]+`,
 	`\b[a-z0-9._%+-]+@[a-z0-9-]+(?:\.[a-z0-9-]+)*\.[a-z]{2,}\b`,
 	`\+\d[\d ().-]{7,}\d`,
-	`\bchannel [a-z0-9]{6,}\b`,
+	`\bchannel [a-z]{0,3}[0-9][a-z0-9]{4,}\b`, // an id like C0EXFIL01, not a word
 )
 
 // Verbs that send something to an address.

@@ -171,8 +171,9 @@ type serverData struct {
 	// Admission is what admitting the quarantined server would do.
 	Admission api.Admission
 	// ByAll counts the tools "approve all pending and changed" approves;
-	// HeldBack those it passes over.
-	ByAll, HeldBack int
+	// HeldBack the held-back ones it passes over, Flagged those it passes
+	// over for a high-severity finding.
+	ByAll, HeldBack, Flagged int
 }
 
 func (u *UI) server(w http.ResponseWriter, r *http.Request, s *session) {
@@ -191,8 +192,10 @@ func (u *UI) server(w http.ResponseWriter, r *http.Request, s *session) {
 		switch {
 		case byAll(t):
 			d.ByAll++
-		case api.Waiting(t):
+		case api.Waiting(t) && t.HeldBack:
 			d.HeldBack++
+		case api.Waiting(t):
+			d.Flagged++
 		}
 	}
 	u.show(w, s, "server", name, d, err)
@@ -340,12 +343,17 @@ func backTo(r *http.Request, server string, tools []string) string {
 }
 
 // approved reports an approval's answer after lead, naming the tools it
-// left because an operator held them back, and how to approve them.
+// left because an operator held them back or for a high-severity finding,
+// and how to approve them.
 func approved(server, lead string, ans approval.Answer) string {
 	msg := fmt.Sprintf("%s; %d still pending, %d still changed.", lead, ans.StillPending, ans.StillChanged)
 	if len(ans.HeldBack) > 0 {
 		msg += fmt.Sprintf(" Left held back: %s. An operator held these back earlier (warden review approve %s --all --except …) and approving all passes over held-back tools: approve one by name (tick it and press Approve selected, or use the button on its page).",
 			strings.Join(ans.HeldBack, ", "), server)
+	}
+	if len(ans.Flagged) > 0 {
+		msg += fmt.Sprintf(" Left pending, with a high-severity finding: %s. Approving all passes over these: read what the scanner found on each one's page, then approve one by name (tick it and press Approve selected, or use the button on its page), or all with: warden review approve %s --all --force.",
+			strings.Join(ans.Flagged, ", "), server)
 	}
 	return msg
 }

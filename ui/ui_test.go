@@ -196,20 +196,32 @@ func TestExpiredCodeAndLogout(t *testing.T) {
 func TestFindingsShown(t *testing.T) {
 	tool := `{"name":"notes","class":"write","status":"changed","present":true,"current_hash":"sha256:b","approved_hash":"sha256:a",
 		"current":{"name":"notes","description":"Adds a note."},"approved":{"name":"notes","description":"Adds."},
-		"findings":[{"rule":"credential-access","severity":"high","field":"description","excerpt":"read ~/.ssh/id_rsa <b>now</b>"}]}`
+		"findings":[{"rule":"credential-access","severity":"high","field":"description","excerpt":"read ~/.ssh/id_rsa <b>now</b>"}],
+		"reason":"high-severity finding (credential-access) <i>x</i>"}`
+	clean := `{"name":"list","class":"read","status":"pending","present":true,"current_hash":"sha256:c","findings":[]}`
 	m := http.NewServeMux()
 	m.HandleFunc("GET /v1/servers/fx", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, `{"name":"fx"}`) })
-	m.HandleFunc("GET /v1/servers/fx/tools", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "["+tool+"]") })
+	m.HandleFunc("GET /v1/servers/fx/tools", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "["+clean+","+tool+"]") })
 	m.Handle("GET /", &fakeAPI{})
 	u := newUI(t, m)
 	c := login(t, u)
 	page := serve(u, "GET", "/ui/servers/fx/tools/notes", c.Value, nil)
 	if body := page.Body.String(); page.Code != http.StatusOK || !strings.Contains(body, `<section id="findings">`) ||
-		!strings.Contains(body, `<span class="tag bad">high</span> credential-access in description: <mark>read ~/.ssh/id_rsa &lt;b&gt;now&lt;/b&gt;</mark>`) {
+		!strings.Contains(body, `<span class="tag bad">high</span> credential-access in description: <mark>read ~/.ssh/id_rsa &lt;b&gt;now&lt;/b&gt;</mark>`) ||
+		!strings.Contains(body, `<p class="flash bad" id="held-reason">Held: high-severity finding (credential-access) &lt;i&gt;x&lt;/i&gt;.`) {
 		t.Errorf("the tool page: %d\n%s", page.Code, body)
 	}
+	// The list counts the findings, shows why the tool is held, puts it
+	// first, and leaves it out of approving all.
 	list := serve(u, "GET", "/ui/servers/fx", c.Value, nil)
-	if body := list.Body.String(); !strings.Contains(body, `<span class="tag bad findings">1 finding(s)</span>`) {
-		t.Errorf("the server page: %d\n%s", list.Code, body)
+	body := list.Body.String()
+	for _, want := range []string{`<span class="tag bad findings">1 finding(s)</span>`, `<div class="small flagged-why">Held: high-severity finding (credential-access) &lt;i&gt;x&lt;/i&gt;.`,
+		`Approve all 1 pending and changed, as shown`, `<span class="small" id="flagged-note">1 tool(s) with a high-severity finding stay pending`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the server page lacks %q: %d\n%s", want, list.Code, body)
+		}
+	}
+	if strings.Contains(body, `name="shown" value="notes"`) || strings.Index(body, `data-tool="notes"`) > strings.Index(body, `data-tool="list"`) {
+		t.Errorf("the server page: notes must come first and not be approved by all:\n%s", body)
 	}
 }

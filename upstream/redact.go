@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/wardenmcp/warden/config"
+	"github.com/wardenmcp/warden/guardrails"
 )
 
 // The config holds secrets (${env:} expansions, a URL's password, header
@@ -18,7 +19,9 @@ import (
 // Every error that leaves this package (into logs, status, events,
 // refusals) goes through redact, which shows the URL as written in the file
 // (without userinfo or query) and masks the secrets wherever else they
-// appear, in the encodings an error may give them.
+// appear, in the encodings an error may give them, and masks credentials in
+// known formats (guardrails.MaskSecrets) that no config names: a server may
+// print or echo a key of its own.
 
 // redactedError is an error whose text had its secrets masked.
 type redactedError struct {
@@ -42,6 +45,10 @@ func redact(cfg *config.Server, err error) error {
 			a.Message = m
 		}
 		if d := redactText(string(a.Data), cfg); d != string(a.Data) {
+			if !json.Valid([]byte(d)) { // a mask across a quote: keep it as text
+				b, _ := json.Marshal(d)
+				d = string(b)
+			}
 			a.Data = json.RawMessage(d)
 		}
 	}
@@ -66,7 +73,7 @@ func redactText(s string, cfg *config.Server) string {
 	for _, secret := range cfg.Secrets() {
 		s = replaceEncoded(s, secret, "***")
 	}
-	return strings.ReplaceAll(s, urlMark, cfg.DisplayURL())
+	return guardrails.MaskSecrets(strings.ReplaceAll(s, urlMark, cfg.DisplayURL()))
 }
 
 // urlForms are the ways an error quotes a URL: as is, normalized, and with

@@ -62,8 +62,30 @@ func TestRedactHidesSecrets(t *testing.T) {
 	if !json.Valid(answer.Data) {
 		t.Errorf("masked data is no longer JSON: %s", answer.Data)
 	}
+	// A credential in a known format is masked though no config names it.
+	own := "ghp_" + "x9Kq2LmZ7vB4nR8tW1yC6pD3sF5gH0jA1kE2"
+	if got := redact(s, errors.New("auth failed for "+own)).Error(); strings.Contains(got, own) || !strings.Contains(got, "[REDACTED:github-pat]") {
+		t.Errorf("a GitHub token the upstream quoted: %q", got)
+	}
 	harmless := errors.New("upstream answered 415: want application/json")
 	if got := redact(s, harmless); got != harmless {
 		t.Errorf("redact(%q) = %q: masked harmless text", harmless, got)
+	}
+}
+
+// A server's stderr log is masked line by line: a credential in a known
+// format, written in two pieces, never reaches the log whole.
+func TestStderrLogMasksCredentials(t *testing.T) {
+	var out strings.Builder
+	w := &redactingWriter{w: &out, cfg: &config.Server{}}
+	key := "AKIA" + "Z7Q2WXRTY3UV4PLM"
+	for _, part := range []string{"starting with AWS_ACCESS_KEY_ID=" + key[:10], key[10:] + "\nready\n", "last line"} {
+		if _, err := w.Write([]byte(part)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Flush()
+	if got := out.String(); strings.Contains(got, key) || !strings.Contains(got, "[REDACTED:") || !strings.HasSuffix(got, "ready\nlast line") {
+		t.Errorf("log %q", got)
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -16,7 +17,7 @@ func newActivityCmd(g *globals) *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "activity [--server NAME] [--user NAME] [--limit N]",
-		Short: "Show recent tool calls (never their arguments)",
+		Short: "Show recent tool calls (never their arguments; what an error said, credentials masked)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if limit < 0 {
@@ -30,7 +31,7 @@ func newActivityCmd(g *globals) *cobra.Command {
 					fmt.Fprintln(g.stdout, "no tool calls recorded")
 					return nil
 				}
-				t := newTable(g.stdout, "AT", "SURFACE", "USER", "SERVER", "TOOL", "CLASS", "OUTCOME", "LATENCY")
+				t := newTable(g.stdout, "AT", "SURFACE", "USER", "SERVER", "TOOL", "CLASS", "OUTCOME", "LATENCY", "ERROR")
 				for _, e := range entries {
 					outcome := e.Outcome
 					if e.Code != "" {
@@ -40,7 +41,7 @@ func newActivityCmd(g *globals) *cobra.Command {
 						outcome += " (task)"
 					}
 					lat := (time.Duration(e.LatencyMicros) * time.Microsecond).String()
-					t.row(stamp(e.At), e.Surface, orDash(e.User), e.Server, e.Tool, e.Class, outcome, lat)
+					t.row(stamp(e.At), e.Surface, orDash(e.User), e.Server, e.Tool, e.Class, outcome, lat, short(e.Error))
 				}
 				t.flush()
 				return nil
@@ -52,4 +53,14 @@ func newActivityCmd(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&user, "user", "", "only calls by this caller (a user, or a client of the config's \"clients\")")
 	cmd.Flags().IntVar(&limit, "limit", 0, "at most this many calls (default: the daemon's, 100)")
 	return cmd
+}
+
+// short is an entry's error for a table cell: its first 100 runes, on one
+// line (--json has it whole).
+func short(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > 100 {
+		s = string(r[:100]) + "…"
+	}
+	return s
 }

@@ -401,6 +401,50 @@ func TestReviewSummaryAndDiff(t *testing.T) {
 	}
 }
 
+// warden review puts a tool with a high-severity finding first and shows
+// its findings (escaped) and why it is held; approve --all leaves it
+// pending, naming the commands that approve it, and --force approves it.
+func TestReviewFlaggedFirst(t *testing.T) {
+	f := newFakeAPI(t)
+	flagged := pendingTool("zulu")
+	flagged.Findings = []guardrails.Finding{{Rule: "credential-access", Severity: "high", Field: "description", Excerpt: "read ~/.ssh/id_rsa\u202e"}}
+	flagged.Reason = "high-severity finding (credential-access): the trusted server's baseline did not approve it"
+	f.handle("GET /v1/servers/srv", 200, api.Server{Name: "srv"})
+	f.handle("GET /v1/servers/srv/tools", 200, []api.Tool{pendingTool("alpha"), flagged})
+	f.handle("POST /v1/servers/srv/tools/approve", 200, approval.Answer{ApprovedCount: 1, StillPending: 1,
+		HeldTools: []string{"zulu"}, NotApproved: []string{}, Flagged: []string{"zulu"}})
+
+	code, out, _ := f.run("", "review", "srv")
+	z, a := strings.Index(out, "pending  zulu"), strings.Index(out, "pending  alpha")
+	if code != exitHeld || z < 0 || a < z {
+		t.Errorf("review: exit %d; want zulu (flagged) before alpha:\n%s", code, out)
+	}
+	for _, want := range []string{`!!! high credential-access in description: "read ~/.ssh/id_rsa\u202e"`,
+		"held: high-severity finding (credential-access): the trusted server's baseline did not approve it",
+		"--all leaves the 1 tool(s) with a high-severity finding pending: name them, or add --force"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("review lacks %q:\n%s", want, out)
+		}
+	}
+
+	code, out, _ = f.run("", "review", "approve", "srv", "--all", "--yes")
+	plan, answer, _ := strings.Cut(out, "srv: approved")
+	body := string(f.lastBody("POST /v1/servers/srv/tools/approve"))
+	if code != exitHeld || !strings.Contains(plan, "about to approve 1 tool(s)") || strings.Contains(plan, "  pending  zulu") ||
+		!strings.Contains(plan, "left pending, with a high-severity finding: zulu") || strings.Contains(body, "force") {
+		t.Errorf("approve --all: exit %d, body %s; want zulu left out of the plan and no force:\n%s", code, body, out)
+	}
+	for _, want := range []string{"warden review approve srv TOOL", "warden review approve srv --all --force"} {
+		if !strings.Contains(plan, want) || !strings.Contains(answer, want) {
+			t.Errorf("approve --all: the plan and the answer must name %q:\n%s", want, out)
+		}
+	}
+	_, out, _ = f.run("", "review", "approve", "srv", "--all", "--yes", "--force")
+	if body := string(f.lastBody("POST /v1/servers/srv/tools/approve")); !strings.Contains(out, "about to approve 2 tool(s)") || !strings.Contains(body, `"force":true`) {
+		t.Errorf("approve --all --force: body %s; want both tools and force:\n%s", body, out)
+	}
+}
+
 func TestReviewApproveHeldExits3(t *testing.T) {
 	f := newFakeAPI(t)
 	tools := []api.Tool{pendingTool("alpha"), pendingTool("bravo"), pendingTool("charlie")}
@@ -799,7 +843,8 @@ func TestWritesAndActivity(t *testing.T) {
 			return
 		}
 		reply(w, 200, []map[string]any{{"at": at, "surface": "cli", "server": "fs", "tool": "read_file", "class": "read",
-			"outcome": "refused", "code": "TOOL_PENDING", "latency_micros": 42, "user": "ci-bot"},
+			"outcome": "refused", "code": "TOOL_PENDING", "latency_micros": 42, "user": "ci-bot",
+			"error": "Tool \"read_file\" of server \"fs\" is new and not approved yet.\n\x1b[2J" + strings.Repeat(" Review it.", 20)},
 			{"at": at, "surface": "mcp/fs", "server": "fs", "tool": "build", "class": "write", "outcome": "ok", "latency_micros": 7, "task": true}})
 	})
 	f.handle("GET /v1/sessions", 200, []map[string]any{{"server": "remote", "session_id_prefix": "abcdef01…", "protocol_version": "2025-11-25",
@@ -826,7 +871,9 @@ func TestWritesAndActivity(t *testing.T) {
 	}
 	code, out, stderr = f.run("", "activity", "--server", "fs", "--user", "ci-bot", "--limit", "5")
 	if code != 0 || !strings.Contains(out, "refused TOOL_PENDING") || !strings.Contains(out, "42µs") || !strings.Contains(out, "ci-bot") ||
-		!strings.Contains(out, "ok (task)") || strings.Count(out, "(task)") != 1 {
+		!strings.Contains(out, "ok (task)") || strings.Count(out, "(task)") != 1 ||
+		!strings.Contains(out, `Tool "read_file" of server "fs" is new and not approved yet. \x1b[2J Review it.`) || strings.ContainsRune(out, 0x1b) ||
+		strings.Count(out, "Review it.") > 8 || !strings.Contains(out, "…") {
 		t.Errorf("activity: exit %d\n%s\n%s", code, out, stderr)
 	}
 	code, out, _ = f.run("", "sessions")

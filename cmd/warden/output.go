@@ -146,6 +146,10 @@ func (g *globals) reportAnswer(server string, a *approval.Answer) error {
 			fmt.Fprintf(g.stdout, "held back (--except), which approving all leaves: %s; to approve one, name it: warden review approve %s TOOL\n",
 				shownNames(a.HeldBack), server)
 		}
+		if len(a.Flagged) > 0 {
+			fmt.Fprintf(g.stdout, "with a high-severity finding, which approving all leaves: %s; see why: warden review %s; to approve one, name it: warden review approve %s TOOL; or all: warden review approve %s --all --force\n",
+				shownNames(a.Flagged), server, server, server)
+		}
 	}
 	return g.warnHeld(server, a)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/wardenmcp/warden/api"
 	"github.com/wardenmcp/warden/approval"
 	"github.com/wardenmcp/warden/client"
+	"github.com/wardenmcp/warden/guardrails"
 	"github.com/wardenmcp/warden/internal/display"
 )
 
@@ -27,9 +28,12 @@ func newReviewCmd(g *globals) *cobra.Command {
 		Short:             "Show pending and changed tools and what changed since the approval",
 		Long: `Show every pending or changed tool (of SERVER, or of every server), one line
 each: its class and which fields of its definition changed since it was
-approved. With --diff, show each definition in full as a diff of the approved
-one against the current one: description, inputSchema, annotations. Approve
-with "warden review approve", block with "warden review block". Exits 3 when
+approved. Tools with a high-severity guardrails finding come first, and
+every tool's findings are shown under it, the words that raised them quoted
+(approving all passes over a flagged tool: name it, or add --force). With
+--diff, show each definition in full as a diff of the approved one against
+the current one: description, inputSchema, annotations. Approve with
+"warden review approve", block with "warden review block". Exits 3 when
 there is something to review.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -111,6 +115,7 @@ func (g *globals) review(ctx context.Context, c *client.Client, args []string, d
 			return g.apiErr(err)
 		}
 		if h := heldTools(tools); len(h) > 0 {
+			flaggedFirst(h)
 			all[name] = h
 		}
 		if bad := invalidTools(tools); len(bad) > 0 {
@@ -181,6 +186,9 @@ func (g *globals) review(ctx context.Context, c *client.Client, args []string, d
 			return err
 		}
 		fmt.Fprintf(g.stdout, "approve: warden review approve %s --all   (or name the tools; --except T,... leaves some held)\n", name)
+		if n := len(pick(tools, api.Flagged)); n > 0 {
+			fmt.Fprintf(g.stdout, "         --all leaves the %d tool(s) with a high-severity finding pending: name them, or add --force\n", n)
+		}
 		fmt.Fprintf(g.stdout, "block:   warden review block %s TOOL...\n\n", name)
 	}
 	return held
@@ -202,6 +210,12 @@ func (g *globals) writeServerSummary(server string, tools []api.Tool) error {
 			}
 		}
 		tab.row("   "+string(t.Status), t.Name, classLabel(t), what)
+		for _, f := range t.Findings {
+			tab.row("", "", "", findingText(f))
+		}
+		if t.Reason != "" {
+			tab.row("", "", "", "held: "+t.Reason)
+		}
 	}
 	tab.flush()
 	fmt.Fprintf(g.stdout, "\nthe definitions and what changed in them: warden review %s --diff\n", server)
@@ -225,7 +239,10 @@ func (g *globals) writeServerDiff(server string, tools []api.Tool) error {
 func writeToolReview(w io.Writer, server string, t api.Tool) error {
 	fmt.Fprintf(w, "%s  %s/%s  class %s\n", t.Status, server, display.Escape(t.Name), classLabel(t))
 	for _, f := range t.Findings {
-		fmt.Fprintf(w, "!!! %s %s in %s: %s\n", f.Severity, f.Rule, display.Escape(f.Field), display.Escape(strconv.Quote(f.Excerpt)))
+		fmt.Fprintln(w, display.Escape(findingText(f)))
+	}
+	if t.Reason != "" {
+		fmt.Fprintln(w, "held: "+display.Escape(t.Reason))
 	}
 	if t.Status == approval.StatusChanged && len(t.Approved) > 0 {
 		by := t.ApprovedBy
@@ -250,6 +267,27 @@ func writeToolReview(w io.Writer, server string, t api.Tool) error {
 	return nil
 }
 
+// findingText is one guardrails finding on a line, the words that raised it
+// quoted; not escaped (callers escape: the words are a server's).
+func findingText(f guardrails.Finding) string {
+	return fmt.Sprintf("!!! %s %s in %s: %s", f.Severity, f.Rule, f.Field, strconv.Quote(f.Excerpt))
+}
+
+// flaggedFirst puts the tools with a high-severity finding first, keeping
+// the order within each part: a reviewer reads them before the rest.
+func flaggedFirst(tools []api.Tool) {
+	slices.SortStableFunc(tools, func(a, b api.Tool) int {
+		fa, fb := api.Flagged(a), api.Flagged(b)
+		switch {
+		case fa && !fb:
+			return -1
+		case fb && !fa:
+			return 1
+		}
+		return 0
+	})
+}
+
 func newReviewApproveCmd(g *globals) *cobra.Command {
 	var (
 		all, yes, force bool
@@ -261,10 +299,13 @@ func newReviewApproveCmd(g *globals) *cobra.Command {
   warden review approve memory --all --except delete_entities`,
 		Short: "Approve reviewed tools as they are now",
 		Long: `Approve tools of SERVER: the named ones, or with --all every pending and
-changed tool except the --except ones. Shows what will be approved and asks
-for confirmation unless --yes. The approval is bound to the definitions
-shown: if one changed since, nothing is approved (unless --force). Exits 3
-when tools of SERVER are still pending or changed.`,
+changed tool except the --except ones and those with a high-severity
+guardrails finding (see "warden review SERVER"), which stay pending: name
+them, or add --force. Shows what will be approved and asks for
+confirmation unless --yes. The approval is bound to the definitions shown:
+if one changed since, nothing is approved (unless --force). --force is the
+one override of both checks. Exits 3 when tools of SERVER are still pending
+or changed.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			server, named := args[0], dedupe(args[1:])
@@ -292,12 +333,15 @@ when tools of SERVER are still pending or changed.`,
 			if unknown := missing(byName, append(slices.Clone(named), except...)); len(unknown) > 0 {
 				return fmt.Errorf("%s has no tool %s; nothing was changed; list its tools with \"warden tools %s\"", server, strings.Join(unknown, ", "), server)
 			}
-			var sel, left []api.Tool
+			var sel, left, flagged []api.Tool
 			if all {
 				for _, t := range heldTools(tools) {
-					if slices.Contains(except, t.Name) || t.HeldBack {
+					switch {
+					case slices.Contains(except, t.Name) || t.HeldBack:
 						left = append(left, t)
-					} else {
+					case api.Flagged(t) && !force:
+						flagged = append(flagged, t)
+					default:
 						sel = append(sel, t)
 					}
 				}
@@ -312,16 +356,19 @@ when tools of SERVER are still pending or changed.`,
 			}
 			if len(sel) == 0 {
 				fmt.Fprintf(plan, "%s: nothing to approve\n", server)
+				writeFlagged(plan, server, flagged)
 				writeInvalid(plan, server, invalidTools(tools))
-				return g.warnHeld(server, &approval.Answer{StillPending: len(left), HeldTools: names(left)})
+				held := append(left, flagged...)
+				return g.warnHeld(server, &approval.Answer{StillPending: len(held), HeldTools: names(held)})
 			}
 			writePlan(plan, fmt.Sprintf("about to approve %d tool(s) of %s:", len(sel), server), sel)
 			writeLeft(plan, server, left)
+			writeFlagged(plan, server, flagged)
 			writeInvalid(plan, server, invalidTools(tools))
 			if err := g.confirmPlan(yes, fmt.Sprintf("Approve %d tool(s) of %s as shown?", len(sel), server), "nothing was approved"); err != nil {
 				return err
 			}
-			req := approval.ToolApproval{All: all, Except: except}
+			req := approval.ToolApproval{All: all, Except: except, Force: force}
 			if !all {
 				req.Tools = named
 			}
@@ -354,7 +401,7 @@ when tools of SERVER are still pending or changed.`,
 	f.BoolVar(&all, "all", false, "approve every pending and changed tool")
 	f.StringSliceVar(&except, "except", nil, "with --all: tools to leave held (comma-separated)")
 	f.BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation")
-	f.BoolVar(&force, "force", false, "approve even definitions that changed after they were shown")
+	f.BoolVar(&force, "force", false, "approve even definitions that changed after they were shown, and with --all tools with a high-severity finding")
 	cmd.ValidArgsFunction = g.completeArgs(math.MaxInt, api.Waiting)
 	_ = cmd.RegisterFlagCompletionFunc("except", g.completeFlagTools(api.Waiting))
 	return cmd
@@ -402,6 +449,16 @@ func writeLeft(w io.Writer, server string, left []api.Tool) {
 		fmt.Fprintf(w, "left held, as held back earlier: %s (to approve one, name it: warden review approve %s TOOL)\n",
 			shownNames(earlier), server)
 	}
+}
+
+// writeFlagged names the tools approving all leaves pending for a
+// high-severity guardrails finding, and the commands that approve them.
+func writeFlagged(w io.Writer, server string, flagged []api.Tool) {
+	if len(flagged) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "left pending, with a high-severity finding: %s (see why: warden review %s; approve one by name: warden review approve %s TOOL; or all: warden review approve %s --all --force)\n",
+		shownNames(names(flagged)), server, server, server)
 }
 
 // confirmPlan asks whether to go ahead with the plan just shown, unless

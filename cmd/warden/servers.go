@@ -347,8 +347,9 @@ func newServersApproveCmd(g *globals) *cobra.Command {
 their class, and asks for confirmation unless --yes. Those tools are approved
 as they are now, the --block tools are blocked, and the quarantine is lifted.
 Tools held back earlier ("warden review approve NAME --all --except T") stay
-held, as do changed tools and any tool that appears after this command read
-the list. Exits 3 when tools are still pending or changed.`,
+held, as do tools with a high-severity guardrails finding (approve those by
+name with "warden review approve"), changed tools and any tool that appears
+after this command read the list. Exits 3 when tools are still pending or changed.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
@@ -378,6 +379,7 @@ the list. Exits 3 when tools are still pending or changed.`,
 				fmt.Fprintf(plan, "to block: %s\n", strings.Join(dedupe(block), ", "))
 			}
 			writeLeft(plan, name, left)
+			writeFlagged(plan, name, adm.Flagged)
 			writeInvalid(plan, name, invalidTools(tools))
 			if len(changed) > 0 {
 				fmt.Fprintf(plan, "left held, changed since approved: %s (see what changed: warden review %s)\n", shownNames(names(changed)), name)
