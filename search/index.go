@@ -48,6 +48,9 @@ const (
 
 	// Words a synonym brings in count less than the query's own.
 	wSynonym = 0.5
+	// WordNet's related words count less again, and broader words least.
+	wRelated = 0.3
+	wBroader = 0.3
 )
 
 type posting struct {

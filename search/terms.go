@@ -121,7 +121,8 @@ type queryTerm struct {
 
 // queryTerms are a query's terms, each once, plus general synonyms at a
 // lower weight (the words people ask with are rarely the words a tool's
-// author wrote).
+// author wrote), then WordNet's related and broader terms at lower weights
+// still. A term keeps the weight it first came with.
 func queryTerms(q string) []queryTerm {
 	seen := map[string]bool{}
 	var out []queryTerm
@@ -139,6 +140,17 @@ func queryTerms(q string) []queryTerm {
 		for _, s := range synonyms()[t] {
 			add(s, wSynonym)
 		}
+	}
+	var broader []string
+	for _, t := range terms {
+		same, b := related(t)
+		for _, s := range same {
+			add(s, wRelated)
+		}
+		broader = append(broader, b...)
+	}
+	for _, s := range broader {
+		add(s, wBroader)
 	}
 	return out
 }
