@@ -115,13 +115,14 @@ var stop = sync.OnceValue(func() map[string]bool {
 })
 
 type queryTerm struct {
-	term   string
-	weight float64
+	term    string
+	weight  float64
+	wordnet bool // brought in by WordNet
 }
 
 // queryTerms are a query's terms, each once, plus general synonyms at a
 // lower weight (the words people ask with are rarely the words a tool's
-// author wrote), then WordNet's related and broader terms at lower weights
+// author wrote), then WordNet's related and broader terms at a lower weight
 // still. A term keeps the weight it first came with.
 func queryTerms(q string) []queryTerm {
 	seen := map[string]bool{}
@@ -129,7 +130,7 @@ func queryTerms(q string) []queryTerm {
 	add := func(t string, w float64) {
 		if !seen[t] {
 			seen[t] = true
-			out = append(out, queryTerm{t, w})
+			out = append(out, queryTerm{t, w, w == wWordNet})
 		}
 	}
 	terms := Terms(q)
@@ -141,16 +142,11 @@ func queryTerms(q string) []queryTerm {
 			add(s, wSynonym)
 		}
 	}
-	var broader []string
 	for _, t := range terms {
-		same, b := related(t)
-		for _, s := range same {
-			add(s, wRelated)
+		same, broader := related(t)
+		for _, s := range append(same, broader...) {
+			add(s, wWordNet)
 		}
-		broader = append(broader, b...)
-	}
-	for _, s := range broader {
-		add(s, wBroader)
 	}
 	return out
 }
