@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/wardenmcp/warden/search/internal/evalset"
 )
 
 // The evaluation set: tool lists of real MCP servers (server-everything,
@@ -15,14 +17,8 @@ import (
 // people ask, each with the tools that answer it. It measures; it is not
 // tuned against (the ranking's weights and synonyms came first).
 
-type evalTool struct {
-	Name, Title, Description string
-	InputSchema              struct {
-		Properties map[string]struct {
-			Description string `json:"description"`
-		} `json:"properties"`
-	} `json:"inputSchema"`
-}
+// evalTool is a tool definition of the evaluation.
+type evalTool = evalset.Tool
 
 // evalQuery is a query and the tools (keys) that answer it.
 type evalQuery struct {
@@ -38,8 +34,7 @@ func loadEval(t testing.TB) (*Index, []evalQuery) {
 
 func loadEvalSet(t testing.TB, serversPath, queriesPath string) (*Index, []evalQuery) {
 	t.Helper()
-	var servers map[string][]evalTool
-	readJSON(t, serversPath, &servers)
+	servers := readServers(t, serversPath)
 	x := New()
 	for server, tools := range servers {
 		var docs []Doc
@@ -55,6 +50,15 @@ func loadEvalSet(t testing.TB, serversPath, queriesPath string) (*Index, []evalQ
 	var queries []evalQuery
 	readJSON(t, queriesPath, &queries)
 	return x, queries
+}
+
+func readServers(t testing.TB, path string) map[string][]evalTool {
+	t.Helper()
+	servers, err := evalset.Servers(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return servers
 }
 
 func readJSON(t testing.TB, path string, into any) {

@@ -15,7 +15,6 @@ package main
 
 import (
 	"bufio"
-	"encoding/json"
 	"fmt"
 	"log"
 	"os"
@@ -24,6 +23,7 @@ import (
 	"strings"
 
 	"github.com/wardenmcp/warden/search"
+	"github.com/wardenmcp/warden/search/internal/evalset"
 )
 
 // senses is how many of a word's senses count, most frequent first: the
@@ -131,20 +131,9 @@ func sorted(m map[string]bool) []string {
 func vocabulary() map[string]bool {
 	vocab := map[string]bool{}
 	for _, path := range defs {
-		b, err := os.ReadFile(path)
+		servers, err := evalset.Servers(path)
 		if err != nil {
 			log.Fatal(err)
-		}
-		var servers map[string][]struct {
-			Name, Title, Description string
-			InputSchema              struct {
-				Properties map[string]struct {
-					Description string `json:"description"`
-				} `json:"properties"`
-			} `json:"inputSchema"`
-		}
-		if err := json.Unmarshal(b, &servers); err != nil {
-			log.Fatalf("%s: %v", path, err)
 		}
 		for _, tools := range servers {
 			for _, t := range tools {
