@@ -33,14 +33,16 @@ type Hit struct {
 }
 
 // Field weights: a word in a tool's name says more about what it does than
-// one in its description; the server's name is context for every tool.
+// one in its description; the server's name is context for every tool, and
+// people name it ("on gitlab", "in my calendar"). Name, description and
+// server were set on the wide evaluation's tune part (from 3, 1 and 1).
 const (
-	wName      = 3.0
+	wName      = 2.0
 	wTitle     = 2.0
-	wDesc      = 1.0
+	wDesc      = 1.5
 	wParamName = 1.0
 	wParamDesc = 0.4
-	wServer    = 1.0
+	wServer    = 2.0
 	wContext   = 0.2
 
 	k1 = 1.2
