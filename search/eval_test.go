@@ -7,8 +7,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/wardenmcp/warden/search/internal/evalset"
 )
 
 // The evaluation set: tool lists of real MCP servers (server-everything,
@@ -17,8 +15,16 @@ import (
 // people ask, each with the tools that answer it. It measures; it is not
 // tuned against (the ranking's weights and synonyms came first).
 
-// evalTool is a tool definition of the evaluation.
-type evalTool = evalset.Tool
+// evalTool is a tool definition as a server lists it, with what the index
+// reads of it.
+type evalTool struct {
+	Name, Title, Description string
+	InputSchema              struct {
+		Properties map[string]struct {
+			Description string `json:"description"`
+		} `json:"properties"`
+	} `json:"inputSchema"`
+}
 
 // evalQuery is a query and the tools (keys) that answer it.
 type evalQuery struct {
@@ -34,7 +40,8 @@ func loadEval(t testing.TB) (*Index, []evalQuery) {
 
 func loadEvalSet(t testing.TB, serversPath, queriesPath string) (*Index, []evalQuery) {
 	t.Helper()
-	servers := readServers(t, serversPath)
+	var servers map[string][]evalTool
+	readJSON(t, serversPath, &servers)
 	x := New()
 	for server, tools := range servers {
 		var docs []Doc
@@ -50,15 +57,6 @@ func loadEvalSet(t testing.TB, serversPath, queriesPath string) (*Index, []evalQ
 	var queries []evalQuery
 	readJSON(t, queriesPath, &queries)
 	return x, queries
-}
-
-func readServers(t testing.TB, path string) map[string][]evalTool {
-	t.Helper()
-	servers, err := evalset.Servers(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return servers
 }
 
 func readJSON(t testing.TB, path string, into any) {

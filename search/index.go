@@ -50,12 +50,6 @@ const (
 
 	// Words a synonym brings in count less than the query's own.
 	wSynonym = 0.5
-	// WordNet's words, of the same meaning or a broader one, count less
-	// again (on the tune part, weighing broader words less did not help).
-	wWordNet = 0.3
-	// A word WordNet brings in is searched for only if at most commonTerm
-	// tools hold it.
-	commonTerm = 500
 )
 
 type posting struct {
@@ -217,15 +211,13 @@ func (x *Index) Search(query, server string, limit int, keep func(*Doc) bool) []
 }
 
 // weigh multiplies each query term's weight by its idf, once for all
-// shards, and drops the terms no tool holds and the words WordNet brought
-// in that more than commonTerm tools hold: their weight times their idf
-// adds little, and walking their postings is most of a search's time in a
-// large index.
+// shards rather than once per shard, and drops the terms no tool holds, so
+// the shards' loop looks up only terms that can score.
 func (x *Index) weigh(q []queryTerm) []queryTerm {
 	out := q[:0]
 	for _, qt := range q {
 		df := x.df[qt.term]
-		if df == 0 || qt.wordnet && df > commonTerm {
+		if df == 0 {
 			continue
 		}
 		qt.weight *= idf(x.n, df)

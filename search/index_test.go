@@ -77,7 +77,8 @@ func TestIndexFollowsSet(t *testing.T) {
 // drawn from the evaluation set's descriptions, so term statistics look
 // like real ones.
 func synthetic(tb testing.TB, n, perServer int) map[string][]Doc {
-	servers := readServers(tb, "testdata/servers.json")
+	var servers map[string][]evalTool
+	readJSON(tb, "testdata/servers.json", &servers)
 	var base []evalTool
 	for _, name := range sortedKeys(servers) {
 		base = append(base, servers[name]...)

@@ -115,22 +115,20 @@ var stop = sync.OnceValue(func() map[string]bool {
 })
 
 type queryTerm struct {
-	term    string
-	weight  float64
-	wordnet bool // brought in by WordNet
+	term   string
+	weight float64
 }
 
 // queryTerms are a query's terms, each once, plus general synonyms at a
 // lower weight (the words people ask with are rarely the words a tool's
-// author wrote), then WordNet's related and broader terms at a lower weight
-// still. A term keeps the weight it first came with.
+// author wrote).
 func queryTerms(q string) []queryTerm {
 	seen := map[string]bool{}
 	var out []queryTerm
 	add := func(t string, w float64) {
 		if !seen[t] {
 			seen[t] = true
-			out = append(out, queryTerm{t, w, w == wWordNet})
+			out = append(out, queryTerm{t, w})
 		}
 	}
 	terms := Terms(q)
@@ -140,12 +138,6 @@ func queryTerms(q string) []queryTerm {
 	for _, t := range terms {
 		for _, s := range synonyms()[t] {
 			add(s, wSynonym)
-		}
-	}
-	for _, t := range terms {
-		same, broader := related(t)
-		for _, s := range append(same, broader...) {
-			add(s, wWordNet)
 		}
 	}
 	return out
