@@ -2,6 +2,7 @@ package search
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -14,6 +15,8 @@ import (
 // people ask, each with the tools that answer it. It measures; it is not
 // tuned against (the ranking's weights and synonyms came first).
 
+// evalTool is a tool definition as a server lists it, with what the index
+// reads of it.
 type evalTool struct {
 	Name, Title, Description string
 	InputSchema              struct {
@@ -23,13 +26,22 @@ type evalTool struct {
 	} `json:"inputSchema"`
 }
 
-func loadEval(t testing.TB) (*Index, []struct {
+// evalQuery is a query and the tools (keys) that answer it.
+type evalQuery struct {
 	Query string   `json:"query"`
 	Want  []string `json:"want"`
-}) {
+}
+
+// loadEval indexes the servers of the first evaluation set and reads its
+// queries.
+func loadEval(t testing.TB) (*Index, []evalQuery) {
+	return loadEvalSet(t, "testdata/servers.json", "testdata/queries.json")
+}
+
+func loadEvalSet(t testing.TB, serversPath, queriesPath string) (*Index, []evalQuery) {
 	t.Helper()
 	var servers map[string][]evalTool
-	readJSON(t, "testdata/servers.json", &servers)
+	readJSON(t, serversPath, &servers)
 	x := New()
 	for server, tools := range servers {
 		var docs []Doc
@@ -42,11 +54,8 @@ func loadEval(t testing.TB) (*Index, []struct {
 		}
 		x.Set(server, docs)
 	}
-	var queries []struct {
-		Query string   `json:"query"`
-		Want  []string `json:"want"`
-	}
-	readJSON(t, "testdata/queries.json", &queries)
+	var queries []evalQuery
+	readJSON(t, queriesPath, &queries)
 	return x, queries
 }
 
@@ -66,7 +75,27 @@ func readJSON(t testing.TB, path string, into any) {
 // outright, not at a tuned threshold.
 func TestQuality(t *testing.T) {
 	x, queries := loadEval(t)
-	var r1, r5, r10, mrr float64
+	f := measure(t, x, queries)
+	t.Logf("%d tools, %s", x.Len(), f)
+	if f.r10 < 0.5 {
+		t.Errorf("recall@10 %.2f: the ranking is broken", f.r10)
+	}
+}
+
+// figures are the share of queries answered at rank 1, within 5 and
+// within 10, and the mean reciprocal rank (0 past rank 10).
+type figures struct {
+	n                int
+	r1, r5, r10, mrr float64
+}
+
+func (f figures) String() string {
+	return fmt.Sprintf("%d queries: recall@1 %.2f, recall@5 %.2f, recall@10 %.2f, MRR %.2f", f.n, f.r1, f.r5, f.r10, f.mrr)
+}
+
+// measure ranks each query over x and logs the misses (with -v).
+func measure(t *testing.T, x *Index, queries []evalQuery) figures {
+	f := figures{n: len(queries)}
 	for _, q := range queries {
 		hits := x.Search(q.Query, "", 10, nil)
 		rank := slices.IndexFunc(hits, func(h Hit) bool { return slices.Contains(q.Want, h.Doc.Key) }) + 1
@@ -74,20 +103,18 @@ func TestQuality(t *testing.T) {
 			t.Logf("miss: %q (want %s; got %s)", q.Query, strings.Join(q.Want, ","), keys(hits, 3))
 			continue
 		}
-		mrr += 1 / float64(rank)
+		f.mrr += 1 / float64(rank)
 		if rank == 1 {
-			r1++
+			f.r1++
 		}
 		if rank <= 5 {
-			r5++
+			f.r5++
 		}
-		r10++
+		f.r10++
 	}
-	n := float64(len(queries))
-	t.Logf("%d tools, %d queries: recall@1 %.2f, recall@5 %.2f, recall@10 %.2f, MRR %.2f", x.Len(), len(queries), r1/n, r5/n, r10/n, mrr/n)
-	if r10/n < 0.5 {
-		t.Errorf("recall@10 %.2f: the ranking is broken", r10/n)
-	}
+	n := float64(max(f.n, 1))
+	f.r1, f.r5, f.r10, f.mrr = f.r1/n, f.r5/n, f.r10/n, f.mrr/n
+	return f
 }
 
 func keys(hits []Hit, n int) string {
