@@ -14,9 +14,16 @@ import (
 // a pattern runs only on texts holding one of its required words, and only
 // from where one of its leading words starts when it has them. That keeps a
 // definition's scan in microseconds.
+//
+// A set is declared at package initialisation with its patterns' sources
+// only; every set of the package is compiled in place, and the automaton
+// built, together on first use (compiled): a process that scans nothing,
+// like every warden command but the daemon, pays nothing for them (they
+// cost tens of milliseconds and 7 MB).
 type phrases []phrase
 
 type phrase struct {
+	src     string
 	re      *regexp.Regexp
 	num     int32   // the phrase's number among all of the package's
 	anyWord []int32 // a match contains one of these words (ids); nil: no filter
@@ -28,55 +35,80 @@ type phrase struct {
 	maxLen   int // bytes a match can span at most: anchored reads no further
 }
 
-// words numbers every required and leading word of every pattern, for the
-// automaton; phrases lists, by word, the phrases that require it.
-var words = struct {
+// declared is every set the package declares. Only package variables call
+// anyOf, so it is complete before any scan.
+var declared []phrases
+
+// anyOf declares a set of alternative patterns, compiled on first use.
+func anyOf(alts ...string) phrases {
+	ps := make(phrases, len(alts))
+	for i, a := range alts {
+		ps[i].src = a
+	}
+	declared = append(declared, ps)
+	return ps
+}
+
+// lexicon numbers every required and leading word of every pattern, for
+// the automaton; phrases lists, by word, the phrases that require it.
+type lexicon struct {
 	ids     map[string]int32
-	list    []string
+	words   []string
 	phrases [][]int32
 	count   int32 // phrases compiled
-}{ids: map[string]int32{}}
+	auto    *automaton
+}
 
-func wordID(w string) int32 {
-	id, seen := words.ids[w]
+// compiled compiles every declared set in place and builds the lexicon,
+// once, on first use; both are read-only after. What reads a set's
+// patterns calls it first (prepare does, for every text).
+var compiled = sync.OnceValue(func() *lexicon {
+	lx := &lexicon{ids: map[string]int32{}}
+	for _, ps := range declared {
+		for i := range ps {
+			lx.compile(&ps[i])
+		}
+	}
+	lx.auto = build(lx.words)
+	return lx
+})
+
+func (lx *lexicon) wordID(w string) int32 {
+	id, seen := lx.ids[w]
 	if !seen {
-		id = int32(len(words.list))
-		words.ids[w] = id
-		words.list = append(words.list, w)
-		words.phrases = append(words.phrases, nil)
+		id = int32(len(lx.words))
+		lx.ids[w] = id
+		lx.words = append(lx.words, w)
+		lx.phrases = append(lx.phrases, nil)
 	}
 	return id
 }
 
-// anyOf compiles alternative patterns.
-func anyOf(alts ...string) phrases {
-	ps := make(phrases, len(alts))
-	for i, a := range alts {
-		p := phrase{re: regexp.MustCompile(a), num: words.count}
-		words.count++
-		tree, err := syntax.Parse(a, syntax.Perl)
-		if err == nil {
-			tree = tree.Simplify()
-			if ws, ok := required(tree); ok {
-				for _, w := range ws {
-					id := wordID(w)
-					p.anyWord = append(p.anyWord, id)
-					words.phrases[id] = append(words.phrases[id], p.num)
-				}
-			}
-			if ws, b, ok := leading(tree); ok {
-				for _, w := range ws {
-					p.lead = append(p.lead, wordID(w))
-				}
-				slices.Sort(p.lead)
-				p.leadB = b
-				p.anchored = regexp.MustCompile(`^(?:` + a + `)`)
-				p.maxLen = min(maxLength(tree), unboundedMatch)
-			}
-		}
-		ps[i] = p
+// compile compiles one pattern and numbers its words.
+func (lx *lexicon) compile(p *phrase) {
+	p.re, p.num = regexp.MustCompile(p.src), lx.count
+	lx.count++
+	tree, err := syntax.Parse(p.src, syntax.Perl)
+	if err != nil {
+		return
 	}
-	return ps
+	tree = tree.Simplify()
+	if ws, ok := required(tree); ok {
+		for _, w := range ws {
+			id := lx.wordID(w)
+			p.anyWord = append(p.anyWord, id)
+			lx.phrases[id] = append(lx.phrases[id], p.num)
+		}
+	}
+	if ws, b, ok := leading(tree); ok {
+		for _, w := range ws {
+			p.lead = append(p.lead, lx.wordID(w))
+		}
+		slices.Sort(p.lead)
+		p.leadB = b
+		p.anchored = regexp.MustCompile(`^(?:` + p.src + `)`)
+		p.maxLen = min(maxLength(tree), unboundedMatch)
+	}
 }
 
 // unboundedMatch caps how far a pattern with an unbounded part may reach
@@ -371,9 +403,6 @@ type automaton struct {
 	out    [][]int32 // ids of the words that end at each node
 }
 
-// dictionary is built once, after every pattern of the package is compiled.
-var dictionary = sync.OnceValue(func() *automaton { return build(words.list) })
-
 func build(list []string) *automaton {
 	a := &automaton{nclass: 1}
 	for _, w := range list {
@@ -435,15 +464,16 @@ type occurrence struct{ id, start int32 }
 
 // scan returns where the words occur in s, in order of where they start,
 // and the set of phrases whose required words s holds.
-func (a *automaton) scan(s string) ([]occurrence, bitSet) {
+func (lx *lexicon) scan(s string) ([]occurrence, bitSet) {
+	a := lx.auto
 	occ := make([]occurrence, 0, len(s)/8)
-	possible := newBitSet(int(words.count))
+	possible := newBitSet(int(lx.count))
 	n := 0
 	for i := 0; i < len(s); i++ {
 		n = int(a.delta[n*a.nclass+int(a.class[s[i]])])
 		for _, id := range a.out[n] {
-			occ = append(occ, occurrence{id, int32(i + 1 - len(words.list[id]))})
-			for _, p := range words.phrases[id] {
+			occ = append(occ, occurrence{id, int32(i + 1 - len(lx.words[id]))})
+			for _, p := range lx.phrases[id] {
 				possible.add(p)
 			}
 		}

@@ -3,6 +3,7 @@ package guardrails
 import (
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // The phrase rules read text.norm: lower case, one space between words,
@@ -145,11 +146,14 @@ var readRe = anyOf(
 // Handing something over: a verb, then within a few words a destination (an
 // argument, a field, "here", "along", "as x_y"); or a destination alone.
 // The verb and what follows it are matched apart: one pattern for both is
-// many times slower on Go's regexp.
+// many times slower on Go's regexp. Like the phrase sets, the destination's
+// regexp is compiled on first use.
 var (
 	handVerbRe = anyOf(`\b(?:pass|passes|passed|include|includes|included|put|paste|pasted|send|sent|attach|attached|supply|supplied|provide|provided|insert|inserted|append|appended|embed|embedded|share|upload|uploaded|forward|tuck|place|placed|quote|quotes|hand it over|hand over|fill|mirror|copy|copied|post|posted|submit|add|added|list|set to|store|save|record)\b`)
-	handDestRe = regexp.MustCompile(`^[^.!?]*?(?:\b(?:in|into|as|inside|to|within|under|here)\b[^.!?]*?(?:\b(?:field|argument|arg|parameter|param|property|input|memo|note|notes|payload|request|body)s?\b|\x60[^\x60]+\x60|'[a-z_]+'|"[a-z_]+"|\b[a-z]+_[a-z_]+\b)|\bhere\b|\balong\b|\bas\s+[a-z]+_[a-z_]+\b)`)
-	handRe     = anyOf(
+	handDestRe = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^[^.!?]*?(?:\b(?:in|into|as|inside|to|within|under|here)\b[^.!?]*?(?:\b(?:field|argument|arg|parameter|param|property|input|memo|note|notes|payload|request|body)s?\b|\x60[^\x60]+\x60|'[a-z_]+'|"[a-z_]+"|\b[a-z]+_[a-z_]+\b)|\bhere\b|\balong\b|\bas\s+[a-z]+_[a-z_]+\b)`)
+	})
+	handRe = anyOf(
 		`\b(?:in|into|inside) (?:the )?(?:\x60[^\x60]+\x60|'[a-z_]+'|[a-z_]+) (?:field|argument|parameter)\b`,
 		`\b(?:pass|passes|passed|provide|provided|supply|supplied|send it along)\b[^.!?]{0,40}?\bas [a-z][a-z_]{0,30}\b`,
 		`\b(?:pasa|copie|schreibe|füge|inserisci|coloque)\b`, `передай`, `放入`, `入れて`,

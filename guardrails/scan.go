@@ -295,7 +295,7 @@ func (h *hands) within(lo, hi int) []int {
 		h.done = true
 		n := h.t.norm
 		for _, v := range handVerbRe.findAll(h.t, 0, len(n)) {
-			if d := handDestRe.FindStringIndex(n[v[1]:min(len(n), v[1]+handDestWindow)]); d != nil && !negated(n, v[0]) {
+			if d := handDestRe().FindStringIndex(n[v[1]:min(len(n), v[1]+handDestWindow)]); d != nil && !negated(n, v[0]) {
 				h.all = append(h.all, []int{v[0], v[1] + d[1]})
 			}
 		}

@@ -104,7 +104,7 @@ func prepare(f field) *text {
 	}
 	t.pos = append(t.pos, int32(len(s)))
 	t.norm = b.String()
-	t.occ, t.possible = dictionary().scan(t.norm)
+	t.occ, t.possible = compiled().scan(t.norm)
 	return t
 }
 
