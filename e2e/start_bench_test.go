@@ -31,8 +31,9 @@ import (
 // exit (X-ms), and the median CPU time, user and system, of the process and
 // what it ran (X-cpu-ms: less disturbed by a loaded machine), for the
 // launcher's kinds the mean CPU of the launcher and the server it started;
-// and help-x-true, the target 2x, and launcher-over-direct-ms, what the
-// launcher adds to a server's start.
+// and help-x-nothing, the target 2x (help-x-true beside it), with
+// baseline-help-x-nothing when a baseline runs, and launcher-over-direct-ms,
+// what the launcher adds to a server's start.
 //
 //	go test -run '^$' -bench BenchmarkStart -benchtime 200x ./e2e/
 func BenchmarkStart(b *testing.B) {
@@ -125,7 +126,11 @@ func BenchmarkStart(b *testing.B) {
 			b.ReportMetric(median(cpu[i]), k.name+"-cpu-ms")
 		}
 	}
+	b.ReportMetric(p50["help"]/p50["nothing"], "help-x-nothing")
 	b.ReportMetric(p50["help"]/p50["true"], "help-x-true")
+	if _, ok := p50["baseline-help"]; ok {
+		b.ReportMetric(p50["baseline-help"]/p50["nothing"], "baseline-help-x-nothing")
+	}
 	b.ReportMetric(p50["launcher"]-p50["direct"], "launcher-over-direct-ms")
 }
 
