@@ -2,7 +2,9 @@ package surface
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -86,4 +88,43 @@ func TestRerankWithoutAsking(t *testing.T) {
 	if got, note := rerank(context.Background(), nil, "q", two); !slices.Equal(got, two) || note.Reranked || note.Reason != "no client to ask" {
 		t.Errorf("no client: %v %+v", got, note)
 	}
+}
+
+// BenchmarkRerankPrompt is what reranking costs in the client's model's
+// tokens: the prompt of each query of the search package's wide evaluation
+// (523 queries over 406 real tools), as bytes over 4 as for the views,
+// reported as the mean and the largest.
+func BenchmarkRerankPrompt(b *testing.B) {
+	read := func(path string, into any) {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := json.Unmarshal(data, into); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var servers map[string][]*mcp.Tool
+	var queries []struct{ Query string }
+	read("../search/testdata/wide_servers.json", &servers)
+	read("../search/testdata/wide_queries.json", &queries)
+	x := search.New()
+	for server, tools := range servers {
+		docs := make([]search.Doc, len(tools))
+		for i, t := range tools {
+			docs[i] = searchDoc(server, Join(server, t.Name), "", t, "read")
+		}
+		x.Set(server, docs)
+	}
+	var total, most int
+	for b.Loop() {
+		total, most = 0, 0
+		for _, q := range queries {
+			p := rerankQuestion(q.Query, x.Search(q.Query, "", rerankCandidates, nil))
+			n := len(p.SystemPrompt) + len(p.Messages[0].Content[0].(*mcp.TextContent).Text)
+			total, most = total+n, max(most, n)
+		}
+	}
+	b.ReportMetric(float64(total)/4/float64(len(queries)), "prompt-tokens/search")
+	b.ReportMetric(float64(most)/4, "max-prompt-tokens")
 }
