@@ -185,20 +185,24 @@ func (v *view) searchResult(ctx context.Context, client gateway.Client, query, s
 	} else {
 		text.WriteString(`call one with call_tool {"name": "<name>", "arguments": {...}}` + "\n")
 	}
-	structured := map[string]any{"tools": found}
 	switch {
 	case note == nil:
 	case note.Reranked:
 		text.WriteString("ordered by your model\n")
-		structured["reranked"] = true
 	default:
 		fmt.Fprintf(&text, "in the index's order, not your model's: %s\n", note.Reason)
-		structured["reranked"], structured["rerankReason"] = false, note.Reason
 	}
 	return &mcp.CallToolResult{
 		Content:           []mcp.Content{&mcp.TextContent{Text: text.String()}},
-		StructuredContent: structured,
+		StructuredContent: searchAnswer{found, note},
 	}
+}
+
+// searchAnswer is search_tools' structured content; what it says of its
+// order only when reranking is on.
+type searchAnswer struct {
+	Tools []foundTool `json:"tools"`
+	*rerankNote
 }
 
 // paramList names a tool's parameters for the text form, "?" marking the
