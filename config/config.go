@@ -59,6 +59,12 @@ const (
 	ToolSearchAuto = "auto"
 )
 
+// How search_tools orders what it found (toolSearch's "rerank").
+const (
+	RerankNone     = "none"     // as the index ranked it
+	RerankSampling = "sampling" // as the calling client's model orders it, when it offers one
+)
+
 // Write classes a tool override can set.
 const (
 	ClassRead        = "read"
@@ -83,6 +89,9 @@ type Config struct {
 	// cost more than ToolSearchBudget tokens ("auto").
 	ToolSearch       string
 	ToolSearchBudget int
+	// ToolSearchRerank is how search_tools orders its candidates:
+	// RerankNone, or RerankSampling (toolSearch's "rerank").
+	ToolSearchRerank string
 	Servers          map[string]*Server // "mcpServers", keyed by name; never nil
 
 	// PublicURL is how clients reach Warden ("publicURL", no trailing
@@ -293,7 +302,7 @@ func defaults(path string) *Config {
 		Path:       path,
 		Listen:     DefaultListen,
 		Activity:   Activity{MaxEntries: DefaultActivityMaxEntries, MaxAge: DefaultActivityMaxAge},
-		ToolSearch: ToolSearchOff, ToolSearchBudget: DefaultToolSearchBudget,
+		ToolSearch: ToolSearchOff, ToolSearchBudget: DefaultToolSearchBudget, ToolSearchRerank: RerankNone,
 		Servers: map[string]*Server{},
 	}
 }

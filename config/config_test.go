@@ -192,15 +192,28 @@ func TestToolSearch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.ToolSearch != ToolSearchOff || cfg.ToolSearchBudget != DefaultToolSearchBudget {
-		t.Errorf("defaults: %q %d", cfg.ToolSearch, cfg.ToolSearchBudget)
+	if cfg.ToolSearch != ToolSearchOff || cfg.ToolSearchBudget != DefaultToolSearchBudget || cfg.ToolSearchRerank != RerankNone {
+		t.Errorf("defaults: %q %d %q", cfg.ToolSearch, cfg.ToolSearchBudget, cfg.ToolSearchRerank)
 	}
 	cfg, err = Parse("f", []byte(`{"toolSearch": "auto", "toolSearchBudget": 500}`), env())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.ToolSearch != ToolSearchAuto || cfg.ToolSearchBudget != 500 {
-		t.Errorf("set: %q %d", cfg.ToolSearch, cfg.ToolSearchBudget)
+	if cfg.ToolSearch != ToolSearchAuto || cfg.ToolSearchBudget != 500 || cfg.ToolSearchRerank != RerankNone {
+		t.Errorf("set: %q %d %q", cfg.ToolSearch, cfg.ToolSearchBudget, cfg.ToolSearchRerank)
+	}
+	// The object form: the mode and the rerank, each optional.
+	for in, want := range map[string][2]string{
+		`{"mode": "on", "rerank": "sampling"}`: {ToolSearchOn, RerankSampling},
+		`{"rerank": "sampling"}`:               {ToolSearchOff, RerankSampling},
+		`{"mode": "auto", "rerank": ""}`:       {ToolSearchAuto, RerankNone},
+		`{"rerank": "none"}`:                   {ToolSearchOff, RerankNone},
+		`{}`:                                   {ToolSearchOff, RerankNone},
+	} {
+		cfg, err = Parse("f", []byte(`{"toolSearch": `+in+`}`), env())
+		if err != nil || cfg.ToolSearch != want[0] || cfg.ToolSearchRerank != want[1] {
+			t.Errorf("toolSearch %s: %+v (%v), want %q %q", in, cfg, err, want[0], want[1])
+		}
 	}
 }
 

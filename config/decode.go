@@ -18,10 +18,11 @@ import (
 
 // Field names, in the order messages list them.
 var (
-	topFields      = []string{"listen", "stateDir", "store", "storeKey", "activity", "tasks", "toolSearch", "toolSearchBudget", "mcpServers", "publicURL", "auth", "clients", "profiles", "access", "operators"}
-	activityFields = []string{"maxEntries", "maxAge"}
-	tasksFields    = []string{"retention", "maxPerServer", "maxPerCaller"}
-	serverFields   = []string{"command", "args", "env", "cwd", "url", "headers", "transport", "type",
+	topFields        = []string{"listen", "stateDir", "store", "storeKey", "activity", "tasks", "toolSearch", "toolSearchBudget", "mcpServers", "publicURL", "auth", "clients", "profiles", "access", "operators"}
+	activityFields   = []string{"maxEntries", "maxAge"}
+	tasksFields      = []string{"retention", "maxPerServer", "maxPerCaller"}
+	toolSearchFields = []string{"mode", "rerank"}
+	serverFields     = []string{"command", "args", "env", "cwd", "url", "headers", "transport", "type",
 		"trusted", "disabled", "callTimeout", "confirmDestructive", "tools", "inheritEnv", "sandbox", "start", "idleTimeout", "oauth", "envFile", "tasks", "guardrails"}
 	// Fields other MCP hosts write that Warden reads but does not offer
 	// in messages (those it ignores are in foreignTop and foreignServer).
@@ -155,14 +156,7 @@ func (d *decoder) decode(cfg *Config) error {
 		case "tasks":
 			return d.tasks(v, path, &cfg.Tasks)
 		case "toolSearch":
-			s, err := d.str(v, path)
-			if err != nil {
-				return err
-			}
-			if !slices.Contains([]string{ToolSearchOff, ToolSearchOn, ToolSearchAuto}, s) {
-				return d.errAt(v, path, "is not a tool search mode", `write "off", "on" or "auto"`)
-			}
-			cfg.ToolSearch = s
+			return d.toolSearch(v, path, cfg)
 		case "toolSearchBudget":
 			n, ok := d.count(v)
 			if !ok {
@@ -441,6 +435,48 @@ func (d *decoder) activity(v *hujson.Value, path string, a *Activity) error {
 				return err
 			}
 			a.MaxAge = dur
+		}
+		return nil
+	})
+}
+
+// toolSearch reads "toolSearch": a mode alone ("on"), or an object of the
+// mode and how search_tools orders what it finds ({"mode": "on", "rerank":
+// "sampling"}).
+func (d *decoder) toolSearch(v *hujson.Value, path string, cfg *Config) error {
+	mode := func(v *hujson.Value, path string) error {
+		s, err := d.str(v, path)
+		if err != nil {
+			return err
+		}
+		if !slices.Contains([]string{ToolSearchOff, ToolSearchOn, ToolSearchAuto}, s) {
+			return d.errAt(v, path, "is not a tool search mode", `write "off", "on" or "auto"`)
+		}
+		cfg.ToolSearch = s
+		return nil
+	}
+	if v.Value.Kind() == '"' {
+		return mode(v, path)
+	}
+	obj, err := d.object(v, path, `write "off", "on" or "auto", or an object such as {"mode": "on", "rerank": "sampling"}`)
+	if err != nil {
+		return err
+	}
+	return d.fields(obj, path, toolSearchFields, func(name string, v *hujson.Value, p string) error {
+		if name == "mode" {
+			return mode(v, p)
+		}
+		s, err := d.str(v, p)
+		if err != nil {
+			return err
+		}
+		switch s {
+		case "", RerankNone:
+			cfg.ToolSearchRerank = RerankNone
+		case RerankSampling:
+			cfg.ToolSearchRerank = RerankSampling
+		default:
+			return d.errAt(v, p, "is not a way to rerank", `write "none" (the index's order, the default) or "sampling" (the calling client's model orders the best candidates, when the client offers sampling)`)
 		}
 		return nil
 	})

@@ -18,7 +18,7 @@ func TestReadmeNamesEveryField(t *testing.T) {
 		t.Fatal(`the README has no "## Configuration" section`)
 	}
 	section, _, _ = strings.Cut(section, "\n## ")
-	for _, fields := range [][]string{topFields, activityFields, tasksFields, serverFields, toolFields,
+	for _, fields := range [][]string{topFields, activityFields, tasksFields, toolSearchFields, serverFields, toolFields,
 		sandboxFields, guardrailsFields, oauthFields, clientFields, profileFields, profileServer, accessFields, authFields, claimsFields} {
 		for _, f := range fields {
 			if !strings.Contains(section, "`"+f+"`") {

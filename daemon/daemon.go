@@ -381,7 +381,7 @@ func (d *Daemon) configInfo() api.ConfigInfo {
 // setSurfaces gives the surfaces what cfg says of them: the default view,
 // and the known callers.
 func (d *Daemon) setSurfaces(cfg *config.Config) {
-	d.surfaces.SetToolSearch(surface.ToolSearch{Mode: cfg.ToolSearch, Budget: cfg.ToolSearchBudget})
+	d.surfaces.SetToolSearch(surface.ToolSearch{Mode: cfg.ToolSearch, Budget: cfg.ToolSearchBudget, Rerank: cfg.ToolSearchRerank})
 	d.surfaces.SetCallers(callers.New(cfg))
 }
 

@@ -34,7 +34,10 @@ func TestLargeAnswers(t *testing.T) {
 		"huge":      map[string]any{"url": hugeURL, "trusted": true},
 		"hugewrite": map[string]any{"url": hugeURL, "trusted": true, "tools": map[string]any{"huge_answer": map[string]any{"class": "write"}}},
 		"big":       map[string]any{"url": hugeAnswerFixture(t, large), "trusted": true},
-		"bigstdio":  map[string]any{"command": testenv.BuildBinary(t, fixturePkg), "args": []string{"-huge-answer", strconv.Itoa(large)}, "trusted": true},
+		// The clients wait two minutes for four stdio answers in a row, which
+		// take more than the default minute under load with the race detector.
+		"bigstdio": map[string]any{"command": testenv.BuildBinary(t, fixturePkg), "args": []string{"-huge-answer", strconv.Itoa(large)}, "trusted": true,
+			"callTimeout": "2m"},
 	})
 	for _, s := range []string{"huge", "hugewrite", "big", "bigstdio"} {
 		w.WaitReady(t, s)

@@ -5,6 +5,7 @@ package e2e
 // index following approvals, blocks and list changes without a restart.
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -223,5 +225,59 @@ func TestSearchViewDefault(t *testing.T) {
 				stWaitFound(t, def, "echo", "s__echo", true)
 			}
 		})
+	}
+}
+
+// "toolSearch": {"mode": "on", "rerank": "sampling"}: search_tools on /mcp
+// is ordered by the model of a client that offers one (here, one that
+// answers the candidates last first), and left in the index's order, told
+// why, for a client that does not; a reload to "none" stops the asking.
+func TestSearchRerankConfig(t *testing.T) {
+	f := fixture.NewServer(fixture.Options{})
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.json")
+	write := func(rerank string) {
+		b, _ := json.Marshal(map[string]any{"toolSearch": map[string]any{"mode": "on", "rerank": rerank},
+			"mcpServers": map[string]any{"s": map[string]any{"url": f.Serve(t), "trusted": true}}})
+		wardentest.WriteFileAtomic(t, cfg, b, 0o600)
+	}
+	write("sampling")
+	w := wardentest.StartWith(t, cfg, filepath.Join(dir, "state"))
+	w.WaitReady(t, "s")
+	search := func(cs *mcp.ClientSession) (names []string, reranked any) {
+		res := wardentest.CallResult(t, cs, "search_tools", map[string]any{"query": "the value of a key"})
+		m, _ := res.StructuredContent.(map[string]any)
+		for _, tool := range m["tools"].([]any) {
+			names = append(names, tool.(map[string]any)["name"].(string))
+		}
+		return names, m["reranked"]
+	}
+
+	plain := w.Connect(t, "/mcp", nil)
+	stWaitFound(t, plain, "the value of a key", "s__delete_value", true)
+	index, reranked := search(plain)
+	if len(index) < 3 || reranked != false {
+		t.Fatalf("a client without sampling: %v, reranked %v; want the index's order, reranked false", index, reranked)
+	}
+	var asked atomic.Int32
+	sampling := w.Connect(t, "/mcp", &mcp.ClientOptions{CreateMessageHandler: func(_ context.Context, r *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+		asked.Add(1)
+		nums := make([]string, len(index))
+		for i := range nums {
+			nums[i] = fmt.Sprint(len(index) - i)
+		}
+		return &mcp.CreateMessageResult{Role: "assistant", Model: "m", Content: &mcp.TextContent{Text: strings.Join(nums, ",")}}, nil
+	}})
+	want := slices.Clone(index)
+	slices.Reverse(want)
+	if got, reranked := search(sampling); !slices.Equal(got, want) || reranked != true || asked.Load() != 1 {
+		t.Errorf("a client with sampling: %v, reranked %v, asked %d times; want %v, reranked, asked once", got, reranked, asked.Load(), want)
+	}
+
+	n := w.Reloads()
+	write("none")
+	wardentest.WaitFor(t, 20*time.Second, "the config reload", func() bool { return w.Reloads() > n })
+	if got, reranked := search(sampling); !slices.Equal(got, index) || reranked != nil || asked.Load() != 1 {
+		t.Errorf("after the reload to none: %v, reranked %v, asked %d times; want the index's order, nothing said, not asked", got, reranked, asked.Load())
 	}
 }

@@ -1,6 +1,7 @@
 package surface
 
 import (
+	"testing"
 	"time"
 )
 
@@ -21,3 +22,11 @@ func (s *Surfaces) CloseIdleNow(idle, unusedIdle time.Duration) {
 // SweepSessionsAt is the sweep of the shared sessions' records as it would
 // run at now.
 func (s *Surfaces) SweepSessionsAt(now time.Time, idle time.Duration) { s.sweepSessions(now, idle) }
+
+// SetRerankWait makes search_tools wait d for the client's model to
+// rerank, until the test ends.
+func SetRerankWait(t testing.TB, d time.Duration) {
+	old := rerankWait
+	rerankWait = d
+	t.Cleanup(func() { rerankWait = old })
+}

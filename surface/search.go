@@ -1,6 +1,7 @@
 package surface
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -12,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/wardenmcp/warden/answer"
 	"github.com/wardenmcp/warden/callers"
+	"github.com/wardenmcp/warden/config"
 	"github.com/wardenmcp/warden/gateway"
 	"github.com/wardenmcp/warden/search"
 	"github.com/wardenmcp/warden/writes"
@@ -80,7 +82,8 @@ func newSearchView(g *gateway.Gateway, log *slog.Logger, version string) *view {
 
 // searchCall answers search_tools, or unwraps call_tool into the call it
 // carries; other names are left as they are.
-func (v *view) searchCall(p *mcp.CallToolParamsRaw, profile *callers.Profile) (*answer.Result, *mcp.CallToolParamsRaw, error) {
+// client is the caller, which may be asked to rerank (rerank.go).
+func (v *view) searchCall(ctx context.Context, p *mcp.CallToolParamsRaw, client gateway.Client, profile *callers.Profile) (*answer.Result, *mcp.CallToolParamsRaw, error) {
 	switch p.Name {
 	case searchToolsName:
 		var a struct {
@@ -95,7 +98,7 @@ func (v *view) searchCall(p *mcp.CallToolParamsRaw, profile *callers.Profile) (*
 		if a.Limit != nil {
 			limit = min(max(*a.Limit, 1), maxLimit)
 		}
-		return answer.Decoded(v.searchResult(a.Query, a.Server, limit, profile)), nil, nil
+		return answer.Decoded(v.searchResult(ctx, client, a.Query, a.Server, limit, profile)), nil, nil
 	case callToolName:
 		name, args, err := unwrapCall(p.Arguments)
 		if err != nil {
@@ -147,13 +150,25 @@ type indexed struct {
 	class writes.Class
 }
 
-// searchResult answers search_tools: the tools profile allows (nil: all).
-func (v *view) searchResult(query, server string, limit int, profile *callers.Profile) *mcp.CallToolResult {
+// searchResult answers search_tools: the tools profile allows (nil: all),
+// in the order client's model gives them when reranking is on.
+func (v *view) searchResult(ctx context.Context, client gateway.Client, query, server string, limit int, profile *callers.Profile) *mcp.CallToolResult {
 	var keep func(*search.Doc) bool
 	if profile != nil {
 		keep = func(d *search.Doc) bool { return profile.Allows(d.Server, d.Tool, d.Payload.(indexed).class) }
 	}
-	hits := v.index.Search(query, server, limit, keep)
+	reranking := v.toolSearch != nil && v.toolSearch.Load().Rerank == config.RerankSampling
+	n := limit
+	if reranking {
+		n = max(limit, rerankCandidates)
+	}
+	hits := v.index.Search(query, server, n, keep)
+	var note *rerankNote
+	if reranking {
+		var rn rerankNote
+		hits, rn = rerank(ctx, client, query, hits)
+		hits, note = hits[:min(len(hits), limit)], &rn
+	}
 	found := make([]foundTool, 0, len(hits))
 	var text strings.Builder
 	for _, h := range hits {
@@ -170,10 +185,24 @@ func (v *view) searchResult(query, server string, limit int, profile *callers.Pr
 	} else {
 		text.WriteString(`call one with call_tool {"name": "<name>", "arguments": {...}}` + "\n")
 	}
+	switch {
+	case note == nil:
+	case note.Reranked:
+		text.WriteString("ordered by your model\n")
+	default:
+		fmt.Fprintf(&text, "in the index's order, not your model's: %s\n", note.Reason)
+	}
 	return &mcp.CallToolResult{
 		Content:           []mcp.Content{&mcp.TextContent{Text: text.String()}},
-		StructuredContent: map[string]any{"tools": found},
+		StructuredContent: searchAnswer{found, note},
 	}
+}
+
+// searchAnswer is search_tools' structured content; what it says of its
+// order only when reranking is on.
+type searchAnswer struct {
+	Tools []foundTool `json:"tools"`
+	*rerankNote
 }
 
 // paramList names a tool's parameters for the text form, "?" marking the

@@ -78,6 +78,7 @@ func New(g *gateway.Gateway, log *slog.Logger, version string, sessionIdle time.
 	s.aggH = newEndpoint(s.agg.srv)
 	s.search = newSearchView(g, log, version)
 	s.search.policy = &s.policy
+	s.search.toolSearch = &s.toolSearch
 	s.searchH = newEndpoint(s.search.srv)
 	s.toolSearch.Store(&ToolSearch{Mode: config.ToolSearchOff})
 	go s.update()
@@ -424,9 +425,13 @@ func (s *Surfaces) SetTasks(ts *tasks.Tasks) {
 type ToolSearch struct {
 	Mode   string // config.ToolSearchOff, On or Auto
 	Budget int    // tokens, for Auto
+	// Rerank is how search_tools orders what it found: config.RerankNone
+	// or RerankSampling (rerank.go).
+	Rerank string
 }
 
-// SetToolSearch sets /mcp's default view for sessions started from now on.
+// SetToolSearch sets /mcp's default view for sessions started from now
+// on, and how search_tools orders from its next search.
 func (s *Surfaces) SetToolSearch(ts ToolSearch) { s.toolSearch.Store(&ts) }
 
 // aggregated picks the view of a request to /mcp: the one ?view= names,

@@ -57,8 +57,11 @@ type view struct {
 	resources map[string]string // URI or URI template → server
 	byServer  map[string]*exposed
 	index     *search.Index // the search view's tools, instead of tools/list
-	rounds    *rounds       // stateless-era calls between their rounds
-	tasks     *taskRunner   // SetTasks's, set before serving; nil: no tasks
+	// toolSearch is the surfaces' setting, whose Rerank the search view
+	// follows; nil elsewhere.
+	toolSearch *atomic.Pointer[ToolSearch]
+	rounds     *rounds     // stateless-era calls between their rounds
+	tasks      *taskRunner // SetTasks's, set before serving; nil: no tasks
 
 	sessMu   sync.Mutex
 	sessions map[string]*live // initialized downstream sessions by id
@@ -216,7 +219,7 @@ func (v *view) callTool(ctx context.Context, r *mcp.CallToolRequest) (mcp.Result
 // server's path and the fast path come here.
 func (v *view) call(ctx context.Context, p *mcp.CallToolParamsRaw, client gateway.Client, after *answer.After, from origin) (*answer.Result, error) {
 	if v.index != nil {
-		res, inner, err := v.searchCall(p, from.who.Profile)
+		res, inner, err := v.searchCall(ctx, p, client, from.who.Profile)
 		if res != nil || err != nil {
 			return res, err
 		}

@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -42,5 +43,23 @@ func TestBackoffSaysWhenItRetries(t *testing.T) {
 	}
 	if st.Error == "" || !st.RetryAt.After(st.Since) || st.RetryAt.Sub(st.Since) > time.Second {
 		t.Fatalf("in backoff: error %q, since %s, retry at %s; want the error and the next attempt soon after", st.Error, st.Since, st.RetryAt)
+	}
+}
+
+// Between attempts the status keeps the last failure, so a look at it while
+// a server is being tried again still says why it is not up; once it is,
+// and on a first attempt, there is none.
+func TestRetryKeepsTheLastFailure(t *testing.T) {
+	k := &link{name: "s", changed: make(chan struct{})}
+	k.set(StateConnecting, nil)
+	k.backoff(1, time.Second, errors.New("exit status 1"))
+	k.set(StateConnecting, nil)
+	if k.status.State != StateConnecting || k.status.Error != "exit status 1" {
+		t.Fatalf("retrying: %+v; want connecting with the last failure", k.status)
+	}
+	k.serving(nil)
+	k.set(StateConnecting, nil)
+	if k.status.Error != "" {
+		t.Fatalf("connecting after a success: %+v; want no failure", k.status)
 	}
 }

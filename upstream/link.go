@@ -67,7 +67,11 @@ func (k *link) set(st State, err error) {
 	k.mu.Lock()
 	k.status.State = st
 	k.status.Since = time.Now()
-	k.status.Error, k.status.Stderr = "", nil
+	if st != StateConnecting || k.status.Failures == 0 {
+		// A retry keeps the last failure until it ends: a look at the
+		// status between attempts still says why the server is not up.
+		k.status.Error, k.status.Stderr = "", nil
+	}
 	if st != StateBackoff {
 		k.status.RetryAt = time.Time{}
 	}
