@@ -41,7 +41,8 @@ func newActivityCmd(g *globals) *cobra.Command {
 						outcome += " (task)"
 					}
 					lat := (time.Duration(e.LatencyMicros) * time.Microsecond).String()
-					t.row(stamp(e.At), e.Surface, orDash(e.User), e.Server, e.Tool, e.Class, outcome, lat, short(e.Error))
+					// What an error said, on one line and shortened: --json has it whole.
+					t.row(stamp(e.At), e.Surface, orDash(e.User), e.Server, e.Tool, e.Class, outcome, lat, truncate(strings.Join(strings.Fields(e.Error), " "), 101))
 				}
 				t.flush()
 				return nil
@@ -53,14 +54,4 @@ func newActivityCmd(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&user, "user", "", "only calls by this caller (a user, or a client of the config's \"clients\")")
 	cmd.Flags().IntVar(&limit, "limit", 0, "at most this many calls (default: the daemon's, 100)")
 	return cmd
-}
-
-// short is an entry's error for a table cell: its first 100 runes, on one
-// line (--json has it whole).
-func short(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > 100 {
-		s = string(r[:100]) + "…"
-	}
-	return s
 }
