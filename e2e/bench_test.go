@@ -25,7 +25,8 @@ import (
 // to another warden binary (an older build) through its /mcp/{server} too;
 // and, for scale, through two yardsticks: a TCP forwarder (the cost of one
 // more process in the path, whatever it does) and a bare HTTP reverse
-// proxy. The upstream (the Go SDK fixture) serves 2025 sessions over HTTP,
+// proxy, in front of each upstream (the goal for each era: Warden adds no
+// more than the proxy). The upstream (the Go SDK fixture) serves 2025 sessions over HTTP,
 // to which the SDK's 2026-07-28 client falls back when it calls it
 // directly. A second one keeps no sessions, and so speaks 2026-07-28 to
 // such a client and to Warden: a 2026-07-28 client calls it directly and
@@ -54,9 +55,9 @@ func BenchmarkToolCall(b *testing.B) {
 	servers := map[string]any{"bench": map[string]any{"url": upURL, "trusted": true}, "stateless": map[string]any{"url": statelessURL, "trusted": true}}
 	listen := wardentest.ServeProcess(b, "", servers).Addr
 	sdkListen := wardentest.ServeProcess(b, "", servers, "WARDEN_FASTPATH=off").Addr
-	proxyAddr := "127.0.0.1:" + strconv.Itoa(testenv.FreePort(b))
-	testenv.StartProcess(b, exec.Command(testenv.BuildBinary(b, "./internal/testing/fixture/cmd/plainproxy"), proxyAddr, upURL))
-	testenv.WaitHTTP(b, "http://"+proxyAddr+"/mcp", 20*time.Second)
+	proxyBin := testenv.BuildBinary(b, "./internal/testing/fixture/cmd/plainproxy")
+	proxyURL := startPlainProxy(b, proxyBin, upURL)
+	statelessProxyURL := startPlainProxy(b, proxyBin, statelessURL)
 	fwdAddr := "127.0.0.1:" + strconv.Itoa(testenv.FreePort(b))
 	testenv.StartProcess(b, exec.Command(testenv.BuildBinary(b, "./internal/testing/fixture/cmd/tcpforward"), fwdAddr, upAddr))
 	testenv.WaitHTTP(b, "http://"+fwdAddr+"/mcp", 20*time.Second)
@@ -66,12 +67,13 @@ func BenchmarkToolCall(b *testing.B) {
 	ways := []benchWay{
 		{name: "direct", url: upURL, tool: "echo", version: era2025},
 		{name: "tcp-forward", url: "http://" + fwdAddr + "/mcp", tool: "echo", version: era2025},
-		{name: "plain-proxy", url: "http://" + proxyAddr + "/mcp", tool: "echo", version: era2025},
+		{name: "plain-proxy", url: proxyURL, tool: "echo", version: era2025},
 		{name: "warden-server", url: "http://" + listen + "/mcp/bench", tool: "echo", version: era2025},
 		{name: "warden-aggregated", url: "http://" + listen + "/mcp", tool: "bench__echo", version: era2025},
 		{name: "warden-sdk-paths", url: "http://" + sdkListen + "/mcp/bench", tool: "echo", version: era2025},
 		{name: "warden-2026-client", url: "http://" + listen + "/mcp/bench", tool: "echo", version: era2026},
 		{name: "direct-stateless", url: statelessURL, tool: "echo", version: era2026, base: "direct-stateless"},
+		{name: "plain-proxy-stateless", url: statelessProxyURL, tool: "echo", version: era2026, base: "direct-stateless"},
 		{name: "warden-stateless-upstream", url: "http://" + listen + "/mcp/stateless", tool: "echo", version: era2026, base: "direct-stateless"},
 	}
 	if old := os.Getenv("WARDEN_BENCH_BASELINE"); old != "" {
@@ -116,6 +118,16 @@ func BenchmarkToolCall(b *testing.B) {
 			}
 		})
 	}
+}
+
+// startPlainProxy starts the reverse-proxy yardstick in front of upstream
+// and returns its URL.
+func startPlainProxy(b *testing.B, bin, upstream string) string {
+	addr := "127.0.0.1:" + strconv.Itoa(testenv.FreePort(b))
+	testenv.StartProcess(b, exec.Command(bin, addr, upstream))
+	u := "http://" + addr + "/mcp"
+	testenv.WaitHTTP(b, u, 20*time.Second)
+	return u
 }
 
 // benchWay is a way to call the upstream: a client of version calls tool

@@ -18,6 +18,7 @@ import (
 //
 //	go test -run '^$' -bench BenchmarkCallEras -cpuprofile cpu.out ./surface/
 //
+// BenchmarkCallStatelessUpstream is the same to an upstream of that era.
 // BenchmarkCallOIDC is the same call with an identity provider's access
 // token, its keys cached: beside known=false it is what checking a JWT
 // adds to a call.
@@ -40,6 +41,15 @@ func BenchmarkCallEras(b *testing.B) {
 			benchCall(b, e, fmt.Sprintf("%s/known=%t", version, known), version, transport)
 		}
 	}
+}
+
+// BenchmarkCallStatelessUpstream is a 2026-07-28 client's tools/call to an
+// upstream that keeps no sessions and so speaks 2026-07-28 too.
+func BenchmarkCallStatelessUpstream(b *testing.B) {
+	fx := fixture.NewServer(fixture.Options{Stateless: true})
+	e := newEnv(b, fmt.Sprintf(`{"fx": {"url": %q, "trusted": true}}`, fx.Serve(b)), 0, 0)
+	e.WaitListed(b, "fx")
+	benchCall(b, e, "2026-07-28", "2026-07-28", http.DefaultTransport)
 }
 
 func BenchmarkCallOIDC(b *testing.B) {
