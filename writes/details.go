@@ -6,6 +6,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/wardenmcp/warden/guardrails"
 )
 
 // What a latch keeps of a call, beyond its hash, so that the person who
@@ -46,7 +47,8 @@ func ClientOf(info *mcp.Implementation, session string) Caller {
 
 // Arg is one top-level argument of a call: its name and the size of its
 // JSON, and its value (that JSON, cut to MaxArgValue bytes) only when the
-// tool's config says recordArgs: values can be secrets.
+// tool's config says recordArgs: values can be secrets, and credentials in
+// known formats are masked even then.
 type Arg struct {
 	Name     string `json:"name"`
 	Bytes    int    `json:"bytes"`
@@ -74,11 +76,24 @@ func DescribeArgs(raw json.RawMessage, values bool) (args []Arg, omitted int) {
 		a := Arg{Bytes: len(m[name])}
 		a.Name, _ = cut(name, MaxName)
 		if values {
-			a.Value, a.ValueCut = cut(string(m[name]), MaxArgValue)
+			a.Value, a.ValueCut = recorded(m[name])
 		}
 		args = append(args, a)
 	}
 	return args, omitted
+}
+
+// maskWindow is how much of a value is searched for credentials before it
+// is cut to MaxArgValue: enough for a credential that starts within what is
+// kept to be found whole (a private key's PEM block is a few KiB).
+const maskWindow = 8 << 10
+
+// recorded is a value as a latch keeps it: each credential in a known format
+// masked (recordArgs keeps what finds a write upstream, not a token), then
+// cut to MaxArgValue bytes; and whether it was cut.
+func recorded(v json.RawMessage) (string, bool) {
+	s, cutShort := cut(guardrails.MaskSecrets(string(v[:min(len(v), maskWindow)])), MaxArgValue)
+	return s, cutShort || len(v) > maskWindow
 }
 
 // cut is s in at most n bytes, whole characters only, and whether it was

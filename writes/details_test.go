@@ -28,6 +28,26 @@ func TestDescribeArgs(t *testing.T) {
 	}
 }
 
+// A recorded value keeps no credential in a known format, wherever it sits
+// in what is kept.
+func TestDescribeArgsMasksCredentials(t *testing.T) {
+	token := "ghp_" + strings.Repeat("aB3dE5gH7j", 3) + "K9mN0p"
+	long := strings.Repeat("x", MaxArgValue-20) + token // starts in what is kept, ends beyond
+	raw, _ := json.Marshal(map[string]any{"auth": "Bearer " + token, "body": long, "n": 3})
+	args, _ := DescribeArgs(raw, true)
+	for _, a := range args {
+		if strings.Contains(a.Value, token[:12]) {
+			t.Errorf("%s: the token is kept: %q", a.Name, a.Value)
+		}
+	}
+	if !strings.Contains(args[0].Value, "[REDACTED:github-pat]") || args[0].ValueCut || args[2].Value != "3" {
+		t.Errorf("values: %+v", args)
+	}
+	if !args[1].ValueCut || len(args[1].Value) > MaxArgValue {
+		t.Errorf("a long value: %d bytes, cut %v", len(args[1].Value), args[1].ValueCut)
+	}
+}
+
 // Whatever a client sends, what is kept of it is bounded.
 func TestDescribeArgsBounded(t *testing.T) {
 	var b strings.Builder
