@@ -8,12 +8,12 @@ import (
 // maxWalkDepth bounds how deep walkStrings follows nested values.
 const maxWalkDepth = 256
 
-// walkStrings calls fn with every string value in the JSON document b (not
-// object keys), at most its first max bytes, with its path, in document
-// order, until fn returns false. It reads b once, without building the
-// document; at a syntax error, or deeper than maxWalkDepth, it stops. fn
-// must not keep path.
-func walkStrings(b []byte, max int, fn func(path []pathPart, s string) bool) {
+// walkStrings calls fn with every string in the JSON document b, values and
+// object keys (key true: path is then the object's), at most its first max
+// bytes, with its path, in document order, until fn returns false. It reads
+// b once, without building the document; at a syntax error, or deeper than
+// maxWalkDepth, it stops. fn must not keep path.
+func walkStrings(b []byte, max int, fn func(path []pathPart, s string, key bool) bool) {
 	w := walker{b: b, max: max, fn: fn}
 	w.value()
 }
@@ -23,7 +23,7 @@ type walker struct {
 	i    int
 	max  int
 	path []pathPart
-	fn   func([]pathPart, string) bool
+	fn   func(path []pathPart, s string, key bool) bool
 	stop bool
 }
 
@@ -48,7 +48,7 @@ func (w *walker) value() bool {
 	switch w.b[w.i] {
 	case '"':
 		s, ok := w.str()
-		if ok && !w.fn(w.path, s) {
+		if ok && !w.fn(w.path, s, false) {
 			w.stop = true
 		}
 		return !w.stop
@@ -71,6 +71,10 @@ func (w *walker) value() bool {
 				return false
 			}
 			w.i++
+			if !w.fn(w.path, k, true) {
+				w.stop = true
+				return false
+			}
 			w.path = append(w.path, pathPart{key: k})
 			ok = w.value()
 			w.path = w.path[:len(w.path)-1]

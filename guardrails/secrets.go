@@ -29,7 +29,8 @@ const maxSecretFindings = 3
 // format, never the value.
 type SecretFinding struct {
 	// Path is where in the arguments: "token", "auth.key", "items[2]",
-	// `headers["X-Api-Key"]`.
+	// `headers["X-Api-Key"]`, "a key in headers" (a credential as an object
+	// key; a key is masked in any path).
 	Path string `json:"path"`
 	Rule string `json:"rule"`
 }
@@ -41,7 +42,7 @@ func FindSecrets(args []byte) []SecretFinding {
 	rs := loadSecretRules()
 	var out []SecretFinding
 	budget := MaxSecretScan
-	walkStrings(args, MaxSecretScan, func(path []pathPart, s string) bool {
+	walkStrings(args, MaxSecretScan, func(path []pathPart, s string, key bool) bool {
 		if len(s) > budget {
 			s = s[:budget]
 		}
@@ -51,11 +52,15 @@ func FindSecrets(args []byte) []SecretFinding {
 			rule = r.id
 			return false
 		})
-		if rule == "" && len(path) > 0 && path[len(path)-1].key != "" && secretName(path[len(path)-1].key) && secretValue(rs, s) {
+		if rule == "" && !key && len(path) > 0 && path[len(path)-1].key != "" && secretName(path[len(path)-1].key) && secretValue(rs, s) {
 			rule = RuleSecretParam
 		}
 		if rule != "" {
-			out = append(out, SecretFinding{Path: pathString(path), Rule: rule})
+			where := pathString(path)
+			if key {
+				where = "a key in " + where
+			}
+			out = append(out, SecretFinding{Path: where, Rule: rule})
 		}
 		return len(out) < maxSecretFindings && budget > 0
 	})
@@ -276,6 +281,9 @@ func pathString(path []pathPart) string {
 		switch {
 		case p.key == "":
 			b.WriteString("[" + strconv.Itoa(p.index) + "]")
+		case p.key != "" && MaskSecrets(p.key) != p.key:
+			// A credential as a key: named by its format only.
+			b.WriteString("[" + strconv.Quote(MaskSecrets(p.key)) + "]")
 		case plainKey(p.key):
 			if i > 0 {
 				b.WriteByte('.')

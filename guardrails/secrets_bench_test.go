@@ -21,7 +21,7 @@ func BenchmarkArgumentsCheck(b *testing.B) {
 	b.Run("walk-only", func(b *testing.B) {
 		b.SetBytes(int64(len(typical)))
 		for b.Loop() {
-			walkStrings(typical, MaxSecretScan, func([]pathPart, string) bool { return true })
+			walkStrings(typical, MaxSecretScan, func([]pathPart, string, bool) bool { return true })
 		}
 	})
 	b.Run("typical", func(b *testing.B) {

@@ -67,6 +67,13 @@ func TestFindSecretsEachFormat(t *testing.T) {
 			if len(got) != 1 || got[0].Rule != rule || got[0].Path != "body" {
 				t.Fatalf("in prose: %+v", got)
 			}
+			// As an object key, where no path may show it.
+			pw := mix(14, alnum+"!#%&*")
+			got = FindSecrets(args(t, map[string]any{"opts": map[string]any{secret: map[string]any{"password": pw}}}))
+			want = []SecretFinding{{Path: "a key in opts", Rule: rule}, {Path: `opts["[REDACTED:` + rule + `]"].password`, Rule: RuleSecretParam}}
+			if !slices.Equal(got, want) {
+				t.Fatalf("as a key: %+v, want %+v", got, want)
+			}
 			masked := MaskSecrets("the key " + secret + " leaked")
 			if strings.Contains(masked, secret) || !strings.Contains(masked, "[REDACTED:"+rule+"]") || !strings.HasPrefix(masked, "the key ") {
 				t.Fatalf("MaskSecrets = %q", masked)
@@ -160,11 +167,15 @@ func TestFindSecretsBound(t *testing.T) {
 func TestWalkStrings(t *testing.T) {
 	var got []string
 	walkStrings([]byte(`{"a": "abcdef", "b": ["x\u0041yz", "q\u0041", 3, {"c": "\"s\""}], "d": null, "e": "`), 3,
-		func(path []pathPart, s string) bool {
+		func(path []pathPart, s string, key bool) bool {
+			if key {
+				s = "key " + s
+			}
 			got = append(got, pathString(path)+"="+s)
 			return true
 		})
-	want := []string{"a=abc", "b[0]=x", "b[1]=q", `b[3].c="s`} // a cut in an escape cuts before it
+	want := []string{"(the arguments)=key a", "a=abc", "(the arguments)=key b", "b[0]=x", "b[1]=q", "b[3]=key c", `b[3].c="s`, // a cut in an escape cuts before it
+		"(the arguments)=key d", "(the arguments)=key e"}
 	if !slices.Equal(got, want) {
 		t.Errorf("walk = %q, want %q", got, want)
 	}
