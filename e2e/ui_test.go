@@ -334,14 +334,16 @@ func TestReviewPageInBrowser(t *testing.T) {
 		t.Fatal("a write past callTimeout succeeded")
 	}
 	// Activity, filtered by server. (The log is written off the call path.)
+	var es []activity.Entry
 	wardentest.WaitFor(t, 20*time.Second, "the write in the activity log", func() bool {
-		var es []activity.Entry
 		w.API(t, "GET", "/v1/activity?server=beta", nil, &es)
 		return len(es) > 0
 	})
 	op.open("/ui/activity")
-	if row := op.text(`#calls tr[data-server="beta"]`); !strings.Contains(row, fixture.ToolWrite) || !strings.Contains(row, "unknown") {
-		t.Fatalf("activity row: %q", row)
+	// What the call's outcome said is on the row, as the API has it.
+	if row := op.text(`#calls tr[data-server="beta"]`); !strings.Contains(row, fixture.ToolWrite) || !strings.Contains(row, "unknown") ||
+		es[0].Error == "" || !strings.Contains(row, es[0].Error[:min(len(es[0].Error), 60)]) {
+		t.Fatalf("activity row: %q; the entry's error %q", row, es[0].Error)
 	}
 	op.open("/ui/activity?server=alpha")
 	if calls := op.text("#calls"); strings.Contains(calls, fixture.ToolWrite) || !strings.Contains(calls, "no calls") {
