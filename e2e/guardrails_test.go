@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -91,6 +92,11 @@ func TestGuardrailsRugPullHeld(t *testing.T) {
 	}
 	if w, e := strings.Index(out, "changed  write_value"), strings.Index(out, "changed  echo"); w < 0 || e < w {
 		t.Errorf("warden review s: write_value (flagged) must come before echo:\n%s", out)
+	}
+	// warden tools says which tool is flagged, and by which rule.
+	if _, out, _ := w.CLI(t, "tools", "s"); !regexp.MustCompile(`(?m)^write_value .*flagged: credential-access`).MatchString(out) ||
+		regexp.MustCompile(`(?m)^echo .*flagged`).MatchString(out) {
+		t.Errorf("warden tools s does not mark write_value alone as flagged:\n%s", out)
 	}
 
 	// The page in Chromium: the tool's row says why it is held, approving

@@ -10,6 +10,7 @@ import (
 	"github.com/wardenmcp/warden/api"
 	"github.com/wardenmcp/warden/approval"
 	"github.com/wardenmcp/warden/client"
+	"github.com/wardenmcp/warden/guardrails"
 )
 
 func newToolsCmd(g *globals) *cobra.Command {
@@ -67,6 +68,9 @@ func printTools(w io.Writer, server string, tools []api.Tool) {
 		}
 		if tool.Hidden {
 			notes = append(notes, "hidden by config")
+		}
+		if rules := guardrails.HighRules(tool.Findings); len(rules) > 0 {
+			notes = append(notes, "flagged: "+strings.Join(rules, ", "))
 		}
 		if tool.Invalid != "" {
 			notes = append(notes, "never listed or callable: "+tool.Invalid)
