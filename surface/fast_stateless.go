@@ -58,17 +58,21 @@ func (v *view) serveStatelessFast(w http.ResponseWriter, r *http.Request, body [
 			return false
 		}
 	}
-	meta := mcp.Meta{}
+	caps, hop, ok := statelessMeta(m.Params.Meta)
+	if !ok {
+		return false
+	}
+	meta := make(mcp.Meta, len(m.Params.Meta))
 	for k, raw := range m.Params.Meta {
+		if val, ok := hop[k]; ok {
+			meta[k] = val
+			continue
+		}
 		var val any
 		if json.Unmarshal(raw, &val) != nil {
 			return false
 		}
 		meta[k] = val
-	}
-	caps, ok := statelessMeta(m.Params.Meta, meta)
-	if !ok {
-		return false
 	}
 	p.Meta = meta
 
@@ -202,26 +206,47 @@ func errorStatus(err error) int {
 }
 
 // statelessMeta checks a call's _meta as the SDK's stateless handler
-// would take it without a word, and returns the client's capabilities: the
-// protocol version as in the header, the capabilities an object, the
-// client's info (if given) an object; and no log level or progress token
-// (the SDK sends log messages and progress to such a client; the fast path
-// leaves that to it). decoded is meta's values decoded.
-func statelessMeta(meta map[string]json.RawMessage, decoded mcp.Meta) (*mcp.ClientCapabilities, bool) {
-	var version string
-	if json.Unmarshal(meta[mcp.MetaKeyProtocolVersion], &version) != nil || version != protocol.StatelessSince {
-		return nil, false
-	}
+// would take it without a word, and returns the client's capabilities and
+// the hop keys' values decoded (shared, not to be changed): the protocol
+// version as in the header, the capabilities an object, the client's info
+// (if given) an object; and no log level or progress token (the SDK sends
+// log messages and progress to such a client; the fast path leaves that to
+// it).
+func statelessMeta(meta map[string]json.RawMessage) (*mcp.ClientCapabilities, map[string]any, bool) {
 	if _, ok := meta[mcp.MetaKeyLogLevel]; ok {
-		return nil, false
+		return nil, nil, false
 	}
 	if _, ok := meta["progressToken"]; ok {
-		return nil, false
+		return nil, nil, false
+	}
+	r := hopReadings.read(meta)
+	if r == nil {
+		return nil, nil, false
+	}
+	caps := r.caps // a copy: the reading is shared
+	return &caps, r.values, true
+}
+
+// readHop reads a call's hop keys as statelessMeta checks them; nil if
+// the fast path cannot take them.
+func readHop(meta map[string]json.RawMessage) *hopReading {
+	r := &hopReading{values: map[string]any{}}
+	for _, k := range hopKeys {
+		if raw, ok := meta[k]; ok {
+			var val any
+			if json.Unmarshal(raw, &val) != nil {
+				return nil
+			}
+			r.values[k] = val
+		}
+	}
+	if version, _ := r.values[mcp.MetaKeyProtocolVersion].(string); version != protocol.StatelessSince {
+		return nil
 	}
 	if info, ok := meta[mcp.MetaKeyClientInfo]; ok {
 		var impl mcp.Implementation
-		if !isObject(info) || !caseSafe(decoded[mcp.MetaKeyClientInfo]) || json.Unmarshal(info, &impl) != nil {
-			return nil, false
+		if !isObject(info) || !caseSafe(r.values[mcp.MetaKeyClientInfo]) || json.Unmarshal(info, &impl) != nil {
+			return nil
 		}
 	}
 	raw := meta[mcp.MetaKeyClientCapabilities]
@@ -230,15 +255,15 @@ func statelessMeta(meta map[string]json.RawMessage, decoded mcp.Meta) (*mcp.Clie
 		mcp.ClientCapabilities
 		Roots *mcp.RootCapabilities `json:"roots,omitempty"`
 	}
-	if !isObject(raw) || !caseSafe(decoded[mcp.MetaKeyClientCapabilities]) || json.Unmarshal(raw, &c) != nil {
-		return nil, false
+	if !isObject(raw) || !caseSafe(r.values[mcp.MetaKeyClientCapabilities]) || json.Unmarshal(raw, &c) != nil {
+		return nil
 	}
-	caps := c.ClientCapabilities
-	caps.RootsV2 = c.Roots
+	r.caps = c.ClientCapabilities
+	r.caps.RootsV2 = c.Roots
 	if c.Roots != nil {
-		caps.Roots = *c.Roots
+		r.caps.Roots = *c.Roots
 	}
-	return &caps, true
+	return r
 }
 
 // caseSafe reports whether no object key in v (JSON decoded), at any
