@@ -281,7 +281,7 @@ func pathString(path []pathPart) string {
 		switch {
 		case p.key == "":
 			b.WriteString("[" + strconv.Itoa(p.index) + "]")
-		case p.key != "" && MaskSecrets(p.key) != p.key:
+		case MaskSecrets(p.key) != p.key:
 			// A credential as a key: named by its format only.
 			b.WriteString("[" + strconv.Quote(MaskSecrets(p.key)) + "]")
 		case plainKey(p.key):
