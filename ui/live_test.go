@@ -393,7 +393,8 @@ func TestActivityPage(t *testing.T) {
 		t.Errorf("activity of an unknown server: %d %s", code, body)
 	}
 	_, body = e.get("/ui/activity?server=q")
-	if !strings.Contains(body, "<td class=\"bad\">refused (SERVER_QUARANTINED)</td>") {
+	// The refusal, and what it said.
+	if !regexp.MustCompile(`<td class="bad">refused \(SERVER_QUARANTINED\)<div class="error detail">[^<]*quarantined[^<]*</div></td>`).MatchString(body) {
 		t.Errorf("the call to quarantined q shows no refusal: %s", body)
 	}
 }
