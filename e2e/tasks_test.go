@@ -300,14 +300,19 @@ func runTaskScenarios(t *testing.T, url, what string) int {
 // -tasks-native) gets its task requests passed through: the suite's ten
 // tasks scenarios pass against it directly and through /mcp/{server}
 // alike, with the same number of checks, and the tasks through Warden ran
-// on the upstream (it started as many), not in Warden. The same through
-// a Warden with its fast paths and one without (a task passed through
+// on the upstream, not in Warden: Warden made no more plain calls of the
+// upstream's task tools than the suite makes directly (a task Warden ran
+// itself would call its tool plainly), and the upstream started tasks. It
+// may start fewer than directly: a task its client cancels before Warden
+// passed the call on (the suite creates and cancels at once in a few
+// checks) ends in Warden and never starts upstream. The same through a
+// Warden with its fast paths and one without (a task passed through
 // takes the direct path on both).
 func TestTaskPassThrough(t *testing.T) {
 	url, _, stats := httpFixture(t, "-tasks-native", "-stateless")
 	direct := runTaskScenarios(t, url, "the native upstream directly")
 	st, _ := fixture.ReadStatsFile(stats)
-	perRun := st.NativeTasks
+	perRun, plainPerRun := st.NativeTasks, st.NativePlainCalls
 	if perRun == 0 {
 		t.Fatal("the native upstream started no task of its own")
 	}
@@ -323,14 +328,16 @@ func TestTaskPassThrough(t *testing.T) {
 		// The client has Warden's handle once the task is in the store, and
 		// the call goes upstream after: the scenarios' last may start there
 		// once they ended.
-		var started int64
+		var after fixture.Stats
 		wardentest.Poll(10*time.Second, func() bool {
-			after, _ := fixture.ReadStatsFile(stats)
-			started = after.NativeTasks - before.NativeTasks
-			return started >= perRun
+			after, _ = fixture.ReadStatsFile(stats)
+			return after.NativeTasks-before.NativeTasks >= perRun
 		})
-		if started != perRun {
-			t.Errorf("%s paths: the upstream started %d tasks through Warden, %d for the suite directly: the tasks were not passed through", path, started, perRun)
+		started, plain := after.NativeTasks-before.NativeTasks, after.NativePlainCalls-before.NativePlainCalls
+		t.Logf("%s paths: the upstream started %d tasks and ran %d plain calls of its task tools (directly %d and %d)", path, started, plain, perRun, plainPerRun)
+		if plain != plainPerRun || started == 0 || started > perRun {
+			t.Errorf("%s paths: through Warden the upstream started %d tasks and ran %d plain calls of its task tools; for the suite directly %d and %d: the tasks were not passed through",
+				path, started, plain, perRun, plainPerRun)
 		}
 	}
 }
