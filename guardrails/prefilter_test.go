@@ -1,8 +1,10 @@
 package guardrails
 
 import (
+	"regexp"
 	"regexp/syntax"
 	"slices"
+	"sync"
 	"testing"
 )
 
@@ -48,11 +50,18 @@ func TestPhrasesFindWhatRegexpsFind(t *testing.T) {
 	}
 }
 
+// plainRegexps are the patterns compiled as they are, by source.
+var plainRegexps sync.Map
+
 // plainFindAll is findAll without the filter: each regexp over the window.
 func plainFindAll(ps phrases, norm string, lo, hi int) [][]int {
 	var all [][]int
 	for _, p := range ps {
-		for _, m := range p.re.FindAllStringIndex(norm[lo:hi], -1) {
+		re, ok := plainRegexps.Load(p.src)
+		if !ok {
+			re, _ = plainRegexps.LoadOrStore(p.src, regexp.MustCompile(p.src))
+		}
+		for _, m := range re.(*regexp.Regexp).FindAllStringIndex(norm[lo:hi], -1) {
 			all = append(all, []int{lo + m[0], lo + m[1]})
 		}
 	}

@@ -109,7 +109,7 @@ func (rs *secretRules) each(s string, yield func(r *secretRule, lo, hi int) bool
 	a := rs.auto
 	n := 0
 	for i := 0; i < len(s); i++ {
-		n = int(a.delta[n*a.nclass+int(a.class[s[i]])])
+		n = a.step(n, a.class[s[i]])
 		for _, kw := range a.out[n] {
 			lo := i + 1 - len(rs.keywords[kw])
 			for _, r := range rs.byKW[kw] {
