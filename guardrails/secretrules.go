@@ -2,7 +2,6 @@ package guardrails
 
 import (
 	_ "embed"
-	"fmt"
 	"regexp"
 	"regexp/syntax"
 	"strings"
@@ -99,14 +98,7 @@ func parseSecretRules(b []byte) (*secretRules, error) {
 		if fr.Regex == "" || fr.Path != "" || len(fr.Keywords) == 0 || skippedRules[fr.ID] {
 			continue
 		}
-		tree, err := syntax.Parse(fr.Regex, syntax.Perl)
-		if err != nil {
-			return nil, fmt.Errorf("rule %s: %w", fr.ID, err)
-		}
 		r := &secretRule{id: fr.ID, src: fr.Regex, group: fr.SecretGroup, entropy: fr.Entropy}
-		if n := maxLength(tree.Simplify()); n < unboundedMatch {
-			r.maxLen = n
-		}
 		for _, a := range fr.Allowlists {
 			if len(a.Paths) > 0 {
 				continue // about files: never true of a call
@@ -135,11 +127,18 @@ func parseSecretRules(b []byte) (*secretRules, error) {
 	return rs, nil
 }
 
-// compiled returns the rule's regexp, compiling it and its allowlists on
-// first use.
+// compiled returns the rule's regexp, compiling it and its allowlists, and
+// taking its maxLen, on first use: parsing every rule at load cost several
+// MB of garbage at the daemon's start, where the first server's stderr is
+// masked (TestEveryRuleCompiles checks them all).
 func (r *secretRule) compiled() *regexp.Regexp {
 	r.once.Do(func() {
-		r.re = regexp.MustCompile(r.src) // parsed at load: it compiles
+		r.re = regexp.MustCompile(r.src)
+		if tree, err := syntax.Parse(r.src, syntax.Perl); err == nil {
+			if n := maxLength(tree.Simplify()); n < unboundedMatch {
+				r.maxLen = n
+			}
+		}
 		for i := range r.allow {
 			if err := r.allow[i].compile(); err != nil {
 				r.allow = nil // a broken allowlist allows nothing

@@ -127,11 +127,11 @@ func (rs *secretRules) each(s string, yield func(r *secretRule, lo, hi int) bool
 	}
 	for _, id := range order {
 		r, g := rs.rules[id], regions[id]
+		re := r.compiled() // (and maxLen with it)
 		lo, hi := 0, len(s)
 		if r.maxLen > 0 { // a match holding a keyword lies within maxLen of it
 			lo, hi = max(0, g.lo-r.maxLen-utf8.UTFMax), min(len(s), g.hi+r.maxLen+utf8.UTFMax)
 		}
-		re := r.compiled()
 		for _, m := range re.FindAllStringSubmatchIndex(s[lo:hi], -1) {
 			slo, shi := secretGroup(r, m)
 			secret, match := s[lo+slo:lo+shi], s[lo+m[0]:lo+m[1]]

@@ -180,3 +180,26 @@ func TestWalkStrings(t *testing.T) {
 		t.Errorf("walk = %q, want %q", got, want)
 	}
 }
+
+// Every rule of the embedded set compiles, with its allowlists: they are
+// compiled on first use, where a broken one would panic.
+func TestEveryRuleCompiles(t *testing.T) {
+	rs := loadSecretRules()
+	bounded := 0
+	for _, r := range rs.rules {
+		allows := len(r.allow)
+		if r.compiled() == nil {
+			t.Errorf("rule %s does not compile", r.id)
+		}
+		if len(r.allow) != allows { // a broken allowlist drops them all
+			t.Errorf("rule %s: an allowlist does not compile", r.id)
+		}
+		if r.maxLen > 0 {
+			bounded++
+		}
+	}
+	// (96 of 216 in gitleaks v8.30.1: a bound narrows where a rule runs.)
+	if len(rs.rules) < 150 || bounded < 50 {
+		t.Errorf("%d rules, %d with a bounded match: the set did not load as it should", len(rs.rules), bounded)
+	}
+}
