@@ -25,8 +25,8 @@ type phrases []phrase
 type phrase struct {
 	src     string
 	re      *regexp.Regexp // the pattern, when it has no leading words (else anchored)
-	num     int32   // the phrase's number among all of the package's
-	anyWord []int32 // a match contains one of these words (ids); nil: no filter
+	num     int32          // the phrase's number among all of the package's
+	anyWord []int32        // a match contains one of these words (ids); nil: no filter
 	// lead: every match starts with one of these words (ids, sorted), after
 	// a word boundary when leadB; anchored is the pattern matched from there.
 	lead     []int32
