@@ -87,26 +87,18 @@ func (g *Gateway) CallTool(ctx context.Context, call Call) (*answer.Result, erro
 // masks credentials in it): the JSON-RPC error, else the error result's
 // text, at most activity.MaxErrorRead bytes.
 func errorText(res *answer.Result, err error) string {
-	var b strings.Builder
 	switch {
 	case err != nil:
-		b.WriteString(err.Error())
+		s := err.Error()
+		return s[:min(len(s), activity.MaxErrorRead)]
 	case res != nil:
 		r, derr := res.Tool()
 		if derr != nil {
 			return "the result could not be read: " + derr.Error()
 		}
-		for _, c := range r.Content {
-			if t, ok := c.(*mcp.TextContent); ok && b.Len() < activity.MaxErrorRead {
-				if b.Len() > 0 {
-					b.WriteString(" ")
-				}
-				b.WriteString(t.Text)
-			}
-		}
+		return answer.Text(r.Content, activity.MaxErrorRead)
 	}
-	s := b.String()
-	return s[:min(len(s), activity.MaxErrorRead)]
+	return ""
 }
 
 func (g *Gateway) callTool(ctx context.Context, call Call, entry *activity.Entry) (*answer.Result, error) {

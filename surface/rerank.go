@@ -10,6 +10,7 @@ import (
 	"unicode"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/wardenmcp/warden/answer"
 	"github.com/wardenmcp/warden/gateway"
 	"github.com/wardenmcp/warden/question"
 	"github.com/wardenmcp/warden/search"
@@ -76,7 +77,7 @@ func rerank(ctx context.Context, client gateway.Client, query string, hits []sea
 		}
 		return hits, rerankNote{Reason: "the client did not answer the sampling request: " + oneLine(err.Error(), 200)}
 	}
-	order, ok := parseOrder(answerText(a.(*mcp.CreateMessageWithToolsResult)), n)
+	order, ok := parseOrder(answer.Text(a.(*mcp.CreateMessageWithToolsResult).Content, rerankReadChars), n)
 	if !ok {
 		return hits, rerankNote{Reason: "the client's model answered no candidate's number"}
 	}
@@ -115,18 +116,6 @@ func oneLine(s string, n int) string {
 		}
 		return r
 	}, firstLine(s, n))
-}
-
-// answerText is the text of a sampling answer, its text blocks joined.
-func answerText(a *mcp.CreateMessageWithToolsResult) string {
-	var b strings.Builder
-	for _, c := range a.Content {
-		if t, ok := c.(*mcp.TextContent); ok {
-			b.WriteString(t.Text)
-			b.WriteByte('\n')
-		}
-	}
-	return b.String()
 }
 
 // parseOrder reads a model's answer as an order of n candidates numbered
