@@ -151,7 +151,7 @@ func (ids *tapIDs) received(msg jsonrpc.Message) {
 }
 
 // tappingTransport is a legacy SSE server's transport, whose connection
-// feeds the listing passes' taps as boundedConn does a stdio server's.
+// feeds the listing passes' taps, as a stdio server's does (boundedConn).
 type tappingTransport struct{ mcp.Transport }
 
 func (t tappingTransport) Connect(ctx context.Context) (mcp.Connection, error) {
@@ -162,6 +162,7 @@ func (t tappingTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	return tappingConn{conn, &tapIDs{}}, nil
 }
 
+// tappingConn feeds the listing passes' taps what goes over conn.
 type tappingConn struct {
 	mcp.Connection
 	taps *tapIDs

@@ -23,7 +23,7 @@ func (t markingTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	if err != nil {
 		return nil, err
 	}
-	return boundedConn{markingConn{conn}, t.gate, &answerIDs{holds: map[jsonrpc.ID]*answerHold{}}, &tapIDs{}}, nil
+	return boundedConn{tappingConn{markingConn{conn}, &tapIDs{}}, t.gate, &answerIDs{holds: map[jsonrpc.ID]*answerHold{}}}, nil
 }
 
 type markingConn struct{ mcp.Connection }
@@ -36,22 +36,23 @@ func (c markingConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	return err
 }
 
+// boundedConn is a stdio connection: marking dispatch, feeding the listing
+// passes' taps (tappingConn, execution.go), pacing notices and bounding
+// answers.
 type boundedConn struct {
-	markingConn
+	tappingConn
 	gate *noticeGate
 	ids  *answerIDs
-	taps *tapIDs // tools/list answers a listing pass reads (execution.go)
 }
 
 func (c boundedConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	c.ids.sent(ctx, msg) // before: the answer can come before Write returns
-	c.taps.sent(ctx, msg)
-	return c.markingConn.Write(ctx, msg)
+	return c.tappingConn.Write(ctx, msg)
 }
 
 func (c boundedConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	for {
-		msg, err := c.markingConn.Read(ctx)
+		msg, err := c.tappingConn.Read(ctx)
 		if r, ok := msg.(*jsonrpc.Request); err == nil && ok && !r.IsCall() && isNotice(r.Method) {
 			if err := c.gate.pace(ctx); err != nil {
 				return nil, err
@@ -61,7 +62,6 @@ func (c boundedConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			}
 		}
 		if err == nil {
-			c.taps.received(msg)
 			msg = c.ids.received(ctx, msg)
 		}
 		return msg, err
