@@ -226,8 +226,8 @@ func (l *Log) WriteErrors() uint64 { return l.writeErrs.Load() }
 // the writer keeps until it is back.
 func (l *Log) Lost() uint64 { return l.lost.Load() }
 
-// Flush returns once every entry Added before it was called is written (or
-// dropped). It blocks while the writer is stalled; it is for tests and
+// Flush returns once every entry Added before it was called is written,
+// dropped, or held because the store is unreachable. It blocks while the writer is stalled; it is for tests and
 // shutdown, not the call path. After Close it returns at once.
 func (l *Log) Flush() {
 	if l.closed.Load() {
