@@ -1,8 +1,9 @@
 // Package instances keeps a record of each running instance of one Warden
 // in the store it shares, so that a person can see who serves: each instance
 // writes its record every few seconds (a heartbeat) and deletes it when it
-// stops cleanly. One killed leaves its record behind, shown as gone once it
-// has not been seen for GoneAfter.
+// stops cleanly. One killed leaves its record behind, shown as gone at once
+// (the store says it is no longer alive) or, hung, once it has not been
+// seen for GoneAfter.
 package instances
 
 import (
@@ -33,8 +34,9 @@ type Instance struct {
 	Version  string    `json:"version"`
 	Started  time.Time `json:"started"`
 	LastSeen time.Time `json:"last_seen"`
-	// Gone: not seen for GoneAfter, so it most likely died; its record
-	// stays until an instance of that ID starts again.
+	// Gone: no longer alive in the store (Tx.Alive: it died or lost the
+	// database), or not seen for GoneAfter (hung); its record stays until
+	// an instance of that ID starts again.
 	Gone bool `json:"gone"`
 }
 
@@ -102,8 +104,8 @@ func (h *Heartbeat) Stop(ctx context.Context) error {
 }
 
 // List answers the instances recorded in st, by ID, each marked gone when
-// not seen for GoneAfter before now. A record that cannot be read is
-// listed by its ID alone, gone.
+// the store does not know it alive or it was not seen for GoneAfter before
+// now. A record that cannot be read is listed by its ID alone, gone.
 func List(ctx context.Context, st store.Store, now time.Time) ([]Instance, error) {
 	out := []Instance{}
 	err := st.View(ctx, func(tx store.Tx) error {
@@ -113,7 +115,11 @@ func List(ctx context.Context, st store.Store, now time.Time) ([]Instance, error
 				rec = Instance{}
 			}
 			rec.ID = string(k)
-			rec.Gone = now.Sub(rec.LastSeen) > GoneAfter
+			alive, err := tx.Alive(rec.ID)
+			if err != nil {
+				return err
+			}
+			rec.Gone = !alive || now.Sub(rec.LastSeen) > GoneAfter
 			out = append(out, rec)
 			return nil
 		})
