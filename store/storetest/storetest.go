@@ -42,6 +42,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ScanPages", testScanPages},
 		{"Buckets", testBuckets},
 		{"Rollback", testRollback},
+		{"Batch", testBatch},
 		{"Publish", testPublish},
 		{"ReadOnly", testReadOnly},
 		{"Secrets", testSecrets},
@@ -315,6 +316,55 @@ func testRollback(t *testing.T, s store.Store) {
 	}
 	if v := get(t, s, "r", "new"); v != nil {
 		t.Errorf("after a failed Update, new = %q, want nothing", v)
+	}
+}
+
+// testBatch: concurrent Batch calls each commit their writes, taking a
+// lock as approval's discovery passes do; one that fails returns its error
+// and leaves nothing, however it shared a commit with the others.
+func testBatch(t *testing.T, s store.Store) {
+	const n = 16
+	boom := errors.New("boom")
+	errs := make(chan error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			errs <- s.Batch(context.Background(), func(tx store.Tx) error {
+				if err := tx.Lock("batch/" + strconv.Itoa(i%4)); err != nil {
+					return err
+				}
+				if err := tx.Put("b", []byte(strconv.Itoa(i)), []byte("v")); err != nil {
+					return err
+				}
+				if i == 5 {
+					return boom
+				}
+				return nil
+			})
+		})
+	}
+	wg.Wait()
+	close(errs)
+	failed := 0
+	for err := range errs {
+		switch {
+		case errors.Is(err, boom):
+			failed++
+		case err != nil:
+			t.Fatalf("Batch: %v", err)
+		}
+	}
+	if failed != 1 {
+		t.Fatalf("%d Batch calls returned fn's error, want 1", failed)
+	}
+	for i := range n {
+		v := get(t, s, "b", strconv.Itoa(i))
+		if i == 5 && v != nil {
+			t.Errorf("the failed Batch's write stayed: %q", v)
+		}
+		if i != 5 && string(v) != "v" {
+			t.Errorf("Batch %d's write: %q, want v", i, v)
+		}
 	}
 }
 
