@@ -1,0 +1,73 @@
+package store_test
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/wardenmcp/warden/internal/testing/pgtest"
+	"github.com/wardenmcp/warden/store"
+)
+
+// TestPostgresNeedsStoreKey: a shared store is refused without storeKey or
+// with one too short to be a key, so that no secret reaches PostgreSQL
+// unsealed; the database is a real one, so that without the check the open
+// would succeed.
+func TestPostgresNeedsStoreKey(t *testing.T) {
+	pg := pgtest.Start(t, pgtest.Options{})
+	for _, c := range []struct{ name, key, want string }{
+		{"none", "", "needs storeKey"},
+		{"short", "fifteen chars!!", "too short"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s, err := store.Open(context.Background(), store.Options{URL: pg.NewDatabase(t), Key: c.key})
+			if err == nil {
+				s.Close()
+			}
+			if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "openssl rand") {
+				t.Errorf("Open with storeKey %q: %v; want refused, %q and how to make a key", c.key, err, c.want)
+			}
+		})
+	}
+}
+
+// TestPostgresSecretSealedAtRest: a secret put through the store is not in
+// PostgreSQL's table in plaintext, in any row, whatever its bucket and key.
+func TestPostgresSecretSealedAtRest(t *testing.T) {
+	pg := pgtest.Start(t, pgtest.Options{})
+	url := pg.NewDatabase(t)
+	s := openPostgres(t, url)
+	defer s.Close()
+	const plain = "gho_plaintext-token-4711"
+	err := s.Update(context.Background(), func(tx store.Tx) error {
+		return tx.PutSecret("oauth/github", []byte("token"), []byte(plain))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	rows, _ := conn.Query(context.Background(), `select bucket || '/' || key || '=' || value from warden_kv`)
+	dump, err := pgx.CollectRows(rows, pgx.RowTo[[]byte])
+	if err != nil || len(dump) == 0 {
+		t.Fatalf("the table: %d rows, %v; want the secret's", len(dump), err)
+	}
+	for _, row := range dump {
+		if bytes.Contains(row, []byte(plain)) {
+			t.Errorf("PostgreSQL keeps the secret in plaintext: %q", row)
+		}
+	}
+	var opened []byte
+	err = s.View(context.Background(), func(tx store.Tx) (err error) {
+		opened, err = tx.GetSecret("oauth/github", []byte("token"))
+		return err
+	})
+	if err != nil || string(opened) != plain {
+		t.Errorf("the secret opens as %q, %v; want %q", opened, err, plain)
+	}
+}
