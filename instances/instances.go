@@ -9,6 +9,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"strings"
 	"sync"
 	"time"
@@ -105,18 +106,49 @@ func (h *Heartbeat) Stop(ctx context.Context) error {
 // not seen for GoneAfter before now. A record that cannot be read is
 // listed by its ID alone, gone.
 func List(ctx context.Context, st store.Store, now time.Time) ([]Instance, error) {
-	out := []Instance{}
+	var out []Instance
+	err := st.View(ctx, func(tx store.Tx) (err error) {
+		out, err = recorded(tx)
+		return err
+	})
+	for i := range out {
+		out[i].Gone = now.Sub(out[i].LastSeen) > GoneAfter
+	}
+	return out, err
+}
+
+// Live answers the instances recorded in st that run now: those whose
+// process holds its liveness lock in the store (store.Tx Alive), whatever
+// their last heartbeat says, so that a command that must not run beside
+// them (rotating the key, migrating into the store) can name them.
+func Live(ctx context.Context, st store.Store) ([]Instance, error) {
+	var live []Instance
 	err := st.View(ctx, func(tx store.Tx) error {
-		return tx.Scan(bucket, nil, false, func(k, v []byte) error {
-			var rec Instance
-			if json.Unmarshal(v, &rec) != nil {
-				rec = Instance{}
+		all, err := recorded(tx)
+		live = nil
+		for _, rec := range all {
+			alive, aliveErr := tx.Alive(rec.ID)
+			if err = errors.Join(err, aliveErr); alive {
+				live = append(live, rec)
 			}
-			rec.ID = string(k)
-			rec.Gone = now.Sub(rec.LastSeen) > GoneAfter
-			out = append(out, rec)
-			return nil
-		})
+		}
+		return err
+	})
+	return live, err
+}
+
+// recorded reads every instance's record, by ID; one that cannot be read
+// has its ID alone.
+func recorded(tx store.Tx) ([]Instance, error) {
+	out := []Instance{}
+	err := tx.Scan(bucket, nil, false, func(k, v []byte) error {
+		var rec Instance
+		if json.Unmarshal(v, &rec) != nil {
+			rec = Instance{}
+		}
+		rec.ID = string(k)
+		out = append(out, rec)
+		return nil
 	})
 	return out, err
 }

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/wardenmcp/warden/config"
+	"github.com/wardenmcp/warden/instances"
 	"github.com/wardenmcp/warden/internal/state"
 	"github.com/wardenmcp/warden/oauth"
 	"github.com/wardenmcp/warden/store"
@@ -58,6 +60,9 @@ func newStoreMigrateCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer dst.Close()
+			if err := refuseLive(ctx, dst, "migrate", "warden store migrate --to "+store.Redact(to)); err != nil {
+				return err
+			}
 			return migrate(ctx, g, from, dst, to)
 		},
 	}
@@ -102,6 +107,9 @@ func newStoreRotateKeyCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer st.Close()
+			if err := refuseLive(cmd.Context(), st, "rotate-key", "warden store rotate-key --old-key-env "+oldEnv); err != nil {
+				return err
+			}
 			n, err := store.Rekey(cmd.Context(), st)
 			if err != nil {
 				return err
@@ -112,6 +120,26 @@ func newStoreRotateKeyCmd(g *globals) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&oldEnv, "old-key-env", "", "the environment `VAR`iable holding the old key")
 	return cmd
+}
+
+// refuseLive refuses command while instances use st: they would go on
+// with what they had read (migrate: serve a store the copy then changes
+// under them), or seal secrets under a key the store no longer opens
+// (rotate-key); again is the command to run once they are stopped.
+func refuseLive(ctx context.Context, st store.Store, command, again string) error {
+	live, err := instances.Live(ctx, st)
+	if err != nil || len(live) == 0 {
+		return err
+	}
+	names := make([]string, len(live))
+	for i, in := range live {
+		names[i] = in.ID
+		if in.Listen != "" {
+			names[i] += " (" + baseURL(in.Listen) + ")"
+		}
+	}
+	return fmt.Errorf("Warden instances run on this store now: %s; %s must not run beside them: stop them (warden status lists them), then run %s again",
+		strings.Join(names, ", "), command, again)
 }
 
 // keyedConfig loads the config, which must set storeKey; fix says what to
