@@ -71,3 +71,28 @@ func TestPostgresSecretSealedAtRest(t *testing.T) {
 		t.Errorf("the secret opens as %q, %v; want %q", opened, err, plain)
 	}
 }
+
+// TestVerifySeesUnsealedSecret: Verify fails when a secret of the source is
+// kept unsealed in a keyed destination, even though it reads the same,
+// naming its bucket and key, never its value; Copy seals it again.
+func TestVerifySeesUnsealedSecret(t *testing.T) {
+	pg := pgtest.Start(t, pgtest.Options{})
+	ctx := context.Background()
+	const plain = "gho_plaintext-token-4711"
+	from, to := openBolt(t, ""), openPG(t, pg.URL(), keyB)
+	update(t, from, func(tx store.Tx) error { return tx.PutSecret("oauth", []byte("github"), []byte(plain)) })
+	if _, err := store.Copy(ctx, from, to); err != nil {
+		t.Fatal(err)
+	}
+	update(t, to, func(tx store.Tx) error { return tx.Put("oauth", []byte("github"), []byte(plain)) })
+	err := store.Verify(ctx, from, to)
+	if err == nil || !strings.Contains(err.Error(), `bucket oauth, key "github": a secret stored unsealed`) || strings.Contains(err.Error(), plain) {
+		t.Fatalf("Verify with the secret unsealed at the destination: %v; want it named, without its value", err)
+	}
+	if n, err := store.Copy(ctx, from, to); n != 1 || err != nil {
+		t.Fatalf("Copy over the unsealed secret = %d, %v; want it sealed again", n, err)
+	}
+	if err := store.Verify(ctx, from, to); err != nil {
+		t.Fatal(err)
+	}
+}
