@@ -15,37 +15,47 @@ import (
 	"github.com/wardenmcp/warden/store"
 )
 
-// warden store migrate copies the embedded store into PostgreSQL, sealing
-// its secrets, and checks the copy; a second run writes nothing. warden
-// store rotate-key then seals them under a new key.
-func TestStoreMigrateAndRotateKey(t *testing.T) {
-	ctx := context.Background()
+// The keys the store commands' tests seal under, first and after rotating.
+const oldKey, newKey = "the team's first key, long enough", "the team's second key, long enough"
+
+// storeSetup makes a state dir whose embedded store holds what fill puts,
+// and names a config file beside it; writeConfig writes the file with a
+// store URL and storeKey.
+func storeSetup(t *testing.T, fill func(store.Tx) error) (stateDir, cfgPath string, writeConfig func(url, key string)) {
+	t.Helper()
 	dir := t.TempDir()
-	stateDir, cfgPath := filepath.Join(dir, "state"), filepath.Join(dir, "config.json")
+	stateDir, cfgPath = filepath.Join(dir, "state"), filepath.Join(dir, "config.json")
 	if err := os.MkdirAll(stateDir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	const oldKey, newKey = "the team's first key, long enough", "the team's second key, long enough"
-	writeConfig := func(url, key string) {
+	emb, err := store.Open(context.Background(), store.Options{Path: filepath.Join(stateDir, "warden.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = emb.Update(context.Background(), fill)
+	emb.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return stateDir, cfgPath, func(url, key string) {
 		cfg := fmt.Sprintf(`{"store": %q, "storeKey": %q, "mcpServers": {}}`, url, key)
 		if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
-	emb, err := store.Open(ctx, store.Options{Path: filepath.Join(stateDir, "warden.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = emb.Update(ctx, func(tx store.Tx) error {
+}
+
+// warden store migrate copies the embedded store into PostgreSQL, sealing
+// its secrets, and checks the copy; a second run writes nothing. warden
+// store rotate-key then seals them under a new key.
+func TestStoreMigrateAndRotateKey(t *testing.T) {
+	ctx := context.Background()
+	stateDir, cfgPath, writeConfig := storeSetup(t, func(tx store.Tx) error {
 		if err := tx.Put("tools/github", []byte("create_issue"), []byte(`{"status":"approved"}`)); err != nil {
 			return err
 		}
 		return tx.PutSecret("oauth", []byte("github"), []byte("gho_token"))
 	})
-	emb.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
 	url := pgtest.Start(t, pgtest.Options{}).URL()
 	writeConfig("", oldKey)
 
@@ -195,28 +205,9 @@ func startInstance(t *testing.T, url, key, name string) (stop, kill func()) {
 // record left behind) does not hold them back; once the live one stops,
 // both run.
 func TestStoreCommandsRefusedWhileInstancesRun(t *testing.T) {
-	ctx := context.Background()
-	dir := t.TempDir()
-	stateDir, cfgPath := filepath.Join(dir, "state"), filepath.Join(dir, "config.json")
-	if err := os.MkdirAll(stateDir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	const oldKey, newKey = "the team's first key, long enough", "the team's second key, long enough"
-	writeConfig := func(url, key string) {
-		cfg := fmt.Sprintf(`{"store": %q, "storeKey": %q, "mcpServers": {}}`, url, key)
-		if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	emb, err := store.Open(ctx, store.Options{Path: filepath.Join(stateDir, "warden.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = emb.Update(ctx, func(tx store.Tx) error { return tx.PutSecret("oauth", []byte("github"), []byte("gho_token")) })
-	emb.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	stateDir, cfgPath, writeConfig := storeSetup(t, func(tx store.Tx) error {
+		return tx.PutSecret("oauth", []byte("github"), []byte("gho_token"))
+	})
 	url := pgtest.Start(t, pgtest.Options{}).URL()
 	stopLive, _ := startInstance(t, url, oldKey, "team-live")
 	_, kill := startInstance(t, url, oldKey, "team-died")
