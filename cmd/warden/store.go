@@ -60,7 +60,7 @@ func newStoreMigrateCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer dst.Close()
-			if err := refuseLive(ctx, dst, "migrate", "warden store migrate --to "+store.Redact(to)); err != nil {
+			if err := refuseLive(ctx, dst, "copying into a database they serve would change their records under them", "warden store migrate --to "+store.Redact(to)); err != nil {
 				return err
 			}
 			return migrate(ctx, g, from, dst, to)
@@ -107,7 +107,7 @@ func newStoreRotateKeyCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer st.Close()
-			if err := refuseLive(cmd.Context(), st, "rotate-key", "warden store rotate-key --old-key-env "+oldEnv); err != nil {
+			if err := refuseLive(cmd.Context(), st, "they would go on sealing secrets under the old key", "warden store rotate-key --old-key-env "+oldEnv); err != nil {
 				return err
 			}
 			n, err := store.Rekey(cmd.Context(), st)
@@ -122,11 +122,10 @@ func newStoreRotateKeyCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-// refuseLive refuses command while instances use st: they would go on
-// with what they had read (migrate: serve a store the copy then changes
-// under them), or seal secrets under a key the store no longer opens
-// (rotate-key); again is the command to run once they are stopped.
-func refuseLive(ctx context.Context, st store.Store, command, again string) error {
+// refuseLive refuses a store command while instances run on st, naming
+// them, why (because) and the command to run again (again) once they are
+// stopped.
+func refuseLive(ctx context.Context, st store.Store, because, again string) error {
 	live, err := instances.Live(ctx, st)
 	if err != nil || len(live) == 0 {
 		return err
@@ -138,8 +137,8 @@ func refuseLive(ctx context.Context, st store.Store, command, again string) erro
 			names[i] += " (" + baseURL(in.Listen) + ")"
 		}
 	}
-	return fmt.Errorf("Warden instances run on this store now: %s; %s must not run beside them: stop them (warden status lists them), then run %s again",
-		strings.Join(names, ", "), command, again)
+	return fmt.Errorf("Warden instances run on this store now: %s; %s: stop them (warden status lists them), then run %s again",
+		strings.Join(names, ", "), because, again)
 }
 
 // keyedConfig loads the config, which must set storeKey; fix says what to
