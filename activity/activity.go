@@ -11,6 +11,12 @@
 // transaction, then enforces retention (at most maxEntries, none older than
 // maxAge).
 //
+// While the store is unreachable the writer keeps the entries it could not
+// store, up to maxEntries and DefaultHeldBytes, dropping the oldest beyond,
+// and stores them with their own times and keys at the store's next Resync
+// or next write, whichever comes first. Entries the bounds dropped are
+// counted (Lost) and one entry with OutcomeLost says how many.
+//
 // Every instance sharing the store writes to the one log. Keys are the entry
 // time (big-endian Unix nanoseconds), then 8 bytes of the instance's name
 // hashed, then a big-endian sequence: iteration is in time order and two
@@ -23,6 +29,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -40,6 +47,9 @@ const (
 	OutcomeError   = "error"
 	OutcomeRefused = "refused" // Code holds the refusal code, e.g. WRITES_LATCHED
 	OutcomeUnknown = "unknown" // cancelled, timed out or upstream lost after dispatch
+	// OutcomeLost is not a call: it stands for entries an outage of the
+	// store made the writer drop, Error says how many.
+	OutcomeLost = "lost"
 )
 
 // Entry is one tool call.
@@ -82,6 +92,8 @@ const (
 
 const (
 	bucketName = "activity_log"
+	// watchTopic is watched for its Resync only: the store is back.
+	watchTopic = "activity"
 	// recountEvery bounds how long the writer trusts its own count of the
 	// log: other instances add entries it does not see.
 	recountEvery = time.Minute
@@ -105,6 +117,8 @@ type Log struct {
 
 	ch        chan item
 	kick      chan struct{} // a Flush is queued: write now
+	retry     chan struct{} // the store is back: store what is held
+	stopWatch func()
 	quit      chan struct{}
 	done      chan struct{}
 	closeOnce sync.Once
@@ -112,6 +126,8 @@ type Log struct {
 
 	dropped    atomic.Uint64
 	writeErrs  atomic.Uint64
+	lost       atomic.Uint64
+	held       held      // writer goroutine only
 	seq        uint64    // writer goroutine only
 	count      int       // entries in the log as of counted plus this instance's since; writer goroutine only (after Open)
 	counted    time.Time // when count was last read from the store; writer goroutine only
@@ -119,9 +135,10 @@ type Log struct {
 }
 
 type options struct {
-	buffer   int
-	beforeTx func()
-	now      func() time.Time
+	buffer    int
+	heldBytes int
+	beforeTx  func()
+	now       func() time.Time
 }
 
 // Open starts the log on st (bucket "activity_log"). maxEntries <= 0 and
@@ -146,9 +163,14 @@ func open(st store.Store, maxEntries int, maxAge time.Duration, o options) (*Log
 	if o.now == nil {
 		o.now = time.Now
 	}
+	if o.heldBytes <= 0 {
+		o.heldBytes = DefaultHeldBytes
+	}
 	l := &Log{
 		st: st, instance: st.Instance(), maxEntries: maxEntries, maxAge: maxAge, now: o.now, beforeTx: o.beforeTx,
-		ch: make(chan item, o.buffer), kick: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{}),
+		ch: make(chan item, o.buffer), kick: make(chan struct{}, 1), retry: make(chan struct{}, 1),
+		quit: make(chan struct{}), done: make(chan struct{}),
+		held: held{maxBytes: o.heldBytes, maxEntries: maxEntries},
 		// Sequences start at the time, so a restarted instance of the same
 		// name does not reuse one.
 		seq: uint64(o.now().UnixNano()),
@@ -162,6 +184,14 @@ func open(st store.Store, maxEntries int, maxAge time.Duration, o options) (*Log
 	if err != nil {
 		return nil, fmt.Errorf("activity: open: %w", err)
 	}
+	l.stopWatch = st.Watch(watchTopic, func(e store.Event) {
+		if e.Resync {
+			select {
+			case l.retry <- struct{}{}:
+			default:
+			}
+		}
+	})
 	go l.run()
 	return l, nil
 }
@@ -188,11 +218,16 @@ func (l *Log) Add(e Entry) {
 // closed.
 func (l *Log) Dropped() uint64 { return l.dropped.Load() }
 
-// WriteErrors counts entries lost because their transaction failed.
+// WriteErrors counts entries lost because their transaction failed for
+// another reason than the store being unreachable.
 func (l *Log) WriteErrors() uint64 { return l.writeErrs.Load() }
 
-// Flush returns once every entry Added before it was called is written (or
-// dropped). It blocks while the writer is stalled; it is for tests and
+// Lost counts entries dropped while the store was unreachable, beyond what
+// the writer keeps until it is back.
+func (l *Log) Lost() uint64 { return l.lost.Load() }
+
+// Flush returns once every entry Added before it was called is written,
+// dropped, or held because the store is unreachable. It blocks while the writer is stalled; it is for tests and
 // shutdown, not the call path. After Close it returns at once.
 func (l *Log) Flush() {
 	if l.closed.Load() {
@@ -214,11 +249,13 @@ func (l *Log) Flush() {
 	}
 }
 
-// Close writes what is queued and stops the writer. Entries Added after (or
-// racing with) Close may be lost.
+// Close writes what is queued (and what an outage held, if the store is
+// back) and stops the writer. Entries Added after (or racing with) Close
+// may be lost.
 func (l *Log) Close() error {
 	l.closeOnce.Do(func() {
 		l.closed.Store(true)
+		l.stopWatch()
 		close(l.quit)
 	})
 	<-l.done
@@ -232,13 +269,18 @@ func (l *Log) run() {
 		select {
 		case it := <-l.ch:
 			l.write(l.gather(append(batch[:0], it)))
+		case <-l.retry:
+			l.write(nil)
 		case <-l.quit:
 			for {
 				b := l.fill(batch[:0])
-				if len(b) == 0 {
+				if len(b) == 0 && !l.held.pending() {
 					return
 				}
 				l.write(b)
+				if len(b) == 0 {
+					return // the held entries had their last try
+				}
 			}
 		}
 	}
@@ -282,47 +324,37 @@ func (l *Log) fill(batch []item) []item {
 	return batch
 }
 
-// write stores a batch in one transaction, applies retention, then releases
-// the Flush markers it contains.
+// write stores a batch, after what an outage held, in one transaction,
+// applies retention, then releases the Flush markers it contains. When the
+// store is unreachable the batch is held for the next try.
 func (l *Log) write(batch []item) {
 	if l.beforeTx != nil {
 		l.beforeTx()
 	}
-	n := 0
-	for _, it := range batch {
-		if it.flush == nil {
-			n++
-		}
-	}
-	if n > 0 {
-		seq, count, counted := l.seq, l.count, l.counted
+	recs := l.records(batch)
+	if len(recs) > 0 || l.held.pending() {
+		all := l.held.with(recs, l.instance)
+		count, counted := l.count, l.counted
 		err := l.st.Update(context.Background(), func(tx store.Tx) error {
-			l.seq, l.count, l.counted = seq, count, counted // fn may run again
-			for _, it := range batch {
-				if it.flush != nil {
-					continue
-				}
-				if len(it.e.Args) > 0 && it.e.ArgsSHA256 == "" {
-					it.e.ArgsSHA256 = canon.ArgsSHA256(it.e.Args)
-				}
-				it.e.Args = nil
-				it.e.Error = Masked(it.e.Error)
-				it.e.Instance = l.instance
-				v, err := json.Marshal(&it.e)
-				if err != nil {
+			l.count, l.counted = count, counted // fn may run again
+			for _, r := range all {
+				if err := tx.Put(bucketName, r.key, r.value); err != nil {
 					return err
 				}
-				l.seq++
-				if err := tx.Put(bucketName, l.key(it.e.At), v); err != nil {
-					return err
-				}
-				l.count++
 			}
+			l.count += len(all)
 			return l.retain(tx)
 		})
-		if err != nil {
-			l.count, l.counted = count, counted // the transaction rolled back
-			l.writeErrs.Add(uint64(n))
+		switch {
+		case err == nil:
+			l.held.clear()
+		case errors.Is(err, store.ErrUnavailable):
+			l.count, l.counted = count, counted // the transaction rolled back (or its commit is unknown: the recount mends)
+			l.lost.Add(uint64(l.held.keep(recs)))
+		default:
+			l.count, l.counted = count, counted
+			l.writeErrs.Add(uint64(len(l.held.recs) + len(recs)))
+			l.held.clear()
 		}
 		l.lastCommit = time.Now()
 	}
@@ -331,6 +363,31 @@ func (l *Log) write(batch []item) {
 			close(it.flush)
 		}
 	}
+}
+
+// records turns a batch's entries into what is stored: the arguments
+// hashed and dropped, the error masked, the instance set, and each its key.
+func (l *Log) records(batch []item) []record {
+	var recs []record
+	for _, it := range batch {
+		if it.flush != nil {
+			continue
+		}
+		if len(it.e.Args) > 0 && it.e.ArgsSHA256 == "" {
+			it.e.ArgsSHA256 = canon.ArgsSHA256(it.e.Args)
+		}
+		it.e.Args = nil
+		it.e.Error = Masked(it.e.Error)
+		it.e.Instance = l.instance
+		v, err := json.Marshal(&it.e)
+		if err != nil {
+			l.writeErrs.Add(1)
+			continue
+		}
+		l.seq++
+		recs = append(recs, record{key: l.key(it.e.At), value: v})
+	}
+	return recs
 }
 
 // MaxError bounds an entry's Error, in bytes. Callers may cut what they

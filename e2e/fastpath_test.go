@@ -33,19 +33,25 @@ func fpOpen(t *testing.T, w *wardentest.Warden, path string) *fpSession {
 func fpOpenWith(t *testing.T, w *wardentest.Warden, path, capabilities, tool string) *fpSession {
 	t.Helper()
 	s := &fpSession{t: t, url: w.URL(path)}
-	code, _, hdr := s.send("POST", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":`+capabilities+`,"clientInfo":{"name":"raw","version":"1"}}}`, nil)
-	if code != http.StatusOK {
-		t.Fatalf("initialize: %d", code)
-	}
-	s.id = hdr.Get("Mcp-Session-Id")
-	if code, body, _ := s.send("POST", `{"jsonrpc":"2.0","method":"notifications/initialized"}`, nil); code != http.StatusAccepted {
-		t.Fatalf("initialized: %d %s", code, body)
-	}
+	s.initialize(capabilities)
 	wardentest.WaitFor(t, 20*time.Second, "the tools listed", func() bool {
 		_, body, _ := s.send("POST", `{"jsonrpc":"2.0","id":"l","method":"tools/list"}`, nil)
 		return strings.Contains(body, tool)
 	})
 	return s
+}
+
+// initialize begins a 2025-11-25 session declaring capabilities (JSON).
+func (s *fpSession) initialize(capabilities string) {
+	s.t.Helper()
+	code, _, hdr := s.send("POST", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":`+capabilities+`,"clientInfo":{"name":"raw","version":"1"}}}`, nil)
+	if code != http.StatusOK {
+		s.t.Fatalf("initialize: %d", code)
+	}
+	s.id = hdr.Get("Mcp-Session-Id")
+	if code, body, _ := s.send("POST", `{"jsonrpc":"2.0","method":"notifications/initialized"}`, nil); code != http.StatusAccepted {
+		s.t.Fatalf("initialized: %d %s", code, body)
+	}
 }
 
 // send posts body with the usual headers, changed by extra ("" removes one).

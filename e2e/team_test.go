@@ -154,38 +154,62 @@ var eras = map[string]*mcp.ClientSessionOptions{"2025-11-25": {ProtocolVersion: 
 func TestTeam(t *testing.T) {
 	fx := fixture.NewServer(fixture.Options{})
 	rich := fixture.NewRich(t)
+	memory := memoryServer(t) // its file shared by every instance's process
+	memory["cwd"] = filepath.Dir(memory["env"].(map[string]string)["MEMORY_FILE_PATH"])
 	tm := startTeam(t, 3, map[string]any{
 		"fx":     map[string]any{"url": fx.Serve(t)}, // untrusted: quarantined until approved
 		"rich":   map[string]any{"url": rich.URL, "trusted": true},
-		"memory": memoryServer(t),
+		"memory": memory,
 	})
 	i1, i2, i3 := tm.inst[0], tm.inst[1], tm.inst[2]
 	whole := t // what is started for the later steps lives as long as the test
 	lb := "http://" + tm.lb.Addr
 
-	// A client of i3 hears of the approval made on i1.
-	changed := make(chan struct{}, 16)
-	watcher := wardentest.ConnectURL(t, i3.url("/mcp/fx"), &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
-		changed <- struct{}{}
-	}}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	// Clients of every instance, on fx's endpoint and the aggregated one,
+	// hear of the approval made on i1.
+	type watcher struct {
+		where, tool string
+		cs          *mcp.ClientSession
+		changed     chan struct{}
+	}
+	var watchers []watcher
+	for _, in := range tm.inst {
+		for path, tool := range map[string]string{"/mcp/fx": fixture.ToolRead, "/mcp": "fx__" + fixture.ToolRead} {
+			w := watcher{where: in.name + " " + path, tool: tool, changed: make(chan struct{}, 16)}
+			w.cs = wardentest.ConnectURL(t, in.url(path), &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+				w.changed <- struct{}{}
+			}}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+			watchers = append(watchers, w)
+		}
+	}
 
 	t.Run("approve on one, call through the balancer", func(t *testing.T) {
 		wardentest.WaitFor(t, 30*time.Second, "fx listed, pending, on every instance", func() bool {
 			return i1.toolStatus(t, "fx", fixture.ToolRead) != "" && i2.toolStatus(t, "fx", fixture.ToolRead) != "" && i3.toolStatus(t, "fx", fixture.ToolRead) != ""
 		})
+		for _, w := range watchers { // what was said before the approval does not count
+			if names := wardentest.ToolNames(t, w.cs); slices.Contains(names, w.tool) {
+				t.Fatalf("%s lists %s before the approval", w.where, w.tool)
+			}
+			for len(w.changed) > 0 {
+				<-w.changed
+			}
+		}
 		if code := i1.api(t, "POST", "/v1/servers/fx/approve", map[string]any{}, nil); code != http.StatusOK {
 			t.Fatalf("approving fx on i1: %d", code)
 		}
 		for _, in := range tm.inst {
 			wardentest.WaitFor(t, 10*time.Second, "fx approved on "+in.name, func() bool { return in.toolStatus(t, "fx", fixture.ToolRead) == "approved" })
 		}
-		select {
-		case <-changed:
-		case <-time.After(10 * time.Second):
-			t.Fatal("a client of i3 was not told the tools changed after the approval on i1")
-		}
-		if names := wardentest.ToolNames(t, watcher); !slices.Contains(names, fixture.ToolRead) {
-			t.Fatalf("i3's client lists %v after the approval", names)
+		for _, w := range watchers {
+			select {
+			case <-w.changed:
+			case <-time.After(10 * time.Second):
+				t.Fatalf("a client of %s was not told the tools changed after the approval on i1", w.where)
+			}
+			if names := wardentest.ToolNames(t, w.cs); !slices.Contains(names, w.tool) {
+				t.Fatalf("a client of %s lists %v after the approval", w.where, names)
+			}
 		}
 		for era, so := range eras {
 			cs := wardentest.ConnectURL(t, lb+"/mcp", nil, so)
@@ -194,6 +218,27 @@ func TestTeam(t *testing.T) {
 				if err != nil || refusal(res) != "" {
 					t.Fatalf("%s: call %d through the balancer: %v %v", era, i, refusal(res), err)
 				}
+			}
+		}
+	})
+
+	t.Run("a stdio server on each instance", func(t *testing.T) {
+		// Each instance runs its own server-memory; they share its file, so
+		// what one writes every other reads.
+		cs := wardentest.ConnectURL(t, lb+"/mcp", nil, eras["2026-07-28"])
+		wardentest.WaitFor(t, 30*time.Second, "memory listed through the balancer", func() bool {
+			return slices.Contains(wardentest.ToolNames(t, cs), "memory__read_graph")
+		})
+		wardentest.CallText(t, cs, "memory__create_entities", map[string]any{"entities": []any{
+			map[string]any{"name": "team-entity", "entityType": "test", "observations": []string{"through the balancer"}},
+		}})
+		for _, in := range tm.inst {
+			c := wardentest.ConnectURL(t, in.url("/mcp/memory"), nil, nil)
+			wardentest.WaitFor(t, 30*time.Second, "memory ready on "+in.name, func() bool {
+				return slices.Contains(wardentest.ToolNames(t, c), "read_graph")
+			})
+			if graph := wardentest.CallText(t, c, "read_graph", map[string]any{}); !strings.Contains(graph, "team-entity") {
+				t.Fatalf("%s's memory server reads %s", in.name, graph)
 			}
 		}
 	})
@@ -249,6 +294,8 @@ func TestTeam(t *testing.T) {
 		for era, so := range eras {
 			sessions[era] = wardentest.ConnectURL(t, lb+"/mcp", nil, so)
 		}
+		begun := &fpSession{t: t, url: i2.url("/mcp")} // a session i2 began
+		begun.initialize(`{}`)
 		c2 := wardentest.ConnectURL(t, i2.url("/mcp"), nil, nil)
 		before := fx.WriteDispatches()
 		go func() {
@@ -271,6 +318,13 @@ func TestTeam(t *testing.T) {
 				t.Fatalf("%s: a write after i2 died during one: %v %v; want WRITES_LATCHED", era, refusal(res), err)
 			}
 		}
+		begun.url = lb + "/mcp"
+		for i := range 4 {
+			code, body, _ := begun.send("POST", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"fx__`+fixture.ToolRead+`","arguments":{}}}`, nil)
+			if code != http.StatusOK || !strings.Contains(body, `"result"`) || strings.Contains(body, `"isError":true`) {
+				t.Fatalf("call %d of the session i2 began, after i2 died: %d %s", i, code, body)
+			}
+		}
 		var latches []struct{ Server, Reason string }
 		i1.api(t, "GET", "/v1/writes", nil, &latches)
 		if !slices.ContainsFunc(latches, func(l struct{ Server, Reason string }) bool { return l.Reason == "warden_interrupted" }) {
@@ -289,17 +343,10 @@ func TestTeam(t *testing.T) {
 			sessions[era] = wardentest.ConnectURL(t, lb+"/mcp", nil, so)
 		}
 		for _, in := range tm.inst { // each serves the 2025 session once
-			list := `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`
-			req, _ := http.NewRequest("POST", in.url("/mcp"), strings.NewReader(list))
-			for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-				"Mcp-Session-Id": sessions["2025-11-25"].ID(), "Mcp-Protocol-Version": "2025-11-25"} {
-				req.Header.Set(k, v)
+			s := &fpSession{t: t, url: in.url("/mcp"), id: sessions["2025-11-25"].ID()}
+			if code, body, _ := s.send("POST", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, nil); code != http.StatusOK {
+				t.Fatalf("the session on %s: %d %s", in.name, code, body)
 			}
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil || resp.StatusCode != http.StatusOK {
-				t.Fatalf("the session on %s: %v %v", in.name, resp, err)
-			}
-			resp.Body.Close()
 		}
 		tm.pg.Stop(t)
 		for era, cs := range sessions {
@@ -315,9 +362,13 @@ func TestTeam(t *testing.T) {
 			}
 		}
 		cs := sessions["2026-07-28"]
-		var fail struct{ Error struct{ Code string } }
-		if code := i3.api(t, "POST", "/v1/servers/fx/tools/block", map[string]any{"tools": []string{fixture.ToolEcho}}, &fail); code != http.StatusServiceUnavailable || fail.Error.Code != "STORE_UNAVAILABLE" {
-			t.Fatalf("a decision with the store down: %d %+v; want 503 STORE_UNAVAILABLE", code, fail)
+		for _, d := range []struct{ method, path string }{
+			{"POST", "/v1/servers/fx/tools/block"}, {"POST", "/v1/servers/fx/tools/approve"}, {"DELETE", "/v1/writes/fx"},
+		} {
+			var fail struct{ Error struct{ Code string } }
+			if code := i3.api(t, d.method, d.path, map[string]any{"tools": []string{fixture.ToolEcho}}, &fail); code != http.StatusServiceUnavailable || fail.Error.Code != "STORE_UNAVAILABLE" {
+				t.Fatalf("%s %s with the store down: %d %+v; want 503 STORE_UNAVAILABLE", d.method, d.path, code, fail)
+			}
 		}
 		time.Sleep(10 * time.Second)
 		tm.pg.Start(t)

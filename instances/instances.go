@@ -1,15 +1,15 @@
 // Package instances keeps a record of each running instance of one Warden
 // in the store it shares, so that a person can see who serves: each instance
 // writes its record every few seconds (a heartbeat) and deletes it when it
-// stops cleanly. One killed leaves its record behind, shown as gone once it
-// has not been seen for GoneAfter.
+// stops cleanly. One killed leaves its record behind, shown as gone at once
+// (the store says it is no longer alive) or, hung, once it has not been
+// seen for GoneAfter.
 package instances
 
 import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
-	"errors"
 	"strings"
 	"sync"
 	"time"
@@ -34,8 +34,9 @@ type Instance struct {
 	Version  string    `json:"version"`
 	Started  time.Time `json:"started"`
 	LastSeen time.Time `json:"last_seen"`
-	// Gone: not seen for GoneAfter, so it most likely died; its record
-	// stays until an instance of that ID starts again.
+	// Gone: no longer alive in the store (Tx.Alive: it died or lost the
+	// database), or not seen for GoneAfter (hung); its record stays until
+	// an instance of that ID starts again.
 	Gone bool `json:"gone"`
 }
 
@@ -103,33 +104,33 @@ func (h *Heartbeat) Stop(ctx context.Context) error {
 }
 
 // List answers the instances recorded in st, by ID, each marked gone when
-// not seen for GoneAfter before now. A record that cannot be read is
-// listed by its ID alone, gone.
+// the store does not know it alive or it was not seen for GoneAfter before
+// now. A record that cannot be read is listed by its ID alone, gone.
 func List(ctx context.Context, st store.Store, now time.Time) ([]Instance, error) {
 	var out []Instance
-	err := st.View(ctx, func(tx store.Tx) (err error) {
-		out, err = recorded(tx)
+	err := st.View(ctx, func(tx store.Tx) error {
+		recs, alive, err := recorded(tx)
+		for i := range recs {
+			recs[i].Gone = !alive[i] || now.Sub(recs[i].LastSeen) > GoneAfter
+		}
+		out = recs
 		return err
 	})
-	for i := range out {
-		out[i].Gone = now.Sub(out[i].LastSeen) > GoneAfter
-	}
 	return out, err
 }
 
 // Live answers the instances recorded in st that run now: those whose
-// process holds its liveness lock in the store (store.Tx Alive), whatever
-// their last heartbeat says, so that a command that must not run beside
-// them (rotating the key, migrating into the store) can name them.
+// process holds its liveness lock in the store (Tx.Alive), hung or not,
+// so that a command that must not run beside them (rotating the key,
+// migrating into the store) can name them.
 func Live(ctx context.Context, st store.Store) ([]Instance, error) {
 	var live []Instance
 	err := st.View(ctx, func(tx store.Tx) error {
-		all, err := recorded(tx)
+		recs, alive, err := recorded(tx)
 		live = nil
-		for _, rec := range all {
-			alive, aliveErr := tx.Alive(rec.ID)
-			if err = errors.Join(err, aliveErr); alive {
-				live = append(live, rec)
+		for i := range recs {
+			if alive[i] {
+				live = append(live, recs[i])
 			}
 		}
 		return err
@@ -137,18 +138,27 @@ func Live(ctx context.Context, st store.Store) ([]Instance, error) {
 	return live, err
 }
 
-// recorded reads every instance's record, by ID; one that cannot be read
-// has its ID alone.
-func recorded(tx store.Tx) ([]Instance, error) {
-	out := []Instance{}
+// recorded reads every instance's record, by ID (one that cannot be read
+// has its ID alone), and whether the store knows each alive (Tx.Alive).
+func recorded(tx store.Tx) ([]Instance, []bool, error) {
+	recs := []Instance{}
 	err := tx.Scan(bucket, nil, false, func(k, v []byte) error {
 		var rec Instance
 		if json.Unmarshal(v, &rec) != nil {
 			rec = Instance{}
 		}
 		rec.ID = string(k)
-		out = append(out, rec)
+		recs = append(recs, rec)
 		return nil
 	})
-	return out, err
+	if err != nil {
+		return nil, nil, err
+	}
+	alive := make([]bool, len(recs))
+	for i, rec := range recs {
+		if alive[i], err = tx.Alive(rec.ID); err != nil {
+			return nil, nil, err
+		}
+	}
+	return recs, alive, nil
 }

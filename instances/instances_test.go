@@ -5,15 +5,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wardenmcp/warden/internal/testing/pgtest"
 	"github.com/wardenmcp/warden/store"
 	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-func open(t *testing.T) store.Store {
+// open opens an embedded store for the instance of that name.
+func open(t *testing.T, instance string) store.Store {
 	t.Helper()
-	st, err := store.Open(t.Context(), store.Options{Path: filepath.Join(t.TempDir(), "warden.db")})
+	st, err := store.Open(t.Context(), store.Options{Path: filepath.Join(t.TempDir(), "warden.db"), Instance: instance})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,7 +27,7 @@ func open(t *testing.T) store.Store {
 // and no longer listed after a clean stop.
 func TestHeartbeat(t *testing.T) {
 	ctx := t.Context()
-	st := open(t)
+	st := open(t, "host:7373")
 	h, err := Start(ctx, st, Instance{ID: "host:7373", Listen: "127.0.0.1:7373", Version: "v1"})
 	if err != nil {
 		t.Fatal(err)
@@ -53,7 +55,7 @@ func TestHeartbeat(t *testing.T) {
 // restarted while this one was hung) in place.
 func TestStopLeavesALaterRun(t *testing.T) {
 	ctx := t.Context()
-	st := open(t)
+	st := open(t, "a")
 	h, err := Start(ctx, st, Instance{ID: "a"})
 	if err != nil {
 		t.Fatal(err)
@@ -72,16 +74,55 @@ func TestStopLeavesALaterRun(t *testing.T) {
 	}
 }
 
+// On a shared store an instance that dies without stopping (its store
+// closed, as the process' end closes it) is gone at once for the others,
+// though its record is fresh.
+func TestDeadInstanceGoneAtOnce(t *testing.T) {
+	ctx := t.Context()
+	url := pgtest.Start(t, pgtest.Options{}).URL()
+	openPG := func(name string) store.Store {
+		st, err := store.Open(ctx, store.Options{URL: url, Key: "the instances test's store key", Instance: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return st
+	}
+	a, b := openPG("a"), openPG("b")
+	for _, st := range []store.Store{a, b} {
+		h, err := Start(ctx, st, Instance{ID: st.Instance()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { h.Stop(ctx) }) // a's fails: its store is closed
+
+	}
+	gone := func() map[string]bool {
+		got, err := List(ctx, b, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]bool{}
+		for _, i := range got {
+			m[i.ID] = i.Gone
+		}
+		return m
+	}
+	if g := gone(); len(g) != 2 || g["a"] || g["b"] {
+		t.Fatalf("both running: gone = %v", g)
+	}
+	a.Close() // a dies: its heartbeat stops with no clean Stop
+	if g := gone(); len(g) != 2 || !g["a"] || g["b"] {
+		t.Fatalf("a died: gone = %v; want a gone at once, its record kept", g)
+	}
+}
+
 // Live lists the recorded instances whose process holds its liveness lock
 // (in the embedded store, the one that opened it), not those whose record
 // a process that died left behind.
 func TestLive(t *testing.T) {
 	ctx := t.Context()
-	st, err := store.Open(ctx, store.Options{Path: filepath.Join(t.TempDir(), "warden.db"), Instance: "running"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := open(t, "running")
 	for _, id := range []string{"died", "running"} {
 		h, err := Start(ctx, st, Instance{ID: id})
 		if err != nil {

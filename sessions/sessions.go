@@ -2,7 +2,9 @@
 // Warden resumes them instead of initializing again. A record holds the
 // session id, the negotiated protocol version and the initialize result,
 // keyed by server name and a fingerprint of the server's URL and transport.
-// It never holds headers, tokens or anything derived from them.
+// It never holds headers, tokens or anything derived from them, and is
+// stored as a secret (sealed under storeKey): the session id is the
+// upstream's handle on the session.
 //
 // Records are kept per instance (bucket upstream_sessions/<owner>): an
 // upstream session belongs to the connection one instance made, so another
@@ -58,13 +60,30 @@ func Open(ctx context.Context, st store.Store, owner string) (*Store, error) {
 			return err
 		}
 		clear(s.recs) // fn may run again
-		return tx.Scan(s.bucket, nil, false, func(k, v []byte) error {
+		var keys [][]byte
+		err := tx.Scan(s.bucket, nil, false, func(k, _ []byte) error {
+			keys = append(keys, bytes.Clone(k))
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, k := range keys {
+			v, err := tx.GetSecret(s.bucket, k)
+			if err != nil {
+				return err
+			}
 			var r Record
 			if json.Unmarshal(v, &r) == nil {
 				s.recs[string(k)] = r
 			}
-			return nil
-		})
+			// Written again as a secret: a record of a version that kept
+			// it in plaintext is sealed from now on.
+			if err := tx.PutSecret(s.bucket, k, v); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("sessions: %w", err)
@@ -112,7 +131,7 @@ func (s *Store) Save(r Record, mode string) error {
 	if err != nil {
 		return err
 	}
-	err = s.st.Update(context.Background(), func(tx store.Tx) error { return tx.Put(s.bucket, []byte(r.Server), b) })
+	err = s.st.Update(context.Background(), func(tx store.Tx) error { return tx.PutSecret(s.bucket, []byte(r.Server), b) })
 	if err != nil {
 		return fmt.Errorf("sessions: save %s: %w", r.Server, err)
 	}

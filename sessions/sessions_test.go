@@ -105,3 +105,48 @@ func TestRecordOfTheVersionsBeforeAdopted(t *testing.T) {
 		t.Fatalf("Load = %+v, %v: want the record from before", r, ok)
 	}
 }
+
+// A record is stored sealed under the store's key, the session id nowhere
+// in what the store holds; one a version before kept in plaintext is
+// sealed at Open.
+func TestRecordsAreSealed(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "w.db")
+	db, err := store.Open(t.Context(), store.Options{Path: path, Key: "the sessions test's store key"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	before, _ := json.Marshal(Record{Server: "old", Fingerprint: "fp", SessionID: "sid-in-plaintext"})
+	bucket := legacyBucket + "/one"
+	if err := db.Update(t.Context(), func(tx store.Tx) error { return tx.Put(bucket, []byte("old"), before) }); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(t.Context(), db, "one")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Save(Record{Server: "new", Fingerprint: "fp", SessionID: "sid-saved-now"}, "fresh"); err != nil {
+		t.Fatal(err)
+	}
+	err = db.View(t.Context(), func(tx store.Tx) error {
+		for server, id := range map[string]string{"old": "sid-in-plaintext", "new": "sid-saved-now"} {
+			raw, err := tx.Get(bucket, []byte(server))
+			if err != nil || raw == nil || !store.Sealed(raw) || bytes.Contains(raw, []byte(id)) {
+				t.Errorf("%s's record as stored: %q, %v; want it sealed", server, raw, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err = Open(t.Context(), db, "one")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for server, id := range map[string]string{"old": "sid-in-plaintext", "new": "sid-saved-now"} {
+		if r, ok := s.Load(server, "fp"); !ok || r.SessionID != id {
+			t.Errorf("%s after reopening: %+v, %v", server, r, ok)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package tasks
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/wardenmcp/warden/internal/testing/pgtest"
 	"github.com/wardenmcp/warden/store"
 	"github.com/wardenmcp/warden/store/storetest"
@@ -124,5 +126,79 @@ func TestSharedByInstances(t *testing.T) {
 	}
 	if got, _ := a.Get(ctx, alice, tk.ID); got.Status != Working {
 		t.Errorf("A's own task after A's RecoverDead: %s", got.Status)
+	}
+}
+
+// A task's answers and result are sealed in PostgreSQL: a dump of the
+// database alone (without the storeKey) holds neither what the client
+// answered nor what the tool returned, while every instance reads both.
+func TestAnswersAndResultsAreSealedInPostgres(t *testing.T) {
+	ctx := context.Background()
+	pg := pgtest.Start(t, pgtest.Options{})
+	open := func(instance string) *Tasks {
+		st, err := store.Open(ctx, store.Options{URL: pg.URL(), Key: storetest.Key, Instance: instance})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return New(st, Options{})
+	}
+	a, b := open("a"), open("b")
+	conn, err := pgx.Connect(ctx, pg.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	// dumped fails the test if any row of the store holds text.
+	dumped := func(when, text string) {
+		t.Helper()
+		rows, err := conn.Query(ctx, `select bucket, key, value from warden_kv`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bks, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) ([3][]byte, error) {
+			var bk [3][]byte
+			return bk, r.Scan(&bk[0], &bk[1], &bk[2])
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tasks := 0
+		for _, bk := range bks {
+			if bytes.Contains(bytes.Join(bk[:], nil), []byte(text)) {
+				t.Errorf("%s: the row %s/%q holds %q in plaintext", when, bk[0], bk[1], text)
+			}
+			if string(bk[0]) == taskBucket {
+				tasks++
+			}
+		}
+		if tasks != 1 {
+			t.Fatalf("%s: %d task rows; want the task's one (the dump would prove nothing)", when, tasks)
+		}
+	}
+
+	tk, err := a.Create(ctx, Spec{Owner: alice, Server: "fs", Tool: "ask"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := a.Ask(ctx, tk.ID, raw(`{"method":"elicitation/create"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const answer, result = "typed-by-a-person-4711", "the-tool-output-0815"
+	if _, err := b.Answer(ctx, alice, tk.ID, map[string]json.RawMessage{keys[0]: raw(`{"action":"accept","content":{"pin":"` + answer + `"}}`)}); err != nil {
+		t.Fatal(err)
+	}
+	dumped("after the answer", answer)
+	if got, err := a.Get(ctx, alice, tk.ID); err != nil || !bytes.Contains(got.Answers[keys[0]], []byte(answer)) {
+		t.Fatalf("the other instance reads the answer as %s (%v)", got.Answers[keys[0]], err)
+	}
+	if _, err := a.Complete(ctx, tk.ID, raw(`{"content":[{"type":"text","text":"`+result+`"}]}`)); err != nil {
+		t.Fatal(err)
+	}
+	dumped("after the result", result)
+	dumped("after the result", answer)
+	if got, err := b.Get(ctx, alice, tk.ID); err != nil || got.Status != Completed || !bytes.Contains(got.Result, []byte(result)) {
+		t.Fatalf("the other instance reads the task as %+v (%v)", got, err)
 	}
 }

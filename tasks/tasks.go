@@ -15,7 +15,9 @@ import (
 
 // Where tasks live in the store:
 //
-//	tasks          id → Task (JSON)
+//	tasks          id → Task (JSON), a secret (Tx.PutSecret): its answers
+//	               carry what a person typed, its result a tool's output,
+//	               so a copy of the store without its key reveals neither
 //	tasks_running  "s" 0 server 0 id and "c" 0 identity 0 id → instance,
 //	               for each task running here (Task.runs): the limits
 //	               count these
@@ -300,7 +302,7 @@ func (ts *Tasks) put(tx store.Tx, t *Task, old *Task) error {
 	if err != nil {
 		return err
 	}
-	if err := tx.Put(taskBucket, []byte(t.ID), v); err != nil {
+	if err := tx.PutSecret(taskBucket, []byte(t.ID), v); err != nil {
 		return err
 	}
 	if err := reindex(tx, t, old); err != nil {
@@ -347,7 +349,7 @@ func reindex(tx store.Tx, t, old *Task) error {
 
 func getTask(tx store.Tx, id string) (Task, error) {
 	var t Task
-	v, err := tx.Get(taskBucket, []byte(id))
+	v, err := tx.GetSecret(taskBucket, []byte(id))
 	if err != nil {
 		return t, err
 	}

@@ -186,6 +186,23 @@ func (s *Server) run(name string, args ...string) {
 	}
 }
 
+// Dump is what pg_dump writes of the database "warden": its backup.
+func (s *Server) Dump(t testing.TB) string {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(s.bin, "pg_dump"), "-h", s.dir, "-p", strconv.Itoa(s.port), "-U", "postgres", "warden")
+	cmd.Dir = s.dir
+	if s.cred != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred}
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("pgtest: pg_dump: %v\n%s", err, stderr.String())
+	}
+	return string(out)
+}
+
 // exec runs one SQL statement in db as the superuser.
 func (s *Server) exec(t testing.TB, db, sql string) {
 	t.Helper()
@@ -218,8 +235,13 @@ func findBin(debian string) (string, error) {
 		_, err2 := os.Stat(filepath.Join(dir, "postgres"))
 		return err1 == nil && err2 == nil
 	}
-	if p, err := exec.LookPath("postgres"); err == nil && has(filepath.Dir(p)) {
-		return filepath.Dir(p), nil
+	if p, err := exec.LookPath("postgres"); err == nil {
+		if real, err := filepath.EvalSymlinks(p); err == nil && has(filepath.Dir(real)) {
+			return filepath.Dir(real), nil // with the other programs (pg_dump), not only the linked ones
+		}
+		if has(filepath.Dir(p)) {
+			return filepath.Dir(p), nil
+		}
 	}
 	dirs, _ := filepath.Glob(debian)
 	slices.SortFunc(dirs, func(a, b string) int { return version(a) - version(b) })

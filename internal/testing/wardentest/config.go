@@ -30,12 +30,12 @@ func EditConfig(t testing.TB, path string, edit func(servers map[string]any)) {
 	if edit != nil {
 		whole = func(cfg map[string]any) { edit(cfg["mcpServers"].(map[string]any)) }
 	}
-	editConfigFile(t, path, whole)
+	EditConfigFile(t, path, whole)
 }
 
-// editConfigFile rewrites the plain JSON config at path atomically after
+// EditConfigFile rewrites the plain JSON config at path atomically after
 // edit changes it; a nil edit writes the same bytes again.
-func editConfigFile(t testing.TB, path string, edit func(cfg map[string]any)) {
+func EditConfigFile(t testing.TB, path string, edit func(cfg map[string]any)) {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {

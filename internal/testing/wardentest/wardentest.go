@@ -54,7 +54,7 @@ func WriteConfig(t testing.TB, path string, servers map[string]any) {
 // stdio` look for the daemon.
 func setListen(t testing.TB, path, addr string) {
 	t.Helper()
-	editConfigFile(t, path, func(cfg map[string]any) { cfg["listen"] = addr })
+	EditConfigFile(t, path, func(cfg map[string]any) { cfg["listen"] = addr })
 }
 
 // Start runs Warden with servers as its mcpServers and a fresh state dir.
