@@ -107,22 +107,58 @@ func (h *Heartbeat) Stop(ctx context.Context) error {
 // the store does not know it alive or it was not seen for GoneAfter before
 // now. A record that cannot be read is listed by its ID alone, gone.
 func List(ctx context.Context, st store.Store, now time.Time) ([]Instance, error) {
-	out := []Instance{}
+	var out []Instance
 	err := st.View(ctx, func(tx store.Tx) error {
-		return tx.Scan(bucket, nil, false, func(k, v []byte) error {
-			var rec Instance
-			if json.Unmarshal(v, &rec) != nil {
-				rec = Instance{}
-			}
-			rec.ID = string(k)
-			alive, err := tx.Alive(rec.ID)
-			if err != nil {
-				return err
-			}
-			rec.Gone = !alive || now.Sub(rec.LastSeen) > GoneAfter
-			out = append(out, rec)
-			return nil
-		})
+		recs, alive, err := recorded(tx)
+		for i := range recs {
+			recs[i].Gone = !alive[i] || now.Sub(recs[i].LastSeen) > GoneAfter
+		}
+		out = recs
+		return err
 	})
 	return out, err
+}
+
+// Live answers the instances recorded in st that run now: those whose
+// process holds its liveness lock in the store (Tx.Alive), hung or not,
+// so that a command that must not run beside them (rotating the key,
+// migrating into the store) can name them.
+func Live(ctx context.Context, st store.Store) ([]Instance, error) {
+	var live []Instance
+	err := st.View(ctx, func(tx store.Tx) error {
+		recs, alive, err := recorded(tx)
+		live = nil
+		for i := range recs {
+			if alive[i] {
+				live = append(live, recs[i])
+			}
+		}
+		return err
+	})
+	return live, err
+}
+
+// recorded reads every instance's record, by ID (one that cannot be read
+// has its ID alone), and whether the store knows each alive (Tx.Alive).
+func recorded(tx store.Tx) ([]Instance, []bool, error) {
+	recs := []Instance{}
+	err := tx.Scan(bucket, nil, false, func(k, v []byte) error {
+		var rec Instance
+		if json.Unmarshal(v, &rec) != nil {
+			rec = Instance{}
+		}
+		rec.ID = string(k)
+		recs = append(recs, rec)
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	alive := make([]bool, len(recs))
+	for i, rec := range recs {
+		if alive[i], err = tx.Alive(rec.ID); err != nil {
+			return nil, nil, err
+		}
+	}
+	return recs, alive, nil
 }

@@ -116,3 +116,22 @@ func TestDeadInstanceGoneAtOnce(t *testing.T) {
 		t.Fatalf("a died: gone = %v; want a gone at once, its record kept", g)
 	}
 }
+
+// Live lists the recorded instances whose process holds its liveness lock
+// (in the embedded store, the one that opened it), not those whose record
+// a process that died left behind.
+func TestLive(t *testing.T) {
+	ctx := t.Context()
+	st := open(t, "running")
+	for _, id := range []string{"died", "running"} {
+		h, err := Start(ctx, st, Instance{ID: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer h.Stop(ctx)
+	}
+	got, err := Live(ctx, st)
+	if err != nil || len(got) != 1 || got[0].ID != "running" {
+		t.Fatalf("Live = %+v, %v; want the running instance alone", got, err)
+	}
+}

@@ -84,21 +84,22 @@ func sealerOf(s Store) *sealer {
 
 // Copy copies every record of from into to, in one transaction of to, and
 // returns how many it wrote: a record to already holds (a secret: the same
-// opened value) is not written again, so a second Copy writes nothing.
+// opened value, sealed when to has a key) is not written again, so a second
+// Copy writes nothing.
 func Copy(ctx context.Context, from, to Store) (int, error) {
 	recs, err := records(ctx, from)
 	if err != nil {
 		return 0, fmt.Errorf("reading the store to copy: %w", err)
 	}
-	n := 0
+	n, seal := 0, sealerOf(to) != nil
 	err = to.Update(ctx, func(tx Tx) error {
 		n = 0
 		for _, r := range recs {
-			same, err := holds(tx, r)
+			d, err := differs(tx, r, seal)
 			if err != nil {
 				return err
 			}
-			if same {
+			if d == "" {
 				continue
 			}
 			if r.secret {
@@ -119,34 +120,52 @@ func Copy(ctx context.Context, from, to Store) (int, error) {
 	return n, nil
 }
 
-// holds reports whether tx has r as it is (a secret: its opened value).
-func holds(tx Tx, r record) (bool, error) {
+// differs says how tx's copy of r differs from r: "" when tx holds r as it
+// is (a secret: its opened value, sealed when the store has a key: seal).
+// It names no value.
+func differs(tx Tx, r record, seal bool) (string, error) {
+	if r.secret && seal {
+		raw, err := tx.Get(r.bucket, r.key)
+		if err != nil {
+			return "", err
+		}
+		if raw != nil && !Sealed(raw) {
+			return "a secret stored unsealed", nil
+		}
+	}
 	get := tx.Get
 	if r.secret {
 		get = tx.GetSecret
 	}
 	have, err := get(r.bucket, r.key)
-	return have != nil && bytes.Equal(have, r.value), err
+	if err != nil {
+		return "", err
+	}
+	if have == nil || !bytes.Equal(have, r.value) {
+		return "not copied as it is", nil
+	}
+	return "", nil
 }
 
 // Verify reports an error naming the first record of from that to does not
-// hold as it is (a secret: its opened value), and how many differ.
+// hold as it is (a secret: its opened value, sealed when to has a key), and
+// how many differ.
 func Verify(ctx context.Context, from, to Store) error {
 	recs, err := records(ctx, from)
 	if err != nil {
 		return err
 	}
 	var first error
-	bad := 0
+	bad, seal := 0, sealerOf(to) != nil
 	err = to.View(ctx, func(tx Tx) error {
 		for _, r := range recs {
-			same, err := holds(tx, r)
+			d, err := differs(tx, r, seal)
 			if err != nil {
 				return err
 			}
-			if !same {
+			if d != "" {
 				if bad++; first == nil {
-					first = fmt.Errorf("bucket %s, key %q: not copied as it is", r.bucket, r.key)
+					first = fmt.Errorf("bucket %s, key %q: %s", r.bucket, r.key, d)
 				}
 			}
 		}

@@ -47,6 +47,10 @@ var migrations = []string{
 		primary key (bucket, key))`,
 }
 
+// migrating is called under the migration lock with the schema version
+// found, before any migration runs: a test's hook (export_test.go).
+var migrating = func(version int) {}
+
 // idleInTransaction is how long PostgreSQL keeps a transaction whose
 // client has gone silent (idle_in_transaction_session_timeout). A
 // connection lost in the middle of an Update that holds a Lock, without the
@@ -152,8 +156,10 @@ func (s *pgStore) migrate(ctx context.Context) error {
 		return s.fail("migrate", err)
 	}
 	if version > len(migrations) {
-		return fmt.Errorf("store %s: the schema is version %d, newer than this Warden's %d: upgrade Warden", s.url, version, len(migrations))
+		return fmt.Errorf("store %s: the schema is version %d, newer than this Warden knows (%d): a later Warden upgraded it; upgrade this Warden to the version the other instances run (warden version shows it)",
+			s.url, version, len(migrations))
 	}
+	migrating(version)
 	for v := version; v < len(migrations); v++ {
 		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 			if _, err := tx.Exec(ctx, migrations[v]); err != nil {

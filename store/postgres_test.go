@@ -62,38 +62,6 @@ func TestPostgresUnavailablePassword(t *testing.T) {
 	}
 }
 
-// TestPostgresMigrateTogether: instances opening a new database at once
-// migrate it once, and all open.
-func TestPostgresMigrateTogether(t *testing.T) {
-	pg := pgtest.Start(t, pgtest.Options{})
-	url := pg.NewDatabase(t)
-	errs := make(chan error, 6)
-	for range cap(errs) {
-		go func() {
-			s, err := store.Open(context.Background(), store.Options{URL: url, Key: storetest.Key})
-			if err == nil {
-				err = s.Close()
-			}
-			errs <- err
-		}()
-	}
-	for range cap(errs) {
-		if err := <-errs; err != nil {
-			t.Error(err)
-		}
-	}
-	conn, err := pgx.Connect(context.Background(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
-	var versions []int
-	rows, _ := conn.Query(context.Background(), `select version from warden_schema order by version`)
-	if versions, err = pgx.CollectRows(rows, pgx.RowTo[int]); err != nil || len(versions) != 1 || versions[0] != 1 {
-		t.Errorf("schema versions %v, %v; want [1], applied once", versions, err)
-	}
-}
-
 func TestRedact(t *testing.T) {
 	for in, want := range map[string]string{
 		"postgres://u:secret@db:5432/w":           "postgres://u:xxxxx@db:5432/w",

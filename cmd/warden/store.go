@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/wardenmcp/warden/config"
+	"github.com/wardenmcp/warden/instances"
 	"github.com/wardenmcp/warden/internal/state"
 	"github.com/wardenmcp/warden/oauth"
 	"github.com/wardenmcp/warden/store"
@@ -58,6 +60,9 @@ func newStoreMigrateCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer dst.Close()
+			if err := refuseLive(ctx, dst, "copying into a database they serve would change their records under them", "warden store migrate --to "+store.Redact(to)); err != nil {
+				return err
+			}
 			return migrate(ctx, g, from, dst, to)
 		},
 	}
@@ -102,6 +107,9 @@ func newStoreRotateKeyCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer st.Close()
+			if err := refuseLive(cmd.Context(), st, "they would go on sealing secrets under the old key", "warden store rotate-key --old-key-env "+oldEnv); err != nil {
+				return err
+			}
 			n, err := store.Rekey(cmd.Context(), st)
 			if err != nil {
 				return err
@@ -112,6 +120,25 @@ func newStoreRotateKeyCmd(g *globals) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&oldEnv, "old-key-env", "", "the environment `VAR`iable holding the old key")
 	return cmd
+}
+
+// refuseLive refuses a store command while instances run on st, naming
+// them, why (because) and the command to run again (again) once they are
+// stopped.
+func refuseLive(ctx context.Context, st store.Store, because, again string) error {
+	live, err := instances.Live(ctx, st)
+	if err != nil || len(live) == 0 {
+		return err
+	}
+	names := make([]string, len(live))
+	for i, in := range live {
+		names[i] = in.ID
+		if in.Listen != "" {
+			names[i] += " (" + baseURL(in.Listen) + ")"
+		}
+	}
+	return fmt.Errorf("Warden instances run on this store now: %s; %s: stop them (warden status lists them), then run %s again",
+		strings.Join(names, ", "), because, again)
 }
 
 // keyedConfig loads the config, which must set storeKey; fix says what to
