@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"sync"
 )
 
@@ -10,6 +11,7 @@ type hub struct {
 	mu      sync.Mutex
 	watches map[string]map[int]func(Event)
 	next    int
+	rejoins map[int]func(context.Context) error
 	queue   []Event
 	wake    chan struct{}
 	quit    chan struct{}
@@ -18,7 +20,7 @@ type hub struct {
 }
 
 func newHub() *hub {
-	h := &hub{watches: map[string]map[int]func(Event){}, wake: make(chan struct{}, 1),
+	h := &hub{watches: map[string]map[int]func(Event){}, rejoins: map[int]func(context.Context) error{}, wake: make(chan struct{}, 1),
 		quit: make(chan struct{}), done: make(chan struct{})}
 	go h.run()
 	return h
@@ -38,6 +40,37 @@ func (h *hub) watch(topic string, fn func(Event)) func() {
 		delete(h.watches[topic], id)
 		h.mu.Unlock()
 	}
+}
+
+// onRejoin registers fn for rejoin (Store.OnRejoin).
+func (h *hub) onRejoin(fn func(context.Context) error) func() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	id := h.next
+	h.next++
+	h.rejoins[id] = fn
+	return func() {
+		h.mu.Lock()
+		delete(h.rejoins, id)
+		h.mu.Unlock()
+	}
+}
+
+// rejoin runs the rejoin funcs, one after the other, and stops at the first
+// error.
+func (h *hub) rejoin(ctx context.Context) error {
+	h.mu.Lock()
+	fns := make([]func(context.Context) error, 0, len(h.rejoins))
+	for _, fn := range h.rejoins {
+		fns = append(fns, fn)
+	}
+	h.mu.Unlock()
+	for _, fn := range fns {
+		if err := fn(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // deliver queues events for the watchers.
