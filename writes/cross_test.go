@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -202,5 +203,79 @@ func TestLatchRecordedWhilePostgresIsDown(t *testing.T) {
 	}
 	if got := a.List(); len(got) != 1 {
 		t.Fatalf("A's latches %+v; want the one, stored once", got)
+	}
+}
+
+// A latch A recorded while PostgreSQL was down is stored before any
+// instance can see A alive again: until then A's call written down would
+// read as a call in flight on a live instance, and B would admit a write to
+// the latched server. B tries admissions from the moment it sees A alive,
+// while A's watchers have not yet heard the store's Resync (a watcher holds
+// A's events), and is never admitted.
+func TestNoAdmissionBeforeAnUnsavedLatchIsStored(t *testing.T) {
+	ctx := t.Context()
+	open, _, pg := shared(t)
+	stA, stB := open("a"), open("b")
+	a, b := openLedger(t, stA), openLedger(t, stB)
+	in, err := a.Begin(ctx, Latch{Server: "s", Tool: "w"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Hold A's events from the first on topic "hold" until the test ends.
+	held, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	stA.Watch("hold", func(store.Event) { once.Do(func() { close(held); <-release }) })
+	t.Cleanup(func() { close(release) })
+	if err := stA.Update(ctx, func(tx store.Tx) error { return tx.Publish("hold", []byte("x")) }); err != nil {
+		t.Fatal(err)
+	}
+	<-held
+
+	pg.Stop(t)
+	if err := a.Record(Latch{Server: "s", Tool: "w", Reason: ReasonTimeout}, in); !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("Record with PostgreSQL down: %v", err)
+	}
+	pg.Start(t)
+	aliveA := func() bool {
+		var alive bool
+		err := stB.View(ctx, func(tx store.Tx) (err error) { alive, err = tx.Alive("a"); return err })
+		return err == nil && alive
+	}
+	testenv.WaitFor(t, time.Minute, "A to be alive again", aliveA)
+	for i := range 20 {
+		var latched *LatchedError
+		if _, err := b.Begin(ctx, Latch{Server: "s", Tool: "x"}); !errors.As(err, &latched) || latched.Latch.Reason != ReasonTimeout {
+			t.Fatalf("B's admission %d once A is alive again: %v; want refused with A's latch", i, err)
+		}
+	}
+}
+
+// RecoverDead latches the calls a dead instance left in flight without any
+// admission, at once in this ledger's list; it leaves calls of live
+// instances, its own included, alone, and latches a call once.
+func TestRecoverDeadLatchesWithoutAnAdmission(t *testing.T) {
+	ctx := t.Context()
+	open, kill, _ := shared(t)
+	stA := open("a")
+	a, b := openLedger(t, stA), openLedger(t, open("b"))
+	if _, err := a.Begin(ctx, Latch{Server: "s", Tool: "w", ArgsSHA256: "aa"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Begin(ctx, Latch{Server: "s", Tool: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	if servers, err := b.RecoverDead(ctx); err != nil || len(servers) != 0 || len(b.List()) != 0 {
+		t.Fatalf("RecoverDead while A lives: %v, %v, latches %+v; want none", servers, err, b.List())
+	}
+	kill(stA) // A dies: its call's outcome is unknown
+
+	if servers, err := b.RecoverDead(ctx); err != nil || !slices.Equal(servers, []string{"s"}) {
+		t.Fatalf("RecoverDead after A died: %v, %v; want s latched", servers, err)
+	}
+	if got := b.List(); len(got) != 1 || got[0].Tool != "w" || got[0].ArgsSHA256 != "aa" || got[0].Reason != ReasonInterrupted {
+		t.Fatalf("B's latches %+v; want A's call, interrupted", got)
+	}
+	if servers, err := b.RecoverDead(ctx); err != nil || len(servers) != 0 || len(openLedger(t, open("c")).List()) != 1 {
+		t.Fatalf("RecoverDead again: %v, %v; want nothing more latched", servers, err)
 	}
 }
