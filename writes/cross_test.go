@@ -279,3 +279,30 @@ func TestRecoverDeadLatchesWithoutAnAdmission(t *testing.T) {
 		t.Fatalf("RecoverDead again: %v, %v; want nothing more latched", servers, err)
 	}
 }
+
+// A call that ended while PostgreSQL was down is struck off before its
+// instance is seen alive again, so that no instance (nor its next start)
+// takes it for a call in flight.
+func TestCallEndedWhilePostgresIsDownIsStruckOff(t *testing.T) {
+	ctx := t.Context()
+	open, _, pg := shared(t)
+	st := open("a")
+	a := openLedger(t, st)
+	in, err := a.Begin(ctx, Latch{Server: "s", Tool: "w"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pg.Stop(t)
+	in.End()
+	a.ending.Wait() // the strike-off failed
+	pg.Start(t)
+	testenv.WaitFor(t, time.Minute, "A to be alive again", func() bool {
+		var alive bool
+		err := st.View(ctx, func(tx store.Tx) (err error) { alive, err = tx.Alive("a"); return err })
+		return err == nil && alive
+	})
+	var left int
+	if err := st.View(ctx, func(tx store.Tx) (err error) { left, err = tx.Count(intentBucket); return err }); err != nil || left != 0 {
+		t.Fatalf("calls written down once A is alive again: %d, %v; want the ended call struck off", left, err)
+	}
+}
