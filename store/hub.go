@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"sync"
 )
 
@@ -56,13 +58,13 @@ func (h *hub) onRejoin(fn func(context.Context) error) func() {
 	}
 }
 
-// rejoin runs the rejoin funcs, one after the other, and stops at the first
-// error.
+// rejoin runs the rejoin funcs, one after the other in the order they
+// were registered, and stops at the first error.
 func (h *hub) rejoin(ctx context.Context) error {
 	h.mu.Lock()
 	fns := make([]func(context.Context) error, 0, len(h.rejoins))
-	for _, fn := range h.rejoins {
-		fns = append(fns, fn)
+	for _, id := range slices.Sorted(maps.Keys(h.rejoins)) {
+		fns = append(fns, h.rejoins[id])
 	}
 	h.mu.Unlock()
 	for _, fn := range fns {

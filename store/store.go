@@ -56,8 +56,9 @@ type Store interface {
 	// (Tx.Alive) and before the watchers' Resync: what it could not store
 	// meanwhile (a latch) is stored before others take what it left in the
 	// store for the doings of a live instance. Until every fn returns nil
-	// the instance stays not alive and the store tries again. The embedded
-	// store is never lost: fn never runs. stop unregisters fn.
+	// the instance stays not alive and the store tries again; the funcs run
+	// in the order they were registered. The embedded store is never lost:
+	// fn never runs. stop unregisters fn.
 	OnRejoin(fn func(ctx context.Context) error) (stop func())
 
 	// Instance names this process among the instances sharing the store.

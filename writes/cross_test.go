@@ -306,3 +306,44 @@ func TestCallEndedWhilePostgresIsDownIsStruckOff(t *testing.T) {
 		t.Fatalf("calls written down once A is alive again: %d, %v; want the ended call struck off", left, err)
 	}
 }
+
+// A call whose latch Record could not store stays written down when it
+// ends, until its latch is stored: were it struck off once PostgreSQL is
+// back but before A rejoined (held here), B would see a dead instance with
+// neither the call nor the latch, and admit a write to the latched server.
+func TestEndKeepsTheCallOfAnUnsavedLatch(t *testing.T) {
+	ctx := t.Context()
+	open, _, pg := shared(t)
+	stA := open("a")
+	release := make(chan struct{})
+	stA.OnRejoin(func(ctx context.Context) error { // before the ledger's: A stays not alive
+		select {
+		case <-release:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
+	t.Cleanup(func() { close(release) })
+	stB := open("b")
+	a, b := openLedger(t, stA), openLedger(t, stB)
+	in, err := a.Begin(ctx, Latch{Server: "s", Tool: "w"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pg.Stop(t)
+	if err := a.Record(Latch{Server: "s", Tool: "w", Reason: ReasonTimeout}, in); !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("Record with PostgreSQL down: %v", err)
+	}
+	pg.Start(t)
+	testenv.WaitFor(t, time.Minute, "A's and B's stores to answer again", func() bool {
+		return stA.Update(ctx, func(tx store.Tx) error { return nil }) == nil &&
+			stB.Update(ctx, func(tx store.Tx) error { return nil }) == nil
+	})
+	in.End()
+	a.ending.Wait()
+	var latched *LatchedError
+	if _, err := b.Begin(ctx, Latch{Server: "s", Tool: "x"}); !errors.As(err, &latched) {
+		t.Fatalf("B's admission while A's latch is not stored: %v; want refused", err)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/wardenmcp/warden/store"
@@ -30,8 +31,9 @@ const ReasonInterrupted Reason = "warden_interrupted"
 
 // Intent is a non-read call written down before it is sent.
 type Intent struct {
-	l   *Ledger
-	key []byte
+	l        *Ledger
+	key      []byte
+	recorded atomic.Bool // Record has it: struck off with its latch, never before
 }
 
 // LatchedError is Begin's refusal: the store holds a latch for the server
@@ -107,10 +109,12 @@ func intentInstance(server string, key []byte) string {
 }
 
 // End strikes the call off, off the caller's path: a nil Intent does
-// nothing. Until that is committed a crash latches the server, which errs on
-// the safe side.
+// nothing, nor does one given to Record (struck off with its latch, and
+// kept while that is not stored, lest another instance admit a write
+// meanwhile). Until that is committed a crash latches the server, which
+// errs on the safe side.
 func (in *Intent) End() {
-	if in == nil {
+	if in == nil || in.recorded.Load() {
 		return
 	}
 	l := in.l

@@ -440,6 +440,7 @@ func (l *Ledger) Record(lt Latch, in *Intent) error {
 	g.gate.Lock()
 	var key []byte
 	if in != nil {
+		in.recorded.Store(true)
 		key = in.key
 	}
 	g.unsaved = append(g.unsaved, unsaved{latch: lt, intent: key})
