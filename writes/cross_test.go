@@ -75,6 +75,32 @@ func wait(t *testing.T, ch <-chan bool) bool {
 	}
 }
 
+// latchWhileDown begins a call on l, stops PostgreSQL and records the
+// call's unknown outcome, which l cannot store: it keeps it in memory. It
+// answers the call's intent.
+func latchWhileDown(t *testing.T, l *Ledger, pg *pgtest.Server) *Intent {
+	t.Helper()
+	in, err := l.Begin(t.Context(), Latch{Server: "s", Tool: "w"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pg.Stop(t)
+	if err := l.Record(Latch{Server: "s", Tool: "w", Reason: ReasonTimeout}, in); !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("Record with PostgreSQL down: %v", err)
+	}
+	return in
+}
+
+// waitAlive waits until st sees instance alive.
+func waitAlive(t *testing.T, st store.Store, instance string) {
+	t.Helper()
+	testenv.WaitFor(t, time.Minute, instance+" to be alive", func() bool {
+		var alive bool
+		err := st.View(t.Context(), func(tx store.Tx) (err error) { alive, err = tx.Alive(instance); return err })
+		return err == nil && alive
+	})
+}
+
 // A latch recorded on instance A refuses the next admission on B, even
 // before B's memory has heard of it; B then follows it (Admit refuses), and
 // a clear on B lifts it on A.
@@ -175,20 +201,13 @@ func TestConcurrentRecordsKeepEveryLatch(t *testing.T) {
 }
 
 // With PostgreSQL down, admissions fail with store.ErrUnavailable and a
-// latch recorded is kept in memory; once PostgreSQL is back, the store's
-// Resync has it stored, and the other instance follows it and refuses.
+// latch recorded is kept in memory; once PostgreSQL is back, A stores it
+// (as it rejoins), and the other instance follows it and refuses.
 func TestLatchRecordedWhilePostgresIsDown(t *testing.T) {
 	ctx := t.Context()
 	open, _, pg := shared(t)
 	a, b := openLedger(t, open("a")), openLedger(t, open("b"))
-	in, err := a.Begin(ctx, Latch{Server: "s", Tool: "w"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pg.Stop(t)
-	if err := a.Record(Latch{Server: "s", Tool: "w", Reason: ReasonTimeout}, in); !errors.Is(err, store.ErrUnavailable) {
-		t.Fatalf("Record with PostgreSQL down: %v", err)
-	}
+	latchWhileDown(t, a, pg)
 	if _, err := b.Begin(ctx, Latch{Server: "s", Tool: "x"}); !errors.Is(err, store.ErrUnavailable) {
 		t.Fatalf("B's admission with PostgreSQL down: %v", err)
 	}
@@ -217,10 +236,6 @@ func TestNoAdmissionBeforeAnUnsavedLatchIsStored(t *testing.T) {
 	open, _, pg := shared(t)
 	stA, stB := open("a"), open("b")
 	a, b := openLedger(t, stA), openLedger(t, stB)
-	in, err := a.Begin(ctx, Latch{Server: "s", Tool: "w"})
-	if err != nil {
-		t.Fatal(err)
-	}
 	// Hold A's events from the first on topic "hold" until the test ends.
 	held, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
@@ -231,17 +246,9 @@ func TestNoAdmissionBeforeAnUnsavedLatchIsStored(t *testing.T) {
 	}
 	<-held
 
-	pg.Stop(t)
-	if err := a.Record(Latch{Server: "s", Tool: "w", Reason: ReasonTimeout}, in); !errors.Is(err, store.ErrUnavailable) {
-		t.Fatalf("Record with PostgreSQL down: %v", err)
-	}
+	latchWhileDown(t, a, pg)
 	pg.Start(t)
-	aliveA := func() bool {
-		var alive bool
-		err := stB.View(ctx, func(tx store.Tx) (err error) { alive, err = tx.Alive("a"); return err })
-		return err == nil && alive
-	}
-	testenv.WaitFor(t, time.Minute, "A to be alive again", aliveA)
+	waitAlive(t, stB, "a")
 	for i := range 20 {
 		var latched *LatchedError
 		if _, err := b.Begin(ctx, Latch{Server: "s", Tool: "x"}); !errors.As(err, &latched) || latched.Latch.Reason != ReasonTimeout {
@@ -296,11 +303,7 @@ func TestCallEndedWhilePostgresIsDownIsStruckOff(t *testing.T) {
 	in.End()
 	a.ending.Wait() // the strike-off failed
 	pg.Start(t)
-	testenv.WaitFor(t, time.Minute, "A to be alive again", func() bool {
-		var alive bool
-		err := st.View(ctx, func(tx store.Tx) (err error) { alive, err = tx.Alive("a"); return err })
-		return err == nil && alive
-	})
+	waitAlive(t, st, "a")
 	var left int
 	if err := st.View(ctx, func(tx store.Tx) (err error) { left, err = tx.Count(intentBucket); return err }); err != nil || left != 0 {
 		t.Fatalf("calls written down once A is alive again: %d, %v; want the ended call struck off", left, err)
@@ -327,18 +330,11 @@ func TestEndKeepsTheCallOfAnUnsavedLatch(t *testing.T) {
 	t.Cleanup(func() { close(release) })
 	stB := open("b")
 	a, b := openLedger(t, stA), openLedger(t, stB)
-	in, err := a.Begin(ctx, Latch{Server: "s", Tool: "w"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pg.Stop(t)
-	if err := a.Record(Latch{Server: "s", Tool: "w", Reason: ReasonTimeout}, in); !errors.Is(err, store.ErrUnavailable) {
-		t.Fatalf("Record with PostgreSQL down: %v", err)
-	}
+	in := latchWhileDown(t, a, pg)
 	pg.Start(t)
-	testenv.WaitFor(t, time.Minute, "A's and B's stores to answer again", func() bool {
-		return stA.Update(ctx, func(tx store.Tx) error { return nil }) == nil &&
-			stB.Update(ctx, func(tx store.Tx) error { return nil }) == nil
+	waitAlive(t, stB, "b")
+	testenv.WaitFor(t, time.Minute, "A's store to answer again", func() bool {
+		return stA.Update(ctx, func(tx store.Tx) error { return nil }) == nil
 	})
 	in.End()
 	a.ending.Wait()
