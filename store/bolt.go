@@ -38,6 +38,9 @@ func (s *boltStore) Shared() bool     { return false }
 
 func (s *boltStore) Watch(topic string, fn func(Event)) func() { return s.hub.watch(topic, fn) }
 
+// OnRejoin: the embedded store is never lost, so fn never runs.
+func (s *boltStore) OnRejoin(func(context.Context) error) func() { return func() {} }
+
 func (s *boltStore) View(_ context.Context, fn func(Tx) error) error {
 	return s.db.View(func(tx *bolt.Tx) error { return fn(sealedTx{&boltTx{tx: tx, s: s}, s.seal}) })
 }

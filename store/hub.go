@@ -1,6 +1,9 @@
 package store
 
 import (
+	"context"
+	"maps"
+	"slices"
 	"sync"
 )
 
@@ -10,6 +13,7 @@ type hub struct {
 	mu      sync.Mutex
 	watches map[string]map[int]func(Event)
 	next    int
+	rejoins map[int]func(context.Context) error
 	queue   []Event
 	wake    chan struct{}
 	quit    chan struct{}
@@ -18,7 +22,7 @@ type hub struct {
 }
 
 func newHub() *hub {
-	h := &hub{watches: map[string]map[int]func(Event){}, wake: make(chan struct{}, 1),
+	h := &hub{watches: map[string]map[int]func(Event){}, rejoins: map[int]func(context.Context) error{}, wake: make(chan struct{}, 1),
 		quit: make(chan struct{}), done: make(chan struct{})}
 	go h.run()
 	return h
@@ -38,6 +42,37 @@ func (h *hub) watch(topic string, fn func(Event)) func() {
 		delete(h.watches[topic], id)
 		h.mu.Unlock()
 	}
+}
+
+// onRejoin registers fn for rejoin (Store.OnRejoin).
+func (h *hub) onRejoin(fn func(context.Context) error) func() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	id := h.next
+	h.next++
+	h.rejoins[id] = fn
+	return func() {
+		h.mu.Lock()
+		delete(h.rejoins, id)
+		h.mu.Unlock()
+	}
+}
+
+// rejoin runs the rejoin funcs, one after the other in the order they
+// were registered, and stops at the first error.
+func (h *hub) rejoin(ctx context.Context) error {
+	h.mu.Lock()
+	fns := make([]func(context.Context) error, 0, len(h.rejoins))
+	for _, id := range slices.Sorted(maps.Keys(h.rejoins)) {
+		fns = append(fns, h.rejoins[id])
+	}
+	h.mu.Unlock()
+	for _, fn := range fns {
+		if err := fn(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // deliver queues events for the watchers.

@@ -125,7 +125,7 @@ func openPostgres(ctx context.Context, url, instance string, seal *sealer) (Stor
 	if err := s.migrate(ctx); err != nil {
 		return fail(err)
 	}
-	conn, err := s.listener(ctx, cfg.ConnConfig)
+	conn, err := s.listener(ctx, cfg.ConnConfig, false)
 	if err != nil {
 		return fail(err)
 	}
@@ -175,16 +175,26 @@ func (s *pgStore) migrate(ctx context.Context) error {
 	return nil
 }
 
-// listener connects the dedicated connection: it takes this instance's
-// liveness lock and listens on the channel.
-func (s *pgStore) listener(ctx context.Context, cfg *pgx.ConnConfig) (*pgx.Conn, error) {
+// listener connects the dedicated connection: it listens on the channel
+// and takes this instance's liveness lock. With rejoin (the store was lost)
+// it runs the OnRejoin funcs in between, on fresh pool connections: nothing
+// published meanwhile is missed, and no instance sees this one alive before
+// they stored what they hold.
+func (s *pgStore) listener(ctx context.Context, cfg *pgx.ConnConfig, rejoin bool) (*pgx.Conn, error) {
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return nil, s.fail("connect", err)
 	}
-	held, err := s.lockInstance(ctx, conn)
-	if err == nil && held {
-		_, err = conn.Exec(ctx, `listen `+channel)
+	_, err = conn.Exec(ctx, `listen `+channel)
+	if err == nil && rejoin {
+		s.pool.Reset() // its connections died with the listener's
+		if err = s.hub.rejoin(ctx); err != nil {
+			err = fmt.Errorf("rejoin: %w", err)
+		}
+	}
+	held := false
+	if err == nil {
+		held, err = s.lockInstance(ctx, conn)
 	}
 	if err != nil || !held {
 		conn.Close(context.Background())
@@ -230,8 +240,8 @@ func lockHalves(key int64) (hi, lo int64) {
 }
 
 // listen hands notifications to the hub until ctx ends. On losing the
-// connection it reconnects with backoff, drops the pool's connections (they
-// died too) and tells every watcher to reload.
+// connection it reconnects with backoff (rejoining: see listener) and tells
+// every watcher to reload.
 func (s *pgStore) listen(ctx context.Context, cfg *pgx.ConnConfig, conn *pgx.Conn) {
 	defer close(s.done)
 	for {
@@ -255,7 +265,6 @@ func (s *pgStore) listen(ctx context.Context, cfg *pgx.ConnConfig, conn *pgx.Con
 		if conn = s.reconnect(ctx, cfg); conn == nil {
 			return
 		}
-		s.pool.Reset()
 		s.hub.resync()
 	}
 }
@@ -270,7 +279,7 @@ func (s *pgStore) reconnect(ctx context.Context, cfg *pgx.ConnConfig) *pgx.Conn 
 			return nil
 		case <-time.After(wait):
 		}
-		if conn, err := s.listener(ctx, cfg); err == nil {
+		if conn, err := s.listener(ctx, cfg, true); err == nil {
 			return conn
 		}
 		wait = min(2*wait, 2*time.Second)
@@ -284,6 +293,8 @@ func (s *pgStore) Instance() string { return s.instance }
 func (s *pgStore) Shared() bool     { return true }
 
 func (s *pgStore) Watch(topic string, fn func(Event)) func() { return s.hub.watch(topic, fn) }
+
+func (s *pgStore) OnRejoin(fn func(context.Context) error) func() { return s.hub.onRejoin(fn) }
 
 // View reads one snapshot (repeatable read), as bbolt's does, however many
 // queries fn makes; read-only, it never fails to serialize.

@@ -19,7 +19,9 @@
 //     sees it once it is committed, this instance's too.
 //   - When the store cannot be reached, Update fails with ErrUnavailable and
 //     nothing is written; what callers hold in memory stays as it was. When
-//     it comes back, every watcher gets a Resync event: reload everything.
+//     it comes back, the OnRejoin funcs store what could not be stored
+//     before other instances see this one alive again, and then every
+//     watcher gets a Resync event: reload everything.
 package store
 
 import (
@@ -48,6 +50,16 @@ type Store interface {
 	// runs on one goroutine per Store and must not block for long. The
 	// returned func stops the watch.
 	Watch(topic string, fn func(Event)) (stop func())
+
+	// OnRejoin registers fn, run each time this instance reaches the store
+	// again after losing it, before any instance can see it alive again
+	// (Tx.Alive) and before the watchers' Resync: what it could not store
+	// meanwhile (a latch) is stored before others take what it left in the
+	// store for the doings of a live instance. Until every fn returns nil
+	// the instance stays not alive and the store tries again; the funcs run
+	// in the order they were registered. The embedded store is never lost:
+	// fn never runs. stop unregisters fn.
+	OnRejoin(fn func(ctx context.Context) error) (stop func())
 
 	// Instance names this process among the instances sharing the store.
 	Instance() string

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -72,6 +73,32 @@ func wait(t *testing.T, ch <-chan bool) bool {
 		t.Fatal("no change came")
 		return false
 	}
+}
+
+// latchWhileDown begins a call on l, stops PostgreSQL and records the
+// call's unknown outcome, which l cannot store: it keeps it in memory. It
+// answers the call's intent.
+func latchWhileDown(t *testing.T, l *Ledger, pg *pgtest.Server) *Intent {
+	t.Helper()
+	in, err := l.Begin(t.Context(), Latch{Server: "s", Tool: "w"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pg.Stop(t)
+	if err := l.Record(Latch{Server: "s", Tool: "w", Reason: ReasonTimeout}, in); !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("Record with PostgreSQL down: %v", err)
+	}
+	return in
+}
+
+// waitAlive waits until st sees instance alive.
+func waitAlive(t *testing.T, st store.Store, instance string) {
+	t.Helper()
+	testenv.WaitFor(t, time.Minute, instance+" to be alive", func() bool {
+		var alive bool
+		err := st.View(t.Context(), func(tx store.Tx) (err error) { alive, err = tx.Alive(instance); return err })
+		return err == nil && alive
+	})
 }
 
 // A latch recorded on instance A refuses the next admission on B, even
@@ -174,20 +201,13 @@ func TestConcurrentRecordsKeepEveryLatch(t *testing.T) {
 }
 
 // With PostgreSQL down, admissions fail with store.ErrUnavailable and a
-// latch recorded is kept in memory; once PostgreSQL is back, the store's
-// Resync has it stored, and the other instance follows it and refuses.
+// latch recorded is kept in memory; once PostgreSQL is back, A stores it
+// (as it rejoins), and the other instance follows it and refuses.
 func TestLatchRecordedWhilePostgresIsDown(t *testing.T) {
 	ctx := t.Context()
 	open, _, pg := shared(t)
 	a, b := openLedger(t, open("a")), openLedger(t, open("b"))
-	in, err := a.Begin(ctx, Latch{Server: "s", Tool: "w"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pg.Stop(t)
-	if err := a.Record(Latch{Server: "s", Tool: "w", Reason: ReasonTimeout}, in); !errors.Is(err, store.ErrUnavailable) {
-		t.Fatalf("Record with PostgreSQL down: %v", err)
-	}
+	latchWhileDown(t, a, pg)
 	if _, err := b.Begin(ctx, Latch{Server: "s", Tool: "x"}); !errors.Is(err, store.ErrUnavailable) {
 		t.Fatalf("B's admission with PostgreSQL down: %v", err)
 	}
@@ -202,5 +222,124 @@ func TestLatchRecordedWhilePostgresIsDown(t *testing.T) {
 	}
 	if got := a.List(); len(got) != 1 {
 		t.Fatalf("A's latches %+v; want the one, stored once", got)
+	}
+}
+
+// A latch A recorded while PostgreSQL was down is stored before any
+// instance can see A alive again: until then A's call written down would
+// read as a call in flight on a live instance, and B would admit a write to
+// the latched server. B tries admissions from the moment it sees A alive,
+// while A's watchers have not yet heard the store's Resync (a watcher holds
+// A's events), and is never admitted.
+func TestNoAdmissionBeforeAnUnsavedLatchIsStored(t *testing.T) {
+	ctx := t.Context()
+	open, _, pg := shared(t)
+	stA, stB := open("a"), open("b")
+	a, b := openLedger(t, stA), openLedger(t, stB)
+	// Hold A's events from the first on topic "hold" until the test ends.
+	held, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	stA.Watch("hold", func(store.Event) { once.Do(func() { close(held); <-release }) })
+	t.Cleanup(func() { close(release) })
+	if err := stA.Update(ctx, func(tx store.Tx) error { return tx.Publish("hold", []byte("x")) }); err != nil {
+		t.Fatal(err)
+	}
+	<-held
+
+	latchWhileDown(t, a, pg)
+	pg.Start(t)
+	waitAlive(t, stB, "a")
+	for i := range 20 {
+		var latched *LatchedError
+		if _, err := b.Begin(ctx, Latch{Server: "s", Tool: "x"}); !errors.As(err, &latched) || latched.Latch.Reason != ReasonTimeout {
+			t.Fatalf("B's admission %d once A is alive again: %v; want refused with A's latch", i, err)
+		}
+	}
+}
+
+// RecoverDead latches the calls a dead instance left in flight without any
+// admission, at once in this ledger's list; it leaves calls of live
+// instances, its own included, alone, and latches a call once.
+func TestRecoverDeadLatchesWithoutAnAdmission(t *testing.T) {
+	ctx := t.Context()
+	open, kill, _ := shared(t)
+	stA := open("a")
+	a, b := openLedger(t, stA), openLedger(t, open("b"))
+	if _, err := a.Begin(ctx, Latch{Server: "s", Tool: "w", ArgsSHA256: "aa"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Begin(ctx, Latch{Server: "s", Tool: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	if servers, err := b.RecoverDead(ctx); err != nil || len(servers) != 0 || len(b.List()) != 0 {
+		t.Fatalf("RecoverDead while A lives: %v, %v, latches %+v; want none", servers, err, b.List())
+	}
+	kill(stA) // A dies: its call's outcome is unknown
+
+	if servers, err := b.RecoverDead(ctx); err != nil || !slices.Equal(servers, []string{"s"}) {
+		t.Fatalf("RecoverDead after A died: %v, %v; want s latched", servers, err)
+	}
+	if got := b.List(); len(got) != 1 || got[0].Tool != "w" || got[0].ArgsSHA256 != "aa" || got[0].Reason != ReasonInterrupted {
+		t.Fatalf("B's latches %+v; want A's call, interrupted", got)
+	}
+	if servers, err := b.RecoverDead(ctx); err != nil || len(servers) != 0 || len(openLedger(t, open("c")).List()) != 1 {
+		t.Fatalf("RecoverDead again: %v, %v; want nothing more latched", servers, err)
+	}
+}
+
+// A call that ended while PostgreSQL was down is struck off before its
+// instance is seen alive again, so that no instance (nor its next start)
+// takes it for a call in flight.
+func TestCallEndedWhilePostgresIsDownIsStruckOff(t *testing.T) {
+	ctx := t.Context()
+	open, _, pg := shared(t)
+	st := open("a")
+	a := openLedger(t, st)
+	in, err := a.Begin(ctx, Latch{Server: "s", Tool: "w"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pg.Stop(t)
+	in.End()
+	a.ending.Wait() // the strike-off failed
+	pg.Start(t)
+	waitAlive(t, st, "a")
+	var left int
+	if err := st.View(ctx, func(tx store.Tx) (err error) { left, err = tx.Count(intentBucket); return err }); err != nil || left != 0 {
+		t.Fatalf("calls written down once A is alive again: %d, %v; want the ended call struck off", left, err)
+	}
+}
+
+// A call whose latch Record could not store stays written down when it
+// ends, until its latch is stored: were it struck off once PostgreSQL is
+// back but before A rejoined (held here), B would see a dead instance with
+// neither the call nor the latch, and admit a write to the latched server.
+func TestEndKeepsTheCallOfAnUnsavedLatch(t *testing.T) {
+	ctx := t.Context()
+	open, _, pg := shared(t)
+	stA := open("a")
+	release := make(chan struct{})
+	stA.OnRejoin(func(ctx context.Context) error { // before the ledger's: A stays not alive
+		select {
+		case <-release:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
+	t.Cleanup(func() { close(release) })
+	stB := open("b")
+	a, b := openLedger(t, stA), openLedger(t, stB)
+	in := latchWhileDown(t, a, pg)
+	pg.Start(t)
+	waitAlive(t, stB, "b")
+	testenv.WaitFor(t, time.Minute, "A's store to answer again", func() bool {
+		return stA.Update(ctx, func(tx store.Tx) error { return nil }) == nil
+	})
+	in.End()
+	a.ending.Wait()
+	var latched *LatchedError
+	if _, err := b.Begin(ctx, Latch{Server: "s", Tool: "x"}); !errors.As(err, &latched) {
+		t.Fatalf("B's admission while A's latch is not stored: %v; want refused", err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/wardenmcp/warden/store"
@@ -15,8 +16,8 @@ import (
 // leaves Warden, and struck off once its outcome is known (or latched). One
 // still written down when its instance is gone (kill -9, power loss) was in
 // flight when it died: its outcome is unknown, so its server latches with
-// ReasonInterrupted, at this instance's next Open or at the next admission
-// to that server on any instance.
+// ReasonInterrupted, at this instance's next Open, at the next admission to
+// that server on any instance, or at another instance's RecoverDead.
 //
 // An intent's key names the server and the instance: server, 0, instance,
 // 0, an 8-byte number. Earlier versions wrote server, 0, the number: such an
@@ -30,8 +31,9 @@ const ReasonInterrupted Reason = "warden_interrupted"
 
 // Intent is a non-read call written down before it is sent.
 type Intent struct {
-	l   *Ledger
-	key []byte
+	l        *Ledger
+	key      []byte
+	recorded atomic.Bool // Record has it: struck off with its latch, never before
 }
 
 // LatchedError is Begin's refusal: the store holds a latch for the server
@@ -107,10 +109,12 @@ func intentInstance(server string, key []byte) string {
 }
 
 // End strikes the call off, off the caller's path: a nil Intent does
-// nothing. Until that is committed a crash latches the server, which errs on
-// the safe side.
+// nothing, nor does one given to Record (struck off with its latch, and
+// kept while that is not stored, lest another instance admit a write
+// meanwhile). Until that is committed a crash latches the server, which
+// errs on the safe side.
 func (in *Intent) End() {
-	if in == nil {
+	if in == nil || in.recorded.Load() {
 		return
 	}
 	l := in.l
@@ -122,12 +126,41 @@ func (in *Intent) End() {
 	l.ending.Add(1)
 	go func() {
 		defer l.ending.Done()
-		// Should this fail, the server latches at the next start: safe.
 		// (Batch: strike-offs of concurrent calls share a commit.)
-		_ = l.st.Batch(context.Background(), func(tx store.Tx) error {
+		err := l.st.Batch(context.Background(), func(tx store.Tx) error {
 			return tx.Delete(intentBucket, in.key)
 		})
+		if err != nil { // struck off at the rejoin; a crash first latches the server: safe
+			l.endMu.Lock()
+			l.ended = append(l.ended, in.key)
+			l.endMu.Unlock()
+		}
 	}()
+}
+
+// strikeEnded strikes off the calls that ended while the store could not be
+// reached.
+func (l *Ledger) strikeEnded(ctx context.Context) error {
+	l.endMu.Lock()
+	keys := l.ended
+	l.endMu.Unlock()
+	if len(keys) == 0 {
+		return nil
+	}
+	err := l.st.Update(ctx, func(tx store.Tx) error {
+		for _, k := range keys {
+			if err := tx.Delete(intentBucket, k); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err == nil {
+		l.endMu.Lock()
+		l.ended = l.ended[len(keys):]
+		l.endMu.Unlock()
+	}
+	return err
 }
 
 // Close stops following other instances and waits until the calls that
@@ -179,47 +212,85 @@ func latchLeftovers(tx store.Tx, server string, isGone func(instance string) (bo
 	return ls, putLatches(tx, server, ls)
 }
 
+// RecoverDead latches the servers of the calls that instances no longer
+// alive left in flight (kill -9, power loss), as an admission to those
+// servers would (Begin), so that the latches show before anyone tries a
+// write; this instance's calls are left alone. Run it now and then: it reads
+// the intents once, and writes only for a server with such calls. It
+// answers the servers latched, whose latches this ledger holds on return.
+func (l *Ledger) RecoverDead(ctx context.Context) ([]string, error) {
+	servers, err := l.recoverIntents(ctx, false)
+	for _, server := range servers {
+		if err == nil {
+			err = l.reload(server)
+		}
+	}
+	if err != nil {
+		return servers, fmt.Errorf("writes: latching the calls of instances that died: %w", err)
+	}
+	return servers, nil
+}
+
 // recoverIntents latches the servers of the calls written down and never
-// struck off by this instance or by instances not alive, each server in a
-// transaction of its own that holds its lock.
-func (l *Ledger) recoverIntents(ctx context.Context) error {
+// struck off by instances not alive, and with mine by this instance (at
+// Open: from its last run), each server in a transaction of its own that
+// holds its lock. It answers the servers latched.
+func (l *Ledger) recoverIntents(ctx context.Context, mine bool) ([]string, error) {
 	self := l.st.Instance()
 	var servers []string
 	err := l.st.View(ctx, func(tx store.Tx) error {
+		isGone := gone(tx, self, mine)
 		return tx.Scan(intentBucket, nil, false, func(k, _ []byte) error {
 			server, _, found := bytes.Cut(k, []byte{0})
-			if found && len(server) > 0 && (len(servers) == 0 || servers[len(servers)-1] != string(server)) {
-				servers = append(servers, string(server))
+			if !found || len(server) == 0 || len(servers) > 0 && servers[len(servers)-1] == string(server) {
+				return nil
 			}
+			if inst := intentInstance(string(server), k); inst != "" {
+				if g, err := isGone(inst); err != nil || !g {
+					return err
+				}
+			}
+			servers = append(servers, string(server))
 			return nil
 		})
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
+	var latched []string
 	for _, server := range servers {
-		err := l.st.Update(ctx, func(tx store.Tx) error {
+		var ls []Latch
+		err := l.st.Update(ctx, func(tx store.Tx) (err error) {
 			if err := tx.Lock(lockName(server)); err != nil {
 				return err
 			}
-			_, err := latchLeftovers(tx, server, gone(tx, self, true))
+			ls, err = latchLeftovers(tx, server, gone(tx, self, mine))
 			return err
 		})
 		if err != nil {
-			return err
+			return latched, err
+		}
+		if ls != nil {
+			latched = append(latched, server)
 		}
 	}
-	return nil
+	return latched, nil
 }
 
 // gone tells latchLeftovers which intents' instances are gone: those not
 // alive, and with mine this instance's own (at Open: from its last run).
+// It asks tx once per instance.
 func gone(tx store.Tx, self string, mine bool) func(string) (bool, error) {
+	known := map[string]bool{self: mine}
 	return func(inst string) (bool, error) {
-		if inst == self {
-			return mine, nil
+		if g, ok := known[inst]; ok {
+			return g, nil
 		}
 		alive, err := tx.Alive(inst)
-		return !alive, err
+		if err != nil {
+			return false, err
+		}
+		known[inst] = !alive
+		return !alive, nil
 	}
 }

@@ -44,9 +44,13 @@
 // recorded anywhere is seen by every admission after it. Each change is
 // published (topic "latches"), and every instance reloads that server's
 // latches into its gates, so Admit and the observers follow within the
-// store's event delay. While the store cannot be reached Begin and Clear
-// fail (store.ErrUnavailable: STORE_UNAVAILABLE to the caller), and a latch
-// Record cannot store is kept in memory and stored at the store's Resync.
+// store's event delay. The daemon's sweep (RecoverDead) latches dead
+// instances' calls without waiting for an admission. While the store cannot
+// be reached Begin and Clear fail (store.ErrUnavailable: STORE_UNAVAILABLE
+// to the caller), and a latch Record cannot store is kept in memory and
+// stored once the store is back, before other instances see this one alive
+// again (store.Store.OnRejoin): until then they take its calls in flight
+// for a dead instance's and latch them, never for a live one's.
 package writes
 
 import (
@@ -121,6 +125,7 @@ type Ledger struct {
 	endMu  sync.Mutex
 	closed bool           // Close was called: no more intents are struck off
 	ending sync.WaitGroup // intents being struck off
+	ended  [][]byte       // intents of calls that ended, not struck off: the store was unreachable
 }
 
 type serverGate struct {
@@ -165,10 +170,11 @@ func Open(st store.Store) (*Ledger, error) {
 	l := &Ledger{st: st}
 	l.seq.Store(uint64(time.Now().UnixNano())) // unique across runs should an instance keep its name
 	l.servers.Store(&map[string]*serverGate{})
-	if err := l.recoverIntents(context.Background()); err != nil {
+	if _, err := l.recoverIntents(context.Background(), true); err != nil {
 		return nil, fmt.Errorf("writes: open ledger: %w", err)
 	}
-	l.stopWatch = st.Watch(topic, l.changed)
+	stopWatch, stopRejoin := st.Watch(topic, l.changed), st.OnRejoin(l.rejoin)
+	l.stopWatch = func() { stopWatch(); stopRejoin() }
 	if err := l.reloadAll(); err != nil {
 		l.stopWatch()
 		return nil, fmt.Errorf("writes: open ledger: %w", err)
@@ -268,7 +274,7 @@ func (l *Ledger) changed(e store.Event) {
 func (l *Ledger) reload(server string) error {
 	g := l.gateFor(server)
 	g.gate.Lock()
-	_, err := l.save(g, server)
+	_, err := l.save(context.Background(), g, server)
 	var ls []Latch
 	if err == nil {
 		err = l.st.View(context.Background(), func(tx store.Tx) (err error) {
@@ -287,12 +293,12 @@ func (l *Ledger) reload(server string) error {
 // save stores the latches recorded and not stored yet (holding g's write
 // side), and answers the server's stored latches then (nil when there was
 // nothing to store).
-func (l *Ledger) save(g *serverGate, server string) ([]Latch, error) {
+func (l *Ledger) save(ctx context.Context, g *serverGate, server string) ([]Latch, error) {
 	if len(g.unsaved) == 0 {
 		return nil, nil
 	}
 	var ls []Latch
-	err := l.st.Update(context.Background(), func(tx store.Tx) (err error) {
+	err := l.st.Update(ctx, func(tx store.Tx) (err error) {
 		if ls, err = g.withUnsaved(tx, server); err != nil {
 			return err
 		}
@@ -303,6 +309,24 @@ func (l *Ledger) save(g *serverGate, server string) ([]Latch, error) {
 	}
 	g.unsaved = nil
 	return ls, nil
+}
+
+// rejoin runs when this instance reaches the store again after losing it,
+// before other instances can see it alive (store.Store.OnRejoin): until
+// then its calls' intents would read as calls in flight on a live instance,
+// and another instance would admit writes to a server latched here. It
+// stores the latches recorded meanwhile and strikes off the calls that
+// ended meanwhile.
+func (l *Ledger) rejoin(ctx context.Context) error {
+	for server, g := range *l.servers.Load() {
+		g.gate.Lock()
+		_, err := l.save(ctx, g, server)
+		g.gate.Unlock()
+		if err != nil {
+			return err
+		}
+	}
+	return l.strikeEnded(ctx)
 }
 
 // withUnsaved takes server's lock in tx and answers its stored latches and
@@ -416,11 +440,12 @@ func (l *Ledger) Record(lt Latch, in *Intent) error {
 	g.gate.Lock()
 	var key []byte
 	if in != nil {
+		in.recorded.Store(true)
 		key = in.key
 	}
 	g.unsaved = append(g.unsaved, unsaved{latch: lt, intent: key})
-	ls, err := l.save(g, lt.Server) // with any earlier ones not stored yet
-	if err != nil {                 // fail closed: latched in memory, stored at the next reload (a Resync once the store is back)
+	ls, err := l.save(context.Background(), g, lt.Server) // with any earlier ones not stored yet
+	if err != nil {                                       // fail closed: latched in memory, stored at the next reload or rejoin (once the store is back)
 		ls = []Latch{lt}
 		if old := g.latches.Load(); old != nil {
 			ls = append(slices.Clone(*old), lt)

@@ -613,9 +613,25 @@ func testDeadlock(t *testing.T, a, b store.Store) {
 
 // testUnavailable: with the database down an Update fails with
 // ErrUnavailable, without waiting for the caller's deadline; once it is
-// back, watchers are told to resync and both handles work again.
+// back, a's OnRejoin funcs run, again while one fails, and while they run a
+// is not alive (what they store is stored before any instance sees a
+// alive); then watchers are told to resync and both handles work again.
 func testUnavailable(t *testing.T, sh Shared, a, b store.Store) {
 	ch := Watch(t, a, "u")
+	var rejoins []bool // a's Alive, as a sees it, at each run of the OnRejoin func
+	stop := a.OnRejoin(func(ctx context.Context) error {
+		var alive bool
+		err := a.View(ctx, func(tx store.Tx) (err error) { alive, err = tx.Alive(a.Instance()); return err })
+		if err != nil {
+			return err
+		}
+		rejoins = append(rejoins, alive)
+		if len(rejoins) == 1 {
+			return errors.New("the first rejoin fails")
+		}
+		return nil
+	})
+	defer stop()
 	update(t, a, func(tx store.Tx) error { return tx.Put("u", []byte("k"), []byte("before")) })
 	sh.Stop(t)
 	restarted := false
@@ -640,6 +656,9 @@ func testUnavailable(t *testing.T, sh Shared, a, b store.Store) {
 	restarted = true
 	if e := Next(t, ch); !e.Resync {
 		t.Fatalf("after the database came back: %+v, want a Resync", e)
+	}
+	if len(rejoins) != 2 || slices.Contains(rejoins, true) {
+		t.Errorf("a's OnRejoin func saw a alive: %v at each run; want two runs (the first failed), each with a not alive", rejoins)
 	}
 	if v := get(t, a, "u", "k"); string(v) != "before" {
 		t.Errorf("k = %q, want before", v)
