@@ -18,7 +18,9 @@ import (
 //
 //	call: tools/call latency (p50, p99) at one client, of each era:
 //	      directly, through haproxy to the upstream (the balancer's own
-//	      cost), through the embedded Warden, through haproxy to the team;
+//	      cost), through the embedded Warden, through one of the team's
+//	      instances (on PostgreSQL) directly and through haproxy to it
+//	      alone, through haproxy to the team;
 //	      the added p50 against direct calls
 //	decide: decisions (block, then approve, of one tool, in turn) per
 //	      second through one instance's API, embedded and team
@@ -49,6 +51,7 @@ func BenchmarkTeam(b *testing.B) {
 	}
 	emb := &instance{name: "embedded", addr: embedded.Addr, stateDir: embedded.StateDir, token: token}
 
+	one := testenv.StartHAProxy(b, "/healthz", tm.inst[0].addr) // the balancer in front of one instance
 	var ways []benchWay
 	for era, server := range map[string]string{"2025-11-25": "bench", "2026-07-28": "stateless"} {
 		lb := testenv.StartHAProxy(b, "", ups[era])
@@ -57,6 +60,8 @@ func BenchmarkTeam(b *testing.B) {
 			benchWay{name: direct, url: "http://" + ups[era] + "/mcp", tool: "echo", version: era, base: direct},
 			benchWay{name: "haproxy-upstream-" + era, url: "http://" + lb.Addr + "/mcp", tool: "echo", version: era, base: direct},
 			benchWay{name: "embedded-" + era, url: "http://" + emb.addr + "/mcp/" + server, tool: "echo", version: era, base: direct},
+			benchWay{name: "instance-" + era, url: "http://" + tm.inst[0].addr + "/mcp/" + server, tool: "echo", version: era, base: direct},
+			benchWay{name: "haproxy-instance-" + era, url: "http://" + one.Addr + "/mcp/" + server, tool: "echo", version: era, base: direct},
 			benchWay{name: "team-" + era, url: "http://" + tm.lb.Addr + "/mcp/" + server, tool: "echo", version: era, base: direct},
 		)
 	}
