@@ -25,7 +25,7 @@ type writeAdmission struct {
 	recordArgs bool
 
 	pending writes.Latch   // the call as its latch would read, written down before it was sent
-	intent  *writes.Intent // nil until written down, and once latched
+	intent  *writes.Intent // nil until written down
 }
 
 // admit gates the call and writes it down first, so that Warden dying
@@ -57,9 +57,7 @@ func (w *writeAdmission) admit() (release func(), err error) {
 // next start.
 func (w *writeAdmission) latch(reason writes.Reason) error {
 	w.pending.At, w.pending.Reason = time.Now(), reason
-	err := w.ledger.Record(w.pending, w.intent)
-	w.intent = nil
-	return err
+	return w.ledger.Record(w.pending, w.intent) // (End then leaves the intent to the latch)
 }
 
 // end strikes the intent off: the outcome is known (or latched). A nil
