@@ -15,6 +15,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -224,6 +225,10 @@ func Run(ctx context.Context, opts Options) error {
 	d.gw.Reconcile(cfg.Servers)
 	defer d.gw.Close()
 	runtime.Gosched()
+	releaseCtx, stopRelease := context.WithCancel(ctx)
+	released := make(chan struct{})
+	go func() { defer close(released); releaseWhenQuiet(releaseCtx, releaseEvery, debug.FreeOSMemory) }()
+	defer func() { stopRelease(); <-released }()
 
 	// No ReadTimeout or WriteTimeout: they would end event streams and long
 	// calls; the handler bounds the body and each write instead.

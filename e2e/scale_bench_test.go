@@ -27,7 +27,9 @@ import (
 // of Warden's binary (PSS and RSS, MB); Warden's CPU
 // per tools/list of the 462 tools on /mcp, and its memory after 473 of
 // them; and the memory of every process of Warden's binary after 10,000
-// tools/call at 16 clients (each its own session on /mcp).
+// tools/call at 16 clients (each its own session on /mcp). The memory at
+// ready and after the calls is measured again once Warden has been left
+// alone for settle (ready-settled, calls-settled).
 //
 // With WARDEN_BENCH_BASELINE set to another warden binary (an older build),
 // that binary is started too in each iteration, before or after this one in
@@ -75,10 +77,13 @@ func BenchmarkScale(b *testing.B) {
 	b.ReportMetric(now.lists.daemonRSS/n, "lists-rss-MB")
 	b.ReportMetric(now.calls.ownPSS/n, "calls-own-pss-MB")
 	b.ReportMetric(now.calls.ownRSS/n, "calls-own-rss-MB")
+	b.ReportMetric(now.readySettled.ownPSS/n, "ready-settled-own-pss-MB")
+	b.ReportMetric(now.callsSettled.ownPSS/n, "calls-settled-own-pss-MB")
 	if baseline != "" {
 		b.ReportMetric(base.listed/n, "baseline-listed-s")
 		b.ReportMetric(base.listed/floor, "baseline-x-floor")
 		b.ReportMetric(base.ready.ownPSS/n, "baseline-ready-own-pss-MB")
+		b.ReportMetric(base.readySettled.ownPSS/n, "baseline-ready-settled-own-pss-MB")
 		b.ReportMetric(base.readyCPU/n, "baseline-ready-cpu-ms")
 		b.ReportMetric(base.readyFaults/n, "baseline-ready-faults")
 	}
@@ -91,6 +96,9 @@ type scaleRun struct {
 	readyFaults         float64 // the daemon's page faults until then
 	cpu                 float64 // ms of Warden's CPU per tools/list
 	ready, lists, calls memory
+	// the same settled: after settle with no request, once at ready and
+	// once after the calls
+	readySettled, callsSettled memory
 }
 
 func (r *scaleRun) add(o scaleRun) {
@@ -101,11 +109,14 @@ func (r *scaleRun) add(o scaleRun) {
 	r.ready.add(o.ready)
 	r.lists.add(o.lists)
 	r.calls.add(o.calls)
+	r.readySettled.add(o.readySettled)
+	r.callsSettled.add(o.callsSettled)
 }
 
 // runScale starts the warden binary with servers until all total tools are
-// listed on /mcp, then, with load, lists them 473 times and makes 10,000
-// calls at 16 clients, measuring along; it stops Warden.
+// listed on /mcp, measuring, and again once settled; then, with load, lists
+// them 473 times and makes 10,000 calls at 16 clients, measuring along and
+// once settled after; it stops Warden.
 func runScale(b *testing.B, warden string, servers map[string]any, total int, load bool) scaleRun {
 	const lists, calls, clients = 473, 10000, 16
 	var r scaleRun
@@ -120,6 +131,8 @@ func runScale(b *testing.B, warden string, servers map[string]any, total int, lo
 	r.ready = processMemory(b, p.PID(), warden)
 	r.readyCPU = float64(cpuTicks(b, p.PID(), false)) * 10 // ms; 100 ticks a second
 	r.readyFaults = float64(statFields(b, p.PID(), 10))    // minflt
+	time.Sleep(settle)
+	r.readySettled = processMemory(b, p.PID(), warden)
 	if !load {
 		return r
 	}
@@ -133,8 +146,15 @@ func runScale(b *testing.B, warden string, servers map[string]any, total int, lo
 	r.lists = processMemory(b, p.PID(), warden)
 	callConcurrently(b, "http://"+listen+"/mcp", len(servers), calls, clients)
 	r.calls = processMemory(b, p.PID(), warden)
+	time.Sleep(settle)
+	r.callsSettled = processMemory(b, p.PID(), warden)
 	return r
 }
+
+// settle is how long Warden is left alone before a settled measurement:
+// long enough for it to give back what a burst left (daemon/memory.go,
+// twice its releaseEvery and a second).
+const settle = 11 * time.Second
 
 // callConcurrently makes calls tools/call of echo through url, from clients
 // sessions at once, each calling the servers in turn.
