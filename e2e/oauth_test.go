@@ -32,12 +32,7 @@ import (
 // a grant revoked at the provider and `warden auth logout` both bring
 // AUTH_REQUIRED back. No token ever shows in logs, events or answers.
 func TestOAuthUpstream(t *testing.T) {
-	as := fixture.NewAuthServer(t)
-	up := httptest.NewServer(as.Protect(fixture.NewServer(fixture.Options{}).HTTPHandler()))
-	t.Cleanup(up.Close)
-	dir := t.TempDir()
-	cfgPath, stateDir := filepath.Join(dir, "config.json"), filepath.Join(dir, "state")
-	wardentest.WriteConfig(t, cfgPath, map[string]any{"hosted": map[string]any{"url": up.URL + "/mcp", "trusted": true}})
+	as, url, cfgPath, stateDir := hostedSetup(t)
 	w := wardentest.StartWith(t, cfgPath, stateDir)
 	events := w.FollowEvents(t)
 
@@ -61,8 +56,8 @@ func TestOAuthUpstream(t *testing.T) {
 		t.Fatalf("%d refreshes for concurrent calls after expiry; want 1", n)
 	}
 	for _, r := range as.Resources() { // the code exchange's and the refresh's
-		if r != up.URL+"/mcp" {
-			t.Errorf("token request with resource %q, want %q", r, up.URL+"/mcp")
+		if r != url {
+			t.Errorf("token request with resource %q, want %q", r, url)
 		}
 	}
 
@@ -112,6 +107,20 @@ func TestOAuthUpstream(t *testing.T) {
 			t.Fatalf("a token shows in logs, events or answers:\n%s", shown)
 		}
 	}
+}
+
+// hostedSetup starts the fixture behind an authorization server and writes
+// a config naming it "hosted"; it answers the authorization server, the
+// fixture's URL, the config's path and a state dir.
+func hostedSetup(t *testing.T) (as *fixture.AuthServer, url, cfgPath, stateDir string) {
+	as = fixture.NewAuthServer(t)
+	up := httptest.NewServer(as.Protect(fixture.NewServer(fixture.Options{}).HTTPHandler()))
+	t.Cleanup(up.Close)
+	dir := t.TempDir()
+	cfgPath, stateDir = filepath.Join(dir, "config.json"), filepath.Join(dir, "state")
+	url = up.URL + "/mcp"
+	wardentest.WriteConfig(t, cfgPath, map[string]any{"hosted": map[string]any{"url": url, "trusted": true}})
+	return as, url, cfgPath, stateDir
 }
 
 // Killed with -9 while its refresh is at the authorization server, Warden

@@ -4,14 +4,11 @@ import (
 	"encoding/hex"
 	"net/http"
 	"net/http/cookiejar"
-	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/wardenmcp/warden/api"
-	"github.com/wardenmcp/warden/internal/testing/fixture"
 	"github.com/wardenmcp/warden/internal/testing/pgtest"
 	"github.com/wardenmcp/warden/internal/testing/testenv"
 	"github.com/wardenmcp/warden/internal/testing/wardentest"
@@ -22,12 +19,7 @@ import (
 // login code or cookie.
 func TestBackupRevealsNoSecret(t *testing.T) {
 	pg := pgtest.Start(t, pgtest.Options{})
-	as := fixture.NewAuthServer(t)
-	up := httptest.NewServer(as.Protect(fixture.NewServer(fixture.Options{}).HTTPHandler()))
-	t.Cleanup(up.Close)
-	dir := t.TempDir()
-	cfgPath, stateDir := filepath.Join(dir, "config.json"), filepath.Join(dir, "state")
-	wardentest.WriteConfig(t, cfgPath, map[string]any{"hosted": map[string]any{"url": up.URL + "/mcp", "trusted": true}})
+	as, _, cfgPath, stateDir := hostedSetup(t)
 	wardentest.EditConfigFile(t, cfgPath, func(cfg map[string]any) {
 		cfg["store"], cfg["storeKey"] = pg.URL(), "the backup test's store key"
 	})
