@@ -17,7 +17,8 @@ type Listing struct {
 	// added again never goes back to an older one.
 	Version uint64
 	// Seq is the listing pass the records last accepted (upstream's
-	// numbering); 0 before the first, or while an on-demand server is
+	// numbering), as of Version: one accepted and not yet versioned shows
+	// with its version. 0 before the first, or while an on-demand server is
 	// shown from its pinned definitions.
 	Seq uint64
 }
@@ -37,7 +38,8 @@ type inventories struct {
 type inventory struct {
 	inv     *upstream.Inventory // nil: nothing listed, or forgotten
 	version uint64
-	shown   bool // the views were last told of an inventory, not of none
+	seq     uint64 // inv's Seq when it was versioned: what Listed answers with version
+	shown   bool   // the views were last told of an inventory, not of none
 }
 
 // applying counts the listings of a server being applied, and whether an
@@ -80,11 +82,9 @@ func (s *inventories) listed(server string) Listing {
 	if e == nil {
 		return Listing{}
 	}
-	l := Listing{Version: e.version}
-	if e.inv != nil {
-		l.Seq = e.inv.Seq
-	}
-	return l
+	// Seq as of the version, not the inventory accepted and not yet
+	// versioned: a caller that saw the listing's Seq waits for its version.
+	return Listing{Version: e.version, Seq: e.seq}
 }
 
 // Inventory applies a new listing to the approval records.
@@ -205,6 +205,10 @@ func (s *inventories) version(server string, e *inventory) {
 	s.last++
 	e.version = s.last
 	e.shown = e.inv != nil
+	e.seq = 0
+	if e.inv != nil {
+		e.seq = e.inv.Seq
+	}
 	s.mu.Unlock()
 	s.tell(server)
 }
