@@ -420,6 +420,9 @@ func (l *Log) key(at time.Time) []byte {
 	return k
 }
 
+// keyTime is the time a key starts with.
+func keyTime(k []byte) time.Time { return time.Unix(0, int64(binary.BigEndian.Uint64(k))) }
+
 // retain deletes the oldest entries beyond maxEntries and every entry older
 // than maxAge. Keys start with the time, so both are a prefix of the bucket.
 // It counts the log when the count is older than recountEvery (or was never
@@ -437,7 +440,7 @@ func (l *Log) retain(tx store.Tx) error {
 	excess := l.count - l.maxEntries
 	var del [][]byte
 	err := tx.Scan(bucketName, nil, false, func(k, _ []byte) error {
-		old := len(k) < 8 || int64(binary.BigEndian.Uint64(k)) < cutoff
+		old := len(k) < 8 || keyTime(k).UnixNano() < cutoff
 		if !old && len(del) >= excess {
 			return store.ErrStop
 		}

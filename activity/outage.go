@@ -1,7 +1,6 @@
 package activity
 
 import (
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -90,6 +89,3 @@ func (h *held) marker(instance string) record {
 	v, _ := json.Marshal(&e) // an Entry always marshals
 	return record{key: h.lostKey, value: v}
 }
-
-// keyTime is the time a key starts with.
-func keyTime(k []byte) time.Time { return time.Unix(0, int64(binary.BigEndian.Uint64(k))) }
