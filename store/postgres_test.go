@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/wardenmcp/warden/internal/testing/pgtest"
 	"github.com/wardenmcp/warden/store"
 	"github.com/wardenmcp/warden/store/storetest"
@@ -155,11 +154,7 @@ func TestPostgresCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	waiting := make(chan error, 1)
 	go func() { waiting <- s.Update(ctx, func(tx store.Tx) error { return tx.Lock("l") }) }()
-	conn, err := pgx.Connect(context.Background(), pg.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
+	conn := connect(t, pg.URL())
 	for blocked := false; !blocked; { // until the Update waits for the lock
 		err := conn.QueryRow(context.Background(), `select exists (select 1 from pg_locks where locktype = 'advisory' and not granted)`).Scan(&blocked)
 		if err != nil {
@@ -167,7 +162,7 @@ func TestPostgresCancelled(t *testing.T) {
 		}
 	}
 	cancel()
-	err = <-waiting
+	err := <-waiting
 	if err := release(); err != nil {
 		t.Fatal(err)
 	}

@@ -47,11 +47,7 @@ func TestPostgresSecretSealedAtRest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	conn, err := pgx.Connect(context.Background(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
+	conn := connect(t, url)
 	rows, _ := conn.Query(context.Background(), `select bucket || '/' || key || '=' || value from warden_kv`)
 	dump, err := pgx.CollectRows(rows, pgx.RowTo[[]byte])
 	if err != nil || len(dump) == 0 {
