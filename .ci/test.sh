@@ -53,7 +53,16 @@ echo "== go vet ${pkgs[*]}"
 go vet "${pkgs[@]}"
 
 echo "== go test -race -count=1 -timeout 40m ${pkgs[*]}"
-go test -race -count=1 -timeout 40m "${pkgs[@]}"
+# On a failure the summary is printed again last, where a reader of only the
+# tail of a long log sees it: the failed tests, and after a timeout the tests
+# that were running (Go prints them first, before every goroutine's stack).
+log="$(mktemp)"
+trap 'rm -f "$log"' EXIT
+if ! go test -race -count=1 -timeout 40m "${pkgs[@]}" 2>&1 | tee "$log"; then
+	echo "== test.sh: the tests failed; what failed:"
+	grep -E -A12 '^(--- FAIL|FAIL|panic:|running tests:)' "$log" | grep -v -E '^\s+/|^goroutine |^\S+\(|^$' | head -120
+	exit 1
+fi
 
 if [ "$#" -gt 0 ]; then
 	exit 0

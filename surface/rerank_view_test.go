@@ -161,7 +161,19 @@ func TestRerankBySampling(t *testing.T) {
 	fallback(t, refusing.options(), session2025, "the client did not answer the sampling request: ", "the user declined")
 
 	surface.SetRerankWait(t, 200*time.Millisecond)
-	silent := &model{answer: func(ctx context.Context, _ string) (string, error) { <-ctx.Done(); return "", ctx.Err() }}
+	// The silent model waits for Warden's cancellation, or for release:
+	// the cancellation is best-effort (the SDK may send it on the call's
+	// stream as it closes), and closing the session waits for the handler.
+	release := make(chan struct{})
+	defer close(release)
+	silent := &model{answer: func(ctx context.Context, _ string) (string, error) {
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-release:
+			return "", errors.New("the test is over")
+		}
+	}}
 	fallback(t, silent.options(), session2025, "the client's model did not answer within 200ms")
 }
 
