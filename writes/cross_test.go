@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/wardenmcp/warden/internal/testing/pgtest"
+	"github.com/wardenmcp/warden/internal/testing/storefault"
 	"github.com/wardenmcp/warden/internal/testing/testenv"
 	"github.com/wardenmcp/warden/store"
 	"github.com/wardenmcp/warden/store/storetest"
@@ -341,5 +342,36 @@ func TestEndKeepsTheCallOfAnUnsavedLatch(t *testing.T) {
 	var latched *LatchedError
 	if _, err := b.Begin(ctx, Latch{Server: "s", Tool: "x"}); !errors.As(err, &latched) {
 		t.Fatalf("B's admission while A's latch is not stored: %v; want refused", err)
+	}
+}
+
+// A latch whose commit failed while A never lost PostgreSQL (its listener
+// held on: no rejoin comes) is stored by A's next sweep, RecoverDead; until
+// then B, seeing A alive with the call in flight, admits writes.
+func TestSweepStoresALatchWhoseCommitFailed(t *testing.T) {
+	ctx := t.Context()
+	open, _, _ := shared(t)
+	stA := storefault.Wrap(open("a"))
+	a, b := openLedger(t, stA), openLedger(t, open("b"))
+	in, err := a.Begin(ctx, Latch{Server: "s", Tool: "w"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stA.Down(true)
+	if err := a.Record(Latch{Server: "s", Tool: "w", Reason: ReasonTimeout}, in); !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("Record with its commit failing: %v", err)
+	}
+	in.End()
+	a.ending.Wait()
+	stA.Down(false)
+	if _, err := a.RecoverDead(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var latched *LatchedError
+	if _, err := b.Begin(ctx, Latch{Server: "s", Tool: "x"}); !errors.As(err, &latched) || latched.Latch.Reason != ReasonTimeout {
+		t.Fatalf("B's admission after A's sweep: %v; want refused with A's latch", err)
+	}
+	if got := a.List(); len(got) != 1 {
+		t.Fatalf("A's latches %+v; want the one", got)
 	}
 }

@@ -130,7 +130,7 @@ func (in *Intent) End() {
 		err := l.st.Batch(context.Background(), func(tx store.Tx) error {
 			return tx.Delete(intentBucket, in.key)
 		})
-		if err != nil { // struck off at the rejoin; a crash first latches the server: safe
+		if err != nil { // struck off by flush; a crash first latches the server: safe
 			l.endMu.Lock()
 			l.ended = append(l.ended, in.key)
 			l.endMu.Unlock()
@@ -218,7 +218,13 @@ func latchLeftovers(tx store.Tx, server string, isGone func(instance string) (bo
 // write; this instance's calls are left alone. Run it now and then: it reads
 // the intents once, and writes only for a server with such calls. It
 // answers the servers latched, whose latches this ledger holds on return.
+// First it stores what this instance could not (flush), so that a commit
+// that failed alone leaves another instance admitting writes to a server
+// latched here no longer than until this runs.
 func (l *Ledger) RecoverDead(ctx context.Context) ([]string, error) {
+	if err := l.flush(ctx); err != nil {
+		return nil, fmt.Errorf("writes: storing the latches recorded while the store failed: %w", err)
+	}
 	servers, err := l.recoverIntents(ctx, false)
 	for _, server := range servers {
 		if err == nil {

@@ -50,7 +50,9 @@
 // to the caller), and a latch Record cannot store is kept in memory and
 // stored once the store is back, before other instances see this one alive
 // again (store.Store.OnRejoin): until then they take its calls in flight
-// for a dead instance's and latch them, never for a live one's.
+// for a dead instance's and latch them, never for a live one's. When a
+// commit failed but the instance never lost the store, the daemon's sweep
+// (RecoverDead, every few seconds) stores it.
 package writes
 
 import (
@@ -132,6 +134,7 @@ type serverGate struct {
 	gate    sync.RWMutex            // read side: admitted calls until dispatch; write side: Record, Clear, reload
 	latches atomic.Pointer[[]Latch] // nil when not latched, else oldest first; the pointee is never modified
 	unsaved []unsaved               // recorded while the store could not be reached; guarded by gate's write side
+	pending atomic.Bool             // unsaved is not empty: read without the gate by flush
 }
 
 // unsaved is a latch Record could not store, and its call's intent.
@@ -173,7 +176,7 @@ func Open(st store.Store) (*Ledger, error) {
 	if _, err := l.recoverIntents(context.Background(), true); err != nil {
 		return nil, fmt.Errorf("writes: open ledger: %w", err)
 	}
-	stopWatch, stopRejoin := st.Watch(topic, l.changed), st.OnRejoin(l.rejoin)
+	stopWatch, stopRejoin := st.Watch(topic, l.changed), st.OnRejoin(l.flush)
 	l.stopWatch = func() { stopWatch(); stopRejoin() }
 	if err := l.reloadAll(); err != nil {
 		l.stopWatch()
@@ -308,17 +311,22 @@ func (l *Ledger) save(ctx context.Context, g *serverGate, server string) ([]Latc
 		return nil, err
 	}
 	g.unsaved = nil
+	g.pending.Store(false)
 	return ls, nil
 }
 
-// rejoin runs when this instance reaches the store again after losing it,
-// before other instances can see it alive (store.Store.OnRejoin): until
-// then its calls' intents would read as calls in flight on a live instance,
-// and another instance would admit writes to a server latched here. It
-// stores the latches recorded meanwhile and strikes off the calls that
-// ended meanwhile.
-func (l *Ledger) rejoin(ctx context.Context) error {
+// flush stores the latches recorded while the store failed and strikes off
+// the calls that ended meanwhile. Until then another instance, seeing this
+// one alive, reads those calls' intents as calls in flight and admits
+// writes to a server latched here; so it runs when this instance reaches
+// the store again after losing it, before the others can see it alive
+// (store.Store.OnRejoin), and from RecoverDead, for a failure of a
+// commit alone (the instance never lost the store).
+func (l *Ledger) flush(ctx context.Context) error {
 	for server, g := range *l.servers.Load() {
+		if !g.pending.Load() {
+			continue
+		}
 		g.gate.Lock()
 		_, err := l.save(ctx, g, server)
 		g.gate.Unlock()
@@ -444,8 +452,9 @@ func (l *Ledger) Record(lt Latch, in *Intent) error {
 		key = in.key
 	}
 	g.unsaved = append(g.unsaved, unsaved{latch: lt, intent: key})
+	g.pending.Store(true)
 	ls, err := l.save(context.Background(), g, lt.Server) // with any earlier ones not stored yet
-	if err != nil {                                       // fail closed: latched in memory, stored at the next reload or rejoin (once the store is back)
+	if err != nil {                                       // fail closed: latched in memory, stored by the next reload or flush
 		ls = []Latch{lt}
 		if old := g.latches.Load(); old != nil {
 			ls = append(slices.Clone(*old), lt)
@@ -485,6 +494,7 @@ func (l *Ledger) Clear(server, by string) ([]Latch, error) {
 		return nil, fmt.Errorf("writes: clear latch for %q: %w", server, err)
 	}
 	g.unsaved = nil
+	g.pending.Store(false)
 	changed := g.set(nil)
 	g.gate.Unlock()
 	if changed {
