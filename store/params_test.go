@@ -18,7 +18,8 @@ func TestPostgresSessionParams(t *testing.T) {
 	}
 	defer st.Close()
 	want := map[string]string{"idle_in_transaction_session_timeout": "15s", // as SHOW says it
-		"tcp_keepalives_idle": "10", "tcp_keepalives_interval": "5", "tcp_keepalives_count": "7"}
+		"tcp_keepalives_idle": "10", "tcp_keepalives_interval": "5", "tcp_keepalives_count": "7",
+		"tcp_user_timeout": "25000"} // ms
 	for k, v := range want {
 		var got string
 		if err := st.(*pgStore).pool.QueryRow(context.Background(), `select current_setting($1)`, k).Scan(&got); err != nil {

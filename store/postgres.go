@@ -64,7 +64,10 @@ var idleInTransaction = 15 * time.Second
 // idleInTransaction, and TCP keepalive that makes the server notice a dead
 // client within about 25 s instead of the system's two hours and more, so
 // that a dead instance's liveness lock (Alive) and its locks go with it.
-// (The keepalive settings do nothing over a Unix socket.) They are SET once
+// Keepalive waits while the server has data the client has not
+// acknowledged (events for a listener whose network dropped: the system
+// retries for some 15 minutes), so tcp_user_timeout bounds that wait to
+// the same 25 s. (These settings do nothing over a Unix socket.) They are SET once
 // connected rather than sent at startup, which a connection pooler in front
 // of PostgreSQL may refuse.
 func sessionSetup(given map[string]string) pgconn.AfterConnectFunc {
@@ -73,6 +76,7 @@ func sessionSetup(given map[string]string) pgconn.AfterConnectFunc {
 		"tcp_keepalives_idle":                 "10",
 		"tcp_keepalives_interval":             "5",
 		"tcp_keepalives_count":                "3",
+		"tcp_user_timeout":                    "25000", // ms
 	}
 	var sets []string
 	for k, v := range params {
