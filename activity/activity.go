@@ -115,7 +115,7 @@ type Log struct {
 	now        func() time.Time
 	beforeTx   func() // test hook, runs in the writer before each batch's transaction
 
-	ch        chan item
+	ch        chan *item    // of pointers: one of values holds room for bufferSize entries (about 1 MB) from the start
 	kick      chan struct{} // a Flush is queued: write now
 	retry     chan struct{} // the store is back: store what is held
 	stopWatch func()
@@ -168,7 +168,7 @@ func open(st store.Store, maxEntries int, maxAge time.Duration, o options) (*Log
 	}
 	l := &Log{
 		st: st, instance: st.Instance(), maxEntries: maxEntries, maxAge: maxAge, now: o.now, beforeTx: o.beforeTx,
-		ch: make(chan item, o.buffer), kick: make(chan struct{}, 1), retry: make(chan struct{}, 1),
+		ch: make(chan *item, o.buffer), kick: make(chan struct{}, 1), retry: make(chan struct{}, 1),
 		quit: make(chan struct{}), done: make(chan struct{}),
 		held: held{maxBytes: o.heldBytes, maxEntries: maxEntries},
 		// Sequences start at the time, so a restarted instance of the same
@@ -208,7 +208,7 @@ func (l *Log) Add(e Entry) {
 		e.At = time.Now()
 	}
 	select {
-	case l.ch <- item{e: e}:
+	case l.ch <- &item{e: e}:
 	default:
 		l.dropped.Add(1)
 	}
@@ -235,7 +235,7 @@ func (l *Log) Flush() {
 	}
 	c := make(chan struct{})
 	select {
-	case l.ch <- item{flush: c}:
+	case l.ch <- &item{flush: c}:
 	case <-l.done:
 		return
 	}
@@ -264,7 +264,7 @@ func (l *Log) Close() error {
 
 func (l *Log) run() {
 	defer close(l.done)
-	batch := make([]item, 0, maxBatch)
+	batch := make([]*item, 0, maxBatch)
 	for {
 		select {
 		case it := <-l.ch:
@@ -294,7 +294,7 @@ const minCommitGap = 100 * time.Millisecond
 
 // gather waits until minCommitGap has passed since the last commit, then
 // takes what arrived meanwhile, up to maxBatch; a Flush ends the wait.
-func (l *Log) gather(batch []item) []item {
+func (l *Log) gather(batch []*item) []*item {
 	wait := minCommitGap - time.Since(l.lastCommit)
 	if wait <= 0 || batch[len(batch)-1].flush != nil {
 		return l.fill(batch)
@@ -312,7 +312,7 @@ func (l *Log) gather(batch []item) []item {
 }
 
 // fill appends what is queued, without waiting, up to maxBatch items.
-func (l *Log) fill(batch []item) []item {
+func (l *Log) fill(batch []*item) []*item {
 	for len(batch) < maxBatch {
 		select {
 		case it := <-l.ch:
@@ -327,7 +327,7 @@ func (l *Log) fill(batch []item) []item {
 // write stores a batch, after what an outage held, in one transaction,
 // applies retention, then releases the Flush markers it contains. When the
 // store is unreachable the batch is held for the next try.
-func (l *Log) write(batch []item) {
+func (l *Log) write(batch []*item) {
 	if l.beforeTx != nil {
 		l.beforeTx()
 	}
@@ -367,7 +367,7 @@ func (l *Log) write(batch []item) {
 
 // records turns a batch's entries into what is stored: the arguments
 // hashed and dropped, the error masked, the instance set, and each its key.
-func (l *Log) records(batch []item) []record {
+func (l *Log) records(batch []*item) []record {
 	var recs []record
 	for _, it := range batch {
 		if it.flush != nil {

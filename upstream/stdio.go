@@ -32,8 +32,9 @@ type stdioTransport struct {
 // What a failed start shows of the server's stderr (in status, refusals):
 // the last stderrLines lines, each cut to stderrWidth bytes.
 const (
-	stderrLines = 10
-	stderrWidth = 300
+	stderrLines  = 10
+	stderrWidth  = 300
+	stderrBuffer = 2048
 )
 
 func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
@@ -71,7 +72,9 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	}
 	copied := make(chan struct{})
 	go func() {
-		_, _ = io.Copy(stderr, stderrR)
+		// A small buffer, for each server for as long as it runs: io.Copy's
+		// would be 32 KiB (hiding the file's WriteTo, which takes none).
+		_, _ = io.CopyBuffer(stderr, struct{ io.Reader }{stderrR}, make([]byte, stderrBuffer))
 		stderrR.Close()
 		close(copied)
 	}()
