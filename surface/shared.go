@@ -222,6 +222,11 @@ func (v *view) adopt(st store.Store, id string) *live {
 func (v *view) endShared(st store.Store, id string) {
 	err := st.Update(context.Background(), func(tx store.Tx) error {
 		k := sessionKey(v.surface, id)
+		// The lock orders this with touchSession's read-modify-write,
+		// which would otherwise write the record back.
+		if err := tx.Lock(string(k)); err != nil {
+			return err
+		}
 		if err := tx.Delete(sessionsBucket, k); err != nil {
 			return err
 		}
