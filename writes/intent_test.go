@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -190,5 +191,53 @@ func TestRecordWhileTheStoreIsDown(t *testing.T) {
 	defer l.Close()
 	if got := l.List(); len(got) != 1 || got[0].Reason != ReasonTimeout {
 		t.Fatalf("after a restart: %+v; want the one timeout (stored, its intent struck off)", got)
+	}
+}
+
+// Flushes may run at once (the daemon's sweep, a rejoin): each strikes
+// off the ended calls once, and what ends meanwhile waits for the next.
+func TestConcurrentFlushes(t *testing.T) {
+	ctx := t.Context()
+	st := storefault.Wrap(openDB(t, filepath.Join(t.TempDir(), "w.db")))
+	defer st.Close()
+	l, err := Open(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	for round := range 20 {
+		var ins []*Intent
+		for range 3 {
+			in, err := l.Begin(ctx, Latch{Server: "s", Tool: "w"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ins = append(ins, in)
+		}
+		st.Down(true)
+		for _, in := range ins {
+			in.End()
+		}
+		l.ending.Wait() // each strike-off failed
+		st.Down(false)
+		var wg sync.WaitGroup
+		for range 2 {
+			wg.Go(func() {
+				if err := l.flush(ctx); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		var left int
+		if err := st.View(ctx, func(tx store.Tx) (err error) { left, err = tx.Count(intentBucket); return err }); err != nil || left != 0 {
+			t.Fatalf("round %d: %d calls written down, %v; want none", round, left, err)
+		}
+		l.endMu.Lock()
+		waiting := len(l.ended)
+		l.endMu.Unlock()
+		if waiting != 0 {
+			t.Fatalf("round %d: %d ended calls waiting; want none", round, waiting)
+		}
 	}
 }

@@ -124,6 +124,8 @@ type Ledger struct {
 	servers atomic.Pointer[map[string]*serverGate] // copy on write; read without locks
 	obs     []func(server string, latched bool)
 
+	flushMu sync.Mutex // one flush at a time: each strikes off the ended calls it read
+
 	endMu  sync.Mutex
 	closed bool           // Close was called: no more intents are struck off
 	ending sync.WaitGroup // intents being struck off
@@ -323,6 +325,8 @@ func (l *Ledger) save(ctx context.Context, g *serverGate, server string) ([]Latc
 // (store.Store.OnRejoin), and from RecoverDead, for a failure of a
 // commit alone (the instance never lost the store).
 func (l *Ledger) flush(ctx context.Context) error {
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
 	for server, g := range *l.servers.Load() {
 		if !g.pending.Load() {
 			continue
