@@ -76,21 +76,24 @@ func wait(t *testing.T, ch <-chan bool) bool {
 	}
 }
 
-// latchWhileDown begins a call on l, stops PostgreSQL and records the
-// call's unknown outcome, which l cannot store: it keeps it in memory. It
-// answers the call's intent.
-func latchWhileDown(t *testing.T, l *Ledger, pg *pgtest.Server) *Intent {
+// latchWhileDown begins a call on l, cuts l's store off (cut) and records
+// the call's unknown outcome, which l cannot store: it keeps it in memory.
+// It answers the call's intent.
+func latchWhileDown(t *testing.T, l *Ledger, cut func()) *Intent {
 	t.Helper()
 	in, err := l.Begin(t.Context(), Latch{Server: "s", Tool: "w"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	pg.Stop(t)
+	cut()
 	if err := l.Record(Latch{Server: "s", Tool: "w", Reason: ReasonTimeout}, in); !errors.Is(err, store.ErrUnavailable) {
-		t.Fatalf("Record with PostgreSQL down: %v", err)
+		t.Fatalf("Record with the store cut off: %v", err)
 	}
 	return in
 }
+
+// stop is latchWhileDown's cut for PostgreSQL itself.
+func stop(t *testing.T, pg *pgtest.Server) func() { return func() { pg.Stop(t) } }
 
 // waitAlive waits until st sees instance alive.
 func waitAlive(t *testing.T, st store.Store, instance string) {
@@ -208,7 +211,7 @@ func TestLatchRecordedWhilePostgresIsDown(t *testing.T) {
 	ctx := t.Context()
 	open, _, pg := shared(t)
 	a, b := openLedger(t, open("a")), openLedger(t, open("b"))
-	latchWhileDown(t, a, pg)
+	latchWhileDown(t, a, stop(t, pg))
 	if _, err := b.Begin(ctx, Latch{Server: "s", Tool: "x"}); !errors.Is(err, store.ErrUnavailable) {
 		t.Fatalf("B's admission with PostgreSQL down: %v", err)
 	}
@@ -247,7 +250,7 @@ func TestNoAdmissionBeforeAnUnsavedLatchIsStored(t *testing.T) {
 	}
 	<-held
 
-	latchWhileDown(t, a, pg)
+	latchWhileDown(t, a, stop(t, pg))
 	pg.Start(t)
 	waitAlive(t, stB, "a")
 	for i := range 20 {
@@ -331,7 +334,7 @@ func TestEndKeepsTheCallOfAnUnsavedLatch(t *testing.T) {
 	t.Cleanup(func() { close(release) })
 	stB := open("b")
 	a, b := openLedger(t, stA), openLedger(t, stB)
-	in := latchWhileDown(t, a, pg)
+	in := latchWhileDown(t, a, stop(t, pg))
 	pg.Start(t)
 	waitAlive(t, stB, "b")
 	testenv.WaitFor(t, time.Minute, "A's store to answer again", func() bool {
@@ -353,14 +356,7 @@ func TestSweepStoresALatchWhoseCommitFailed(t *testing.T) {
 	open, _, _ := shared(t)
 	stA := storefault.Wrap(open("a"))
 	a, b := openLedger(t, stA), openLedger(t, open("b"))
-	in, err := a.Begin(ctx, Latch{Server: "s", Tool: "w"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	stA.Down(true)
-	if err := a.Record(Latch{Server: "s", Tool: "w", Reason: ReasonTimeout}, in); !errors.Is(err, store.ErrUnavailable) {
-		t.Fatalf("Record with its commit failing: %v", err)
-	}
+	in := latchWhileDown(t, a, func() { stA.Down(true) })
 	in.End()
 	a.ending.Wait()
 	stA.Down(false)

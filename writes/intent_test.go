@@ -157,14 +157,7 @@ func TestRecordWhileTheStoreIsDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in, err := l.Begin(ctx, Latch{Server: "s", Tool: "w"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st.Down(true)
-	if err := l.Record(Latch{Server: "s", Tool: "w", Reason: ReasonTimeout}, in); !errors.Is(err, store.ErrUnavailable) {
-		t.Fatalf("Record with the store down: %v", err)
-	}
+	latchWhileDown(t, l, func() { st.Down(true) })
 	if _, lt := l.Admit("s"); lt == nil {
 		t.Fatal("not latched in memory")
 	}
