@@ -7,12 +7,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"reflect"
 	"slices"
 	"strconv"
 	"sync"
-	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/wardenmcp/warden/internal/canon"
@@ -57,14 +55,8 @@ func hashTool(t *mcp.Tool) (string, json.RawMessage, error) {
 	return string(h), def, nil
 }
 
-// encoder writes canonical JSON: the bytes canon.JSON produces (sorted keys,
-// no HTML escaping, encoding/json's string and number forms), but directly
-// from decoded-JSON values (what an MCP client holds) without the
-// marshal/decode/encode round trip. Other values go through canon.JSON.
-type encoder struct {
-	buf  []byte
-	keys []string // a stack of map keys being sorted, shared by nested maps
-}
+// encoder writes a definition's canonical JSON (canon.Append).
+type encoder struct{ buf []byte }
 
 var encoders = sync.Pool{New: func() any { return new(encoder) }}
 
@@ -105,12 +97,12 @@ func (e *encoder) definition(t *mcp.Tool) error {
 		}
 		if a.Title != "" {
 			sep()
-			e.buf = appendString(append(e.buf, `"title":`...), a.Title)
+			e.buf = canon.AppendString(append(e.buf, `"title":`...), a.Title)
 		}
 		e.buf = append(e.buf, "},"...)
 	}
 	if t.Description != "" {
-		e.buf = append(appendString(append(e.buf, `"description":`...), t.Description), ',')
+		e.buf = append(canon.AppendString(append(e.buf, `"description":`...), t.Description), ',')
 	}
 	if len(t.Icons) > 0 {
 		e.buf = append(e.buf, `"icons":`...)
@@ -126,7 +118,7 @@ func (e *encoder) definition(t *mcp.Tool) error {
 		}
 		e.buf = append(e.buf, ',')
 	}
-	e.buf = appendString(append(e.buf, `"name":`...), t.Name)
+	e.buf = canon.AppendString(append(e.buf, `"name":`...), t.Name)
 	if !absent(t.OutputSchema) {
 		e.buf = append(e.buf, `,"outputSchema":`...)
 		if err := e.value(t.OutputSchema); err != nil {
@@ -134,134 +126,16 @@ func (e *encoder) definition(t *mcp.Tool) error {
 		}
 	}
 	if t.Title != "" {
-		e.buf = appendString(append(e.buf, `,"title":`...), t.Title)
+		e.buf = canon.AppendString(append(e.buf, `,"title":`...), t.Title)
 	}
 	e.buf = append(e.buf, '}')
 	return nil
 }
 
-// value writes v canonically.
-func (e *encoder) value(v any) error {
-	switch x := v.(type) {
-	case nil:
-		e.buf = append(e.buf, "null"...)
-	case bool:
-		e.buf = strconv.AppendBool(e.buf, x)
-	case string:
-		e.buf = appendString(e.buf, x)
-	case float64:
-		return e.float(x)
-	case []any:
-		e.buf = append(e.buf, '[')
-		for i, el := range x {
-			if i > 0 {
-				e.buf = append(e.buf, ',')
-			}
-			if err := e.value(el); err != nil {
-				return err
-			}
-		}
-		e.buf = append(e.buf, ']')
-	case map[string]any:
-		base := len(e.keys)
-		for k := range x {
-			e.keys = append(e.keys, k)
-		}
-		slices.Sort(e.keys[base:])
-		e.buf = append(e.buf, '{')
-		for i := base; i < base+len(x); i++ {
-			k := e.keys[i] // re-read: nested maps may grow e.keys
-			if i > base {
-				e.buf = append(e.buf, ',')
-			}
-			e.buf = append(appendString(e.buf, k), ':')
-			if err := e.value(x[k]); err != nil {
-				return err
-			}
-		}
-		e.keys = e.keys[:base]
-		e.buf = append(e.buf, '}')
-	default:
-		b, err := canon.JSON(v)
-		if err != nil {
-			return err
-		}
-		e.buf = append(e.buf, b...)
-	}
-	return nil
-}
-
-// float writes f as encoding/json does (ES6 number formatting).
-func (e *encoder) float(f float64) error {
-	if math.IsInf(f, 0) || math.IsNaN(f) {
-		return fmt.Errorf("unsupported number %v", f)
-	}
-	abs, format := math.Abs(f), byte('f')
-	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
-		format = 'e'
-	}
-	b := strconv.AppendFloat(e.buf, f, format, -1, 64)
-	if format == 'e' { // e-09 -> e-9
-		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
-			b[n-2] = b[n-1]
-			b = b[:n-1]
-		}
-	}
-	e.buf = b
-	return nil
-}
-
-// appendString writes s as canon.JSON does: encoding/json's escaping without
-// HTML escapes, invalid UTF-8 replaced by a raw U+FFFD.
-func appendString(dst []byte, s string) []byte {
-	const hexDigits = "0123456789abcdef"
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if b := s[i]; b < utf8.RuneSelf {
-			if b >= 0x20 && b != '"' && b != '\\' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch b {
-			case '\\', '"':
-				dst = append(dst, '\\', b)
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		c, size := utf8.DecodeRuneInString(s[i:])
-		if c == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, "\uFFFD"...) // canon.JSON's round trip leaves the replacement raw
-			i += size
-			start = i
-			continue
-		}
-		if c == '\u2028' || c == '\u2029' {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[c&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	return append(append(dst, s[start:]...), '"')
+// value appends v canonically.
+func (e *encoder) value(v any) (err error) {
+	e.buf, err = canon.Append(e.buf, v)
+	return err
 }
 
 // absent reports whether a schema value would encode as nothing or null.
@@ -272,6 +146,8 @@ func absent(v any) bool {
 	case json.RawMessage:
 		t := bytes.TrimSpace(x)
 		return len(t) == 0 || string(t) == "null"
+	case canon.Raw:
+		return len(x) == 0 || string(x) == "null"
 	case map[string]any:
 		return x == nil
 	case []any:

@@ -63,6 +63,14 @@ func TestDefinitionIsCanonical(t *testing.T) {
 		if h := must[string](t)(Hash(tl)); h != "sha256:"+must[string](t)(canon.SHA256(m)) {
 			t.Fatalf("hash is not sha256 of canonical JSON")
 		}
+		// As an inventory keeps it (upstream's kept), its schemas as
+		// canon.Raw: the pin must not change.
+		kept := *tl
+		kept.InputSchema = canon.Raw(must[[]byte](t)(canon.Append(nil, tl.InputSchema)))
+		kept.OutputSchema = canon.Raw(must[[]byte](t)(canon.Append(nil, tl.OutputSchema)))
+		if _, again, err := hashTool(&kept); err != nil || string(again) != string(got) {
+			t.Fatalf("schemas as canon.Raw: %v\n%s\n%s", err, again, got)
+		}
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/wardenmcp/warden/decisions"
 	"github.com/wardenmcp/warden/guardrails"
+	"github.com/wardenmcp/warden/internal/canon"
 	"github.com/wardenmcp/warden/store"
 )
 
@@ -57,7 +58,7 @@ type storedRecord struct {
 // cost. Current and Approved are canonical JSON made by this package.
 func encodeRecord(rec *ToolRecord) []byte {
 	b := make([]byte, 0, 256+len(rec.Current))
-	b = appendString(append(b, `{"status":`...), string(rec.Status))
+	b = canon.AppendString(append(b, `{"status":`...), string(rec.Status))
 	b = append(b, `,"present":`...)
 	if rec.Present {
 		b = append(b, "true"...)
@@ -65,9 +66,9 @@ func encodeRecord(rec *ToolRecord) []byte {
 		b = append(b, "false"...)
 	}
 	if rec.ApprovedHash != "" {
-		b = appendString(append(b, `,"approved_hash":`...), rec.ApprovedHash)
+		b = canon.AppendString(append(b, `,"approved_hash":`...), rec.ApprovedHash)
 	}
-	b = appendString(append(b, `,"current_hash":`...), rec.CurrentHash)
+	b = canon.AppendString(append(b, `,"current_hash":`...), rec.CurrentHash)
 	if len(rec.Current) > 0 {
 		b = append(append(b, `,"current":`...), rec.Current...)
 	}
@@ -75,10 +76,10 @@ func encodeRecord(rec *ToolRecord) []byte {
 		b = append(append(b, `,"approved":`...), rec.Approved...)
 	}
 	if rec.ApprovedBy != "" {
-		b = appendString(append(b, `,"approved_by":`...), rec.ApprovedBy)
+		b = canon.AppendString(append(b, `,"approved_by":`...), rec.ApprovedBy)
 	}
 	if rec.DecidedBy != "" {
-		b = appendString(append(b, `,"decided_by":`...), rec.DecidedBy)
+		b = canon.AppendString(append(b, `,"decided_by":`...), rec.DecidedBy)
 	}
 	for _, f := range []struct {
 		key string
@@ -97,7 +98,7 @@ func encodeRecord(rec *ToolRecord) []byte {
 		b = append(append(b, `,"findings":`...), fs...)
 	}
 	if rec.Reason != "" {
-		b = appendString(append(b, `,"reason":`...), rec.Reason)
+		b = canon.AppendString(append(b, `,"reason":`...), rec.Reason)
 	}
 	return append(b, '}')
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/wardenmcp/warden/gateway"
+	"github.com/wardenmcp/warden/internal/canon"
 )
 
 // The fast path's tools/list, from the definitions encoded when they were
@@ -149,14 +150,14 @@ func TestInvalidToolNotShown(t *testing.T) {
 //
 //	go test -run '^$' -bench BenchmarkShow -benchmem ./surface/
 func BenchmarkShow(b *testing.B) {
-	var schema map[string]any
-	if err := json.Unmarshal([]byte(benchSchema), &schema); err != nil {
+	schema, err := canon.JSON([]byte(benchSchema)) // as upstream keeps it
+	if err != nil {
 		b.Fatal(err)
 	}
 	for b.Loop() {
 		v := newView(nil, "", slog.New(slog.DiscardHandler), "test")
 		for i := range 462 {
-			def := &mcp.Tool{Name: fmt.Sprintf("s%d__tool_%04d", i%28, i), Description: "Generated tool.", InputSchema: schema,
+			def := &mcp.Tool{Name: fmt.Sprintf("s%d__tool_%04d", i%28, i), Description: "Generated tool.", InputSchema: canon.Raw(schema),
 				Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}}
 			if err := v.show(def); err != nil {
 				b.Fatal(err)

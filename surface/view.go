@@ -22,6 +22,7 @@ import (
 	"github.com/wardenmcp/warden/answer"
 	"github.com/wardenmcp/warden/callers"
 	"github.com/wardenmcp/warden/gateway"
+	"github.com/wardenmcp/warden/internal/canon"
 	"github.com/wardenmcp/warden/search"
 	"github.com/wardenmcp/warden/store"
 	"github.com/wardenmcp/warden/writes"
@@ -361,9 +362,11 @@ func (v *view) syncTools(server string, old, now *exposed) {
 // encodeSchemas replaces t's decoded schemas by their JSON: the SDK encodes
 // each listed tool on every tools/list, and encoding a schema's maps (keys
 // sorted, at every level) was most of a list's CPU; raw bytes are copied.
+// A listed tool's schemas come as JSON already (canon.Raw, see upstream's
+// kept), and are kept so; pinned definitions come decoded.
 func encodeSchemas(t *mcp.Tool) error {
 	for _, s := range []*any{&t.InputSchema, &t.OutputSchema} {
-		if *s == nil {
+		if _, ok := (*s).(canon.Raw); ok || *s == nil {
 			continue
 		}
 		b, err := json.Marshal(*s)
@@ -442,6 +445,9 @@ func inputObject(s any) error {
 	switch s := s.(type) {
 	case map[string]any:
 		typ = s["type"]
+	case canon.Raw:
+		t, _ := s.Member("type")
+		_ = json.Unmarshal(t, &typ)
 	case json.RawMessage:
 		var m map[string]json.RawMessage // keys as spelled, as the SDK reads them
 		if json.Unmarshal(s, &m) == nil {

@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/wardenmcp/warden/config"
+	"github.com/wardenmcp/warden/internal/canon"
 )
 
 // lister takes a server's listing passes and hands each to the Peer: the
@@ -112,9 +114,10 @@ func (l *lister) pass(cs *mcp.ClientSession) {
 		}
 		tap.apply(inv.Tools)
 		bound := map[string]bool{}
+		var scratch []byte
 		for i, t := range inv.Tools {
 			var held bool
-			if inv.Tools[i], held = unheld(t); !held {
+			if inv.Tools[i], held = kept(t, &scratch); !held {
 				if _, ok := t.InputSchema.(map[string]any); ok {
 					bound[t.Name] = true // holdSchemas held it, but for its annotations
 				}
@@ -229,16 +232,36 @@ func annotated(schema map[string]any) bool {
 	return false
 }
 
-// unheld is t with its own schema, and whether holdSchemas held it. A
-// copy: the SDK's client may keep t for a later call (a 2026-07-28 session
-// caches its listings), and reads its schema then, finding no annotations
-// in the held one either.
-func unheld(t *mcp.Tool) (*mcp.Tool, bool) {
-	h, ok := t.InputSchema.(heldSchema)
-	if !ok {
-		return t, false
-	}
+// kept is the copy of t an inventory keeps, and whether holdSchemas held
+// its input schema: the schema it was listed with, and both schemas as
+// canon.Raw. An inventory lives as long as its listing is served, and a
+// schema's decoded maps take several times the memory of its JSON (with
+// 462 tools, 1.9 MB of the daemon's live heap of 9 MB); approval hashes a
+// Raw as the value it encodes, so every pin stays the same, and the views
+// serve it without encoding it again. A copy: the SDK's client may keep t
+// for a later call (a 2026-07-28 session caches its listings) and read its
+// schema then, finding no annotations in a held one either. scratch is a
+// buffer to reuse.
+func kept(t *mcp.Tool, scratch *[]byte) (*mcp.Tool, bool) {
 	cp := *t
-	cp.InputSchema = h.schema
-	return &cp, true
+	h, held := t.InputSchema.(heldSchema)
+	if held {
+		cp.InputSchema = h.schema
+	}
+	cp.InputSchema = compact(cp.InputSchema, scratch)
+	cp.OutputSchema = compact(cp.OutputSchema, scratch)
+	return &cp, held
+}
+
+// compact is schema as canon.Raw, of its length exactly.
+func compact(schema any, scratch *[]byte) any {
+	if schema == nil {
+		return nil
+	}
+	b, err := canon.Append((*scratch)[:0], schema)
+	*scratch = b
+	if err != nil {
+		return schema // its hash fails the same way, and approval refuses the listing
+	}
+	return canon.Raw(bytes.Clone(b))
 }

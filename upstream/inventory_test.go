@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wardenmcp/warden/config"
+	"github.com/wardenmcp/warden/internal/canon"
 )
 
 // inventoryPeer keeps the last listing it was handed.
@@ -25,7 +26,8 @@ type inventoryPeer struct {
 
 func (p inventoryPeer) Inventory(_ string, inv *Inventory) { p.got <- inv }
 
-// A listing reaches the peer with every schema as the upstream sent it,
+// A listing reaches the peer with every schema as the upstream sent it (in
+// canonical form, canon.Raw),
 // those holdSchemas kept from the SDK client's check included, and the
 // SDK client still drops a tool whose x-mcp-header annotation it refuses
 // (here on an array, at the second level of properties).
@@ -59,12 +61,12 @@ func TestListingKeepsSchemasAndTheSDKsCheck(t *testing.T) {
 	var names []string
 	for _, tool := range inv.Tools {
 		names = append(names, tool.Name)
-		var want map[string]any
-		if err := json.Unmarshal([]byte(tools[tool.Name]), &want); err != nil {
+		want, err := canon.JSON([]byte(tools[tool.Name]))
+		if err != nil {
 			t.Fatal(err)
 		}
-		if !reflect.DeepEqual(tool.InputSchema, want) {
-			t.Errorf("%s: schema %#v, want %#v", tool.Name, tool.InputSchema, want)
+		if got, ok := tool.InputSchema.(canon.Raw); !ok || string(got) != string(want) {
+			t.Errorf("%s: schema %#v, want canon.Raw %s", tool.Name, tool.InputSchema, want)
 		}
 	}
 	if !reflect.DeepEqual(names, []string{"plain", "bound"}) {

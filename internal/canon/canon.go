@@ -12,10 +12,15 @@ import (
 )
 
 // JSON returns the canonical encoding of v. Raw JSON input (json.RawMessage or
-// []byte holding JSON) is re-parsed so key order and spacing do not matter.
+// []byte holding JSON) is re-parsed so key order and spacing do not matter;
+// a Raw is canonical already.
 func JSON(v any) ([]byte, error) {
 	var raw []byte
 	switch x := v.(type) {
+	case Raw:
+		if len(x) > 0 {
+			return x, nil
+		}
 	case json.RawMessage:
 		raw = x
 	case []byte:

@@ -31,3 +31,43 @@ func TestEmptyIsNull(t *testing.T) {
 		t.Fatalf("JSON(empty) = %q, %v", got, err)
 	}
 }
+
+// Member finds exactly the object's own members, whatever their values
+// hold: nested objects with the same key, strings with quotes, brackets
+// and commas.
+func TestRawMember(t *testing.T) {
+	obj := map[string]any{
+		"a":    []any{map[string]any{"type": "inner"}, "x,]}\"", 1.5},
+		"b\"c": "q",
+		"p":    map[string]any{"type": map[string]any{"type": "deeper"}},
+		"type": "object",
+		"z":    nil,
+		"é<>":  "u",
+	}
+	r, err := Append(nil, obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for key, v := range obj {
+		got, ok := Raw(r).Member(key)
+		want, _ := JSON(v)
+		if !ok || string(got) != string(want) {
+			t.Errorf("Member(%q) = %s, %v; want %s", key, got, ok, want)
+		}
+	}
+	for _, raw := range []string{string(r), `{}`, `[{"type":"object"}]`, `"type"`, ``, `{"a":{"type":"object"}}`} {
+		if got, ok := Raw(raw).Member("typ"); ok {
+			t.Errorf("Member(typ) of %s = %s", raw, got)
+		}
+		if raw == string(r) {
+			for n := range len(raw) { // cut short: no panic
+				Raw(raw[:n]).Member("type")
+				Raw(raw[:n]).Member("z")
+			}
+		} else {
+			if got, ok := Raw(raw).Member("type"); ok {
+				t.Errorf("Member(type) of %s = %s", raw, got)
+			}
+		}
+	}
+}
