@@ -16,23 +16,28 @@ import (
 // definition's scan in microseconds.
 //
 // A set is declared at package initialisation with its patterns' sources
-// only; every set of the package is compiled in place, and the automaton
-// built, together on first use (compiled): a process that scans nothing,
-// like every warden command but the daemon, pays nothing for them (they
-// cost tens of milliseconds and 7 MB).
+// only; every set of the package is parsed in place for its words, and the
+// automaton built, together on first use (compiled): a process that scans
+// nothing, like every warden command but the daemon, pays nothing for them.
+// A pattern's regexp is compiled only when a text first holds its words
+// (phrase.regexp): compiling all of them with the lexicon took 35-42 ms and
+// 7 MB at the daemon's first scan, for patterns most definitions never
+// need; the lexicon alone takes about 21 ms and 3.4 MB there.
 type phrases []phrase
 
 type phrase struct {
 	src     string
-	re      *regexp.Regexp // the pattern, when it has no leading words (else anchored)
-	num     int32          // the phrase's number among all of the package's
-	anyWord []int32        // a match contains one of these words (ids); nil: no filter
+	num     int32   // the phrase's number among all of the package's
+	anyWord []int32 // a match contains one of these words (ids); nil: no filter
 	// lead: every match starts with one of these words (ids, sorted), after
-	// a word boundary when leadB; anchored is the pattern matched from there.
-	lead     []int32
-	leadB    bool
-	anchored *regexp.Regexp
-	maxLen   int // bytes a match can span at most: anchored reads no further
+	// a word boundary when leadB; the regexp is then anchored, matched from
+	// there.
+	lead   []int32
+	leadB  bool
+	maxLen int // bytes a match can span at most: an anchored match reads no further
+
+	once sync.Once
+	re   *regexp.Regexp // see regexp
 }
 
 // declared is every set the package declares. Only package variables call
@@ -90,8 +95,7 @@ func (lx *lexicon) compile(p *phrase) {
 	lx.count++
 	tree, err := syntax.Parse(p.src, syntax.Perl)
 	if err != nil {
-		p.re = regexp.MustCompile(p.src) // panics, saying what is wrong
-		return
+		regexp.MustCompile(p.src) // panics, saying what is wrong
 	}
 	tree = tree.Simplify()
 	if ws, ok := required(tree); ok {
@@ -107,11 +111,21 @@ func (lx *lexicon) compile(p *phrase) {
 		}
 		slices.Sort(p.lead)
 		p.leadB = b
-		p.anchored = regexp.MustCompile(`^(?:` + p.src + `)`)
 		p.maxLen = min(maxLength(tree), unboundedMatch)
-	} else {
-		p.re = regexp.MustCompile(p.src)
 	}
+}
+
+// regexp is p's pattern, anchored at its start when it has leading words,
+// compiled on first use. Every pattern parses (compile), so it compiles.
+func (p *phrase) regexp() *regexp.Regexp {
+	p.once.Do(func() {
+		src := p.src
+		if p.lead != nil {
+			src = `^(?:` + src + `)`
+		}
+		p.re = regexp.MustCompile(src)
+	})
+	return p.re
 }
 
 // unboundedMatch caps how far a pattern with an unbounded part may reach
@@ -320,7 +334,7 @@ func (p *phrase) each(t *text, lo, hi int, yield func([]int) bool) {
 		return
 	}
 	if p.lead == nil {
-		for _, m := range p.re.FindAllStringIndex(t.norm[lo:hi], -1) {
+		for _, m := range p.regexp().FindAllStringIndex(t.norm[lo:hi], -1) {
 			if !yield([]int{lo + m[0], lo + m[1]}) {
 				return
 			}
@@ -343,7 +357,7 @@ func (p *phrase) each(t *text, lo, hi int, yield func([]int) bool) {
 			continue
 		}
 		// One rune past the longest match, so a closing \b sees the next letter.
-		if m := p.anchored.FindStringIndex(t.norm[start:min(hi, start+p.maxLen+utf8.UTFMax)]); m != nil {
+		if m := p.regexp().FindStringIndex(t.norm[start:min(hi, start+p.maxLen+utf8.UTFMax)]); m != nil {
 			end = start + m[1]
 			if !yield([]int{start, end}) {
 				return
@@ -417,8 +431,9 @@ type automaton struct {
 
 func build(list []string) *automaton {
 	a := &automaton{}
-	nclass := 1
+	nclass, size := 1, 1 // size: nodes at most, the root and a node a byte
 	for _, w := range list {
+		size += len(w)
 		for i := 0; i < len(w); i++ {
 			if a.class[w[i]] == 0 {
 				a.class[w[i]] = uint8(nclass)
@@ -431,9 +446,9 @@ func build(list []string) *automaton {
 		node int32
 		c    uint8
 	}
-	child := map[edge]int32{}
-	edges := [][]uint8{nil} // each node's edges' classes
-	a.out = [][]int32{nil}
+	child := make(map[edge]int32, size)
+	edges := make([][]uint8, 1, size) // each node's edges' classes
+	a.out = make([][]int32, 1, size)
 	for id, w := range list {
 		n := int32(0)
 		for i := 0; i < len(w); i++ {
@@ -454,6 +469,8 @@ func build(list []string) *automaton {
 		panic("guardrails: too many pattern words for the automaton")
 	}
 	a.first = make([]uint32, len(a.out)+1)
+	a.edgeClass = make([]uint8, 0, len(a.out)-1) // an edge to each node but the root
+	a.edgeNext = make([]uint16, 0, len(a.out)-1)
 	for n, cs := range edges {
 		slices.Sort(cs)
 		a.first[n+1] = a.first[n] + uint32(len(cs))
@@ -468,7 +485,7 @@ func build(list []string) *automaton {
 	}
 	// Breadth first, so a node's fail link is set before its children's.
 	a.fail = make([]uint16, len(a.out))
-	queue := []uint16{0}
+	queue := append(make([]uint16, 0, len(a.out)), 0)
 	for len(queue) > 0 {
 		n := queue[0]
 		queue = queue[1:]

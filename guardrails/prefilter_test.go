@@ -56,7 +56,8 @@ var plainRegexps sync.Map
 // plainFindAll is findAll without the filter: each regexp over the window.
 func plainFindAll(ps phrases, norm string, lo, hi int) [][]int {
 	var all [][]int
-	for _, p := range ps {
+	for i := range ps {
+		p := &ps[i]
 		re, ok := plainRegexps.Load(p.src)
 		if !ok {
 			re, _ = plainRegexps.LoadOrStore(p.src, regexp.MustCompile(p.src))
@@ -92,5 +93,23 @@ func TestRequiredWords(t *testing.T) {
 		if !slices.Equal(got, want) {
 			t.Errorf("%s: required words %q, want %q", c.re, got, want)
 		}
+	}
+}
+
+// Phrases' regexps are compiled on first use; each must compile, not only
+// those the corpus happens to need.
+func TestEveryPhraseCompiles(t *testing.T) {
+	lx := compiled()
+	n := 0
+	for _, ps := range declared {
+		for i := range ps {
+			if ps[i].regexp() == nil {
+				t.Fatalf("%s: no regexp", ps[i].src)
+			}
+			n++
+		}
+	}
+	if n != int(lx.count) || n == 0 {
+		t.Fatalf("%d phrases compiled, the lexicon has %d", n, lx.count)
 	}
 }
