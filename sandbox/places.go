@@ -36,9 +36,20 @@ func ownPlaces(stateDir, name string) (string, error) {
 		return "", fmt.Errorf("a stdio server needs a name that can be a directory's, not %q", name)
 	}
 	own := filepath.Join(stateDir, "servers", name)
+	if err := os.MkdirAll(own, 0o700); err != nil {
+		return "", fmt.Errorf("the server's own directory: %w", err)
+	}
+	// Within a Root: the server may have left links in its directory, and
+	// following one out of it would make directories where it points.
+	root, err := os.OpenRoot(own)
+	if err != nil {
+		return "", fmt.Errorf("the server's own directory: %w", err)
+	}
+	defer root.Close()
 	for _, s := range ownSubdirs {
-		if err := os.MkdirAll(filepath.Join(own, s.dir), 0o700); err != nil {
-			return "", fmt.Errorf("the server's own directory: %w", err)
+		if err := root.MkdirAll(s.dir, 0o700); err != nil {
+			return "", fmt.Errorf("the server's own directory %s: %w; if the server left a link there, remove %s (Warden tries again by itself)",
+				own, err, filepath.Join(own, s.dir))
 		}
 	}
 	return own, nil

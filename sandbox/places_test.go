@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -36,5 +37,30 @@ func TestReadRoots(t *testing.T) {
 		if within(dir, p) || within(p, home+"/.ssh") || p == home+"/.netrc" || p == home+"/keys" || p == home {
 			t.Errorf("a rule for %s lets the server read what is denied", p)
 		}
+	}
+}
+
+// A server may leave links in its own directory, pointing anywhere: its
+// next start must not create its places through them, outside it.
+func TestOwnPlacesFollowNoLink(t *testing.T) {
+	state, outside := t.TempDir(), t.TempDir()
+	own, err := ownPlaces(state, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{"cache", "config"} {
+		if err := os.RemoveAll(filepath.Join(own, dir)); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(outside, filepath.Join(own, dir)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err = ownPlaces(state, "s")
+	if entries, _ := os.ReadDir(outside); len(entries) > 0 {
+		t.Fatalf("the start made %v in the directory the server's links point to", entries)
+	}
+	if err == nil || !strings.Contains(err.Error(), "own directory") {
+		t.Fatalf("err = %v, want one about the server's own directory", err)
 	}
 }
