@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 )
 
 // The parsers of config files (hujson; for Codex's TOML see decodeTOML)
@@ -19,19 +20,28 @@ const (
 // ReadFile reads a config file of at most MaxFileSize bytes; a larger one
 // is an *Error saying so, read no further than the limit.
 func ReadFile(path string) ([]byte, error) {
+	data, _, err := readFile(path)
+	return data, err
+}
+
+// readFile is ReadFile, also answering the path the file was opened at,
+// every link resolved, as the kernel has it for the open file ("" if
+// /proc cannot tell): what was read, which a second lookup could not
+// promise, a link changed in between.
+func readFile(path string) (data []byte, opened string, err error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
-	if err != nil {
-		return nil, err
+	opened, _ = os.Readlink("/proc/self/fd/" + strconv.Itoa(int(f.Fd())))
+	if data, err = io.ReadAll(io.LimitReader(f, MaxFileSize+1)); err != nil {
+		return nil, "", err
 	}
 	if err := checkSize(path, data); err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	return data, nil
+	return data, opened, nil
 }
 
 func checkSize(path string, data []byte) error {

@@ -165,6 +165,9 @@ type Server struct {
 	// EnvFile ("envFile") is a file of NAME=VALUE lines whose variables
 	// the server gets too; absolute once parsed.
 	EnvFile string
+	// envFileOpened is where EnvFile was read from, links resolved ("" if
+	// that could not be told): see RefuseCrossWrites.
+	envFileOpened string
 	// A stdio server gets a minimal environment (package sandbox), plus
 	// these names from Warden's, or all of Warden's with InheritAllEnv.
 	InheritEnv    []string

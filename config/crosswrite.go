@@ -119,9 +119,10 @@ func (s *Server) script() (int, string) {
 // environment, at its next start. The entry goes to Broken with a message
 // naming both servers, the path and the fix; the other servers load.
 // Every stdio server counts as one that may write, disabled ones too: a
-// disabled server has run, or will once enabled. A server's own places
-// are no concern of this: it may change its own environment, which it
-// could already do from inside.
+// disabled server has run, or will once enabled. What a server's own
+// places hold is its own business: it may change its own environment,
+// which it could already do from inside; but not through a link leading
+// out of them (linkedEnvFile), which is refused the same way.
 func (c *Config) RefuseCrossWrites(stateDir string) {
 	names := slices.Sorted(func(yield func(string) bool) {
 		for n, s := range c.Servers {
@@ -133,6 +134,9 @@ func (c *Config) RefuseCrossWrites(stateDir string) {
 	refused := map[string]*Error{}
 	for _, b := range names {
 		e := c.crossWrite(c.Servers[b], names, stateDir)
+		if e == nil {
+			e = c.linkedEnvFile(c.Servers[b], stateDir)
+		}
 		if e != nil {
 			refused[b] = e
 		}
@@ -175,6 +179,31 @@ func (c *Config) crossWrite(b *Server, names []string, stateDir string) *Error {
 					Fix: fix}
 			}
 		}
+	}
+	return nil
+}
+
+// linkedEnvFile is the problem of s's entry when its envFile lies in a
+// place s may write and was read through a link that leads out of it: s
+// could point the link at any file of the user's, hidden from it (another
+// server's env file, a credential store), and have Warden read it into its
+// environment. Links above the place, and within it, are no concern.
+func (c *Config) linkedEnvFile(s *Server, stateDir string) *Error {
+	if s.EnvFile == "" {
+		return nil
+	}
+	for _, w := range writablePlaces(s, stateDir) {
+		if !inside(s.EnvFile, w.dir) {
+			continue
+		}
+		real, err := filepath.EvalSymlinks(w.dir) // links above it are the user's
+		if err == nil && s.envFileOpened != "" && inside(s.envFileOpened, real) {
+			continue
+		}
+		return &Error{File: c.Path, Field: join(join("mcpServers", s.Name), "envFile"),
+			Problem: fmt.Sprintf("%s lies in %s, which server %q may write (%s), and was read through a link that leads out of it (to %s): the server could have Warden read any of your files into its environment; server %q is not loaded",
+				s.EnvFile, w.dir, s.Name, w.what, cmp.Or(s.envFileOpened, "a place /proc did not tell"), s.Name),
+			Fix: "replace the link by the file itself, or keep the env file where the server cannot write"}
 	}
 	return nil
 }

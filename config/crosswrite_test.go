@@ -189,3 +189,58 @@ func TestRefuseCrossWritesScript(t *testing.T) {
 		})
 	}
 }
+
+// A server's envFile in a place it may write, read through a link it could
+// have made there, leading out of the place (here to a file of another
+// server's), is refused: Warden would read any file for it. Links within
+// the place, and above it, are the user's or harmless.
+func TestRefuseEnvFileLinkedOut(t *testing.T) {
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state")
+	testenv.WriteFiles(t, dir, map[string]string{
+		"secrets/a.env": "TOKEN=of-a\n", "b/inner/own.env": "K=1\n", "real/c/.env": "K=2\n", "state/servers/d/x": "",
+	})
+	for link, target := range map[string]string{
+		"b/.env":                    "../secrets/a.env", // out of b's cwd
+		"b/within.env":              "inner/own.env",    // within it
+		"c":                         "real/c",           // above the place: the user's
+		"state/servers/d/data/.env": "../../../../secrets/a.env",
+	} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, link)), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(target, filepath.Join(dir, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	load := func(b, envFile string) *Config {
+		file := fmt.Sprintf(`{"mcpServers": {"a": {"command": "x", "envFile": %q}, %q: {"command": "y", "cwd": %q, "envFile": %q}}}`,
+			filepath.Join(dir, "secrets/a.env"), b, filepath.Join(dir, b), filepath.Join(dir, envFile))
+		cfg, err := ParseAll(filepath.Join(dir, "config.json"), []byte(file), env())
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.RefuseCrossWrites(state)
+		return cfg
+	}
+	for _, tc := range []struct{ server, envFile string }{{"b", "b/.env"}, {"d", "state/servers/d/data/.env"}} {
+		cfg := load(tc.server, tc.envFile)
+		e := cfg.Broken[tc.server]
+		if e == nil || cfg.Servers[tc.server] != nil {
+			t.Fatalf("%s: loaded with %s read through a link out of its place (env %v)", tc.server, tc.envFile, cfg.Servers[tc.server])
+		}
+		for _, want := range []string{"mcpServers." + tc.server + ".envFile", "a link that leads out of it", filepath.Join(dir, "secrets/a.env"), "replace the link"} {
+			if !strings.Contains(e.Error(), want) {
+				t.Errorf("message %q does not say %q", e.Error(), want)
+			}
+		}
+		if cfg.Servers["a"] == nil {
+			t.Errorf("a, whose file it is, was not loaded: %v", cfg.Broken["a"])
+		}
+	}
+	for _, tc := range []struct{ server, envFile string }{{"b", "b/within.env"}, {"c", "c/.env"}} {
+		if cfg := load(tc.server, tc.envFile); cfg.Servers[tc.server] == nil {
+			t.Errorf("%s with %s refused: %v", tc.server, tc.envFile, cfg.Broken[tc.server])
+		}
+	}
+}

@@ -55,7 +55,8 @@ func (d *decoder) loadEnvFile(s *Server, v *hujson.Value, path string) error {
 		fix += " (a relative one is read from " + d.workspace + ")"
 	}
 	s.EnvFile = filepath.Clean(s.EnvFile)
-	data, err := ReadFile(s.EnvFile)
+	data, opened, err := readFile(s.EnvFile)
+	s.envFileOpened = opened
 	if err != nil {
 		return d.errAt(v, path, "cannot read "+s.EnvFile+": "+envFileErr(err), fix)
 	}
