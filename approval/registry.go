@@ -135,9 +135,11 @@ func Open(ctx context.Context, st store.Store) (*Registry, error) {
 	}
 	r.servers.Store(&m)
 	st.Watch(topic, r.remote)
-	// A change another instance committed after the load and before the
-	// Watch was announced to no one here: read everything once more.
-	r.remote(store.Event{Topic: topic, Resync: true})
+	if st.Shared() {
+		// A change another instance committed after the load and before
+		// the Watch was announced to no one here: read everything once more.
+		r.remote(store.Event{Topic: topic, Resync: true})
+	}
 	return r, nil
 }
 

@@ -10,8 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/wardenmcp/warden/decisions"
 	"github.com/wardenmcp/warden/guardrails"
 	"github.com/wardenmcp/warden/internal/canon"
@@ -129,14 +127,23 @@ func decodeRecord(server, name string, v []byte, prior *ToolRecord) (*ToolRecord
 	default:
 		rec.Findings = findingsOf(rec, nil)
 	}
-	if len(rec.Current) > 0 {
+	// Current is canonical JSON made by this package: only its annotations
+	// are decoded (for a server's hundreds of records at every start); the
+	// whole of it if it were not, since the annotations class its calls.
+	a, ok := canon.Raw(rec.Current).Member("annotations")
+	if !ok && bytes.Contains(rec.Current, []byte(`"annotations"`)) {
 		var d struct {
-			Annotations *mcp.ToolAnnotations `json:"annotations"`
+			Annotations json.RawMessage `json:"annotations"`
 		}
-		if err := json.NewDecoder(bytes.NewReader(rec.Current)).Decode(&d); err != nil {
+		if err := json.Unmarshal(rec.Current, &d); err != nil {
 			return nil, fmt.Errorf("definition: %w", err)
 		}
-		rec.Annotations = d.Annotations
+		a = canon.Raw(d.Annotations)
+	}
+	if len(a) > 0 {
+		if err := json.Unmarshal(a, &rec.Annotations); err != nil {
+			return nil, fmt.Errorf("definition: annotations: %w", err)
+		}
 	}
 	return rec, nil
 }

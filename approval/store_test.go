@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Every field survives a restart: statuses, hashes, both definitions,
@@ -68,5 +70,30 @@ func TestOnChangeOutsideLock(t *testing.T) {
 	must[ApplyResult](t)(r.Apply("fs", true, 1, inventory(2, "t")))
 	if len(got) != 2 || got[0].Version != 1 || got[1].Version != 2 || !got[1].Quarantined || !got[1].VisibleChanged {
 		t.Fatalf("changes %+v", got)
+	}
+}
+
+// A record's annotations are read back from its definition: canonical, as
+// this package writes it, by one member; written otherwise (spaced, keys
+// in another order), in full. Either way the same annotations.
+func TestDecodeRecordAnnotations(t *testing.T) {
+	f := false
+	want := &mcp.ToolAnnotations{ReadOnlyHint: true, DestructiveHint: &f, Title: "T"}
+	_, canonical, err := hashTool(&mcp.Tool{Name: "t", Description: `says "annotations"`, Annotations: want,
+		InputSchema: map[string]any{"type": "object", "properties": map[string]any{"annotations": map[string]any{"type": "string"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, def := range []string{string(canonical),
+		`{ "name": "t", "annotations": {"title": "T", "readOnlyHint": true, "destructiveHint": false} }`} {
+		rec := must[*ToolRecord](t)(decodeRecord("s", "t", encodeRecord(&ToolRecord{Status: StatusApproved, Current: json.RawMessage(def)}), nil))
+		if !reflect.DeepEqual(rec.Annotations, want) {
+			t.Errorf("annotations of %s: %+v, want %+v", def, rec.Annotations, want)
+		}
+	}
+	rec := must[*ToolRecord](t)(decodeRecord("s", "t", encodeRecord(&ToolRecord{Status: StatusApproved,
+		Current: json.RawMessage(`{"description":"no \"annotations\" here","name":"t"}`)}), nil))
+	if rec.Annotations != nil {
+		t.Errorf("annotations %+v of a definition without", rec.Annotations)
 	}
 }

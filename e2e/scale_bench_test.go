@@ -22,7 +22,9 @@ import (
 // SDK client (the floor: the servers' own start and listing) and by Warden
 // (`warden serve` as its own process, with an SDK client on /mcp waiting for
 // every tool). Reported per iteration (means): the time until all tools are
-// listed by each and their ratio; at ready, the CPU time and page faults of
+// listed by each and their ratio (x-floor: a first start, which makes the
+// state dir, approves the baseline and scans every definition;
+// restart-x-floor: a restart on the state the first left); at ready, the CPU time and page faults of
 // Warden's daemon so far, and the memory of the daemon and of every process
 // of Warden's binary (PSS and RSS, MB); Warden's CPU
 // per tools/list of the 462 tools on /mcp, and its memory after 473 of
@@ -66,6 +68,7 @@ func BenchmarkScale(b *testing.B) {
 	b.ReportMetric(floor/n, "floor-listed-s")
 	b.ReportMetric(now.listed/n, "warden-listed-s")
 	b.ReportMetric(now.listed/floor, "x-floor")
+	b.ReportMetric(now.relisted/floor, "restart-x-floor")
 	b.ReportMetric(now.readyCPU/n, "ready-cpu-ms")
 	b.ReportMetric(now.readyFaults/n, "ready-faults")
 	b.ReportMetric(now.ready.daemonPSS/n, "ready-pss-MB")
@@ -82,6 +85,7 @@ func BenchmarkScale(b *testing.B) {
 	if baseline != "" {
 		b.ReportMetric(base.listed/n, "baseline-listed-s")
 		b.ReportMetric(base.listed/floor, "baseline-x-floor")
+		b.ReportMetric(base.relisted/floor, "baseline-restart-x-floor")
 		b.ReportMetric(base.ready.ownPSS/n, "baseline-ready-own-pss-MB")
 		b.ReportMetric(base.readySettled.ownPSS/n, "baseline-ready-settled-own-pss-MB")
 		b.ReportMetric(base.readyCPU/n, "baseline-ready-cpu-ms")
@@ -92,6 +96,7 @@ func BenchmarkScale(b *testing.B) {
 // scaleRun is what one start of Warden measured (sums over iterations).
 type scaleRun struct {
 	listed              float64 // seconds until every tool was listed
+	relisted            float64 // the same at a restart, on the state the start left
 	readyCPU            float64 // ms of the daemon's CPU until then
 	readyFaults         float64 // the daemon's page faults until then
 	cpu                 float64 // ms of Warden's CPU per tools/list
@@ -103,6 +108,7 @@ type scaleRun struct {
 
 func (r *scaleRun) add(o scaleRun) {
 	r.listed += o.listed
+	r.relisted += o.relisted
 	r.readyCPU += o.readyCPU
 	r.readyFaults += o.readyFaults
 	r.cpu += o.cpu
@@ -116,25 +122,38 @@ func (r *scaleRun) add(o scaleRun) {
 // runScale starts the warden binary with servers until all total tools are
 // listed on /mcp, measuring, and again once settled; then, with load, lists
 // them 473 times and makes 10,000 calls at 16 clients, measuring along and
-// once settled after; it stops Warden.
-func runScale(b *testing.B, warden string, servers map[string]any, total int, load bool) scaleRun {
-	const lists, calls, clients = 473, 10000, 16
-	var r scaleRun
+// once settled after; it stops Warden, and times a restart on the state it
+// left until all tools are listed again.
+func runScale(b *testing.B, warden string, servers map[string]any, total int, load bool) (r scaleRun) {
 	start := time.Now()
 	p := wardentest.ServeProcess(b, warden, servers)
-	listen := p.Addr
-	defer p.Stop()
-	cs := connectAggregated(b, "http://"+listen+"/mcp")
-	defer cs.Close()
+	cs := connectAggregated(b, p.URL("/mcp"))
 	awaitToolCount(b, cs, total)
 	r.listed = time.Since(start).Seconds()
+	measureScale(b, p, cs, warden, len(servers), load, &r)
+	cs.Close()
+	p.Stop()
+
+	start = time.Now()
+	p = p.Again(b, warden)
+	defer p.Stop()
+	cs = connectAggregated(b, p.URL("/mcp"))
+	defer cs.Close()
+	awaitToolCount(b, cs, total)
+	r.relisted = time.Since(start).Seconds()
+	return r
+}
+
+// measureScale measures p, all tools listed, into r (see runScale).
+func measureScale(b *testing.B, p *wardentest.Process, cs *toolWatch, warden string, servers int, load bool, r *scaleRun) {
+	const lists, calls, clients = 473, 10000, 16
 	r.ready = processMemory(b, p.PID(), warden)
 	r.readyCPU = float64(cpuTicks(b, p.PID(), false)) * 10 // ms; 100 ticks a second
 	r.readyFaults = float64(statFields(b, p.PID(), 10))    // minflt
 	time.Sleep(settle)
 	r.readySettled = processMemory(b, p.PID(), warden)
 	if !load {
-		return r
+		return
 	}
 	before := cpuTicks(b, p.PID(), false)
 	for range lists {
@@ -144,11 +163,10 @@ func runScale(b *testing.B, warden string, servers map[string]any, total int, lo
 	}
 	r.cpu = float64(cpuTicks(b, p.PID(), false)-before) * 10 / lists // 100 ticks a second
 	r.lists = processMemory(b, p.PID(), warden)
-	callConcurrently(b, "http://"+listen+"/mcp", len(servers), calls, clients)
+	callConcurrently(b, p.URL("/mcp"), servers, calls, clients)
 	r.calls = processMemory(b, p.PID(), warden)
 	time.Sleep(settle)
 	r.callsSettled = processMemory(b, p.PID(), warden)
-	return r
 }
 
 // settle is how long Warden is left alone before a settled measurement:

@@ -51,11 +51,25 @@ func ServeConfig(t testing.TB, bin string, cfg map[string]any, env ...string) *P
 	if err := os.WriteFile(p.ConfigPath, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	p.serve(t, bin, env)
+	return p
+}
+
+// Again stops p, if it runs still, and starts `warden serve` anew on its
+// config and state dir, as a restart finds them. bin is the warden binary.
+func (p *Process) Again(t testing.TB, bin string, env ...string) *Process {
+	t.Helper()
+	p.Stop()
+	again := &Process{Addr: p.Addr, ConfigPath: p.ConfigPath, StateDir: p.StateDir}
+	again.serve(t, bin, env)
+	return again
+}
+
+func (p *Process) serve(t testing.TB, bin string, env []string) {
 	cmd := exec.Command(bin, "serve", "--config", p.ConfigPath, "--state-dir", p.StateDir)
 	cmd.Env = append(os.Environ(), env...)
 	p.Process = testenv.StartProcess(t, cmd)
 	testenv.WaitHTTP(t, "http://"+p.Addr+"/healthz", 20*time.Second)
-	return p
 }
 
 // URL is the address of path on the process's listener.
