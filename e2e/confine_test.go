@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -250,6 +251,61 @@ func TestServerCannotChangeAnothersEnvFile(t *testing.T) {
 			if !strings.Contains(string(out), want) {
 				t.Errorf("warden status does not say %q:\n%s", want, out)
 			}
+		}
+	})
+}
+
+// A server may write its cwd, where its envFile is: it replaces the file
+// by a link to a file hidden from it, another server's env file here. At
+// the next load (SIGHUP) Warden must not read that file into its
+// environment: the server is not loaded, and warden status says why.
+func TestServerCannotLinkItsEnvFileOut(t *testing.T) {
+	built := testenv.BuildBinary(t, "./internal/testing/fixture/cmd/fixture-server")
+	eachUser(t, []string{"default"}, built, func(t *testing.T, _, dir, fixture string, uid int) {
+		aEnv, bCwd := filepath.Join(dir, "secrets", "a.env"), filepath.Join(dir, "b")
+		bEnv := filepath.Join(bCwd, ".env")
+		for _, d := range []string{filepath.Dir(aEnv), bCwd} {
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		wardentest.WriteFileAtomic(t, aEnv, []byte("A_TOKEN=secret-of-a\n"), 0o600)
+		wardentest.WriteFileAtomic(t, bEnv, []byte("B_NOTE=b's own\n"), 0o600)
+		w := isoStartAs(t, dir, "127.0.0.1:"+strconv.Itoa(testenv.FreePort(t)), map[string]any{
+			"a": map[string]any{"command": fixture, "envFile": aEnv, "trusted": true},
+			"b": map[string]any{"command": "sh", "args": []string{"-c", "ln -s " + aEnv + " .env.new && mv -f .env.new .env; exec " + fixture},
+				"cwd": bCwd, "envFile": bEnv, "trusted": true},
+		}, uid)
+		wardentest.WaitFor(t, 30*time.Second, "b ready", func() bool {
+			var s struct{ Connection struct{ State string } }
+			w.api("GET", "/v1/servers/b", &s)
+			return s.Connection.State == "ready"
+		})
+		if target, err := os.Readlink(bEnv); err != nil || target != aEnv {
+			t.Fatalf("b did not link its envFile to a's (%q, %v): the attack did not happen", target, err)
+		}
+		if err := w.proc.Signal(syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+		var out []byte
+		wardentest.WaitFor(t, 20*time.Second, "b refused after the reload", func() bool {
+			status := exec.Command(w.bin, "status")
+			status.Env = append(os.Environ(), "WARDEN_CONFIG="+w.cfg, "WARDEN_STATE_DIR="+w.state)
+			out, _ = status.CombinedOutput()
+			return strings.Contains(string(out), "mcpServers.b.envFile")
+		})
+		for _, want := range []string{bEnv, "a link that leads out of it", aEnv, `server "b" is not loaded`, "replace the link"} {
+			if !strings.Contains(string(out), want) {
+				t.Errorf("warden status does not say %q:\n%s", want, out)
+			}
+		}
+		var b struct {
+			ConfigError string `json:"config_error"`
+			Connection  struct{ State string }
+		}
+		w.api("GET", "/v1/servers/b", &b)
+		if b.Connection.State != "stopped" || !strings.Contains(b.ConfigError, "a link that leads out of it") {
+			t.Errorf("b after the reload: %+v, want stopped with the config error", b)
 		}
 	})
 }
