@@ -131,11 +131,11 @@ func (c *Config) RefuseCrossWrites(stateDir string) {
 			}
 		}
 	})
-	refused := map[string]*Error{}
+	refused, rp := map[string]*Error{}, realPaths{}
 	for _, b := range names {
-		e := c.crossWrite(c.Servers[b], names, stateDir)
+		e := c.crossWrite(c.Servers[b], names, stateDir, rp)
 		if e == nil {
-			e = c.linkedEnvFile(c.Servers[b], stateDir)
+			e = c.linkedEnvFile(c.Servers[b], stateDir, rp)
 		}
 		if e != nil {
 			refused[b] = e
@@ -152,14 +152,14 @@ func (c *Config) RefuseCrossWrites(stateDir string) {
 
 // crossWrite is the problem of b's entry when a path it starts from lies
 // in a place another of the stdio servers names may write; nil when none.
-func (c *Config) crossWrite(b *Server, names []string, stateDir string) *Error {
+func (c *Config) crossWrite(b *Server, names []string, stateDir string, rp realPaths) *Error {
 	for _, r := range readsAtStart(b) {
 		for _, a := range names {
 			if a == b.Name {
 				continue
 			}
 			for _, w := range writablePlaces(c.Servers[a], stateDir) {
-				if !inside(r.path, w.dir) {
+				if !rp.lies(r.path, w.dir) {
 					continue
 				}
 				what, could, fix := r.path, "change what server "+strconv.Quote(b.Name)+" runs or its environment", "move it out of "+w.dir
@@ -188,24 +188,67 @@ func (c *Config) crossWrite(b *Server, names []string, stateDir string) *Error {
 // could point the link at any file of the user's, hidden from it (another
 // server's env file, a credential store), and have Warden read it into its
 // environment. Links above the place, and within it, are no concern.
-func (c *Config) linkedEnvFile(s *Server, stateDir string) *Error {
+// Where the file was read from is what the kernel opened (readFile); when
+// that, or the place's own path, cannot be told, the entry is refused too.
+func (c *Config) linkedEnvFile(s *Server, stateDir string, rp realPaths) *Error {
 	if s.EnvFile == "" {
 		return nil
 	}
 	for _, w := range writablePlaces(s, stateDir) {
-		if !inside(s.EnvFile, w.dir) {
+		if !rp.lies(s.EnvFile, w.dir) {
 			continue
 		}
-		real, err := filepath.EvalSymlinks(w.dir) // links above it are the user's
-		if err == nil && s.envFileOpened != "" && inside(s.envFileOpened, real) {
+		place, opened := rp.of(w.dir), s.envFileOpened
+		if place != "" && opened != "" && inside(opened, place) {
 			continue
 		}
-		return &Error{File: c.Path, Field: join(join("mcpServers", s.Name), "envFile"),
+		e := &Error{File: c.Path, Field: join(join("mcpServers", s.Name), "envFile"),
 			Problem: fmt.Sprintf("%s lies in %s, which server %q may write (%s), and was read through a link that leads out of it (to %s): the server could have Warden read any of your files into its environment; server %q is not loaded",
-				s.EnvFile, w.dir, s.Name, w.what, cmp.Or(s.envFileOpened, "a place /proc did not tell"), s.Name),
+				s.EnvFile, w.dir, s.Name, w.what, opened, s.Name),
 			Fix: "replace the link by the file itself, or keep the env file where the server cannot write"}
+		if place == "" || opened == "" {
+			e.Problem = fmt.Sprintf("%s lies in %s, which server %q may write (%s), and Warden could not tell where it was read from (/proc/self/fd, or the place's own path): a link there could have had Warden read any of your files into its environment; server %q is not loaded",
+				s.EnvFile, w.dir, s.Name, w.what, s.Name)
+			e.Fix = "keep the env file where the server cannot write"
+		}
+		return e
 	}
 	return nil
+}
+
+// realPaths resolves paths' links, each once, for one RefuseCrossWrites.
+type realPaths map[string]string
+
+// of is p with its links resolved; "" when that cannot be told (p does
+// not exist).
+func (rp realPaths) of(p string) string {
+	r, ok := rp[p]
+	if !ok {
+		r, _ = filepath.EvalSymlinks(p)
+		rp[p] = r
+	}
+	return r
+}
+
+// lies reports whether path lies in dir: as written, or through links,
+// when path or a directory on its way, links resolved, lies in dir, links
+// resolved (a place spelled another way, /home/u as /var/home/u).
+func (rp realPaths) lies(path, dir string) bool {
+	if inside(path, dir) {
+		return true
+	}
+	place := rp.of(dir)
+	if place == "" {
+		return false
+	}
+	for p := path; ; p = filepath.Dir(p) {
+		if r := rp.of(p); r != "" && inside(r, place) {
+			return true
+		}
+		if p == filepath.Dir(p) {
+			return false
+		}
+	}
 }
 
 // absPath is p made absolute against Warden's working directory, where

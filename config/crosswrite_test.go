@@ -244,3 +244,38 @@ func TestRefuseEnvFileLinkedOut(t *testing.T) {
 		}
 	}
 }
+
+// A place and a path in it may be spelled through different links (the
+// user's alias of a directory): the checks compare them with their links
+// resolved too. b's envFile, in its own cwd spelled the other way, links
+// out to a's env file; c's envFile lies in a's cwd spelled the other way.
+func TestRefuseAcrossSpellings(t *testing.T) {
+	dir := t.TempDir()
+	testenv.WriteFiles(t, dir, map[string]string{"secrets/a.env": "TOKEN=of-a\n", "real/b/keep": "", "real/a/.env": "K=1\n"})
+	for link, target := range map[string]string{"alias": "real", "real/b/.env": "../../secrets/a.env"} {
+		if err := os.Symlink(target, filepath.Join(dir, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct{ server, problem string }{
+		{"b", "a link that leads out of it"},
+		{"c", `which server "a" may write`},
+	} {
+		for _, spelling := range [][2]string{{"real", "alias"}, {"alias", "real"}} {
+			cwd, envFile := filepath.Join(dir, spelling[0], tc.server), filepath.Join(dir, spelling[1], tc.server, ".env")
+			if tc.server == "c" {
+				cwd, envFile = filepath.Join(dir, "c"), filepath.Join(dir, spelling[1], "a", ".env")
+			}
+			file := fmt.Sprintf(`{"mcpServers": {"a": {"command": "x", "cwd": %q, "envFile": %q}, %q: {"command": "y", "cwd": %q, "envFile": %q}}}`,
+				filepath.Join(dir, spelling[0], "a"), filepath.Join(dir, "secrets/a.env"), tc.server, cwd, envFile)
+			cfg, err := ParseAll(filepath.Join(dir, "config.json"), []byte(file), env())
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.RefuseCrossWrites(filepath.Join(dir, "state"))
+			if e := cfg.Broken[tc.server]; e == nil || !strings.Contains(e.Error(), tc.problem) {
+				t.Errorf("%s with %s spelled %v: loaded (%v), want refused saying %q", tc.server, envFile, spelling, e, tc.problem)
+			}
+		}
+	}
+}
