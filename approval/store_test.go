@@ -85,7 +85,8 @@ func TestDecodeRecordAnnotations(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, def := range []string{string(canonical),
-		`{ "name": "t", "annotations": {"title": "T", "readOnlyHint": true, "destructiveHint": false} }`} {
+		`{ "name": "t", "annotations": {"title": "T", "readOnlyHint": true, "destructiveHint": false} }`,
+		`{"annotations" : {"title": "T", "readOnlyHint": true, "destructiveHint": false}, "name": "t"}`} {
 		rec := must[*ToolRecord](t)(decodeRecord("s", "t", encodeRecord(&ToolRecord{Status: StatusApproved, Current: json.RawMessage(def)}), nil))
 		if !reflect.DeepEqual(rec.Annotations, want) {
 			t.Errorf("annotations of %s: %+v, want %+v", def, rec.Annotations, want)

@@ -44,7 +44,7 @@ type phrase struct {
 // anyOf, so it is complete before any scan.
 var declared []phrases
 
-// anyOf declares a set of alternative patterns, compiled on first use.
+// anyOf declares a set of alternative patterns, parsed on first use.
 func anyOf(alts ...string) phrases {
 	ps := make(phrases, len(alts))
 	for i, a := range alts {
@@ -60,13 +60,14 @@ type lexicon struct {
 	ids     map[string]int32
 	words   []string
 	phrases [][]int32
-	count   int32 // phrases compiled
+	count   int32 // phrases parsed
 	auto    *automaton
 }
 
-// compiled compiles every declared set in place and builds the lexicon,
-// once, on first use; both are read-only after. What reads a set's
-// patterns calls it first (prepare does, for every text).
+// compiled parses every declared set in place and builds the lexicon,
+// once, on first use; both are read-only after, but for each phrase's
+// regexp (phrase.regexp). What reads a set's patterns calls it first
+// (prepare does, for every text).
 var compiled = sync.OnceValue(func() *lexicon {
 	lx := &lexicon{ids: map[string]int32{}}
 	for _, ps := range declared {
@@ -89,13 +90,13 @@ func (lx *lexicon) wordID(w string) int32 {
 	return id
 }
 
-// compile compiles one pattern and numbers its words.
+// compile parses one pattern and numbers its words.
 func (lx *lexicon) compile(p *phrase) {
 	p.num = lx.count
 	lx.count++
 	tree, err := syntax.Parse(p.src, syntax.Perl)
 	if err != nil {
-		regexp.MustCompile(p.src) // panics, saying what is wrong
+		panic("guardrails: " + err.Error()) // a pattern of the package's own
 	}
 	tree = tree.Simplify()
 	if ws, ok := required(tree); ok {
@@ -468,6 +469,7 @@ func build(list []string) *automaton {
 	if len(a.out) > 1<<16 {
 		panic("guardrails: too many pattern words for the automaton")
 	}
+	a.out = slices.Clone(a.out) // kept for good: not the room for a node a byte
 	a.first = make([]uint32, len(a.out)+1)
 	a.edgeClass = make([]uint8, 0, len(a.out)-1) // an edge to each node but the root
 	a.edgeNext = make([]uint16, 0, len(a.out)-1)

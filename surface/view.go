@@ -433,9 +433,9 @@ func (v *view) held(def *mcp.Tool) *mcp.Tool {
 // encode would fail loudly. What the SDK would check is checked here:
 // show checks the type, and a tool whose definition says "x-mcp-header"
 // anywhere is held whole, so the SDK checks its annotations, and a call's
-// Mcp-Param headers against them. (Listed definitions come decoded, from
-// the upstream or pinned, so their encoding spells every key as it is,
-// without escapes.)
+// Mcp-Param headers against them. (Listed definitions come as canonical
+// JSON from the upstream, or decoded when pinned, so their encoding spells
+// every key as it is, without escapes.)
 var standIn = &jsonschema.Schema{Type: "object", Types: []string{"object"}}
 
 // inputObject checks that s, a tool's input schema as the upstream listed

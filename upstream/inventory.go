@@ -253,7 +253,8 @@ func kept(t *mcp.Tool, scratch *[]byte) (*mcp.Tool, bool) {
 	return &cp, held
 }
 
-// compact is schema as canon.Raw, of its length exactly.
+// compact is schema as canon.Raw, in a buffer of its own: scratch's
+// spare room is not kept.
 func compact(schema any, scratch *[]byte) any {
 	if schema == nil {
 		return nil

@@ -14,6 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/wardenmcp/warden/approval"
 	"github.com/wardenmcp/warden/config"
 	"github.com/wardenmcp/warden/internal/canon"
 )
@@ -167,4 +168,49 @@ func TestListChangedWithoutSessionWaitsForOne(t *testing.T) {
 		t.Fatal("listed twice for one list_changed")
 	case <-time.After(50 * time.Millisecond):
 	}
+}
+
+// An inventory's copy of a tool (kept) has the pin the tool as listed
+// has, whatever its schemas: approval hashes a canon.Raw as the value it
+// encodes.
+func TestKeptKeepsEveryPin(t *testing.T) {
+	var tools []*mcp.Tool
+	for _, def := range []string{
+		`{"name":"a","inputSchema":{"type":"object","properties":{"n":{"type":"number","minimum":1.0,"maximum":1e21,"multipleOf":1e-7,"default":-0}}}}`,
+		`{"name":"b","description":"<&> \u2028 é \ud800","inputSchema":{"type":"object","properties":{"s":{"enum":["<&>","\u2029","\u0000"]}}},"outputSchema":{"type":"object"}}`,
+		`{"name":"c","inputSchema":{"type":"object"},"outputSchema":null}`,
+		`{"name":"d","inputSchema":{},"outputSchema":{"type":"object","properties":{}}}`,
+		`{"name":"e","inputSchema":{"type":"object","properties":{"r":{"type":"string","x-mcp-header":"Region"}}},"annotations":{"readOnlyHint":true}}`,
+	} {
+		var tool mcp.Tool
+		if err := json.Unmarshal([]byte(def), &tool); err != nil {
+			t.Fatal(err)
+		}
+		tools = append(tools, &tool)
+	}
+	held := *tools[0]
+	held.InputSchema = heldSchema{tools[0].InputSchema}
+	tools = append(tools, &held,
+		&mcp.Tool{Name: "typed-nil", InputSchema: map[string]any(nil), OutputSchema: []any(nil)},
+		&mcp.Tool{Name: "raw", InputSchema: json.RawMessage(` {"type" : "object"} `)})
+	var scratch []byte
+	for _, tool := range tools {
+		kept, _ := kept(tool, &scratch)
+		want := tool
+		if h, ok := tool.InputSchema.(heldSchema); ok {
+			unheld := *tool
+			unheld.InputSchema = h.schema
+			want = &unheld
+		}
+		if got, want := must(approval.Hash(kept)), must(approval.Hash(want)); got != want {
+			t.Errorf("%s: kept %s, listed %s", tool.Name, got, want)
+		}
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }

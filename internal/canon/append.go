@@ -9,8 +9,8 @@ import (
 	"unicode/utf8"
 )
 
-// Raw is JSON in canonical form already, as Append writes it: Append and
-// JSON copy it as it is, and it marshals as itself. Warden keeps listed
+// Raw is JSON in canonical form already, as Append writes it: Append copies
+// it as it is, JSON returns it, and it marshals as itself. Warden keeps listed
 // tools' schemas so, a fraction of the memory of their decoded maps, and
 // hashes and serves them without encoding them again.
 type Raw []byte
@@ -58,6 +58,10 @@ func (e *encoder) value(v any) error {
 	case float64:
 		return e.float(x)
 	case []any:
+		if x == nil { // as encoding/json writes it
+			e.buf = append(e.buf, "null"...)
+			return nil
+		}
 		e.buf = append(e.buf, '[')
 		for i, el := range x {
 			if i > 0 {
@@ -69,6 +73,10 @@ func (e *encoder) value(v any) error {
 		}
 		e.buf = append(e.buf, ']')
 	case map[string]any:
+		if x == nil {
+			e.buf = append(e.buf, "null"...)
+			return nil
+		}
 		base := len(e.keys)
 		for k := range x {
 			e.keys = append(e.keys, k)
@@ -88,6 +96,9 @@ func (e *encoder) value(v any) error {
 		e.keys = e.keys[:base]
 		e.buf = append(e.buf, '}')
 	case Raw:
+		if len(x) == 0 {
+			x = Raw("null") // as it marshals
+		}
 		e.buf = append(e.buf, x...)
 	default:
 		b, err := JSON(v)
@@ -182,8 +193,8 @@ func (r Raw) Member(key string) (Raw, bool) {
 	want := AppendString(nil, key) // canonical keys are written so
 	for i := 1; i < len(r) && r[i] == '"'; {
 		end := stringEnd(r, i)
-		if end+1 >= len(r) {
-			return nil, false // cut short: not canonical JSON
+		if end+1 >= len(r) || r[end+1] != ':' {
+			return nil, false // not canonical JSON
 		}
 		k, start := r[i:end+1], end+2 // past the key and its ':'
 		i = valueEnd(r, start)

@@ -55,7 +55,7 @@ func TestRawMember(t *testing.T) {
 			t.Errorf("Member(%q) = %s, %v; want %s", key, got, ok, want)
 		}
 	}
-	for _, raw := range []string{string(r), `{}`, `[{"type":"object"}]`, `"type"`, ``, `{"a":{"type":"object"}}`} {
+	for _, raw := range []string{string(r), `{}`, `[{"type":"object"}]`, `"type"`, ``, `{"a":{"type":"object"}}`, `{"type" :"object"}`} {
 		if got, ok := Raw(raw).Member("typ"); ok {
 			t.Errorf("Member(typ) of %s = %s", raw, got)
 		}
@@ -68,6 +68,20 @@ func TestRawMember(t *testing.T) {
 			if got, ok := Raw(raw).Member("type"); ok {
 				t.Errorf("Member(type) of %s = %s", raw, got)
 			}
+		}
+	}
+}
+
+// Append writes what JSON does, nil values of every kind included.
+func TestAppendIsJSON(t *testing.T) {
+	for _, v := range []any{nil, map[string]any(nil), []any(nil), Raw(nil), map[string]any{"a": Raw(nil), "b": []any(nil)},
+		map[string]any{"z": 1.5, "a": []any{"<&>\u2028", true, nil, 1e21, 1e-7}}, Raw(`{"a":1}`)} {
+		a, err := Append(nil, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if j, _ := JSON(v); string(a) != string(j) {
+			t.Errorf("%#v: Append %s, JSON %s", v, a, j)
 		}
 	}
 }
