@@ -131,7 +131,7 @@ func (c *Config) RefuseCrossWrites(stateDir string) {
 			}
 		}
 	})
-	refused, rp := map[string]*Error{}, realPaths{}
+	refused, rp := map[string]*Error{}, newRealPaths()
 	for _, b := range names {
 		e := c.crossWrite(c.Servers[b], names, stateDir, rp)
 		if e == nil {
@@ -152,7 +152,7 @@ func (c *Config) RefuseCrossWrites(stateDir string) {
 
 // crossWrite is the problem of b's entry when a path it starts from lies
 // in a place another of the stdio servers names may write; nil when none.
-func (c *Config) crossWrite(b *Server, names []string, stateDir string, rp realPaths) *Error {
+func (c *Config) crossWrite(b *Server, names []string, stateDir string, rp *realPaths) *Error {
 	for _, r := range readsAtStart(b) {
 		for _, a := range names {
 			if a == b.Name {
@@ -190,7 +190,7 @@ func (c *Config) crossWrite(b *Server, names []string, stateDir string, rp realP
 // environment. Links above the place, and within it, are no concern.
 // Where the file was read from is what the kernel opened (readFile); when
 // that, or the place's own path, cannot be told, the entry is refused too.
-func (c *Config) linkedEnvFile(s *Server, stateDir string, rp realPaths) *Error {
+func (c *Config) linkedEnvFile(s *Server, stateDir string, rp *realPaths) *Error {
 	if s.EnvFile == "" {
 		return nil
 	}
@@ -216,24 +216,50 @@ func (c *Config) linkedEnvFile(s *Server, stateDir string, rp realPaths) *Error 
 	return nil
 }
 
-// realPaths resolves paths' links, each once, for one RefuseCrossWrites.
-type realPaths map[string]string
+// realPaths resolves paths' links, each once, for one RefuseCrossWrites:
+// a path's own, and those of the directories on its way (ways).
+type realPaths struct {
+	real map[string]string
+	ways map[string][]string
+}
+
+func newRealPaths() *realPaths {
+	return &realPaths{real: map[string]string{}, ways: map[string][]string{}}
+}
 
 // of is p with its links resolved; "" when that cannot be told (p does
 // not exist).
-func (rp realPaths) of(p string) string {
-	r, ok := rp[p]
+func (rp *realPaths) of(p string) string {
+	r, ok := rp.real[p]
 	if !ok {
 		r, _ = filepath.EvalSymlinks(p)
-		rp[p] = r
+		rp.real[p] = r
 	}
 	return r
+}
+
+// way is path and each directory on its way to the root, links resolved,
+// leaving out those that cannot be told.
+func (rp *realPaths) way(path string) []string {
+	way, ok := rp.ways[path]
+	if !ok {
+		for p := path; ; p = filepath.Dir(p) {
+			if r := rp.of(p); r != "" {
+				way = append(way, r)
+			}
+			if p == filepath.Dir(p) {
+				break
+			}
+		}
+		rp.ways[path] = way
+	}
+	return way
 }
 
 // lies reports whether path lies in dir: as written, or through links,
 // when path or a directory on its way, links resolved, lies in dir, links
 // resolved (a place spelled another way, /home/u as /var/home/u).
-func (rp realPaths) lies(path, dir string) bool {
+func (rp *realPaths) lies(path, dir string) bool {
 	if inside(path, dir) {
 		return true
 	}
@@ -241,14 +267,12 @@ func (rp realPaths) lies(path, dir string) bool {
 	if place == "" {
 		return false
 	}
-	for p := path; ; p = filepath.Dir(p) {
-		if r := rp.of(p); r != "" && inside(r, place) {
+	for _, r := range rp.way(path) {
+		if inside(r, place) {
 			return true
 		}
-		if p == filepath.Dir(p) {
-			return false
-		}
 	}
+	return false
 }
 
 // absPath is p made absolute against Warden's working directory, where
@@ -260,8 +284,8 @@ func absPath(p string) string {
 	return filepath.Clean(p)
 }
 
-// inside reports whether path is dir or below it, by their text.
+// inside reports whether path is dir or below it, by their text; both are
+// absolute and clean (absPath), as every path here is.
 func inside(path, dir string) bool {
-	rel, err := filepath.Rel(dir, path)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
+	return strings.HasPrefix(path, dir) && (len(path) == len(dir) || dir == "/" || path[len(dir)] == '/')
 }

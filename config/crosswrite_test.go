@@ -1,10 +1,12 @@
 package config
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -276,6 +278,34 @@ func TestRefuseAcrossSpellings(t *testing.T) {
 			if e := cfg.Broken[tc.server]; e == nil || !strings.Contains(e.Error(), tc.problem) {
 				t.Errorf("%s with %s spelled %v: loaded (%v), want refused saying %q", tc.server, envFile, spelling, e, tc.problem)
 			}
+		}
+	}
+}
+
+// BenchmarkRefuseCrossWrites checks 28 stdio servers, each with a cwd and
+// an env file in it, against each other, as a config load does.
+func BenchmarkRefuseCrossWrites(b *testing.B) {
+	dir := b.TempDir()
+	servers := map[string]any{}
+	for i := range 28 {
+		name := "s" + strconv.Itoa(i)
+		testenv.WriteFiles(b, dir, map[string]string{name + "/.env": "K=1\n"})
+		servers[name] = map[string]any{"command": "npx", "cwd": filepath.Join(dir, name), "envFile": filepath.Join(dir, name, ".env")}
+	}
+	file, err := json.Marshal(map[string]any{"mcpServers": servers})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		b.StopTimer()
+		cfg, err := ParseAll(filepath.Join(dir, "config.json"), file, env())
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		cfg.RefuseCrossWrites(filepath.Join(dir, "state"))
+		if len(cfg.Broken) > 0 {
+			b.Fatal(cfg.Broken)
 		}
 	}
 }
