@@ -131,11 +131,15 @@ func (c *Config) RefuseCrossWrites(stateDir string) {
 			}
 		}
 	})
+	places := make(map[string][]writable, len(names))
+	for _, n := range names {
+		places[n] = writablePlaces(c.Servers[n], stateDir)
+	}
 	refused, rp := map[string]*Error{}, newRealPaths()
 	for _, b := range names {
-		e := c.crossWrite(c.Servers[b], names, stateDir, rp)
+		e := c.crossWrite(c.Servers[b], names, places, rp)
 		if e == nil {
-			e = c.linkedEnvFile(c.Servers[b], stateDir, rp)
+			e = c.linkedEnvFile(c.Servers[b], places[b], rp)
 		}
 		if e != nil {
 			refused[b] = e
@@ -151,14 +155,15 @@ func (c *Config) RefuseCrossWrites(stateDir string) {
 }
 
 // crossWrite is the problem of b's entry when a path it starts from lies
-// in a place another of the stdio servers names may write; nil when none.
-func (c *Config) crossWrite(b *Server, names []string, stateDir string, rp *realPaths) *Error {
+// in a place another of the stdio servers names may write (places, by
+// server); nil when none.
+func (c *Config) crossWrite(b *Server, names []string, places map[string][]writable, rp *realPaths) *Error {
 	for _, r := range readsAtStart(b) {
 		for _, a := range names {
 			if a == b.Name {
 				continue
 			}
-			for _, w := range writablePlaces(c.Servers[a], stateDir) {
+			for _, w := range places[a] {
 				if !rp.lies(r.path, w.dir) {
 					continue
 				}
@@ -183,18 +188,18 @@ func (c *Config) crossWrite(b *Server, names []string, stateDir string, rp *real
 	return nil
 }
 
-// linkedEnvFile is the problem of s's entry when its envFile lies in a
-// place s may write and was read through a link that leads out of it: s
+// linkedEnvFile is the problem of s's entry when its envFile lies in one
+// of places, those s may write, and was read through a link that leads out of it: s
 // could point the link at any file of the user's, hidden from it (another
 // server's env file, a credential store), and have Warden read it into its
 // environment. Links above the place, and within it, are no concern.
 // Where the file was read from is what the kernel opened (readFile); when
 // that, or the place's own path, cannot be told, the entry is refused too.
-func (c *Config) linkedEnvFile(s *Server, stateDir string, rp *realPaths) *Error {
+func (c *Config) linkedEnvFile(s *Server, places []writable, rp *realPaths) *Error {
 	if s.EnvFile == "" {
 		return nil
 	}
-	for _, w := range writablePlaces(s, stateDir) {
+	for _, w := range places {
 		if !rp.lies(s.EnvFile, w.dir) {
 			continue
 		}
@@ -202,16 +207,16 @@ func (c *Config) linkedEnvFile(s *Server, stateDir string, rp *realPaths) *Error
 		if place != "" && opened != "" && inside(opened, place) {
 			continue
 		}
-		e := &Error{File: c.Path, Field: join(join("mcpServers", s.Name), "envFile"),
-			Problem: fmt.Sprintf("%s lies in %s, which server %q may write (%s), and was read through a link that leads out of it (to %s): the server could have Warden read any of your files into its environment; server %q is not loaded",
-				s.EnvFile, w.dir, s.Name, w.what, opened, s.Name),
-			Fix: "replace the link by the file itself, or keep the env file where the server cannot write"}
+		how, could, fix := "was read through a link that leads out of it (to "+opened+")", "the server could have",
+			"replace the link by the file itself, or keep the env file where the server cannot write"
 		if place == "" || opened == "" {
-			e.Problem = fmt.Sprintf("%s lies in %s, which server %q may write (%s), and Warden could not tell where it was read from (/proc/self/fd, or the place's own path): a link there could have had Warden read any of your files into its environment; server %q is not loaded",
-				s.EnvFile, w.dir, s.Name, w.what, s.Name)
-			e.Fix = "keep the env file where the server cannot write"
+			how, could, fix = "Warden could not tell where it was read from (/proc/self/fd, or the place's own path)", "a link there could have had",
+				"keep the env file where the server cannot write"
 		}
-		return e
+		return &Error{File: c.Path, Field: join(join("mcpServers", s.Name), "envFile"),
+			Problem: fmt.Sprintf("%s lies in %s, which server %q may write (%s), and %s: %s Warden read any of your files into its environment; server %q is not loaded",
+				s.EnvFile, w.dir, s.Name, w.what, how, could, s.Name),
+			Fix: fix}
 	}
 	return nil
 }
