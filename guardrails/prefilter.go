@@ -72,7 +72,7 @@ var compiled = sync.OnceValue(func() *lexicon {
 	lx := &lexicon{ids: map[string]int32{}}
 	for _, ps := range declared {
 		for i := range ps {
-			lx.compile(&ps[i])
+			lx.parse(&ps[i])
 		}
 	}
 	lx.auto = build(lx.words)
@@ -90,8 +90,8 @@ func (lx *lexicon) wordID(w string) int32 {
 	return id
 }
 
-// compile parses one pattern and numbers its words.
-func (lx *lexicon) compile(p *phrase) {
+// parse parses one pattern and numbers its words.
+func (lx *lexicon) parse(p *phrase) {
 	p.num = lx.count
 	lx.count++
 	tree, err := syntax.Parse(p.src, syntax.Perl)
@@ -117,7 +117,7 @@ func (lx *lexicon) compile(p *phrase) {
 }
 
 // regexp is p's pattern, anchored at its start when it has leading words,
-// compiled on first use. Every pattern parses (compile), so it compiles.
+// compiled on first use. Every pattern parses (lexicon.parse), so it compiles.
 func (p *phrase) regexp() *regexp.Regexp {
 	p.once.Do(func() {
 		src := p.src
