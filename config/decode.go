@@ -57,11 +57,14 @@ type decoder struct {
 	// instead of failing the whole file (ParseAll).
 	broken map[string]*Error
 	notes  []string // fields ignored, see foreignTop and foreignServer
+	// ignored are a server entry's fields ignored with their notes:
+	// foreignServer, or importedServer in a file being imported.
+	ignored map[string]string
 }
 
 // newDecoder is the decoder of file's data.
 func newDecoder(file string, data []byte, lookupEnv func(string) (string, bool), lenient bool) *decoder {
-	return &decoder{file: file, data: data, workspace: workspaceOf(file), lookupEnv: lookupEnv, lenient: lenient}
+	return &decoder{file: file, data: data, workspace: workspaceOf(file), lookupEnv: lookupEnv, lenient: lenient, ignored: foreignServer}
 }
 
 // ignore notes that the field at v is another host's and ignored.
@@ -539,7 +542,7 @@ func (d *decoder) server(name string, v *hujson.Value, path string) (*Server, er
 	at := map[string]*hujson.Value{} // where each field was, for cross-field errors
 	urlUnresolved := false
 	var hidden []string // "disabledTools", applied once "tools" is read
-	err = d.hostFields(obj, path, serverFields, hostServerFields, foreignServer, func(f string, v *hujson.Value, p string) (err error) {
+	err = d.hostFields(obj, path, serverFields, hostServerFields, d.ignored, func(f string, v *hujson.Value, p string) (err error) {
 		at[f] = v
 		switch f {
 		case "command":

@@ -1,5 +1,7 @@
 package config
 
+import "maps"
+
 // claudeDesktopOwn is the note for the top-level fields Claude Desktop
 // keeps in claude_desktop_config.json beside its servers.
 const claudeDesktopOwn = "Claude Desktop's own setting, not a server's"
@@ -29,3 +31,25 @@ var foreignServer = map[string]string{
 	"dev":         "VS Code's settings for debugging a server it develops",
 	"extensionId": "Claude Desktop's mark of a server one of its extensions installed",
 }
+
+// importedPolicy are Warden's own fields of a server entry that widen what
+// the server may do or spare it review. A file being imported does not set
+// them: a project's .mcp.json comes with the repository, or from a server
+// that writes in its cwd, and an imported server runs (quarantined) at
+// once. Each is ignored with its note, for the operator to set in Warden's
+// config if meant.
+var importedPolicy = map[string]string{
+	"trusted":    "Warden's own: an imported server starts quarantined; admit it with warden servers approve NAME",
+	"tools":      "Warden's own overrides of its tools' classes and records; set them in Warden's config (\"disabledTools\" is copied)",
+	"guardrails": "Warden's own: calls whose arguments carry a credential are refused unless Warden's config allows them",
+	"sandbox":    "Warden's own: an imported server writes only to its own places until Warden's config widens that",
+	"inheritEnv": "Warden's own: an imported server gets a minimal environment, not Warden's; name variables in Warden's config",
+}
+
+// importedServer is what a server entry of a file being imported ignores:
+// the other hosts' own fields and Warden's policy.
+var importedServer = func() map[string]string {
+	m := maps.Clone(foreignServer)
+	maps.Copy(m, importedPolicy)
+	return m
+}()

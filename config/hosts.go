@@ -33,6 +33,7 @@ func parseHost(path string, data []byte) (*Config, error) {
 	cfg := defaults(path)
 	d := newDecoder(path, data, func(string) (string, bool) { return "", false }, true)
 	d.broken = map[string]*Error{}
+	d.ignored = importedServer
 	root, err := hujson.Parse(data)
 	if err != nil {
 		return nil, d.syntaxError(err)
@@ -67,8 +68,8 @@ func parseHost(path string, data []byte) (*Config, error) {
 // Warden's; those mapped to "" are Codex's own, ignored with a note.
 var codexFields = map[string]string{
 	"command": "command", "args": "args", "env": "env", "cwd": "cwd", "url": "url",
-	"http_headers": "headers", "env_vars": "inheritEnv",
-	"enabled": "", "tool_timeout_sec": "", "bearer_token_env_var": "", "env_http_headers": "", // converted below
+	"http_headers": "headers",
+	"enabled": "", "env_vars": "", "tool_timeout_sec": "", "bearer_token_env_var": "", "env_http_headers": "", // converted below
 	"startup_timeout_sec": "", "startup_timeout_ms": "", "enabled_tools": "", "disabled_tools": "",
 }
 
@@ -86,6 +87,9 @@ func ParseCodex(path string, data []byte) (*Config, error) {
 	}
 	out := map[string]any{}
 	var notes []string
+	ignore := func(server, field, why string) {
+		notes = append(notes, fmt.Sprintf("config %s: mcp_servers.%s.%s: ignored: %s", path, server, field, why))
+	}
 	for _, name := range slices.Sorted(maps.Keys(servers)) {
 		t, ok := servers[name].(map[string]any)
 		if !ok {
@@ -101,6 +105,8 @@ func ParseCodex(path string, data []byte) (*Config, error) {
 			v := t[f]
 			to, known := codexFields[f]
 			switch {
+			case importedPolicy[f] != "":
+				ignore(name, f, importedPolicy[f])
 			case !known:
 				s[f] = v // unknown: the decoder names it
 			case to != "":
@@ -126,8 +132,10 @@ func ParseCodex(path string, data []byte) (*Config, error) {
 				for h, env := range m {
 					headers[h] = fmt.Sprintf("${env:%v}", env)
 				}
+			case f == "env_vars": // Warden's inheritEnv, which an import does not set
+				ignore(name, f, importedPolicy["inheritEnv"])
 			default:
-				notes = append(notes, fmt.Sprintf("config %s: mcp_servers.%s.%s: ignored: Codex's own setting", path, name, f))
+				ignore(name, f, "Codex's own setting")
 			}
 		}
 		if len(headers) > 0 {
