@@ -67,8 +67,7 @@ func parseHost(path string, data []byte) (*Config, error) {
 // codexFields maps the fields of Codex's [mcp_servers.NAME] tables to
 // Warden's; those mapped to "" are Codex's own, ignored with a note.
 var codexFields = map[string]string{
-	"command": "command", "args": "args", "env": "env", "cwd": "cwd", "url": "url",
-	"http_headers": "headers",
+	"command": "command", "args": "args", "env": "env", "cwd": "cwd", "url": "url", "http_headers": "headers",
 	"enabled": "", "env_vars": "", "tool_timeout_sec": "", "bearer_token_env_var": "", "env_http_headers": "", // converted below
 	"startup_timeout_sec": "", "startup_timeout_ms": "", "enabled_tools": "", "disabled_tools": "",
 }
