@@ -144,7 +144,7 @@ func TestApproveAndBlockTools(t *testing.T) {
 	if rec.Code != http.StatusOK || ans.BlockedCount != 1 || ans.StillPending != 0 {
 		t.Fatalf("blocking write_value: %d %+v", rec.Code, ans)
 	}
-	if st, _ := e.Approvals.Check("q", "write_value"); st != approval.StatusBlocked {
+	if st, _ := e.Approvals.Check("q", "write_value", ""); st != approval.StatusBlocked {
 		t.Fatalf("write_value is %q after the block answered 200", st)
 	}
 

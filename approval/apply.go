@@ -22,6 +22,8 @@ type ApplyResult struct {
 	Gone           []string `json:"gone,omitempty"`     // no longer in the inventory
 	Written        int      `json:"written"`            // tool records written
 	VisibleChanged bool     `json:"visible_changed"`
+	// Pins are the listed tools' hashes (Hash), by name, for Check.
+	Pins map[string]string `json:"-"`
 }
 
 // parallelHashMin is the number of tools per extra hashing goroutine.
@@ -72,6 +74,12 @@ func (r *Registry) Apply(server string, trusted bool, seq uint64, tools []*mcp.T
 	res, chs, err := r.applyLocked(s, trusted, seq, inv)
 	s.unlock()
 	r.notify(chs...)
+	if err == nil && !res.Stale {
+		res.Pins = make(map[string]string, len(inv))
+		for _, e := range inv {
+			res.Pins[e.name] = e.hash
+		}
+	}
 	return res, err
 }
 

@@ -26,7 +26,7 @@ func TestTrustedBaseline(t *testing.T) {
 			t.Fatalf("record %+v", rec)
 		}
 	}
-	if st, known := r.Check("fs", "t_0001"); st != StatusApproved || !known {
+	if st, known := check(r, "fs", "t_0001"); st != StatusApproved || !known {
 		t.Fatalf("check %s %v", st, known)
 	}
 	// A later new tool is pending: the baseline happened once.
@@ -99,7 +99,7 @@ func TestRugPull(t *testing.T) {
 		if !slices.Equal(res.Changed, []string{"t_0001"}) || !res.VisibleChanged {
 			t.Fatalf("case %d: result %+v", i, res)
 		}
-		if st, _ := r.Check("fs", "t_0001"); st != StatusChanged {
+		if st, _ := check(r, "fs", "t_0001"); st != StatusChanged {
 			t.Fatalf("case %d: status %s", i, st)
 		}
 		rec := r.Tools("fs")[1]
@@ -112,7 +112,7 @@ func TestRugPull(t *testing.T) {
 		// Still changed after a restart.
 		r = ts.reopen()
 		r.OnChange(func(c Change) { changes = append(changes, c) })
-		if st, _ := r.Check("fs", "t_0001"); st != StatusChanged {
+		if st, _ := check(r, "fs", "t_0001"); st != StatusChanged {
 			t.Fatalf("case %d: after restart %s", i, st)
 		}
 		inv[1] = orig // revert
@@ -120,7 +120,7 @@ func TestRugPull(t *testing.T) {
 		if !slices.Equal(res.Restored, []string{"t_0001"}) || !res.VisibleChanged {
 			t.Fatalf("case %d: revert result %+v", i, res)
 		}
-		if st, _ := r.Check("fs", "t_0001"); st != StatusApproved {
+		if st, _ := check(r, "fs", "t_0001"); st != StatusApproved {
 			t.Fatalf("case %d: after revert %s", i, st)
 		}
 	}
@@ -170,7 +170,7 @@ func TestAbsentTools(t *testing.T) {
 	if !slices.Equal(res.Gone, []string{"t_0002"}) || !res.VisibleChanged {
 		t.Fatalf("result %+v", res)
 	}
-	if _, known := r.Check("fs", "t_0002"); known {
+	if _, known := check(r, "fs", "t_0002"); known {
 		t.Fatal("absent tool is known to Check")
 	}
 	rec := r.Tools("fs")[2]
@@ -258,12 +258,14 @@ func TestInvalidInventory(t *testing.T) {
 func TestCheckDoesNotAllocate(t *testing.T) {
 	ts := newStore(t)
 	r := ts.r
-	must[ApplyResult](t)(r.Apply("fs", true, 1, inventory(100, "t")))
+	tools := inventory(100, "t")
+	must[ApplyResult](t)(r.Apply("fs", true, 1, tools))
+	hash := must[string](t)(Hash(tools[42]))
 	var st Status
 	n := testing.AllocsPerRun(1000, func() {
-		st, _ = r.Check("fs", "t_0042")
-		_, _ = r.Check("fs", "missing")
-		_, _ = r.Check("nope", "t_0042")
+		st, _ = r.Check("fs", "t_0042", hash)
+		_, _ = r.Check("fs", "missing", hash)
+		_, _ = r.Check("nope", "t_0042", hash)
 		_ = r.Quarantined("fs")
 	})
 	if n != 0 || st != StatusApproved {
@@ -281,4 +283,15 @@ func TestLastSeen(t *testing.T) {
 	if rec := r.Tools("fs")[0]; !rec.LastSeen.After(first) || !rec.FirstSeen.Equal(first) {
 		t.Fatalf("last seen %v, first %v", rec.LastSeen, first)
 	}
+}
+
+// check is r.Check of tool as the records last saw it listed.
+func check(r *Registry, server, tool string) (Status, bool) {
+	var hash string
+	for _, rec := range r.Tools(server) {
+		if rec.Name == tool {
+			hash = rec.CurrentHash
+		}
+	}
+	return r.Check(server, tool, hash)
 }

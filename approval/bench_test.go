@@ -71,10 +71,12 @@ func BenchmarkHash(b *testing.B) {
 
 func BenchmarkCheck(b *testing.B) {
 	ts := newStore(b)
-	must[ApplyResult](b)(ts.r.Apply("s", true, 1, inventory(1000, "tool")))
+	tools := inventory(1000, "tool")
+	must[ApplyResult](b)(ts.r.Apply("s", true, 1, tools))
+	hash := must[string](b)(Hash(tools[500]))
 	b.ReportAllocs()
 	for b.Loop() {
-		if st, _ := ts.r.Check("s", "tool_0500"); st != StatusApproved {
+		if st, _ := ts.r.Check("s", tools[500].Name, hash); st != StatusApproved {
 			b.Fatal(st)
 		}
 	}

@@ -28,7 +28,7 @@ func TestApproveAllExcept(t *testing.T) {
 			t.Fatalf("%s: server counts %+v; want the 15 pending held back, none undecided", when, st.Counts)
 		}
 		for _, name := range except {
-			if st, _ := r.Check("large", name); st != StatusPending {
+			if st, _ := check(r, "large", name); st != StatusPending {
 				t.Fatalf("%s: %s is %s", when, name, st)
 			}
 		}
@@ -106,13 +106,13 @@ func TestNewToolSinceReviewStaysPending(t *testing.T) {
 	if !equalAnswer(ans, Answer{ApprovedCount: 3, StillPending: 1, HeldTools: []string{"sneaky"}, NotApproved: []string{}}) {
 		t.Fatalf("answer %+v", ans)
 	}
-	if st, _ := r.Check("x", "sneaky"); st != StatusPending {
+	if st, _ := check(r, "x", "sneaky"); st != StatusPending {
 		t.Fatalf("new tool is %s", st)
 	}
 	// And a later pass does not baseline it either, even if the config now trusts the server.
 	must[error](t)(nil, r.EnsureServer("x", true))
 	must[ApplyResult](t)(r.Apply("x", true, 3, append(inv, tool("sneaky", "added after review"))))
-	if st, _ := r.Check("x", "sneaky"); st != StatusPending {
+	if st, _ := check(r, "x", "sneaky"); st != StatusPending {
 		t.Fatalf("new tool is %s after trusted pass", st)
 	}
 }

@@ -116,7 +116,7 @@ func TestAnotherInstancesChangeIsReloaded(t *testing.T) {
 				ust, _ := b.Server("u")
 				return !sst.Quarantined && sst.Counts.Approved == 2 && ust.Counts.Approved == 1
 			})
-			if st, _ := b.Check("s", "t_0000"); st != StatusApproved {
+			if st, _ := check(b, "s", "t_0000"); st != StatusApproved {
 				t.Fatalf("b checks t_0000 as %q", st)
 			}
 			mu.Lock()
@@ -153,7 +153,7 @@ func TestStoreUnavailableChangesNothing(t *testing.T) {
 	if st, ok := r.Server("s"); !ok || !st.Quarantined || st.Counts.Pending != 2 {
 		t.Fatalf("after the failures s is %+v: want it as it was", st)
 	}
-	if st, known := r.Check("s", "t_0000"); !known || st != StatusPending {
+	if st, known := check(r, "s", "t_0000"); !known || st != StatusPending {
 		t.Fatalf("Check: %q %v", st, known)
 	}
 }

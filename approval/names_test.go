@@ -44,7 +44,7 @@ func TestInvalidNameHeld(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, want := range map[string]Status{"safe_read": StatusApproved, esc: StatusInvalid, bidi: StatusInvalid} {
-		if st, _ := r.Check("s", name); st != want {
+		if st, _ := check(r, "s", name); st != want {
 			t.Errorf("%q: %s, want %s", name, st, want)
 		}
 	}
@@ -74,7 +74,7 @@ func TestInvalidNameHeld(t *testing.T) {
 	if a, err := r.ApproveTools("s", ToolApproval{All: true}); err != nil || a.StillPending != 0 || a.ApprovedCount != 0 {
 		t.Errorf("approve all: %+v %v", a, err)
 	}
-	if st, _ := r.Check("s", esc); st != StatusInvalid {
+	if st, _ := check(r, "s", esc); st != StatusInvalid {
 		t.Errorf("after approvals of all: %s", st)
 	}
 
@@ -95,7 +95,7 @@ func TestInvalidNameHeld(t *testing.T) {
 		t.Fatal(err)
 	}
 	r = ts.reopen()
-	if st, _ := r.Check("s", esc); st != StatusInvalid {
+	if st, _ := check(r, "s", esc); st != StatusInvalid {
 		t.Errorf("stored as approved, opened as %s", st)
 	}
 }

@@ -56,8 +56,8 @@ type server struct {
 type view struct {
 	known   bool
 	meta    serverMeta
-	status  map[string]Status // present tools only
-	records []*ToolRecord     // all records, sorted by name
+	status  map[string]gate // present tools only
+	records []*ToolRecord   // all records, sorted by name
 	counts  Counts
 }
 
@@ -73,13 +73,13 @@ func (s *server) unlock() { s.mu.Unlock() }
 
 func newServer(name string) *server {
 	s := &server{name: name, tools: map[string]*ToolRecord{}}
-	s.view.Store(&view{status: map[string]Status{}})
+	s.view.Store(&view{status: map[string]gate{}})
 	return s
 }
 
 // publish rebuilds the snapshot from the guarded state. Caller holds s.mu.
 func (s *server) publish() {
-	v := &view{known: s.hasMeta, meta: s.meta, status: make(map[string]Status, len(s.tools)),
+	v := &view{known: s.hasMeta, meta: s.meta, status: make(map[string]gate, len(s.tools)),
 		records: make([]*ToolRecord, 0, len(s.tools))}
 	for name, rec := range s.tools {
 		v.records = append(v.records, rec)
@@ -87,7 +87,7 @@ func (s *server) publish() {
 			v.counts.Absent++
 			continue
 		}
-		v.status[name] = rec.Status
+		v.status[name] = gate{rec.Status, rec.ApprovedHash}
 		switch rec.Status {
 		case StatusPending:
 			v.counts.Pending++
@@ -170,17 +170,31 @@ func (r *Registry) serverFor(name string) *server {
 	return s
 }
 
-// Check is the per-call gate: the tool's status and whether it is in the
-// server's latest inventory (an absent or unknown tool is not known). It
-// reads a published snapshot: no lock, no I/O, no allocation. A tool is
-// callable only when Check says approved and Quarantined says false.
-func (r *Registry) Check(server, tool string) (Status, bool) {
+// gate is what Check reads of a present tool.
+type gate struct {
+	status Status
+	pinned string // the approved definition's hash
+}
+
+// Check is the per-call gate: the status of the tool as defined by hash
+// (approval.Hash of the definition the caller would show or run), and
+// whether it is in the server's latest inventory (an absent or unknown tool
+// is not known). An approved tool whose definition is not the approved one
+// is changed: the records say what the latest listing of any instance was,
+// and this caller's may be another (a listing of another instance, or one
+// applied after this caller read its own). It reads a published snapshot:
+// no lock, no I/O, no allocation. A tool is callable only when Check says
+// approved and Quarantined says false.
+func (r *Registry) Check(server, tool, hash string) (Status, bool) {
 	s := r.lookup(server)
 	if s == nil {
 		return "", false
 	}
-	st, ok := s.view.Load().status[tool]
-	return st, ok
+	g, ok := s.view.Load().status[tool]
+	if g.status == StatusApproved && g.pinned != hash {
+		return StatusChanged, ok
+	}
+	return g.status, ok
 }
 
 // Quarantined reports whether the server's tools are withheld. An unknown

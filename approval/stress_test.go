@@ -20,6 +20,10 @@ func TestFreshTrustedServerUnderConcurrency(t *testing.T) {
 		r := ts.r
 		inv := inventory(tools, "read_customer_record")
 		toolNames := names(inv)
+		hashes := make([]string, tools)
+		for i, tl := range inv {
+			hashes[i] = must[string](t)(Hash(tl))
+		}
 		must[error](t)(nil, r.EnsureServer("big", true))
 
 		var seq atomic.Uint64
@@ -52,7 +56,7 @@ func TestFreshTrustedServerUnderConcurrency(t *testing.T) {
 						return
 					default:
 					}
-					if st, known := r.Check("big", toolNames[i%tools]); known && st != StatusApproved {
+					if st, known := r.Check("big", toolNames[i%tools], hashes[i%tools]); known && st != StatusApproved {
 						held.Add(1)
 					}
 					if r.Quarantined("big") {
@@ -81,7 +85,7 @@ func TestFreshTrustedServerUnderConcurrency(t *testing.T) {
 				t.Fatalf("round %d %s: %v", round, when, c)
 			}
 			for _, name := range toolNames {
-				if st, known := r.Check("big", name); st != StatusApproved || !known {
+				if st, known := check(r, "big", name); st != StatusApproved || !known {
 					t.Fatalf("round %d %s: %s is %s", round, when, name, st)
 				}
 			}

@@ -209,11 +209,14 @@ func (g *Gateway) admitTool(c *upstream.Conn, call Call) (Tool, error) {
 	if g.deps.Approvals.Quarantined(call.Server) {
 		return Tool{}, refuse(CodeQuarantined, "Server %q is quarantined: none of its tools run until an operator reviews and approves it. Review with: warden review %s; approve with: warden servers approve %s", call.Server, call.Server, call.Server)
 	}
-	st, known := g.deps.Approvals.Check(call.Server, call.Tool)
+	// The status of the definition this instance would run: the records
+	// may have approved another (see approval's Check).
 	var def *mcp.Tool
-	if inv := g.inv.get(call.Server); inv != nil {
+	inv, pins := g.inv.pinned(call.Server)
+	if inv != nil {
 		def = inv.Tool(call.Tool)
 	}
+	st, known := g.deps.Approvals.Check(call.Server, call.Tool, pins[call.Tool])
 	o := c.Config().Tools[call.Tool]
 	switch {
 	case !known || def == nil || o.Hidden:

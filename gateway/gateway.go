@@ -142,6 +142,7 @@ func (g *Gateway) Servers() []string { return g.conns.names() }
 // reviewed, and stops when idle.
 func (g *Gateway) startOnDemand(c *upstream.Conn) {
 	var tools []*mcp.Tool
+	pins := map[string]string{}
 	for _, rec := range g.deps.Approvals.Tools(c.Name) {
 		if rec.Status != approval.StatusApproved || !rec.Present || len(rec.Approved) == 0 {
 			continue
@@ -153,12 +154,13 @@ func (g *Gateway) startOnDemand(c *upstream.Conn) {
 			return
 		}
 		tools = append(tools, &t)
+		pins[t.Name] = rec.ApprovedHash
 	}
 	if len(tools) == 0 {
 		c.Wake()
 		return
 	}
-	g.inv.seed(c.Name, &upstream.Inventory{Tools: tools}) // Seq 0: any listing replaces it
+	g.inv.seed(c.Name, &upstream.Inventory{Tools: tools}, pins) // Seq 0: any listing replaces it
 }
 
 // peer is the gateway as upstream's Peer. Its methods are on this

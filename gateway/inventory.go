@@ -37,6 +37,7 @@ type inventories struct {
 
 type inventory struct {
 	inv     *upstream.Inventory // nil: nothing listed, or forgotten
+	pins    map[string]string   // inv's tools' hashes, by name: see approval's Check
 	version uint64
 	seq     uint64 // inv's Seq when it was versioned: what Listed answers with version
 	shown   bool   // the views were last told of an inventory, not of none
@@ -72,6 +73,16 @@ func (s *inventories) get(server string) *upstream.Inventory {
 	return nil
 }
 
+// pinned is server's last applied listing with its tools' hashes, or nil.
+func (s *inventories) pinned(server string) (*upstream.Inventory, map[string]string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e := s.by[server]; e != nil {
+		return e.inv, e.pins
+	}
+	return nil, nil
+}
+
 // Listed is where server's inventory stands now.
 func (g *Gateway) Listed(server string) Listing { return g.inv.listed(server) }
 
@@ -105,7 +116,7 @@ func (g peer) Inventory(server string, inv *upstream.Inventory) {
 	case err != nil:
 		g.log.Error("tool listing refused; serving the last accepted one", "server", server, "err", err)
 	case !res.Stale:
-		accepted = g.inv.accept(server, inv)
+		accepted = g.inv.accept(server, inv, res.Pins)
 	}
 	if recordsChanged := g.inv.endApply(server); accepted || recordsChanged {
 		if accepted {
@@ -115,12 +126,13 @@ func (g peer) Inventory(server string, inv *upstream.Inventory) {
 	}
 }
 
-// accept makes inv server's inventory, unless a newer listing is in place.
-func (s *inventories) accept(server string, inv *upstream.Inventory) bool {
+// accept makes inv, with its tools' hashes, server's inventory, unless a
+// newer listing is in place.
+func (s *inventories) accept(server string, inv *upstream.Inventory, pins map[string]string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if e := s.entry(server); e.inv == nil || e.inv.Seq < inv.Seq {
-		e.inv = inv
+		e.inv, e.pins = inv, pins
 		return true
 	}
 	return false
@@ -169,10 +181,10 @@ func (s *inventories) approvalChanged(server string) {
 
 // seed shows an on-demand server not yet run from its pinned definitions,
 // unless something is listed already; the caller tells the views.
-func (s *inventories) seed(server string, inv *upstream.Inventory) {
+func (s *inventories) seed(server string, inv *upstream.Inventory, pins map[string]string) {
 	s.mu.Lock()
 	if e := s.entry(server); e.inv == nil {
-		e.inv = inv
+		e.inv, e.pins = inv, pins
 	}
 	s.mu.Unlock()
 }

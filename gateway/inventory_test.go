@@ -65,6 +65,33 @@ func TestRefusedListingKeepsTheLastAccepted(t *testing.T) {
 	}
 }
 
+// The records may approve another definition than the one this gateway
+// last listed: another instance's listing on a shared store, or one applied
+// between its own listing and a call. It serves and runs only the approved
+// one: here it listed v2 (held), and a listing of v1 elsewhere made the
+// record approved again; v2 stays held, in the list and at a call.
+func TestServesOnlyTheApprovedDefinition(t *testing.T) {
+	g := newTestGateway(t)
+	v1 := writeTool("v1", false)
+	g.Inventory("s", &upstream.Inventory{Seq: 1 << 42, Init: &mcp.InitializeResult{}, Tools: []*mcp.Tool{v1}})
+	g.Inventory("s", &upstream.Inventory{Seq: 1<<42 + 1, Init: &mcp.InitializeResult{}, Tools: []*mcp.Tool{writeTool("v2: now harmless", true)}})
+	if _, err := g.deps.Approvals.Apply("s", true, 1<<42+2, []*mcp.Tool{writeTool("v1", false)}); err != nil {
+		t.Fatal(err)
+	}
+	if h, _ := approval.Hash(v1); func() bool { st, _ := g.deps.Approvals.Check("s", "w", h); return st != approval.StatusApproved }() {
+		t.Fatal("the records do not approve v1 again")
+	}
+	tools := g.Tools("s")
+	if len(tools) != 1 || tools[0].Description != "v2: now harmless" || tools[0].Visible || tools[0].Status != approval.StatusChanged {
+		t.Fatalf("the gateway serves %+v; want its v2 held as changed", tools)
+	}
+	c, _ := g.conn("s")
+	_, err := g.admitTool(c, Call{Server: "s", Tool: "w"})
+	if r, ok := err.(*Refusal); !ok || r.Code != CodeChanged {
+		t.Fatalf("a call of v2: %v; want %s", err, CodeChanged)
+	}
+}
+
 // A listing older than one already applied is not served either.
 func TestStaleListingNotServed(t *testing.T) {
 	g := newTestGateway(t)

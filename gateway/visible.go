@@ -22,7 +22,7 @@ type Tool struct {
 // upstream's order. A quarantined server's tools are all invisible.
 func (g *Gateway) Tools(server string) []Tool {
 	c, ok := g.conn(server)
-	inv := g.inv.get(server)
+	inv, pins := g.inv.pinned(server)
 	if !ok || inv == nil {
 		return nil
 	}
@@ -30,7 +30,7 @@ func (g *Gateway) Tools(server string) []Tool {
 	cfg := c.Config()
 	out := make([]Tool, 0, len(inv.Tools))
 	for _, t := range inv.Tools {
-		st, _ := g.deps.Approvals.Check(server, t.Name)
+		st, _ := g.deps.Approvals.Check(server, t.Name, pins[t.Name])
 		o := cfg.Tools[t.Name]
 		out = append(out, Tool{
 			Tool: t, Status: st, Hidden: o.Hidden,
