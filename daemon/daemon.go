@@ -315,8 +315,8 @@ func sessionOwner(stateDir string) string {
 
 func (d *Daemon) routes(s *surface.Surfaces, m *metrics.Metrics) http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", s)
-	mux.Handle("/mcp/", s)
+	mux.Handle("/mcp", d.refuseServers(s))
+	mux.Handle("/mcp/", d.refuseServers(s))
 	mux.HandleFunc("GET "+callers.MetadataPath, s.ServeMetadata)
 	// The review page reads and decides through the API, in-process.
 	review := &ui.UI{Store: d.store, Callers: d.surfaces.Callers}

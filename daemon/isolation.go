@@ -33,13 +33,17 @@ func (d *Daemon) newLauncher(cfg *config.Config) (*sandbox.Launcher, error) {
 	return l, nil
 }
 
-// callerCheck is one connection's verdict of checkCaller: who holds a
-// connection's other end does not change, and finding out reads /proc.
+// callerCheck is one connection's verdicts of checkCaller and
+// checkClient: who holds a connection's other end does not change, and
+// finding out reads /proc.
 type callerCheck struct {
 	conn   net.Conn
 	socket bool // on the state dir's socket
 	once   sync.Once
 	err    error
+
+	clientOnce sync.Once
+	clientErr  error
 }
 
 type callerCheckKey struct{}
@@ -83,6 +87,29 @@ func (d *Daemon) checkCaller(r *http.Request) error {
 		}
 	})
 	return c.err
+}
+
+// refuseServers answers 403 to an MCP request from a process Warden
+// started (see sandbox.ClientCaller). The state dir's socket (warden stdio)
+// is out of every server's sight.
+func (d *Daemon) refuseServers(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, ok := r.Context().Value(callerCheckKey{}).(*callerCheck)
+		if ok && !c.socket && d.launcher.Mode.Confines() {
+			c.clientOnce.Do(func() {
+				if conn, ok := c.conn.(*net.TCPConn); ok {
+					c.clientErr = sandbox.ClientCaller(conn.LocalAddr().(*net.TCPAddr), conn.RemoteAddr().(*net.TCPAddr))
+				} else {
+					c.clientErr = errors.New("Warden's MCP endpoints answer TCP and the state dir's socket only")
+				}
+			})
+			if c.clientErr != nil {
+				http.Error(w, c.clientErr.Error(), http.StatusForbidden)
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // warnInheritAll names the servers that get Warden's whole environment:

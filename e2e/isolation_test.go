@@ -71,7 +71,7 @@ type isoOutcome struct {
 var isoAttempts = []string{
 	"read_token", "read_store", "read_config", "read_other_log", "list_state_dir",
 	"read_warden_environ", "read_warden_memory", "env_has_other_secret", "env_has_warden_vars",
-	"api_with_found_token", "api_with_stolen_token", "approve_self", "api_fd_in_flight", "api_nondumpable_child", "api_via_socket",
+	"api_with_found_token", "api_with_stolen_token", "approve_self", "api_fd_in_flight", "api_nondumpable_child", "api_via_socket", "mcp_as_client",
 	"see_other_process", "read_other_environ", "signal_other", "has_capabilities",
 }
 
@@ -79,7 +79,8 @@ var isoAttempts = []string{
 // Warden's token, store, config, another server's log, Warden's environment
 // and memory, to find another server's secret in its own environment, to use
 // the operator API with a token it found or was given, and to approve
-// itself; and to read another server's environment, signal it, and hold
+// itself; to act as an MCP client of another server through Warden's /mcp;
+// and to read another server's environment, signal it, and hold
 // capabilities. Under the default isolation every attempt fails, also when
 // Warden runs as an ordinary user ("unprivileged", when the tests run as
 // root; otherwise "default" is that); with isolation off

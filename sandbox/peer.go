@@ -56,6 +56,32 @@ func TCPCaller(local, remote *net.TCPAddr) error {
 	return holdersAdmitted(socketHolders(link, sock.uid), link)
 }
 
+// ErrServerClient is returned for an MCP client that is a process Warden
+// started.
+var ErrServerClient = errors.New("Warden's MCP endpoints refuse processes Warden started (MCP servers and their children): a server may not call other servers' tools through Warden; connect MCP clients from your own programs")
+
+// ClientCaller checks the loopback TCP connection from remote to local of
+// an MCP client: refused when a process this Warden started (a server, or
+// anything a server started) holds its other end, since through Warden a
+// server, quarantined or not, would act with every other server's tools.
+// Every other process is admitted, one in sandboxes of its own (a
+// flatpak'd editor) too, and so is a holder Warden may not inspect: in
+// namespaces Warden holds every capability in its servers' user
+// namespaces, so none can hide its open files from it.
+func ClientCaller(local, remote *net.TCPAddr) error {
+	sock, found, err := peerSocket(local, remote)
+	if err != nil || !found || sock.inode == 0 || sock.uid != uint32(os.Geteuid()) {
+		return err
+	}
+	link := "socket:[" + strconv.FormatUint(uint64(sock.inode), 10) + "]"
+	for _, pid := range socketHolders(link, sock.uid) {
+		if spawned, err := descends(pid, os.Getpid()); err == nil && spawned {
+			return ErrServerClient
+		}
+	}
+	return nil
+}
+
 // holdersAdmitted admits the processes found holding link when each that
 // still holds it is an operator's and at least one is. One that let go of
 // it since it was found is passed over: a child the caller forked, between
