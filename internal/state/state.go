@@ -8,10 +8,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // TokenFile is the operator token's name in the state dir.
@@ -68,9 +70,27 @@ func EnsureToken(dir string) (string, error) {
 	return tok, f.Close()
 }
 
-// ReadToken reads the operator token.
+// ReadToken reads the operator token, refusing one that others may have
+// read: a token of another user, or readable by anyone but its owner, is
+// no operator's secret.
 func ReadToken(dir string) (string, error) {
-	b, err := os.ReadFile(filepath.Join(dir, TokenFile))
+	path := filepath.Join(dir, TokenFile)
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "", err
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
+		return "", fmt.Errorf("%s belongs to uid %d, not to this user (uid %d): delete it and restart warden serve to make a new one", path, st.Uid, os.Geteuid())
+	}
+	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+		return "", fmt.Errorf("%s is readable by others (mode %04o), who may have read the operator token: delete it and restart warden serve to make a new one (or, if no one else could have, chmod 600 %s)", path, perm, path)
+	}
+	b, err := io.ReadAll(f)
 	if err != nil {
 		return "", err
 	}

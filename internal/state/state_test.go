@@ -25,6 +25,35 @@ func TestEnsureTokenCreatesPrivateFileOnce(t *testing.T) {
 	}
 }
 
+// A token others may have read is refused, saying what to do: one
+// readable by the group or everyone, and one another user owns.
+func TestTokenOthersMayReadRefused(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "st")
+	if _, err := EnsureToken(dir); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, TokenFile)
+	for _, mode := range []os.FileMode{0o640, 0o604} {
+		if err := os.Chmod(path, mode); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := EnsureToken(dir); err == nil || !strings.Contains(err.Error(), "is readable by others") || !strings.Contains(err.Error(), "chmod 600 "+path) {
+			t.Errorf("mode %04o: %v", mode, err)
+		}
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if os.Geteuid() == 0 {
+		if err := os.Chown(path, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := EnsureToken(dir); err == nil || !strings.Contains(err.Error(), "belongs to uid 65534") {
+			t.Errorf("another user's token: %v", err)
+		}
+	}
+}
+
 func TestDirPrecedence(t *testing.T) {
 	t.Setenv("WARDEN_STATE_DIR", "/env")
 	t.Setenv("XDG_STATE_HOME", "/xdg")
