@@ -64,17 +64,10 @@ func (d *Daemon) openTasks(ctx context.Context, cfg config.Tasks) (*tasks.Tasks,
 }
 
 // taskLost latches the server of t, a non-read task whose instance died
-// while it ran: whether its call took effect is unknown. A latch its call's
-// write intent made already (writes.Ledger, at start) is not made twice.
+// while it ran: whether its call took effect is unknown.
 func (d *Daemon) taskLost(t tasks.Task) error {
 	if t.Read {
 		return nil
 	}
-	for _, l := range d.ledger.List() {
-		if l.Server == t.Server && l.Tool == t.Tool && l.ArgsSHA256 == t.ArgsSHA256 {
-			return nil
-		}
-	}
-	return d.ledger.Record(writes.Latch{Server: t.Server, Tool: t.Tool, ArgsSHA256: t.ArgsSHA256,
-		At: time.Now(), Reason: writes.ReasonUpstreamLost, Surface: "task " + t.ID}, nil)
+	return d.gw.TaskOutcomeUnknown(t.Server, t.Tool, t.ArgsSHA256, t.ID, writes.ReasonUpstreamLost)
 }

@@ -7,8 +7,10 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -274,21 +276,25 @@ func TestTaskKill9WhileAsking(t *testing.T) {
 // reports every check that is not as expected (every check SUCCESS; the
 // status-notifications scenario SKIPPED by the suite itself), and how
 // many passed.
-func runTaskScenarios(t *testing.T, url, what string) int {
+func runTaskScenarios(t *testing.T, url, what string, short map[string][]string) int {
 	t.Helper()
 	passed := 0
 	for _, sc := range taskScenarios {
 		checks, out := testenv.RunServerScenario(t, url, "2026-07-28", sc)
 		for _, c := range checks {
-			want := "SUCCESS"
-			if sc == "tasks-status-notifications" {
-				want = "SKIPPED"
+			want, isShort := short[c.ID]
+			switch {
+			case isShort:
+			case sc == "tasks-status-notifications":
+				want = []string{"SKIPPED"}
+			default:
+				want = []string{"SUCCESS"}
 			}
-			if c.Status == "SUCCESS" {
+			if c.Status == "SUCCESS" && !isShort {
 				passed++
 			}
-			if c.Status != want {
-				t.Errorf("%s, %s: check %s is %s, want %s\n%s", what, sc, c.ID, c.Status, want, out)
+			if !slices.Contains(want, c.Status) {
+				t.Errorf("%s, %s: check %s is %s, want %s\n%s", what, sc, c.ID, c.Status, strings.Join(want, " or "), out)
 			}
 		}
 	}
@@ -296,10 +302,19 @@ func runTaskScenarios(t *testing.T, url, what string) int {
 	return passed
 }
 
+// shortOfPassThrough are the checks that may fail through Warden, to an
+// upstream that runs the tasks itself: a scenario cancels a confirm_delete
+// (destructive) task the upstream runs while it waits for its question,
+// whose outcome Warden then cannot know: the server latches (Warden's
+// rule; TestHandedWriteTaskLatches), and this check's confirm_delete is
+// refused. A cancel that reaches Warden before it passed the call on ends
+// the task in Warden, unsent: then it passes.
+var shortOfPassThrough = map[string][]string{"tasks-mrtr-tasks-update-resumes": {"FAILURE", "SUCCESS"}}
+
 // An upstream that speaks the tasks extension itself (the fixture's
 // -tasks-native) gets its task requests passed through: the suite's ten
 // tasks scenarios pass against it directly and through /mcp/{server}
-// alike, with the same number of checks, and the tasks through Warden ran
+// alike, with the same number of checks (but for shortOfPassThrough), and the tasks through Warden ran
 // on the upstream, not in Warden: Warden made no more plain calls of the
 // upstream's task tools than the suite makes directly (a task Warden ran
 // itself would call its tool plainly), and the upstream started tasks. It
@@ -310,7 +325,7 @@ func runTaskScenarios(t *testing.T, url, what string) int {
 // takes the direct path on both).
 func TestTaskPassThrough(t *testing.T) {
 	url, _, stats := httpFixture(t, "-tasks-native", "-stateless")
-	direct := runTaskScenarios(t, url, "the native upstream directly")
+	direct := runTaskScenarios(t, url, "the native upstream directly", shortOfPassThrough)
 	st, _ := fixture.ReadStatsFile(stats)
 	perRun, plainPerRun := st.NativeTasks, st.NativePlainCalls
 	if perRun == 0 {
@@ -322,7 +337,7 @@ func TestTaskPassThrough(t *testing.T) {
 	for path, w := range map[string]*wardentest.Warden{"fast": fast, "sdk": sdk} {
 		w.WaitReady(t, "native")
 		before, _ := fixture.ReadStatsFile(stats)
-		if through := runTaskScenarios(t, w.URL("/mcp/native"), path+" paths, through Warden"); through != direct {
+		if through := runTaskScenarios(t, w.URL("/mcp/native"), path+" paths, through Warden", shortOfPassThrough); through != direct {
 			t.Errorf("%s paths: %d checks passed through Warden, %d directly", path, through, direct)
 		}
 		// The client has Warden's handle once the task is in the store, and
@@ -468,5 +483,106 @@ func TestTaskSearchView(t *testing.T) {
 	}
 	if st, _ := fixture.ReadStatsFile(stats); st.NativeTasks != 1 {
 		t.Errorf("the native upstream started %d tasks, want the one passed through", st.NativeTasks)
+	}
+}
+
+// A non-read call its upstream runs as a task of its own leaves Warden
+// with an unknown outcome when Warden cannot learn how the task ended: its
+// client cancels it while it runs there (the server latches, "cancelled",
+// and the next write is refused), or the upstream no longer knows it (it
+// restarted: "upstream_lost"). A read task cancelled, and a write task
+// cancelled after it completed, latch nothing.
+func TestHandedWriteTaskLatches(t *testing.T) {
+	listen := "127.0.0.1:" + strconv.Itoa(testenv.FreePort(t))
+	bin := testenv.BuildBinary(t, fixturePkg)
+	stats := filepath.Join(t.TempDir(), "stats.json")
+	upstream := func() *testenv.Process {
+		p := testenv.StartProcess(t, exec.Command(bin, "-http", listen, "-stats", stats, "-tasks-native", "-stateless"))
+		wardentest.WaitFor(t, 20*time.Second, "the upstream to listen", func() bool {
+			st, ok := fixture.ReadStatsFile(stats)
+			return ok && st.PID == p.PID()
+		})
+		return p
+	}
+	proc := upstream()
+	url := "http://" + listen + "/mcp"
+	w := wardentest.Start(t, map[string]any{
+		"rd": map[string]any{"url": url, "trusted": true},
+		"nt": map[string]any{"url": url, "trusted": true, "tools": map[string]any{fixture.ToolSlowCompute: map[string]any{"class": "write"}}},
+	})
+	w.WaitReady(t, "rd")
+	w.WaitReady(t, "nt")
+	latches := func() (reasons []string) {
+		var ls []struct{ Server, Reason string }
+		w.API(t, "GET", "/v1/writes", nil, &ls)
+		for _, l := range ls {
+			reasons = append(reasons, l.Server+" "+l.Reason)
+		}
+		return reasons
+	}
+	started := func(server string, seconds float64) string {
+		t.Helper()
+		before, _ := fixture.ReadStatsFile(stats)
+		res, rpcErr := taskRPC(t, w.URL("/mcp/"+server), "tools/call", map[string]any{"name": fixture.ToolSlowCompute, "arguments": map[string]any{"seconds": seconds, "label": "x"}})
+		id, _ := res["taskId"].(string)
+		if id == "" {
+			t.Fatalf("%s: no task: %v %v", server, res, rpcErr)
+		}
+		wardentest.WaitFor(t, 20*time.Second, "the upstream to run the task", func() bool {
+			st, _ := fixture.ReadStatsFile(stats)
+			return st.NativeTasks > before.NativeTasks
+		})
+		wardentest.WaitFor(t, 20*time.Second, "the task to be the upstream's", func() bool {
+			res, _ := taskRPC(t, w.URL("/mcp/"+server), "tasks/get", map[string]any{"taskId": id})
+			return res["status"] == "working" || res["status"] == "completed"
+		})
+		return id
+	}
+	cancel := func(server, id string) {
+		t.Helper()
+		if res, rpcErr := taskRPC(t, w.URL("/mcp/"+server), "tasks/cancel", map[string]any{"taskId": id}); rpcErr != nil {
+			t.Fatalf("cancel: %v %v", res, rpcErr)
+		}
+	}
+
+	done := started("nt", 0.01)
+	wardentest.WaitFor(t, 20*time.Second, "the short write task to complete", func() bool {
+		res, _ := taskRPC(t, w.URL("/mcp/nt"), "tasks/get", map[string]any{"taskId": done})
+		return res["status"] == "completed"
+	})
+	cancel("nt", done)
+	cancel("rd", started("rd", 60))
+	if got := latches(); len(got) != 0 {
+		t.Fatalf("a completed write task's cancel, or a read task's, latched: %v", got)
+	}
+
+	id := started("nt", 60)
+	cancel("nt", id)
+	if got := latches(); !slices.Equal(got, []string{"nt cancelled"}) {
+		t.Fatalf("after cancelling a write task its upstream ran: latches %v, want nt cancelled", got)
+	}
+	if res, _ := taskRPC(t, w.URL("/mcp/nt"), "tasks/get", map[string]any{"taskId": id}); res["status"] != "cancelled" {
+		t.Errorf("the cancelled task: %v", res)
+	}
+	res, _ := taskRPC(t, w.URL("/mcp/nt"), "tools/call", map[string]any{"name": fixture.ToolSlowCompute, "arguments": map[string]any{"seconds": 0.01, "label": "y"}})
+	if !strings.Contains(fmt.Sprint(res), "WRITES_LATCHED") {
+		t.Errorf("a write after the latch: %v, want refused", res)
+	}
+	if code := w.API(t, "DELETE", "/v1/writes/nt", nil, nil); code != http.StatusOK {
+		t.Fatalf("clearing the latch: %d", code)
+	}
+
+	id = started("nt", 60)
+	proc.Stop()
+	upstream()
+	res, rpcErr := taskRPC(t, w.URL("/mcp/nt"), "tasks/get", map[string]any{"taskId": id})
+	if rpcErr == nil {
+		t.Fatalf("a task its restarted upstream does not know: %v", res)
+	}
+	if got := latches(); !slices.Equal(got, []string{"nt upstream_lost"}) {
+		t.Fatalf("after the upstream lost a write task: latches %v, want nt upstream_lost", got)
+	}
+	if res, _ := taskRPC(t, w.URL("/mcp/nt"), "tasks/get", map[string]any{"taskId": id}); res["status"] != "failed" {
+		t.Errorf("the lost task: %v", res)
 	}
 }

@@ -5,10 +5,27 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/wardenmcp/warden/upstream"
+	"github.com/wardenmcp/warden/writes"
 )
+
+// TaskOutcomeUnknown latches server for the non-read call of tool run as
+// task id, whose outcome Warden cannot learn: its instance died while it
+// ran, or the upstream that ran it as its own task was told to cancel it
+// or no longer knows it. A latch of the same call (its write intent's, at
+// a start) is not made twice.
+func (g *Gateway) TaskOutcomeUnknown(server, tool, argsSHA256, id string, reason writes.Reason) error {
+	for _, l := range g.deps.Writes.List() {
+		if l.Server == server && l.Tool == tool && l.ArgsSHA256 == argsSHA256 {
+			return nil
+		}
+	}
+	return g.deps.Writes.Record(writes.Latch{Server: server, Tool: tool, ArgsSHA256: argsSHA256,
+		At: time.Now(), Reason: reason, Surface: "task " + id}, nil)
+}
 
 // TaskRequest forwards a task request (tasks/get, tasks/update,
 // tasks/cancel) to server, which speaks the tasks extension and runs the

@@ -584,7 +584,7 @@ func (v *view) serveTask(ctx context.Context, method string, r *mcp.ServerReques
 	ts := v.tasks.ts
 	t, err := ts.Get(ctx, owner, r.Params.TaskID)
 	switch {
-	case err == nil && t.Upstream != "":
+	case err == nil && t.Upstream != "" && !t.Status.Terminal():
 		return v.passTask(ctx, method, owner, t, r.Params.InputResponses)
 	case err != nil || method == methodTasksGet:
 	case method == methodTasksUpdate:
@@ -592,9 +592,8 @@ func (v *view) serveTask(ctx context.Context, method string, r *mcp.ServerReques
 	case method == methodTasksCancel:
 		if t, err = ts.Cancel(ctx, owner, r.Params.TaskID); errors.Is(err, tasks.ErrFinished) {
 			err = nil // a finished task's cancel is acknowledged, and changes nothing
-		}
-		if err == nil && t.Upstream != "" { // handed to its upstream meanwhile
-			_, err = v.g.TaskRequest(ctx, t.Server, methodTasksCancel, t.Upstream, nil)
+		} else if err == nil && t.Upstream != "" { // handed to its upstream meanwhile
+			err = v.cancelHanded(ctx, owner, t, true)
 		}
 	}
 	switch {
@@ -618,12 +617,22 @@ func noTask(id string) error {
 // runs as its own (tasks.Task.Upstream), and renews t for another
 // retention. tasks/get answers the upstream's task as it sent it, under
 // t's id; tasks/update and tasks/cancel are acknowledged once the
-// upstream did. A task the upstream no longer knows is no task.
+// upstream did (see cancelHanded). A task the upstream no longer knows is
+// no task (see handedLost), and one it says was cancelled is cancelled
+// here: a non-read call's server latches.
 func (v *view) passTask(ctx context.Context, method string, owner tasks.Owner, t tasks.Task, responses map[string]json.RawMessage) (mcp.Result, error) {
+	if method == methodTasksCancel {
+		if err := v.cancelHanded(ctx, owner, t, false); err != nil {
+			return nil, err
+		}
+		return &taskResult{ResultType: "complete"}, nil
+	}
 	raw, err := v.g.TaskRequest(ctx, t.Server, method, t.Upstream, responses)
-	var werr *jsonrpc.Error
 	switch {
-	case errors.As(err, &werr) && werr.Code == jsonrpc.CodeInvalidParams:
+	case lostTask(err):
+		if err := v.handedLost(ctx, t); err != nil {
+			return nil, err
+		}
 		return nil, noTask(t.ID) // its message would name the upstream's id
 	case err != nil:
 		return nil, err
@@ -638,8 +647,98 @@ func (v *view) passTask(ctx context.Context, method string, owner tasks.Owner, t
 	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
 		return nil, fmt.Errorf("server %q answered tasks/get with no object: %.80s", t.Server, raw)
 	}
+	if upstreamStatus(fields) == tasks.Cancelled { // by another route than this Warden
+		if err := v.handedCancelled(ctx, owner, t); err != nil {
+			return nil, err
+		}
+	}
 	fields["taskId"], _ = json.Marshal(t.ID)
 	return &passedTask{fields: fields}, nil
+}
+
+// cancelHanded has the upstream cancel t, its own task. Unless the upstream
+// says it had completed or failed first, t is cancelled here too (settled:
+// it was already) and a non-read call's server latches, since how far the
+// call went is unknown.
+func (v *view) cancelHanded(ctx context.Context, owner tasks.Owner, t tasks.Task, settled bool) error {
+	_, err := v.g.TaskRequest(ctx, t.Server, methodTasksCancel, t.Upstream, nil)
+	if lostTask(err) {
+		return v.handedLost(ctx, t)
+	}
+	if !settled {
+		if v.handedFinished(ctx, t) {
+			return err
+		}
+		if _, cerr := v.tasks.ts.Cancel(ctx, owner, t.ID); errors.Is(cerr, tasks.ErrFinished) {
+			return err // settled meanwhile, and latched if need be
+		} else if cerr != nil {
+			return cerr
+		}
+	}
+	if lerr := v.latchHanded(t, writes.ReasonCancelled); lerr != nil {
+		return lerr
+	}
+	return err
+}
+
+// handedCancelled cancels t here, which its upstream says it cancelled: a
+// non-read call's server latches, once.
+func (v *view) handedCancelled(ctx context.Context, owner tasks.Owner, t tasks.Task) error {
+	if _, err := v.tasks.ts.Cancel(ctx, owner, t.ID); err != nil {
+		if errors.Is(err, tasks.ErrFinished) {
+			return nil
+		}
+		return err
+	}
+	return v.latchHanded(t, writes.ReasonCancelled)
+}
+
+// handedLost settles t, which its upstream no longer knows, as failed with
+// an unknown outcome; a non-read call's server latches.
+func (v *view) handedLost(ctx context.Context, t tasks.Task) error {
+	_, err := v.tasks.ts.Fail(ctx, t.ID, tasks.Error{Code: tasks.CodeUnknownOutcome,
+		Message: fmt.Sprintf("server %q no longer knows this task, so how its call ended is unknown", t.Server)})
+	if errors.Is(err, tasks.ErrFinished) {
+		return nil // settled, and latched if need be, already
+	}
+	if err != nil {
+		return err
+	}
+	return v.latchHanded(t, writes.ReasonUpstreamLost)
+}
+
+// handedFinished reports whether t's upstream says it completed or failed.
+func (v *view) handedFinished(ctx context.Context, t tasks.Task) bool {
+	raw, err := v.g.TaskRequest(ctx, t.Server, methodTasksGet, t.Upstream, nil)
+	var fields map[string]json.RawMessage
+	if err != nil || json.Unmarshal(raw, &fields) != nil {
+		return false
+	}
+	st := upstreamStatus(fields)
+	return st == tasks.Completed || st == tasks.Failed
+}
+
+// latchHanded latches the server of t, a task its upstream ran, when its
+// call was not a read: its outcome is unknown.
+func (v *view) latchHanded(t tasks.Task, reason writes.Reason) error {
+	if t.Read {
+		return nil
+	}
+	return v.g.TaskOutcomeUnknown(t.Server, t.Tool, t.ArgsSHA256, t.ID, reason)
+}
+
+// lostTask reports whether err is an upstream's answer that it knows no
+// such task.
+func lostTask(err error) bool {
+	var werr *jsonrpc.Error
+	return errors.As(err, &werr) && werr.Code == jsonrpc.CodeInvalidParams
+}
+
+// upstreamStatus is the status an upstream's tasks/get answer says.
+func upstreamStatus(fields map[string]json.RawMessage) tasks.Status {
+	var st tasks.Status
+	_ = json.Unmarshal(fields["status"], &st)
+	return st
 }
 
 // passedTask is an upstream's answer to tasks/get, its task id Warden's:
