@@ -34,7 +34,7 @@ func (d *Daemon) newLauncher(cfg *config.Config) (*sandbox.Launcher, error) {
 }
 
 // callerCheck is one connection's verdicts of checkCaller and
-// checkClient: who holds a connection's other end does not change, and
+// refuseServers: who holds a connection's other end does not change, and
 // finding out reads /proc.
 type callerCheck struct {
 	conn   net.Conn
