@@ -154,6 +154,49 @@ func TestTCPCaller(t *testing.T) {
 	}
 }
 
+// ClientCaller admits an MCP client's connection held by this process (not
+// one Warden started) and one whose sender closed its end; it refuses one
+// a child's child holds.
+func TestClientCaller(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	check := func() error {
+		c := acceptOne(t, ln)
+		defer c.Close()
+		return ClientCaller(c.LocalAddr().(*net.TCPAddr), c.RemoteAddr().(*net.TCPAddr))
+	}
+	own, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer own.Close()
+	if err := check(); err != nil {
+		t.Errorf("own connection: %v", err)
+	}
+	gone, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := acceptOne(t, ln)
+	gone.Close()
+	if err := ClientCaller(c.LocalAddr().(*net.TCPAddr), c.RemoteAddr().(*net.TCPAddr)); err != nil {
+		t.Errorf("closed connection: %v", err)
+	}
+	c.Close()
+	child := exec.Command("bash", "-c", "( exec 3<>/dev/tcp/127.0.0.1/"+port+"; sleep 30 ) & wait")
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { child.Process.Kill(); child.Wait() }()
+	if err := check(); err != ErrServerClient {
+		t.Errorf("grandchild's connection: %v, want ErrServerClient", err)
+	}
+}
+
 // A holder that let go of the connection since the scan found it (a
 // child forked between its fork and its exec, one that exited) is passed
 // over; the connection is still admitted only by a holder that holds it
@@ -245,8 +288,8 @@ func TestInContainer(t *testing.T) {
 	}
 }
 
-// BenchmarkTCPCaller is what the operator API's caller check costs per
-// request, with this machine's processes.
+// BenchmarkTCPCaller is what the operator API's caller check, and the MCP
+// endpoints' (client), cost per connection, with this machine's processes.
 func BenchmarkTCPCaller(b *testing.B) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -263,10 +306,14 @@ func BenchmarkTCPCaller(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer s.Close()
-	for b.Loop() {
-		if err := TCPCaller(s.LocalAddr().(*net.TCPAddr), s.RemoteAddr().(*net.TCPAddr)); err != nil {
-			b.Fatal(err)
-		}
+	for name, check := range map[string]func(local, remote *net.TCPAddr) error{"operator": TCPCaller, "client": ClientCaller} {
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				if err := check(s.LocalAddr().(*net.TCPAddr), s.RemoteAddr().(*net.TCPAddr)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 

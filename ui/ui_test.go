@@ -191,12 +191,14 @@ func TestExpiredCodeAndLogout(t *testing.T) {
 	}
 }
 
-// A tool's findings are shown on its page, the words marked and escaped,
-// and counted in its server's list.
+// A tool's findings are shown on its page, the words marked and escaped
+// (the field a server named, and its words, with no bidi or invisible
+// character shown raw), and counted in its server's list.
 func TestFindingsShown(t *testing.T) {
 	tool := `{"name":"notes","class":"write","status":"changed","present":true,"current_hash":"sha256:b","approved_hash":"sha256:a",
 		"current":{"name":"notes","description":"Adds a note."},"approved":{"name":"notes","description":"Adds."},
-		"findings":[{"rule":"credential-access","severity":"high","field":"description","excerpt":"read ~/.ssh/id_rsa <b>now</b>"}],
+		"findings":[{"rule":"credential-access","severity":"high","field":"description","excerpt":"read ~/.ssh/id_rsa <b>now</b>"},
+		{"rule":"invisible-characters","severity":"medium","field":"inputSchema.properties.\u202eeman.description","excerpt":"safe\u200bread"}],
 		"reason":"high-severity finding (credential-access) <i>x</i>"}`
 	clean := `{"name":"list","class":"read","status":"pending","present":true,"current_hash":"sha256:c","findings":[]}`
 	m := http.NewServeMux()
@@ -208,14 +210,16 @@ func TestFindingsShown(t *testing.T) {
 	page := serve(u, "GET", "/ui/servers/fx/tools/notes", c.Value, nil)
 	if body := page.Body.String(); page.Code != http.StatusOK || !strings.Contains(body, `<section id="findings">`) ||
 		!strings.Contains(body, `<span class="tag bad">high</span> credential-access in description: <mark>read ~/.ssh/id_rsa &lt;b&gt;now&lt;/b&gt;</mark>`) ||
-		!strings.Contains(body, `<p class="flash bad" id="held-reason">Held: high-severity finding (credential-access) &lt;i&gt;x&lt;/i&gt;.`) {
+		!strings.Contains(body, `<p class="flash bad" id="held-reason">Held: high-severity finding (credential-access) &lt;i&gt;x&lt;/i&gt;.`) ||
+		!strings.Contains(body, `invisible-characters in inputSchema.properties.\u202eeman.description: <mark>safe\u200bread</mark>`) ||
+		strings.ContainsAny(body, "\u202e\u200b") {
 		t.Errorf("the tool page: %d\n%s", page.Code, body)
 	}
 	// The list counts the findings, shows why the tool is held, puts it
 	// first, and leaves it out of approving all.
 	list := serve(u, "GET", "/ui/servers/fx", c.Value, nil)
 	body := list.Body.String()
-	for _, want := range []string{`<span class="tag bad findings">1 finding(s)</span>`, `<div class="small flagged-why">Held: high-severity finding (credential-access) &lt;i&gt;x&lt;/i&gt;.`,
+	for _, want := range []string{`<span class="tag bad findings">2 finding(s)</span>`, `<div class="small flagged-why">Held: high-severity finding (credential-access) &lt;i&gt;x&lt;/i&gt;.`,
 		`Approve all 1 pending and changed, as shown`, `<span class="small" id="flagged-note">1 tool(s) with a high-severity finding stay pending`} {
 		if !strings.Contains(body, want) {
 			t.Errorf("the server page lacks %q: %d\n%s", want, list.Code, body)
