@@ -203,6 +203,56 @@ func TestFastPathClientGoneLatches(t *testing.T) {
 	}
 }
 
+// The same on the SDK server's path, which serves what the fast paths
+// leave to it: a 2025 session's call whose id the fast path declines, and
+// a 2026-07-28 call asking for progress. Its client's connection drops
+// mid-call: the write is cancelled upstream and latches its server.
+func TestSDKPathClientGoneLatches(t *testing.T) {
+	const write = `"method":"tools/call","params":{"name":"write_value","arguments":{"key":"k","value":"v","sleep_ms":20000}`
+	for _, c := range []struct{ name, body, era string }{
+		{"2025 session", `{"jsonrpc":"2.0","id":"a<b",` + write + `}}`, "2025-11-25"},
+		{"2026-07-28", `{"jsonrpc":"2.0","id":12,` + write + `,"_meta":{"progressToken":"p1","io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
+			`"io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}}`, "2026-07-28"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := fixture.NewServer(fixture.Options{})
+			w := wardentest.Start(t, map[string]any{"s": map[string]any{"url": f.Serve(t), "trusted": true, "callTimeout": "30s"}})
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var send func()
+			if c.era == "2025-11-25" {
+				s := fpOpen(t, w, "/mcp/s")
+				send = func() { s.sendCtx(ctx, "POST", c.body, nil) }
+			} else {
+				w.WaitReady(t, "s")
+				send = func() {
+					req, _ := http.NewRequestWithContext(ctx, "POST", w.URL("/mcp/s"), strings.NewReader(c.body))
+					for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+						"Mcp-Protocol-Version": c.era, "Mcp-Method": "tools/call", "Mcp-Name": fixture.ToolWrite} {
+						req.Header.Set(k, v)
+					}
+					if resp, err := http.DefaultClient.Do(req); err == nil {
+						resp.Body.Close()
+					}
+				}
+			}
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				send()
+			}()
+			wardentest.WaitFor(t, 10*time.Second, "the write to reach the upstream", func() bool { return f.WriteDispatches() == 1 })
+			cancel()
+			<-done
+			wardentest.WaitFor(t, 10*time.Second, "the write cancelled upstream", func() bool { return f.WritesCancelled() == 1 })
+			wardentest.WaitFor(t, 10*time.Second, "the server latched", func() bool { return len(wlLatches(t, w)) == 1 })
+			if f.WritesApplied() != 0 {
+				t.Fatal("the write was applied")
+			}
+		})
+	}
+}
+
 // A cancellation that overtakes its call (they travel on different
 // connections) still cancels it: the call is not sent upstream.
 func TestFastPathCancelBeforeCall(t *testing.T) {

@@ -81,6 +81,12 @@ func TestUIReviewStates(t *testing.T) {
 		t.Fatal("a write past callTimeout succeeded")
 	}
 
+	// down is tried again now and then, connecting for a moment each
+	// time: the page is read between two tries, as an operator finds it.
+	wardentest.WaitFor(t, 30*time.Second, "down between two tries, the next 3 s away", func() bool {
+		c := w.Server(t, "down").State
+		return c.State == "backoff" && time.Until(c.RetryAt) > 3*time.Second
+	})
 	var l api.UILogin
 	w.API(t, "POST", "/v1/ui/login", nil, &l)
 	op := uiBrowse(t, "http://"+w.Addr)()

@@ -81,6 +81,7 @@ func toSDK(h http.Handler, w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rw := &rpcErrors{ResponseWriter: w, body: body, session: r.Header.Get("Mcp-Session-Id") != ""}
+	defer named(r)()
 	h.ServeHTTP(rw, r)
 	rw.finish()
 }

@@ -190,6 +190,8 @@ func (v *view) intercept(next mcp.MethodHandler) mcp.MethodHandler {
 }
 
 func (v *view) callTool(ctx context.Context, r *mcp.CallToolRequest) (mcp.Result, error) {
+	ctx, cancel := untilGone(ctx, headerOf(r.Extra))
+	defer cancel()
 	// A large answer holds its room in the answers' bound until decoded
 	// for the SDK (which sends it after this returns).
 	after := &answer.After{}
