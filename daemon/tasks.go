@@ -52,7 +52,7 @@ func (d *Daemon) openTasks(ctx context.Context, cfg config.Tasks) (*tasks.Tasks,
 			if n%int(taskSweepEvery/deadSweepEvery) != 0 {
 				continue
 			}
-			if _, err := ts.Sweep(ctx); err != nil {
+			if _, err := ts.Sweep(ctx, d.taskAbandoned); err != nil {
 				d.log.Warn("removing expired tasks failed; retried in a minute", "err", err)
 			}
 			if _, err := ts.RecoverDead(ctx, d.taskLost); err != nil {
@@ -61,6 +61,18 @@ func (d *Daemon) openTasks(ctx context.Context, cfg config.Tasks) (*tasks.Tasks,
 		}
 	}()
 	return ts, nil
+}
+
+// taskAbandoned latches the server of t, a non-read task its upstream ran
+// and its client left until it expired, unless the upstream says it
+// finished: whether its call took effect is unknown.
+func (d *Daemon) taskAbandoned(t tasks.Task) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if t.Read || d.gw.TaskFinished(ctx, t.Server, t.Upstream) {
+		return nil
+	}
+	return d.gw.TaskOutcomeUnknown(t.Server, t.Tool, t.ArgsSHA256, t.ID, writes.ReasonAbandoned)
 }
 
 // taskLost latches the server of t, a non-read task whose instance died

@@ -27,6 +27,17 @@ func (g *Gateway) TaskOutcomeUnknown(server, tool, argsSHA256, id string, reason
 		At: time.Now(), Reason: reason, Surface: "task " + id}, nil)
 }
 
+// TaskFinished reports whether server, which runs task id as its own,
+// says it completed or failed.
+func (g *Gateway) TaskFinished(ctx context.Context, server, id string) bool {
+	raw, err := g.TaskRequest(ctx, server, "tasks/get", id, nil)
+	var t struct{ Status string }
+	if err != nil || json.Unmarshal(raw, &t) != nil {
+		return false
+	}
+	return t.Status == "completed" || t.Status == "failed"
+}
+
 // TaskRequest forwards a task request (tasks/get, tasks/update,
 // tasks/cancel) to server, which speaks the tasks extension and runs the
 // task under its own id, and returns its answer as it sent it. The

@@ -666,7 +666,7 @@ func (v *view) cancelHanded(ctx context.Context, owner tasks.Owner, t tasks.Task
 		return v.handedLost(ctx, t)
 	}
 	if !settled {
-		if v.handedFinished(ctx, t) {
+		if v.g.TaskFinished(ctx, t.Server, t.Upstream) {
 			return err
 		}
 		if _, cerr := v.tasks.ts.Cancel(ctx, owner, t.ID); errors.Is(cerr, tasks.ErrFinished) {
@@ -705,17 +705,6 @@ func (v *view) handedLost(ctx context.Context, t tasks.Task) error {
 		return err
 	}
 	return v.latchHanded(t, writes.ReasonUpstreamLost)
-}
-
-// handedFinished reports whether t's upstream says it completed or failed.
-func (v *view) handedFinished(ctx context.Context, t tasks.Task) bool {
-	raw, err := v.g.TaskRequest(ctx, t.Server, methodTasksGet, t.Upstream, nil)
-	var fields map[string]json.RawMessage
-	if err != nil || json.Unmarshal(raw, &fields) != nil {
-		return false
-	}
-	st := upstreamStatus(fields)
-	return st == tasks.Completed || st == tasks.Failed
 }
 
 // latchHanded latches the server of t, a task its upstream ran, when its

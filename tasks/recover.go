@@ -90,16 +90,52 @@ var sweepBatch = 500
 
 // Sweep removes the finished tasks whose TTL has passed since they
 // finished, and returns how many. Run it now and then (say every minute):
-// the store then holds at most a TTL's worth of finished tasks.
-func (ts *Tasks) Sweep(ctx context.Context) (int, error) {
+// the store then holds at most a TTL's worth of finished tasks. A task
+// handed to its upstream whose TTL passed since its client last reached it
+// may still run there, its outcome never learnt: it is handed to
+// unfinished first, and removed only once unfinished returned nil.
+func (ts *Tasks) Sweep(ctx context.Context, unfinished func(Task) error) (int, error) {
 	total := 0
 	for {
+		if err := ts.unfinished(ctx, unfinished); err != nil {
+			return total, err
+		}
 		n, err := ts.sweep(ctx)
 		total += n
 		if err != nil || n < sweepBatch {
 			return total, err
 		}
 	}
+}
+
+// unfinished hands the expired tasks of the next sweep that were handed
+// to their upstream and are not finished to fn.
+func (ts *Tasks) unfinished(ctx context.Context, fn func(Task) error) error {
+	now := uint64(ts.now().UnixNano())
+	var left []Task
+	err := ts.st.View(ctx, func(tx store.Tx) error {
+		seen := 0
+		return tx.Scan(expiryBucket, nil, false, func(k, _ []byte) error {
+			if seen == sweepBatch || len(k) < 8 || binary.BigEndian.Uint64(k) > now {
+				return store.ErrStop
+			}
+			seen++
+			t, err := getTask(tx, string(k[8:]))
+			if err == nil && t.Upstream != "" && !t.Status.Terminal() {
+				left = append(left, t)
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("tasks: finding expired tasks: %w", err)
+	}
+	for _, t := range left {
+		if err := fn(t); err != nil {
+			return fmt.Errorf("tasks: task %s of %s/%s, expired while its upstream ran it: %w", t.ID, t.Server, t.Tool, err)
+		}
+	}
+	return nil
 }
 
 // sweep removes up to sweepBatch expired tasks in one transaction.

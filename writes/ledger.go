@@ -82,6 +82,9 @@ const (
 	// The answer came but was larger than Warden passes on: the caller
 	// cannot know what the call did.
 	ReasonAnswerTooLarge Reason = "answer_too_large"
+	// A task its upstream ran was left by its client until it expired,
+	// and the upstream did not say it had finished.
+	ReasonAbandoned Reason = "task_abandoned"
 )
 
 // Latch is the record of a non-read call whose outcome is unknown: what a
