@@ -95,7 +95,11 @@ func (d *Daemon) checkCaller(r *http.Request) error {
 func (d *Daemon) refuseServers(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, ok := r.Context().Value(callerCheckKey{}).(*callerCheck)
-		if ok && !c.socket && d.launcher.Mode.Confines() {
+		if !ok {
+			http.Error(w, "Warden could not tell who is calling", http.StatusForbidden)
+			return
+		}
+		if !c.socket && d.launcher.Mode.Confines() {
 			c.clientOnce.Do(func() {
 				if conn, ok := c.conn.(*net.TCPConn); ok {
 					c.clientErr = sandbox.ClientCaller(conn.LocalAddr().(*net.TCPAddr), conn.RemoteAddr().(*net.TCPAddr))

@@ -66,8 +66,8 @@ func (d *Daemon) openTasks(ctx context.Context, cfg config.Tasks) (*tasks.Tasks,
 // taskAbandoned latches the server of t, a non-read task its upstream ran
 // and its client left until it expired, unless the upstream says it
 // finished: whether its call took effect is unknown.
-func (d *Daemon) taskAbandoned(t tasks.Task) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+func (d *Daemon) taskAbandoned(ctx context.Context, t tasks.Task) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if t.Read || d.gw.TaskFinished(ctx, t.Server, t.Upstream) {
 		return nil

@@ -71,7 +71,7 @@ type isoOutcome struct {
 var isoAttempts = []string{
 	"read_token", "read_store", "read_config", "read_other_log", "list_state_dir",
 	"read_warden_environ", "read_warden_memory", "env_has_other_secret", "env_has_warden_vars",
-	"api_with_found_token", "api_with_stolen_token", "approve_self", "api_fd_in_flight", "api_nondumpable_child", "api_via_socket", "mcp_as_client",
+	"api_with_found_token", "api_with_stolen_token", "approve_self", "api_fd_in_flight", "api_nondumpable_child", "api_via_socket", "mcp_as_client", "mcp_nondumpable_child",
 	"see_other_process", "read_other_environ", "signal_other", "has_capabilities",
 }
 

@@ -207,7 +207,7 @@ func (s *inventories) changed(server string) {
 func (s *inventories) removed(server string) {
 	s.mu.Lock()
 	e := s.entry(server)
-	e.inv = nil
+	e.inv, e.pins = nil, nil
 	s.version(server, e)
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"strconv"
@@ -53,7 +54,8 @@ func TCPCaller(local, remote *net.TCPAddr) error {
 		return nil
 	}
 	link := "socket:[" + strconv.FormatUint(uint64(sock.inode), 10) + "]"
-	return holdersAdmitted(socketHolders(link, sock.uid), link)
+	holders, _ := socketHolders(link, sock.uid)
+	return holdersAdmitted(holders, link)
 }
 
 // ErrServerClient is returned for an MCP client that is a process Warden
@@ -65,16 +67,20 @@ var ErrServerClient = errors.New("Warden's MCP endpoints refuse processes Warden
 // anything a server started) holds its other end, since through Warden a
 // server, quarantined or not, would act with every other server's tools.
 // Every other process is admitted, one in sandboxes of its own (a
-// flatpak'd editor) too, and so is a holder Warden may not inspect: in
-// namespaces Warden holds every capability in its servers' user
-// namespaces, so none can hide its open files from it.
+// flatpak'd editor) too. When no process Warden may inspect holds it, it
+// is refused if one Warden started hides its open files (non-dumpable,
+// under a Warden that is not root): that one may hold it.
 func ClientCaller(local, remote *net.TCPAddr) error {
 	sock, found, err := peerSocket(local, remote)
 	if err != nil || !found || sock.inode == 0 || sock.uid != uint32(os.Geteuid()) {
 		return err
 	}
 	link := "socket:[" + strconv.FormatUint(uint64(sock.inode), 10) + "]"
-	for _, pid := range socketHolders(link, sock.uid) {
+	holders, hidden := socketHolders(link, sock.uid)
+	if len(holders) == 0 {
+		holders = hidden
+	}
+	for _, pid := range holders {
 		if spawned, err := descends(pid, os.Getpid()); err == nil && spawned {
 			return ErrServerClient
 		}
@@ -213,10 +219,9 @@ func pidfdPID(pidfd int) int {
 // socketHolders lists the processes of user uid whose open files include
 // link (the socket's "socket:[inode]"). A process whose files Warden may
 // not read (another user's, or one that made itself non-dumpable) is not
-// among them.
-func socketHolders(link string, uid uint32) []int {
+// among them; those of uid are in hidden.
+func socketHolders(link string, uid uint32) (holders, hidden []int) {
 	entries, _ := os.ReadDir("/proc")
-	var out []int
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
@@ -225,26 +230,35 @@ func socketHolders(link string, uid uint32) []int {
 		if fi, err := os.Stat("/proc/" + e.Name()); err != nil || fi.Sys().(*syscall.Stat_t).Uid != uid {
 			continue
 		}
-		if holdsFile(pid, link) {
-			out = append(out, pid)
+		switch holds, err := holdsFileErr(pid, link); {
+		case holds:
+			holders = append(holders, pid)
+		case errors.Is(err, fs.ErrPermission):
+			hidden = append(hidden, pid)
 		}
 	}
-	return out
+	return holders, hidden
 }
 
 // holdsFile reports whether pid has link (such as "socket:[123]") open.
 func holdsFile(pid int, link string) bool {
+	holds, _ := holdsFileErr(pid, link)
+	return holds
+}
+
+// holdsFileErr is holdsFile, with why pid's open files could not be read.
+func holdsFileErr(pid int, link string) (bool, error) {
 	dir := "/proc/" + strconv.Itoa(pid) + "/fd/"
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return false
+		return false, err
 	}
 	for _, e := range entries {
 		if l, err := os.Readlink(dir + e.Name()); err == nil && l == link {
-			return true
+			return true, nil
 		}
 	}
-	return false
+	return false, nil
 }
 
 // localAddress reports whether ip is one of this machine's.

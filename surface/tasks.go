@@ -629,6 +629,9 @@ func (v *view) passTask(ctx context.Context, method string, owner tasks.Owner, t
 	}
 	raw, err := v.g.TaskRequest(ctx, t.Server, method, t.Upstream, responses)
 	switch {
+	case lostTask(err) && method != methodTasksGet && v.handedFinished(ctx, t):
+		// A finished task's update is refused so: its outcome is known.
+		return nil, err
 	case lostTask(err):
 		if err := v.handedLost(ctx, t); err != nil {
 			return nil, err
@@ -647,7 +650,14 @@ func (v *view) passTask(ctx context.Context, method string, owner tasks.Owner, t
 	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
 		return nil, fmt.Errorf("server %q answered tasks/get with no object: %.80s", t.Server, raw)
 	}
-	if upstreamStatus(fields) == tasks.Cancelled { // by another route than this Warden
+	switch upstreamStatus(fields) {
+	case tasks.Completed, tasks.Failed:
+		if !t.UpstreamDone {
+			if err := v.tasks.ts.UpstreamFinished(ctx, owner, t.ID); err != nil && !errors.Is(err, tasks.ErrNotFound) {
+				return nil, err
+			}
+		}
+	case tasks.Cancelled: // by another route than this Warden
 		if err := v.handedCancelled(ctx, owner, t); err != nil {
 			return nil, err
 		}
@@ -657,18 +667,24 @@ func (v *view) passTask(ctx context.Context, method string, owner tasks.Owner, t
 }
 
 // cancelHanded has the upstream cancel t, its own task. Unless the upstream
-// says it had completed or failed first, t is cancelled here too (settled:
-// it was already) and a non-read call's server latches, since how far the
-// call went is unknown.
+// says it had completed or failed first (it then refuses the cancel as for
+// an unknown task), t is cancelled here too (settled: it was already) and a
+// non-read call's server latches, since how far the call went is unknown;
+// one the upstream no longer knows latches as lost.
 func (v *view) cancelHanded(ctx context.Context, owner tasks.Owner, t tasks.Task, settled bool) error {
 	_, err := v.g.TaskRequest(ctx, t.Server, methodTasksCancel, t.Upstream, nil)
-	if lostTask(err) {
+	switch {
+	case v.handedFinished(ctx, t):
+		if lostTask(err) {
+			return nil
+		}
+		return err
+	case lostTask(err) && settled:
+		return v.latchHanded(t, writes.ReasonUpstreamLost)
+	case lostTask(err):
 		return v.handedLost(ctx, t)
 	}
 	if !settled {
-		if v.g.TaskFinished(ctx, t.Server, t.Upstream) {
-			return err
-		}
 		if _, cerr := v.tasks.ts.Cancel(ctx, owner, t.ID); errors.Is(cerr, tasks.ErrFinished) {
 			return err // settled meanwhile, and latched if need be
 		} else if cerr != nil {
@@ -679,6 +695,12 @@ func (v *view) cancelHanded(ctx context.Context, owner tasks.Owner, t tasks.Task
 		return lerr
 	}
 	return err
+}
+
+// handedFinished reports whether t's upstream was seen to finish it, or
+// says now that it completed or failed.
+func (v *view) handedFinished(ctx context.Context, t tasks.Task) bool {
+	return t.UpstreamDone || v.g.TaskFinished(ctx, t.Server, t.Upstream)
 }
 
 // handedCancelled cancels t here, which its upstream says it cancelled: a
@@ -694,8 +716,12 @@ func (v *view) handedCancelled(ctx context.Context, owner tasks.Owner, t tasks.T
 }
 
 // handedLost settles t, which its upstream no longer knows, as failed with
-// an unknown outcome; a non-read call's server latches.
+// an unknown outcome; a non-read call's server latches. One its upstream
+// was seen to finish is left as it is: its outcome is known.
 func (v *view) handedLost(ctx context.Context, t tasks.Task) error {
+	if t.UpstreamDone {
+		return nil
+	}
 	_, err := v.tasks.ts.Fail(ctx, t.ID, tasks.Error{Code: tasks.CodeUnknownOutcome,
 		Message: fmt.Sprintf("server %q no longer knows this task, so how its call ended is unknown", t.Server)})
 	if errors.Is(err, tasks.ErrFinished) {
@@ -708,9 +734,10 @@ func (v *view) handedLost(ctx context.Context, t tasks.Task) error {
 }
 
 // latchHanded latches the server of t, a task its upstream ran, when its
-// call was not a read: its outcome is unknown.
+// call was not a read and the upstream was not seen to finish it: its
+// outcome is unknown.
 func (v *view) latchHanded(t tasks.Task, reason writes.Reason) error {
-	if t.Read {
+	if t.Read || t.UpstreamDone {
 		return nil
 	}
 	return v.g.TaskOutcomeUnknown(t.Server, t.Tool, t.ArgsSHA256, t.ID, reason)

@@ -73,7 +73,7 @@ func TestHanded(t *testing.T) {
 	var unfinished []string
 	refuse := errors.New("the store is down")
 	for _, err := range []error{refuse, nil} {
-		_, got := ts.Sweep(ctx, func(u Task) error { unfinished = append(unfinished, u.ID+" "+u.Upstream); return err })
+		_, got := ts.Sweep(ctx, func(_ context.Context, u Task) error { unfinished = append(unfinished, u.ID+" "+u.Upstream); return err })
 		if !errors.Is(got, err) {
 			t.Fatalf("Sweep: %v, want %v", got, err)
 		}
@@ -83,6 +83,25 @@ func TestHanded(t *testing.T) {
 	}
 	if want := tk.ID + " up-1"; len(unfinished) != 2 || unfinished[0] != want || unfinished[1] != want {
 		t.Fatalf("handed on as unfinished: %q, want %q twice", unfinished, want)
+	}
+
+	// One its upstream was seen to finish is swept without a word.
+	done := create(t, ts, alice, "fs")
+	if _, err := ts.Handed(ctx, done.ID, "up-3"); err != nil {
+		t.Fatal(err)
+	}
+	if err := ts.UpstreamFinished(ctx, bob, done.ID); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("bob marked alice's task: %v", err)
+	}
+	if err := ts.UpstreamFinished(ctx, alice, done.ID); err != nil {
+		t.Fatal(err)
+	}
+	advance(2 * time.Hour)
+	if _, err := ts.Sweep(ctx, noneUnfinished(t)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ts.Get(ctx, alice, done.ID); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("a handed task its upstream finished, expired: %v; want it swept", err)
 	}
 
 	gone := create(t, ts, alice, "db")
@@ -96,8 +115,8 @@ func TestHanded(t *testing.T) {
 
 // noneUnfinished is Sweep's unfinished for tests where no expired task may
 // be one.
-func noneUnfinished(t *testing.T) func(Task) error {
-	return func(u Task) error {
+func noneUnfinished(t *testing.T) func(context.Context, Task) error {
+	return func(_ context.Context, u Task) error {
 		t.Errorf("task %s handed on as unfinished", u.ID)
 		return nil
 	}

@@ -90,28 +90,49 @@ var sweepBatch = 500
 
 // Sweep removes the finished tasks whose TTL has passed since they
 // finished, and returns how many. Run it now and then (say every minute):
-// the store then holds at most a TTL's worth of finished tasks. A task
-// handed to its upstream whose TTL passed since its client last reached it
-// may still run there, its outcome never learnt: it is handed to
-// unfinished first, and removed only once unfinished returned nil.
-func (ts *Tasks) Sweep(ctx context.Context, unfinished func(Task) error) (int, error) {
+// the store then holds at most a TTL's worth of finished tasks.
+//
+// A task handed to its upstream whose TTL passed since its client last
+// reached it, and whose upstream was not seen to finish it, may still run
+// there, its outcome never learnt: it is handed to unfinished first, and
+// removed only once unfinished returned nil (the first error is returned,
+// the others swept). Only this instance's such tasks, and those of
+// instances that are gone, are handed on and removed: each instance asks
+// its own upstreams.
+func (ts *Tasks) Sweep(ctx context.Context, unfinished func(context.Context, Task) error) (int, error) {
+	now := uint64(ts.now().UnixNano())
+	keep := map[string]bool{} // left for now: another instance's, or unfinished failed
+	var failed error
 	total := 0
 	for {
-		if err := ts.unfinished(ctx, unfinished); err != nil {
+		left, err := ts.expiredHanded(ctx, now, keep)
+		if err != nil {
 			return total, err
 		}
-		n, err := ts.sweep(ctx)
+		for _, t := range left {
+			if err := unfinished(ctx, t); err != nil {
+				keep[t.ID] = true
+				if failed == nil {
+					failed = fmt.Errorf("tasks: task %s of %s/%s, expired while its upstream ran it: %w", t.ID, t.Server, t.Tool, err)
+				}
+			}
+		}
+		n, err := ts.sweep(ctx, now, keep)
 		total += n
-		if err != nil || n < sweepBatch {
+		if err != nil {
 			return total, err
+		}
+		if n < sweepBatch {
+			return total, failed
 		}
 	}
 }
 
-// unfinished hands the expired tasks of the next sweep that were handed
-// to their upstream and are not finished to fn.
-func (ts *Tasks) unfinished(ctx context.Context, fn func(Task) error) error {
-	now := uint64(ts.now().UnixNano())
+// expiredHanded finds, among the next tasks expired by now (but those in
+// keep), the unfinished ones handed to their upstream that this instance
+// sweeps; those another live instance sweeps go into keep.
+func (ts *Tasks) expiredHanded(ctx context.Context, now uint64, keep map[string]bool) ([]Task, error) {
+	self := ts.st.Instance()
 	var left []Task
 	err := ts.st.View(ctx, func(tx store.Tx) error {
 		seen := 0
@@ -119,28 +140,34 @@ func (ts *Tasks) unfinished(ctx context.Context, fn func(Task) error) error {
 			if seen == sweepBatch || len(k) < 8 || binary.BigEndian.Uint64(k) > now {
 				return store.ErrStop
 			}
-			seen++
-			t, err := getTask(tx, string(k[8:]))
-			if err == nil && t.Upstream != "" && !t.Status.Terminal() {
-				left = append(left, t)
+			id := string(k[8:])
+			if keep[id] {
+				return nil
 			}
+			seen++
+			t, err := getTask(tx, id)
+			if err != nil || t.Upstream == "" || t.Status.Terminal() || t.UpstreamDone {
+				return nil
+			}
+			if t.Instance != self && t.Instance != "" {
+				if alive, err := tx.Alive(t.Instance); err != nil || alive {
+					keep[id] = true
+					return err
+				}
+			}
+			left = append(left, t)
 			return nil
 		})
 	})
 	if err != nil {
-		return fmt.Errorf("tasks: finding expired tasks: %w", err)
+		return nil, fmt.Errorf("tasks: finding expired tasks: %w", err)
 	}
-	for _, t := range left {
-		if err := fn(t); err != nil {
-			return fmt.Errorf("tasks: task %s of %s/%s, expired while its upstream ran it: %w", t.ID, t.Server, t.Tool, err)
-		}
-	}
-	return nil
+	return left, nil
 }
 
-// sweep removes up to sweepBatch expired tasks in one transaction.
-func (ts *Tasks) sweep(ctx context.Context) (int, error) {
-	now := uint64(ts.now().UnixNano())
+// sweep removes up to sweepBatch tasks expired by now, but those in keep,
+// in one transaction.
+func (ts *Tasks) sweep(ctx context.Context, now uint64, keep map[string]bool) (int, error) {
 	n := 0
 	err := ts.st.Update(ctx, func(tx store.Tx) error {
 		n = 0
@@ -149,7 +176,9 @@ func (ts *Tasks) sweep(ctx context.Context) (int, error) {
 			if len(done) == sweepBatch || len(k) < 8 || binary.BigEndian.Uint64(k) > now {
 				return store.ErrStop
 			}
-			done = append(done, bytes.Clone(k))
+			if !keep[string(k[8:])] {
+				done = append(done, bytes.Clone(k))
+			}
 			return nil
 		})
 		if err != nil {

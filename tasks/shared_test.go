@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/wardenmcp/warden/internal/testing/pgtest"
@@ -200,5 +201,43 @@ func TestAnswersAndResultsAreSealedInPostgres(t *testing.T) {
 	dumped("after the result", answer)
 	if got, err := b.Get(ctx, alice, tk.ID); err != nil || got.Status != Completed || !bytes.Contains(got.Result, []byte(result)) {
 		t.Fatalf("the other instance reads the task as %+v (%v)", got, err)
+	}
+}
+
+// An expired task handed to its upstream is handed on as unfinished, and
+// swept, only by the instance that handed it, or once that instance is
+// gone: each instance asks its own upstreams.
+func TestSweepHandedByInstance(t *testing.T) {
+	ctx := context.Background()
+	open := sharedStores(t)
+	var mu sync.Mutex
+	now := time.Date(2026, 12, 7, 10, 0, 0, 0, time.UTC)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	a, stB := open("a"), open("b")
+	tsA := New(a, Options{Retention: time.Hour, Now: clock})
+	tsB := New(stB, Options{Retention: time.Hour, Now: clock})
+	tk := create(t, tsA, alice, "fs")
+	if _, err := tsA.Handed(ctx, tk.ID, "up-1"); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	now = now.Add(2 * time.Hour)
+	mu.Unlock()
+	if _, err := tsB.Sweep(ctx, noneUnfinished(t)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tsB.Get(ctx, alice, tk.ID); err != nil {
+		t.Fatalf("b swept a's handed task while a lives: %v", err)
+	}
+	a.Close() // a is gone
+	var handed []string
+	if _, err := tsB.Sweep(ctx, func(_ context.Context, u Task) error { handed = append(handed, u.ID); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(handed) != 1 || handed[0] != tk.ID {
+		t.Fatalf("b handed on %q once a was gone; want %s", handed, tk.ID)
+	}
+	if _, err := tsB.Get(ctx, alice, tk.ID); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("a gone, its expired handed task: %v; want it swept", err)
 	}
 }

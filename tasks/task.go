@@ -86,6 +86,10 @@ type Task struct {
 	// there, and its requests are forwarded with this id. It is never
 	// shown to the client, whose id is ID.
 	Upstream string `json:"upstream,omitempty"`
+	// UpstreamDone: the upstream running it was seen to say it completed
+	// or failed (UpstreamFinished), so its outcome is known however its
+	// upstream answers later.
+	UpstreamDone bool `json:"upstream_done,omitempty"`
 }
 
 // runs reports whether the task runs in Warden: not finished, and not

@@ -241,6 +241,19 @@ func (ts *Tasks) Handed(ctx context.Context, id, upstreamID string) (Task, error
 	})
 }
 
+// UpstreamFinished records that the upstream running owner's task id, as
+// its own, said it completed or failed (see Task.UpstreamDone).
+func (ts *Tasks) UpstreamFinished(ctx context.Context, owner Owner, id string) error {
+	_, err := ts.change(ctx, id, &owner, func(t *Task) (bool, error) {
+		if t.Upstream == "" || t.UpstreamDone {
+			return false, nil
+		}
+		t.UpstreamDone = true
+		return true, nil
+	})
+	return err
+}
+
 // Renew keeps owner's task t (as read), handed to its upstream, for
 // another TTL from now: its client reached it. To spare the store a write
 // a poll, a task renewed within the last tenth of its TTL is left as it is
