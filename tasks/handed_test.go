@@ -73,7 +73,10 @@ func TestHanded(t *testing.T) {
 	var unfinished []string
 	refuse := errors.New("the store is down")
 	for _, err := range []error{refuse, nil} {
-		_, got := ts.Sweep(ctx, func(_ context.Context, u Task) error { unfinished = append(unfinished, u.ID+" "+u.Upstream); return err })
+		_, got := ts.Sweep(ctx, func(_ context.Context, u Task) error {
+			unfinished = append(unfinished, u.ID+" "+u.Upstream)
+			return err
+		})
 		if !errors.Is(got, err) {
 			t.Fatalf("Sweep: %v, want %v", got, err)
 		}
