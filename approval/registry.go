@@ -197,6 +197,18 @@ func (r *Registry) Check(server, tool, hash string) (Status, bool) {
 	return g.status, ok
 }
 
+// ApprovedOther reports whether tool is approved with another definition
+// than the one of hash: Check says changed only because the caller's
+// listing differs from the one the records approved.
+func (r *Registry) ApprovedOther(server, tool, hash string) bool {
+	s := r.lookup(server)
+	if s == nil {
+		return false
+	}
+	g := s.view.Load().status[tool]
+	return g.status == StatusApproved && g.pinned != hash
+}
+
 // Quarantined reports whether the server's tools are withheld. An unknown
 // server counts as quarantined (fail closed).
 func (r *Registry) Quarantined(server string) bool {

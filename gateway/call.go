@@ -223,6 +223,12 @@ func (g *Gateway) admitTool(c *upstream.Conn, call Call) (Tool, error) {
 		return Tool{}, &UnknownToolError{Server: call.Server, Tool: call.Tool}
 	case st == approval.StatusPending:
 		return Tool{}, refuse(CodePending, "Tool %q of server %q is new and not approved yet. Review it with: warden review %s; approve it with: warden review approve %s %s", call.Tool, call.Server, call.Server, call.Server, call.Tool)
+	case st == approval.StatusChanged && g.deps.Approvals.ApprovedOther(call.Server, call.Tool, pins[call.Tool]):
+		// The records approved the definition another listing had (another
+		// instance's, or one since): list again, so that they hold this
+		// one, changed, for review.
+		g.relist(call.Server, c)
+		return Tool{}, refuse(CodeChanged, "Tool %q of server %q is approved with another definition than this Warden instance was given (the server answers instances differently, or changed meanwhile); it is held here, and the server is being listed again so that its records show the difference. See it with: warden review %s; approve the new definition with: warden review approve %s %s", call.Tool, call.Server, call.Server, call.Server, call.Tool)
 	case st == approval.StatusChanged:
 		return Tool{}, refuse(CodeChanged, "Tool %q of server %q changed since it was approved and is held until a person looks again. See what changed with: warden review %s; approve the new definition with: warden review approve %s %s", call.Tool, call.Server, call.Server, call.Server, call.Tool)
 	case st == approval.StatusBlocked:

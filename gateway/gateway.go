@@ -9,6 +9,7 @@ package gateway
 import (
 	"encoding/json"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -46,6 +47,19 @@ type Gateway struct {
 	views views
 	inv   *inventories // what each server offers clients (inventory.go)
 	gate  *callGate    // the calls in flight (gate.go)
+
+	relisting sync.Map // servers being listed again (relist)
+}
+
+// relist lists server c again off the caller's path, once at a time.
+func (g *Gateway) relist(server string, c *upstream.Conn) {
+	if _, busy := g.relisting.LoadOrStore(server, true); busy {
+		return
+	}
+	go func() {
+		defer g.relisting.Delete(server)
+		c.Refresh()
+	}()
 }
 
 // New returns a gateway with no servers; Reconcile starts them.

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -87,8 +88,9 @@ func TestServesOnlyTheApprovedDefinition(t *testing.T) {
 	}
 	c, _ := g.conn("s")
 	_, err := g.admitTool(c, Call{Server: "s", Tool: "w"})
-	if r, ok := err.(*Refusal); !ok || r.Code != CodeChanged {
-		t.Fatalf("a call of v2: %v; want %s", err, CodeChanged)
+	if r, ok := err.(*Refusal); !ok || r.Code != CodeChanged || !strings.Contains(r.Text, "approved with another definition than this Warden instance was given") ||
+		!strings.Contains(r.Text, "warden review s") {
+		t.Fatalf("a call of v2: %v; want %s saying the records approved another definition", err, CodeChanged)
 	}
 }
 
