@@ -176,6 +176,10 @@ type gate struct {
 	pinned string // the approved definition's hash
 }
 
+// approvedOther reports whether the tool is approved with another
+// definition than the one of hash.
+func (g gate) approvedOther(hash string) bool { return g.status == StatusApproved && g.pinned != hash }
+
 // Check is the per-call gate: the status of the tool as defined by hash
 // (approval.Hash of the definition the caller would show or run), and
 // whether it is in the server's latest inventory (an absent or unknown tool
@@ -191,7 +195,7 @@ func (r *Registry) Check(server, tool, hash string) (Status, bool) {
 		return "", false
 	}
 	g, ok := s.view.Load().status[tool]
-	if g.status == StatusApproved && g.pinned != hash {
+	if g.approvedOther(hash) {
 		return StatusChanged, ok
 	}
 	return g.status, ok
@@ -205,8 +209,7 @@ func (r *Registry) ApprovedOther(server, tool, hash string) bool {
 	if s == nil {
 		return false
 	}
-	g := s.view.Load().status[tool]
-	return g.status == StatusApproved && g.pinned != hash
+	return s.view.Load().status[tool].approvedOther(hash)
 }
 
 // Quarantined reports whether the server's tools are withheld. An unknown

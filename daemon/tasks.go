@@ -69,7 +69,7 @@ func (d *Daemon) openTasks(ctx context.Context, cfg config.Tasks) (*tasks.Tasks,
 func (d *Daemon) taskAbandoned(ctx context.Context, t tasks.Task) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if t.Read || d.gw.TaskFinished(ctx, t.Server, t.Upstream) {
+	if !t.InDoubt() || d.gw.TaskFinished(ctx, t.Server, t.Upstream) {
 		return nil
 	}
 	return d.gw.TaskOutcomeUnknown(t.Server, t.Tool, t.ArgsSHA256, t.ID, writes.ReasonAbandoned)
@@ -78,7 +78,7 @@ func (d *Daemon) taskAbandoned(ctx context.Context, t tasks.Task) error {
 // taskLost latches the server of t, a non-read task whose instance died
 // while it ran: whether its call took effect is unknown.
 func (d *Daemon) taskLost(t tasks.Task) error {
-	if t.Read {
+	if !t.InDoubt() {
 		return nil
 	}
 	return d.gw.TaskOutcomeUnknown(t.Server, t.Tool, t.ArgsSHA256, t.ID, writes.ReasonUpstreamLost)

@@ -53,7 +53,7 @@ func TCPCaller(local, remote *net.TCPAddr) error {
 	case sock.uid != uint32(os.Geteuid()):
 		return nil
 	}
-	link := "socket:[" + strconv.FormatUint(uint64(sock.inode), 10) + "]"
+	link := sock.link()
 	holders, _ := socketHolders(link, sock.uid)
 	return holdersAdmitted(holders, link)
 }
@@ -75,8 +75,7 @@ func ClientCaller(local, remote *net.TCPAddr) error {
 	if err != nil || !found || sock.inode == 0 || sock.uid != uint32(os.Geteuid()) {
 		return err
 	}
-	link := "socket:[" + strconv.FormatUint(uint64(sock.inode), 10) + "]"
-	holders, hidden := socketHolders(link, sock.uid)
+	holders, hidden := socketHolders(sock.link(), sock.uid)
 	if len(holders) == 0 {
 		holders = hidden
 	}
@@ -280,6 +279,9 @@ type diagSocket struct {
 	inode uint32 // 0 when no process holds it any more
 	uid   uint32 // the user whose process made it
 }
+
+// link is how a process's open files name the socket ("socket:[inode]").
+func (s diagSocket) link() string { return "socket:[" + strconv.FormatUint(uint64(s.inode), 10) + "]" }
 
 // peerSocket finds the socket whose local address is remote and whose peer
 // is local, by asking the kernel's socket diagnostics (NETLINK_SOCK_DIAG)

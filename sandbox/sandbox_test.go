@@ -88,12 +88,7 @@ func TestHidden(t *testing.T) {
 // started) and refuses one held by a child process (or its child), one whose
 // sender closed its end, and one passed away in flight between processes.
 func TestTCPCaller(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	ln := loopback(t)
 	accept := func() net.Conn { return acceptOne(t, ln) }
 	check := func(c net.Conn) error {
 		return TCPCaller(c.LocalAddr().(*net.TCPAddr), c.RemoteAddr().(*net.TCPAddr))
@@ -109,12 +104,8 @@ func TestTCPCaller(t *testing.T) {
 		t.Errorf("own connection: %v", err)
 	}
 
-	// A grandchild's (bash opens it, in a subshell that is its child).
-	child := exec.Command("bash", "-c", "( exec 3<>/dev/tcp/127.0.0.1/"+port+"; sleep 30 ) & wait")
-	if err := child.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { child.Process.Kill(); child.Wait() }()
+	// A grandchild's.
+	grandchildConnects(t, ln)
 	if err := check(accept()); err != ErrSpawned {
 		t.Errorf("grandchild's connection: %v, want ErrSpawned", err)
 	}
@@ -154,16 +145,34 @@ func TestTCPCaller(t *testing.T) {
 	}
 }
 
-// ClientCaller admits an MCP client's connection held by this process (not
-// one Warden started) and one whose sender closed its end; it refuses one
-// a child's child holds.
-func TestClientCaller(t *testing.T) {
+// loopback listens on a loopback port until the test ends.
+func loopback(t testing.TB) net.Listener {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
+	t.Cleanup(func() { ln.Close() })
+	return ln
+}
+
+// grandchildConnects has a child's child connect to ln (bash opens it, in
+// a subshell that is its child) and hold the connection until the test ends.
+func grandchildConnects(t *testing.T, ln net.Listener) {
+	t.Helper()
 	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	child := exec.Command("bash", "-c", "( exec 3<>/dev/tcp/127.0.0.1/"+port+"; sleep 30 ) & wait")
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { child.Process.Kill(); child.Wait() })
+}
+
+// ClientCaller admits an MCP client's connection held by this process (not
+// one Warden started) and one whose sender closed its end; it refuses one
+// a child's child holds.
+func TestClientCaller(t *testing.T) {
+	ln := loopback(t)
 	check := func() error {
 		c := acceptOne(t, ln)
 		defer c.Close()
@@ -187,11 +196,7 @@ func TestClientCaller(t *testing.T) {
 		t.Errorf("closed connection: %v", err)
 	}
 	c.Close()
-	child := exec.Command("bash", "-c", "( exec 3<>/dev/tcp/127.0.0.1/"+port+"; sleep 30 ) & wait")
-	if err := child.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { child.Process.Kill(); child.Wait() }()
+	grandchildConnects(t, ln)
 	if err := check(); err != ErrServerClient {
 		t.Errorf("grandchild's connection: %v, want ErrServerClient", err)
 	}
@@ -202,11 +207,7 @@ func TestClientCaller(t *testing.T) {
 // over; the connection is still admitted only by a holder that holds it
 // when checked, and refused while one of Warden's children holds it.
 func TestTCPCallerPassesOverHoldersThatLetGo(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
+	ln := loopback(t)
 	own, err := net.Dial("tcp", ln.Addr().String())
 	if err != nil {
 		t.Fatal(err)
@@ -217,7 +218,7 @@ func TestTCPCallerPassesOverHoldersThatLetGo(t *testing.T) {
 	if err != nil || !found {
 		t.Fatalf("the connection's socket: %v, %v", found, err)
 	}
-	link := "socket:[" + strconv.FormatUint(uint64(sock.inode), 10) + "]"
+	link := sock.link()
 	start := func(files ...*os.File) *exec.Cmd {
 		cmd := exec.Command("sleep", "30")
 		cmd.ExtraFiles = files
@@ -291,11 +292,7 @@ func TestInContainer(t *testing.T) {
 // BenchmarkTCPCaller is what the operator API's caller check, and the MCP
 // endpoints' (client), cost per connection, with this machine's processes.
 func BenchmarkTCPCaller(b *testing.B) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer ln.Close()
+	ln := loopback(b)
 	c, err := net.Dial("tcp", ln.Addr().String())
 	if err != nil {
 		b.Fatal(err)

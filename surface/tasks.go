@@ -684,15 +684,14 @@ func (v *view) cancelHanded(ctx context.Context, owner tasks.Owner, t tasks.Task
 	case lostTask(err):
 		return v.handedLost(ctx, t)
 	}
-	if !settled {
-		if _, cerr := v.tasks.ts.Cancel(ctx, owner, t.ID); errors.Is(cerr, tasks.ErrFinished) {
-			return err // settled meanwhile, and latched if need be
-		} else if cerr != nil {
-			return cerr
-		}
+	var latched error
+	if settled {
+		latched = v.latchHanded(t, writes.ReasonCancelled)
+	} else {
+		latched = v.handedCancelled(ctx, owner, t)
 	}
-	if lerr := v.latchHanded(t, writes.ReasonCancelled); lerr != nil {
-		return lerr
+	if latched != nil {
+		return latched
 	}
 	return err
 }
@@ -703,8 +702,9 @@ func (v *view) handedFinished(ctx context.Context, t tasks.Task) bool {
 	return t.UpstreamDone || v.g.TaskFinished(ctx, t.Server, t.Upstream)
 }
 
-// handedCancelled cancels t here, which its upstream says it cancelled: a
-// non-read call's server latches, once.
+// handedCancelled cancels t here, which its upstream cancelled: a
+// non-read call's server latches, once (a task settled meanwhile was
+// latched, if need be, by what settled it).
 func (v *view) handedCancelled(ctx context.Context, owner tasks.Owner, t tasks.Task) error {
 	if _, err := v.tasks.ts.Cancel(ctx, owner, t.ID); err != nil {
 		if errors.Is(err, tasks.ErrFinished) {
@@ -737,7 +737,7 @@ func (v *view) handedLost(ctx context.Context, t tasks.Task) error {
 // call was not a read and the upstream was not seen to finish it: its
 // outcome is unknown.
 func (v *view) latchHanded(t tasks.Task, reason writes.Reason) error {
-	if t.Read || t.UpstreamDone {
+	if !t.InDoubt() {
 		return nil
 	}
 	return v.g.TaskOutcomeUnknown(t.Server, t.Tool, t.ArgsSHA256, t.ID, reason)

@@ -137,7 +137,7 @@ func (ts *Tasks) expiredHanded(ctx context.Context, now uint64, keep map[string]
 	err := ts.st.View(ctx, func(tx store.Tx) error {
 		seen := 0
 		return tx.Scan(expiryBucket, nil, false, func(k, _ []byte) error {
-			if seen == sweepBatch || len(k) < 8 || binary.BigEndian.Uint64(k) > now {
+			if seen == sweepBatch || !expired(k, now) {
 				return store.ErrStop
 			}
 			id := string(k[8:])
@@ -165,6 +165,10 @@ func (ts *Tasks) expiredHanded(ctx context.Context, now uint64, keep map[string]
 	return left, nil
 }
 
+// expired reports whether k, a key of the expiry bucket (the time, then
+// the task's id), is of a task expired by now.
+func expired(k []byte, now uint64) bool { return len(k) >= 8 && binary.BigEndian.Uint64(k) <= now }
+
 // sweep removes up to sweepBatch tasks expired by now, but those in keep,
 // in one transaction.
 func (ts *Tasks) sweep(ctx context.Context, now uint64, keep map[string]bool) (int, error) {
@@ -173,7 +177,7 @@ func (ts *Tasks) sweep(ctx context.Context, now uint64, keep map[string]bool) (i
 		n = 0
 		var done [][]byte
 		err := tx.Scan(expiryBucket, nil, false, func(k, _ []byte) error {
-			if len(done) == sweepBatch || len(k) < 8 || binary.BigEndian.Uint64(k) > now {
+			if len(done) == sweepBatch || !expired(k, now) {
 				return store.ErrStop
 			}
 			if !keep[string(k[8:])] {

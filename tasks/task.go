@@ -92,6 +92,10 @@ type Task struct {
 	UpstreamDone bool `json:"upstream_done,omitempty"`
 }
 
+// InDoubt reports whether t's call, its outcome unknown, leaves its
+// server in doubt: a non-read call its upstream was not seen to finish.
+func (t *Task) InDoubt() bool { return !t.Read && !t.UpstreamDone }
+
 // runs reports whether the task runs in Warden: not finished, and not
 // handed to its upstream. The limits count these, and a task that ran
 // here when its instance died is failed (see Recover).
